@@ -1,0 +1,30 @@
+# The two commands a new user types: `make run` and `make test`.
+# Both install missing Debian packages (scripts/install-deps.sh), configure, build, then run.
+BUILD   ?= build
+JOBS    ?= $(shell nproc)
+WERROR  ?= OFF
+CMAKE_FLAGS ?=
+
+.PHONY: all deps configure build run test clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+configure: deps
+	@cmake -S . -B $(BUILD) -G Ninja -DATTNLAB_WERROR=$(WERROR) $(CMAKE_FLAGS) >/dev/null
+
+build: configure
+	@cmake --build $(BUILD) -j $(JOBS)
+
+# With a display the GUI opens on the default experiment (once the GUI exists);
+# otherwise the default report is written to out/report/ and its path printed.
+run: build
+	@$(BUILD)/bin/attnlab report --config configs/default.json --out out/report
+
+test: build
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+clean:
+	@rm -rf $(BUILD)

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs, only when missing, every Debian package that attnlab's build, tests and tools need.
+# Idempotent: a second run installs nothing. Uses sudo when not root. Fails loudly.
+set -euo pipefail
+
+# One line per package, grouped by what needs it.
+packages=(
+  # build
+  cmake ninja-build g++ make pkg-config
+  # core libraries (DESIGN.md: Debian bookworm packages, nothing vendored)
+  libeigen3-dev nlohmann-json3-dev libcli11-dev libfmt-dev
+  # tests
+  catch2
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}" >&2
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: not root and no sudo; install: ${missing[*]}" >&2; exit 1; }
+  sudo_cmd=(sudo)
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq || { echo "install-deps: apt-get update failed" >&2; exit 1; }
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
+  || { echo "install-deps: apt-get install failed for: ${missing[*]}" >&2; exit 1; }
+echo "install-deps: done" >&2
