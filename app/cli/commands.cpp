@@ -1,0 +1,105 @@
+#include "app/cli/commands.h"
+
+#include "app/cli/backends.h"
+#include "app/cli/progress.h"
+#include "app/report/atomic_dir.h"
+#include "app/report/report.h"
+#include "app/views/table.h"
+#include "core/config.h"
+#include "core/error.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+namespace attnlab::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+Results run_experiment(const Experiment& e) {
+  ProgressBar bar;
+  RunControl control;
+  control.progress = [&](double f, const std::string& stage) { bar.update(f, stage); };
+  return make_runner().run(e, control);
+}
+
+void print_table(const views::Table& t) {
+  std::vector<size_t> width(t.columns.size());
+  auto header = [&](size_t c) {
+    return t.columns[c].unit.empty() ? t.columns[c].title : t.columns[c].title + " (" + t.columns[c].unit + ")";
+  };
+  for (size_t c = 0; c < t.columns.size(); ++c) {
+    width[c] = header(c).size();
+    for (const auto& row : t.rows) width[c] = std::max(width[c], row[c].text.size());
+  }
+  for (size_t c = 0; c < t.columns.size(); ++c) fmt::print("{:<{}}  ", header(c), width[c]);
+  fmt::print("\n");
+  for (const auto& row : t.rows) {
+    for (size_t c = 0; c < row.size(); ++c) {
+      if (row[c].value == row[c].value) fmt::print("{:>{}}  ", row[c].text, width[c]);
+      else fmt::print("{:<{}}  ", row[c].text, width[c]);
+    }
+    fmt::print("\n");
+  }
+}
+
+}  // namespace
+
+std::string configs_dir() {
+  if (const char* env = std::getenv("ATTNLAB_CONFIGS")) return env;
+  return std::string(ATTNLAB_SOURCE_DIR) + "/configs";
+}
+
+int run_command(const RunOptions& o) {
+  Experiment e = load_experiment(o.config);
+  if (!o.backends.empty()) {
+    nlohmann::json given = o.backends;
+    for (const auto& b : o.backends)
+      if (std::find(kBackends.begin(), kBackends.end(), b) == kBackends.end())
+        throw InputError(fmt::format("--backend: '{}' must be one of: {}", b, fmt::join(kBackends, ", ")));
+    e.backends = o.backends;
+  }
+  const Results r = run_experiment(e);
+  if (!o.json_out.empty()) report::write_file_atomically(o.json_out, to_json(r).dump(1) + "\n");
+  print_table(views::results_table(r));
+  for (const auto& s : r.environment.skipped)
+    if (s.reason != "not requested")
+      fmt::print("{}{}: not run: {}\n", s.backend, s.variant.empty() ? "" : " (" + s.variant + ")", s.reason);
+  return 0;
+}
+
+int report_command(const ReportOptions& o) {
+  const Experiment e = load_experiment(o.config);
+  const Results r = run_experiment(e);
+  fmt::print("{}\n", report::write_report(r, o.out).string());
+  return 0;
+}
+
+int presets_command() {
+  std::vector<fs::path> files;
+  const fs::path root = configs_dir();
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator(); ++it)
+    if (it->path().extension() == ".json") files.push_back(it->path());
+  if (ec) throw InputError(root.string() + ": cannot list the presets folder");
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) {
+    std::string title;
+    try {
+      std::ifstream in(f);
+      title = nlohmann::json::parse(in).value("title", "");
+    } catch (const std::exception&) {
+      title = "(not valid JSON)";
+    }
+    fmt::print("{:<36} {}\n", fs::relative(f, root).string(), title);
+  }
+  return 0;
+}
+
+}  // namespace attnlab::cli

@@ -1,0 +1,27 @@
+// attnlab cli: the subcommands. Each returns the process exit code (0 ok, 2 bad input, 1 internal).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace attnlab::cli {
+
+struct RunOptions {
+  std::string config;
+  std::string json_out;               // --json OUT
+  std::vector<std::string> backends;  // --backend, overrides the config's list
+};
+int run_command(const RunOptions& o);
+
+struct ReportOptions {
+  std::string config;
+  std::string out = "out/report";
+};
+int report_command(const ReportOptions& o);
+
+int presets_command();
+
+// Where the presets live: $ATTNLAB_CONFIGS, else the source tree's configs/.
+std::string configs_dir();
+
+}  // namespace attnlab::cli

@@ -1,0 +1,47 @@
+// attnlab — the command-line front end. Exit codes (DESIGN.md): 0 success, 2 bad input (one line on
+// stderr naming the field or file and the rule), 1 internal failure.
+#include "app/cli/commands.h"
+#include "core/error.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <exception>
+
+int main(int argc, char** argv) {
+  using namespace attnlab::cli;
+  CLI::App app{"attnlab: learn, teach and measure quantized attention"};
+  app.require_subcommand(1);
+
+  RunOptions run;
+  auto* run_cmd = app.add_subcommand("run", "run an experiment and print the results table");
+  run_cmd->add_option("--config", run.config, "experiment config (JSON)")->required();
+  run_cmd->add_option("--json", run.json_out, "also write results.json here");
+  run_cmd->add_option("--backend", run.backends, "backends to run (reference, kernel, model); overrides the config");
+
+  ReportOptions report;
+  auto* report_cmd = app.add_subcommand("report", "run an experiment and write index.html, results.json, results.csv");
+  report_cmd->add_option("--config", report.config, "experiment config (JSON)")->required();
+  report_cmd->add_option("--out", report.out, "report folder (replaced atomically)");
+
+  app.add_subcommand("presets", "list the example experiments and lessons in configs/");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  try {
+    if (*run_cmd) return run_command(run);
+    if (*report_cmd) return report_command(report);
+    return presets_command();
+  } catch (const attnlab::InputError& e) {
+    std::fprintf(stderr, "attnlab: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "attnlab: internal error: %s\n", e.what());
+    return 1;
+  }
+}

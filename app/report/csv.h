@@ -1,0 +1,12 @@
+// attnlab report: a table view as RFC 4180 CSV (the numbers, not the formatted text, where a cell has one).
+#pragma once
+
+#include "app/views/table.h"
+
+#include <string>
+
+namespace attnlab::report {
+
+std::string to_csv(const views::Table& t);
+
+}  // namespace attnlab::report

@@ -1,0 +1,80 @@
+#include "app/report/html.h"
+
+#include "app/views/table.h"
+
+#include <fmt/format.h>
+
+namespace attnlab::report {
+
+namespace {
+
+constexpr const char* kStyle = R"(
+body { font-family: "DejaVu Sans", sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
+h1 { font-size: 1.6em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ccc; }
+table { border-collapse: collapse; margin: 0.5em 0; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
+th { background: #f2f2f2; } td.text { text-align: left; }
+pre { background: #f7f7f7; padding: 0.8em; overflow-x: auto; }
+.note { color: #666; }
+)";
+
+std::string table_html(const views::Table& t) {
+  std::string out = fmt::format("<h2>{}</h2>\n<table>\n<tr>", escape_html(t.title));
+  for (const auto& c : t.columns)
+    out += fmt::format("<th>{}{}</th>", escape_html(c.title), c.unit.empty() ? "" : " (" + escape_html(c.unit) + ")");
+  out += "</tr>\n";
+  for (const auto& row : t.rows) {
+    out += "<tr>";
+    for (const auto& cell : row)
+      out += fmt::format("<td{}>{}</td>", cell.value == cell.value ? "" : " class=\"text\"", escape_html(cell.text));
+    out += "</tr>\n";
+  }
+  if (t.rows.empty()) out += fmt::format("<tr><td class=\"text\" colspan=\"{}\">none</td></tr>\n", t.columns.size());
+  return out + "</table>\n";
+}
+
+}  // namespace
+
+std::string escape_html(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string render_html(const Results& r) {
+  const std::string title = r.config.value("title", "attnlab report");
+  const auto& p = r.problem;
+  std::string out = fmt::format(
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{}</style></head>\n"
+      "<body>\n<h1>{}</h1>\n",
+      escape_html(title), kStyle, escape_html(title));
+  if (r.config.contains("description"))
+    out += fmt::format("<p>{}</p>\n", escape_html(r.config["description"].get<std::string>()));
+  out += fmt::format(
+      "<p>B={} · H<sub>q</sub>={} · H<sub>kv</sub>={} · N<sub>q</sub>={} · N<sub>kv</sub>={} · d={} · {} · {}</p>\n",
+      p.value("batch", 0), p.value("q_heads", 0), p.value("kv_heads", 0), p.value("q_len", 0), p.value("kv_len", 0),
+      p.value("head_dim", 0), p.value("causal", false) ? "causal" : "not causal", escape_html(p.value("phase", "")));
+  out += table_html(views::results_table(r));
+  out += table_html(views::params_table(r));
+  out += table_html(views::skipped_table(r));
+  const auto& env = r.environment;
+  out += fmt::format("<h2>Environment</h2>\n<table>\n<tr><th>CPU</th><td class=\"text\">{}</td></tr>\n"
+                     "<tr><th>GPU</th><td class=\"text\">{}</td></tr>\n<tr><th>threads</th><td>{}</td></tr>\n"
+                     "<tr><th>attnlab</th><td class=\"text\">{}</td></tr>\n</table>\n",
+                     escape_html(env.cpu), escape_html(env.gpu.value_or("none")), env.threads,
+                     escape_html(env.version));
+  out += fmt::format("<h2>Configuration</h2>\n<pre>{}</pre>\n", escape_html(r.config.dump(2)));
+  out += "<p class=\"note\">results.json holds every number and probe; results.csv the results table.</p>\n";
+  return out + "</body></html>\n";
+}
+
+}  // namespace attnlab::report

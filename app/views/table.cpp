@@ -1,0 +1,75 @@
+#include "app/views/table.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+namespace attnlab::views {
+
+namespace {
+
+constexpr double kNoValue = std::numeric_limits<double>::quiet_NaN();
+
+Cell text(std::string s) { return {std::move(s), kNoValue}; }
+Cell sci(double v) { return {fmt::format("{:.3e}", v), v}; }
+Cell fixed(double v, int digits) { return {fmt::format("{:.{}f}", v, digits), v}; }
+Cell cosine(double v) { return {fmt::format("{:.6f}", v), v}; }
+Cell bytes(double v) {
+  if (v >= 1 << 30) return {fmt::format("{:.2f} GiB", v / (1 << 30)), v};
+  if (v >= 1 << 20) return {fmt::format("{:.2f} MiB", v / (1 << 20)), v};
+  if (v >= 1 << 10) return {fmt::format("{:.1f} KiB", v / (1 << 10)), v};
+  return {fmt::format("{:.0f} B", v), v};
+}
+
+}  // namespace
+
+Table results_table(const Results& r) {
+  Table t;
+  t.title = "Results (errors against the FP64 ground truth)";
+  t.columns = {{"variant", "variant", ""},   {"backend", "backend", ""},   {"rel_l2", "rel L2", ""},
+               {"mre", "MRE", ""},           {"cosine", "cosine", ""},     {"max_abs", "max abs", ""},
+               {"time_ms", "time", "ms"},    {"rate", "rate", "GFLOP/s"},  {"kv_cache_bytes", "KV cache", "bytes"}};
+  for (const auto& v : r.variants) {
+    if (v.reference) {
+      const auto& x = *v.reference;
+      t.rows.push_back({text(v.id), text("reference"), sci(x.metrics.rel_l2), sci(x.metrics.mre),
+                        cosine(x.metrics.cosine), sci(x.metrics.max_abs), fixed(x.time_ms, 1), fixed(x.gflops, 1),
+                        bytes(double(x.kv_cache_bytes))});
+    }
+    if (v.kernel) {
+      const auto& x = *v.kernel;
+      t.rows.push_back({text(v.id), text("kernel"), sci(x.metrics.rel_l2), sci(x.metrics.mre),
+                        cosine(x.metrics.cosine), sci(x.metrics.max_abs), fixed(x.median_ms, 3),
+                        fixed(x.tops * 1e3, 1), text("")});
+    }
+    if (v.model) {
+      const auto& x = *v.model;
+      t.rows.push_back({text(v.id), text("model (" + x.bound + "-bound)"), text(""), text(""), text(""), text(""),
+                        fixed(x.time_ms, 3), text(""), text("")});
+    }
+  }
+  return t;
+}
+
+Table params_table(const Results& r) {
+  Table t;
+  t.title = "Variant parameters";
+  t.columns = {{"variant", "variant", ""}, {"param", "parameter", ""}, {"value", "value", ""}};
+  for (const auto& v : r.variants)
+    for (const auto& [name, value] : v.params.items())
+      t.rows.push_back({text(v.id), text(name),
+                        value.is_number() ? Cell{value.dump(), value.get<double>()} : text(value.dump())});
+  return t;
+}
+
+Table skipped_table(const Results& r) {
+  Table t;
+  t.title = "Backends that did not run";
+  t.columns = {{"backend", "backend", ""}, {"variant", "variant", ""}, {"reason", "reason", ""}};
+  for (const auto& s : r.environment.skipped)
+    t.rows.push_back({text(s.backend), text(s.variant.empty() ? "all" : s.variant), text(s.reason)});
+  return t;
+}
+
+}  // namespace attnlab::views

@@ -1,0 +1,36 @@
+// attnlab views: table-shaped views of Results, shared by the CLI, the report and (later) the GUI.
+// A view is data — titles, units, cells — and never computes anything a backend has not recorded.
+#pragma once
+
+#include "core/results.h"
+
+#include <string>
+#include <vector>
+
+namespace attnlab::views {
+
+struct Column {
+  std::string key;    // machine name, used as CSV header
+  std::string title;  // human title
+  std::string unit;   // "" when dimensionless
+};
+
+struct Cell {
+  std::string text;  // formatted for people
+  double value = 0;  // the number behind it (NaN for text cells)
+};
+
+struct Table {
+  std::string title;
+  std::vector<Column> columns;
+  std::vector<std::vector<Cell>> rows;
+};
+
+// One row per (variant, backend that ran): errors vs FP64, time, throughput, KV-cache size.
+Table results_table(const Results& r);
+// One row per (variant, parameter): every parameter with defaults filled in.
+Table params_table(const Results& r);
+// One row per backend that did not run (or variant it skipped), with the reason.
+Table skipped_table(const Results& r);
+
+}  // namespace attnlab::views

@@ -1,0 +1,309 @@
+#include "core/config.h"
+
+#include "core/data/generators.h"
+#include "core/data/loaders.h"
+#include "core/error.h"
+#include "core/registry.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+namespace attnlab {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+bool Experiment::wants(const std::string& backend) const {
+  return std::find(backends.begin(), backends.end(), backend) != backends.end();
+}
+
+namespace {
+
+void require_object(const json& j, const std::string& where) {
+  if (!j.is_object()) fail_input(where, "expected an object");
+}
+
+void reject_unknown(const json& j, const std::vector<std::string>& known, const std::string& where) {
+  for (const auto& [key, _] : j.items())
+    if (std::find(known.begin(), known.end(), key) == known.end())
+      fail_input(where + "." + key, fmt::format("unknown field (known: {})", fmt::join(known, ", ")));
+}
+
+int64_t get_int(const json& j, const char* key, int64_t def, const std::string& where) {
+  if (!j.contains(key)) return def;
+  const json& v = j.at(key);
+  if (v.is_number_integer() || v.is_number_unsigned()) return v.get<int64_t>();
+  if (v.is_number_float() && v.get<double>() == double(int64_t(v.get<double>()))) return int64_t(v.get<double>());
+  fail_input(where + "." + key, "expected an integer");
+}
+
+Problem parse_problem(const json& j, const std::string& where) {
+  Problem p;
+  if (j.is_null()) return p;
+  require_object(j, where);
+  reject_unknown(j, {"batch", "q_heads", "kv_heads", "q_len", "kv_len", "head_dim", "causal", "phase", "softmax_scale"},
+                 where);
+  p.batch = get_int(j, "batch", p.batch, where);
+  p.q_heads = get_int(j, "q_heads", p.q_heads, where);
+  p.kv_heads = get_int(j, "kv_heads", j.contains("q_heads") ? p.q_heads : p.kv_heads, where);
+  p.kv_len = get_int(j, "kv_len", p.kv_len, where);
+  if (j.contains("causal")) {
+    if (!j["causal"].is_boolean()) fail_input(where + ".causal", "expected true or false");
+    p.causal = j["causal"].get<bool>();
+  }
+  if (j.contains("phase")) {
+    const json& ph = j["phase"];
+    if (ph == "prefill") p.phase = Phase::prefill;
+    else if (ph == "decode") p.phase = Phase::decode;
+    else fail_input(where + ".phase", "must be \"prefill\" or \"decode\"");
+  }
+  // Decode attends one new token; prefill defaults to a square problem.
+  p.q_len = get_int(j, "q_len", p.phase == Phase::decode ? 1 : p.kv_len, where);
+  if (j.contains("softmax_scale")) {
+    if (!j["softmax_scale"].is_number()) fail_input(where + ".softmax_scale", "expected a number");
+    p.softmax_scale = j["softmax_scale"].get<double>();
+  }
+  return p;
+}
+
+DataSpec parse_data(const json& j, const std::string& where, const std::string& base_dir) {
+  DataSpec d;
+  const GeneratorSpec* gen = data::find_generator(d.generator);
+  if (j.is_null()) {
+    d.generator_params = ParamValues::defaults(gen->params);
+    return d;
+  }
+  require_object(j, where);
+  if (j.contains("file")) {
+    reject_unknown(j, {"file"}, where);
+    if (!j["file"].is_string() || j["file"].get<std::string>().empty())
+      fail_input(where + ".file", "expected a path to a .safetensors file or a folder of .npy files");
+    fs::path path = j["file"].get<std::string>();
+    if (path.is_relative()) path = fs::path(base_dir) / path;
+    d.file = path.lexically_normal().string();
+    d.generator.clear();
+    return d;
+  }
+  if (j.contains("generator")) {
+    if (!j["generator"].is_string()) fail_input(where + ".generator", "expected a string");
+    d.generator = j["generator"].get<std::string>();
+  }
+  gen = data::find_generator(d.generator);
+  if (!gen) {
+    std::vector<std::string> names;
+    for (const auto& g : data::generator_registry()) names.push_back(g.name);
+    fail_input(where + ".generator", fmt::format("unknown generator '{}' (known: {})", d.generator, fmt::join(names, ", ")));
+  }
+  if (j.contains("seed")) {
+    if (!j["seed"].is_number_unsigned() && !(j["seed"].is_number_integer() && j["seed"].get<int64_t>() >= 0))
+      fail_input(where + ".seed", "expected a non-negative integer");
+    d.seed = j["seed"].get<uint64_t>();
+  }
+  // Generator parameters sit beside "generator" and "seed" (or in "params").
+  json given = j.contains("params") ? j["params"] : json::object();
+  for (const auto& [key, value] : j.items())
+    if (key != "generator" && key != "seed" && key != "params") given[key] = value;
+  d.generator_params = ParamValues::parse(gen->params, given, where);
+  return d;
+}
+
+std::vector<VariantRequest> parse_variants(const json& j, const std::string& where) {
+  if (j.is_null()) return {{"flash2", ParamValues::defaults(find_variant("flash2")->params)}};
+  if (!j.is_array() || j.empty()) fail_input(where, "expected a non-empty list of variants");
+  std::vector<VariantRequest> out;
+  for (size_t i = 0; i < j.size(); ++i) {
+    const std::string at = fmt::format("{}[{}]", where, i);
+    const json& v = j[i];
+    if (v.is_string()) {
+      out.push_back({v.get<std::string>(), {}});
+    } else {
+      require_object(v, at);
+      reject_unknown(v, {"id", "params"}, at);
+      if (!v.contains("id") || !v["id"].is_string()) fail_input(at + ".id", "expected the variant id (a string)");
+      out.push_back({v["id"].get<std::string>(), {}});
+    }
+    const VariantSpec* spec = find_variant(out.back().id);
+    if (!spec) {
+      std::vector<std::string> ids;
+      for (const auto& s : variant_registry()) ids.push_back(s.id);
+      fail_input(at + ".id", fmt::format("unknown variant '{}' (known: {})", out.back().id, fmt::join(ids, ", ")));
+    }
+    const json params = v.is_object() && v.contains("params") ? v["params"] : json();
+    out.back().params = ParamValues::parse(spec->params, params, at + ".params");
+  }
+  return out;
+}
+
+std::vector<std::string> parse_backends(const json& j, const std::string& where) {
+  if (j.is_null()) return {"reference"};
+  if (!j.is_array() || j.empty()) fail_input(where, "expected a non-empty list of backends");
+  std::vector<std::string> out;
+  for (size_t i = 0; i < j.size(); ++i) {
+    const std::string at = fmt::format("{}[{}]", where, i);
+    if (!j[i].is_string() || std::find(kBackends.begin(), kBackends.end(), j[i].get<std::string>()) == kBackends.end())
+      fail_input(at, fmt::format("must be one of: {}", fmt::join(kBackends, ", ")));
+    if (std::find(out.begin(), out.end(), j[i].get<std::string>()) == out.end()) out.push_back(j[i]);
+  }
+  return out;
+}
+
+ProbeRequest parse_probe(const json& j, const std::string& where) {
+  ProbeRequest r;
+  if (j.is_null()) return r;
+  require_object(j, where);
+  reject_unknown(j, {"batch", "head", "row_block"}, where);
+  r.batch = get_int(j, "batch", 0, where);
+  r.head = get_int(j, "head", 0, where);
+  r.row_block = get_int(j, "row_block", 0, where);
+  return r;
+}
+
+// Takes the problem's sizes from the data file; sizes the config also states must agree.
+void adopt_file_shapes(Experiment& e, const json& problem_json) {
+  const QKV t = data::load_qkv(e.data.file);
+  Problem& p = e.problem;
+  auto agree = [&](const char* field, int64_t from_file) -> int64_t {
+    if (problem_json.is_object() && problem_json.contains(field) &&
+        get_int(problem_json, field, 0, "problem") != from_file)
+      fail_input(std::string("problem.") + field,
+                 fmt::format("{} disagrees with {} in {}", problem_json[field].dump(), from_file, e.data.file));
+    return from_file;
+  };
+  p.batch = agree("batch", t.q.shape().batch);
+  p.q_heads = agree("q_heads", t.q.shape().heads);
+  p.kv_heads = agree("kv_heads", t.k.shape().heads);
+  p.q_len = agree("q_len", t.q.shape().len);
+  p.kv_len = agree("kv_len", t.k.shape().len);
+  p.head_dim = agree("head_dim", t.q.shape().dim);
+  e.problem_from_file = true;
+}
+
+}  // namespace
+
+void check_experiment(Experiment& e) {
+  validate(e.problem);
+  const ProbeRequest& r = e.probe;
+  if (r.batch < 0 || r.batch >= e.problem.batch) fail_input("probe.batch", "must index a batch entry of the problem");
+  if (r.head < 0 || r.head >= e.problem.q_heads) fail_input("probe.head", "must index a query head of the problem");
+  if (r.row_block < 0) fail_input("probe.row_block", "must be ≥ 0");
+  for (size_t i = 0; i < e.variants.size(); ++i) {
+    const VariantSpec& spec = *find_variant(e.variants[i].id);
+    const std::string at = fmt::format("variants[{}]", i);
+    if (!spec.supports(e.problem.phase))
+      fail_input(at + ".id", fmt::format("'{}' does not support the {} phase", spec.id, to_string(e.problem.phase)));
+    if (spec.validate) spec.validate(e.problem, e.variants[i].params, at + ".params");
+  }
+}
+
+Experiment parse_experiment(const json& j, const std::string& base_dir) {
+  if (!j.is_object()) fail_input("config", "expected a JSON object");
+  reject_unknown(j, {"title", "description", "problem", "data", "variants", "backends", "gpu_model", "probe"}, "config");
+  Experiment e;
+  auto text = [&](const char* key) -> std::string {
+    if (!j.contains(key)) return "";
+    if (!j[key].is_string()) fail_input(key, "expected a string");
+    return j[key].get<std::string>();
+  };
+  e.title = text("title");
+  e.description = text("description");
+  const json none;
+  e.problem = parse_problem(j.value("problem", none), "problem");
+  e.data = parse_data(j.value("data", none), "data", base_dir);
+  e.variants = parse_variants(j.value("variants", none), "variants");
+  e.backends = parse_backends(j.value("backends", none), "backends");
+  if (j.contains("gpu_model")) {
+    if (!j["gpu_model"].is_string()) fail_input("gpu_model", "expected a string");
+    e.gpu_model = j["gpu_model"].get<std::string>();
+  }
+  e.probe = parse_probe(j.value("probe", none), "probe");
+  if (!e.data.file.empty()) adopt_file_shapes(e, j.value("problem", none));
+  check_experiment(e);
+  return e;
+}
+
+Experiment load_experiment(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) fail_input(path, "cannot open the config file");
+  json j;
+  try {
+    j = json::parse(f);
+  } catch (const json::parse_error& err) {
+    fail_input(path, fmt::format("not valid JSON (byte {})", err.byte));
+  }
+  try {
+    return parse_experiment(j, fs::path(path).parent_path().string().empty() ? "." : fs::path(path).parent_path().string());
+  } catch (const InputError& err) {
+    throw InputError(path + ": " + err.what());
+  }
+}
+
+json to_json(const Problem& p) {
+  return {{"batch", p.batch},       {"q_heads", p.q_heads}, {"kv_heads", p.kv_heads},
+          {"q_len", p.q_len},       {"kv_len", p.kv_len},   {"head_dim", p.head_dim},
+          {"causal", p.causal},     {"phase", to_string(p.phase)},
+          {"softmax_scale", p.scale()}};
+}
+
+json to_json(const Experiment& e) {
+  json j;
+  if (!e.title.empty()) j["title"] = e.title;
+  if (!e.description.empty()) j["description"] = e.description;
+  j["problem"] = to_json(e.problem);
+  if (!e.data.file.empty()) {
+    j["data"] = {{"file", e.data.file}};
+  } else {
+    j["data"] = e.data.generator_params.to_json();
+    j["data"]["generator"] = e.data.generator;
+    j["data"]["seed"] = e.data.seed;
+  }
+  j["variants"] = json::array();
+  for (const auto& v : e.variants) j["variants"].push_back({{"id", v.id}, {"params", v.params.to_json()}});
+  j["backends"] = e.backends;
+  j["gpu_model"] = e.gpu_model;
+  j["probe"] = {{"batch", e.probe.batch}, {"head", e.probe.head}, {"row_block", e.probe.row_block}};
+  return j;
+}
+
+void set_value(Experiment& e, const std::string& path, const json& value, const std::string& where) {
+  const auto dot = path.find('.');
+  const std::string head = path.substr(0, dot), rest = dot == std::string::npos ? "" : path.substr(dot + 1);
+  if (head == "problem") {
+    if (e.problem_from_file) fail_input(where, "the problem's sizes come from the data file");
+    json pj = to_json(e.problem);
+    pj.erase("softmax_scale");
+    if (e.problem.softmax_scale > 0) pj["softmax_scale"] = e.problem.softmax_scale;
+    if (!pj.contains(rest)) fail_input(where, fmt::format("unknown problem field '{}'", rest));
+    pj[rest] = value;
+    e.problem = parse_problem(pj, "problem");
+    return;
+  }
+  if (head == "data") {
+    if (rest == "seed") {
+      if (!value.is_number_unsigned() && !(value.is_number_integer() && value.get<int64_t>() >= 0))
+        fail_input(where, "expected a non-negative integer");
+      e.data.seed = value.get<uint64_t>();
+      return;
+    }
+    const GeneratorSpec* gen = data::find_generator(e.data.generator);
+    if (!gen) fail_input(where, "the data comes from a file; it has no generator parameters");
+    e.data.generator_params.set(gen->params, rest, value, where);
+    return;
+  }
+  bool matched = false;
+  for (auto& v : e.variants) {
+    const VariantSpec& spec = *find_variant(v.id);
+    const bool scoped = !rest.empty() && head == v.id;
+    const std::string name = scoped ? rest : path;
+    if (!scoped && !rest.empty()) continue;
+    if (std::none_of(spec.params.begin(), spec.params.end(), [&](const ParamSpec& s) { return s.name == name; }))
+      continue;
+    v.params.set(spec.params, name, value, where);
+    matched = true;
+  }
+  if (!matched) fail_input(where, fmt::format("no listed variant declares a parameter '{}'", path));
+}
+
+}  // namespace attnlab

@@ -1,0 +1,61 @@
+// attnlab core: an experiment — one attention problem, its data, the variants and the backends.
+//
+// The JSON form is the contract of DESIGN.md ("An experiment config"); fields may be added, never
+// renamed. Parsing validates everything and throws InputError naming the field and the rule; a parsed
+// Experiment is complete (every default filled in) and consistent.
+#pragma once
+
+#include "core/params.h"
+#include "core/probes.h"
+#include "core/problem.h"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace attnlab {
+
+struct DataSpec {
+  std::string generator = "llm_like";  // empty when `file` is set
+  ParamValues generator_params;
+  uint64_t seed = 1;
+  std::string file;  // a .safetensors file or a folder of q.npy, k.npy, v.npy
+};
+
+struct VariantRequest {
+  std::string id;
+  ParamValues params;  // every declared parameter, defaults filled in
+};
+
+inline const std::vector<std::string> kBackends = {"reference", "kernel", "model"};
+
+struct Experiment {
+  std::string title;        // optional, for reports and the presets list
+  std::string description;  // optional
+  Problem problem;
+  DataSpec data;
+  std::vector<VariantRequest> variants;
+  std::vector<std::string> backends = {"reference"};
+  std::string gpu_model = "h100-sxm5";
+  ProbeRequest probe;
+  bool problem_from_file = false;  // shapes were taken from the data file
+
+  bool wants(const std::string& backend) const;
+};
+
+// Relative paths in `data.file` are resolved against `base_dir` (the config file's folder).
+Experiment parse_experiment(const nlohmann::json& j, const std::string& base_dir = ".");
+// Reads and parses a config file; errors name the file.
+Experiment load_experiment(const std::string& path);
+
+nlohmann::json to_json(const Problem& p);
+nlohmann::json to_json(const Experiment& e);  // the complete config, defaults filled in
+
+// A sweep or the GUI changes one value: "problem.q_len", "data.seed", "<variant>.<param>" or
+// "<param>" (applies to every listed variant that declares it). Errors name `where`.
+void set_value(Experiment& e, const std::string& path, const nlohmann::json& value, const std::string& where);
+// Re-checks the cross-field rules after edits (problem limits, phase support, variant checks).
+void check_experiment(Experiment& e);
+
+}  // namespace attnlab

@@ -1,0 +1,44 @@
+#include "core/metrics.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace attnlab {
+
+Metrics compare_to_truth(const Tensor& out, const TensorF64& truth) {
+  if (!(out.shape() == truth.shape()))
+    throw std::invalid_argument("metrics: output " + out.shape().str() + " vs truth " + truth.shape().str());
+  double diff2 = 0, ref2 = 0, out2 = 0, dot = 0, rel_sum = 0, max_abs = 0;
+  const float* o = out.data();
+  const double* r = truth.data();
+  const int64_t n = out.size();
+  for (int64_t i = 0; i < n; ++i) {
+    const double oi = o[i], ri = r[i], e = std::abs(oi - ri);
+    diff2 += e * e;
+    ref2 += ri * ri;
+    out2 += oi * oi;
+    dot += oi * ri;
+    rel_sum += e / (std::abs(ri) + kMreFloor);
+    max_abs = std::max(max_abs, e);
+  }
+  Metrics m;
+  m.rel_l2 = ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
+  m.mre = n > 0 ? rel_sum / static_cast<double>(n) : 0.0;
+  m.cosine = (ref2 > 0 && out2 > 0) ? dot / std::sqrt(ref2 * out2) : (ref2 == out2 ? 1.0 : 0.0);
+  m.max_abs = max_abs;
+  return m;
+}
+
+nlohmann::json to_json(const Metrics& m) {
+  return {{"rel_l2", m.rel_l2}, {"mre", m.mre}, {"cosine", m.cosine}, {"max_abs", m.max_abs}};
+}
+
+Metrics metrics_from_json(const nlohmann::json& j) {
+  return {j.at("rel_l2").get<double>(), j.at("mre").get<double>(), j.at("cosine").get<double>(),
+          j.at("max_abs").get<double>()};
+}
+
+}  // namespace attnlab

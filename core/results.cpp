@@ -1,0 +1,102 @@
+#include "core/results.h"
+
+#include "core/error.h"
+
+namespace attnlab {
+
+using nlohmann::json;
+
+namespace {
+
+json probes_json(const Probes& probes) {
+  json out = json::object();
+  for (const auto& [name, p] : probes) out[name] = to_json(p);
+  return out;
+}
+
+Probes probes_from(const json& j) {
+  Probes out;
+  for (const auto& [name, p] : j.items()) out[name] = probe_from_json(p);
+  return out;
+}
+
+}  // namespace
+
+json to_json(const Results& r) {
+  json env = {{"cpu", r.environment.cpu},
+              {"gpu", r.environment.gpu ? json(*r.environment.gpu) : json(nullptr)},
+              {"version", r.environment.version},
+              {"threads", r.environment.threads},
+              {"backends_ran", r.environment.ran},
+              {"skipped", json::array()}};
+  for (const auto& s : r.environment.skipped) {
+    json one = {{"backend", s.backend}, {"reason", s.reason}};
+    if (!s.variant.empty()) one["variant"] = s.variant;
+    env["skipped"].push_back(one);
+  }
+  json variants = json::array();
+  for (const auto& v : r.variants) {
+    json jv = {{"id", v.id}, {"params", v.params}};
+    if (v.reference) {
+      const auto& ref = *v.reference;
+      jv["reference"] = {{"metrics", to_json(ref.metrics)}, {"time_ms", ref.time_ms}, {"gflops", ref.gflops},
+                         {"kv_cache_bytes", ref.kv_cache_bytes}, {"probes", probes_json(ref.probes)}};
+    }
+    if (v.kernel) {
+      const auto& k = *v.kernel;
+      jv["kernel"] = {{"metrics", to_json(k.metrics)},
+                      {"time_ms", {{"median", k.median_ms}, {"p10", k.p10_ms}, {"p90", k.p90_ms}}},
+                      {"tops", k.tops}, {"hbm_gbps", k.hbm_gbps}, {"probes", probes_json(k.probes)}};
+    }
+    if (v.model) {
+      const auto& m = *v.model;
+      jv["model"] = {{"gpu", m.gpu}, {"time_ms", m.time_ms}, {"bound", m.bound},
+                     {"hbm_bytes", m.hbm_bytes}, {"ops", m.ops}, {"details", m.details}};
+    }
+    variants.push_back(std::move(jv));
+  }
+  return {{"schema", kResultsSchema}, {"problem", r.problem}, {"config", r.config},
+          {"environment", env}, {"variants", variants}};
+}
+
+Results results_from_json(const json& j) {
+  if (!j.is_object() || j.value("schema", "") != kResultsSchema)
+    fail_input("results", std::string("expected schema \"") + kResultsSchema + "\"");
+  Results r;
+  r.problem = j.at("problem");
+  r.config = j.value("config", json::object());
+  const json& env = j.at("environment");
+  r.environment.cpu = env.value("cpu", "");
+  if (env.contains("gpu") && env["gpu"].is_string()) r.environment.gpu = env["gpu"].get<std::string>();
+  r.environment.version = env.value("version", "");
+  r.environment.threads = env.value("threads", 1);
+  r.environment.ran = env.value("backends_ran", std::vector<std::string>{});
+  for (const auto& s : env.value("skipped", json::array()))
+    r.environment.skipped.push_back({s.value("variant", ""), s.at("backend"), s.at("reason")});
+  for (const auto& jv : j.at("variants")) {
+    VariantResult v;
+    v.id = jv.at("id");
+    v.params = jv.value("params", json::object());
+    if (jv.contains("reference")) {
+      const json& x = jv["reference"];
+      v.reference = ReferenceResult{metrics_from_json(x.at("metrics")), x.at("time_ms"), x.value("gflops", 0.0),
+                                    x.value("kv_cache_bytes", int64_t(0)), probes_from(x.value("probes", json::object()))};
+    }
+    if (jv.contains("kernel")) {
+      const json& x = jv["kernel"];
+      v.kernel = KernelResult{metrics_from_json(x.at("metrics")), x.at("time_ms").at("median"),
+                              x.at("time_ms").at("p10"), x.at("time_ms").at("p90"), x.value("tops", 0.0),
+                              x.value("hbm_gbps", 0.0), probes_from(x.value("probes", json::object()))};
+    }
+    if (jv.contains("model")) {
+      const json& x = jv["model"];
+      v.model = ModelResult{x.at("gpu"), x.at("time_ms"), x.at("bound"),
+                            x.value("hbm_bytes", std::map<std::string, double>{}),
+                            x.value("ops", std::map<std::string, double>{}), x.value("details", json::object())};
+    }
+    r.variants.push_back(std::move(v));
+  }
+  return r;
+}
+
+}  // namespace attnlab

@@ -1,0 +1,78 @@
+// attnlab core: Results — the one value every front end renders (DESIGN.md, results.json schema
+// "attnlab.results/1"). A backend that did not run is absent from a variant, and `environment` says
+// why.
+#pragma once
+
+#include "core/metrics.h"
+#include "core/probes.h"
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attnlab {
+
+inline constexpr const char* kResultsSchema = "attnlab.results/1";
+
+struct ReferenceResult {
+  Metrics metrics;
+  double time_ms = 0.0;
+  double gflops = 0.0;  // Problem::flops() / time
+  int64_t kv_cache_bytes = 0;
+  Probes probes;
+};
+
+struct KernelResult {
+  Metrics metrics;
+  double median_ms = 0.0, p10_ms = 0.0, p90_ms = 0.0;
+  double tops = 0.0;
+  double hbm_gbps = 0.0;
+  Probes probes;  // values read back from the GPU (scales)
+};
+
+struct ModelResult {
+  std::string gpu;
+  double time_ms = 0.0;
+  std::string bound;                           // "memory" or "compute" or the unit that bounds it
+  std::map<std::string, double> hbm_bytes;     // total, q, k, v, o, scales, kv_cache
+  std::map<std::string, double> ops;           // mma_int8, mma_fp16, mma_fp8, exp_sfu, fma_fp32
+  nlohmann::json details = nlohmann::json::object();  // footprint, occupancy, per-unit times
+};
+
+struct VariantResult {
+  std::string id;
+  nlohmann::json params = nlohmann::json::object();  // every parameter, defaults filled in
+  std::optional<ReferenceResult> reference;
+  std::optional<KernelResult> kernel;
+  std::optional<ModelResult> model;
+};
+
+struct SkippedBackend {
+  std::string variant;  // empty when the whole backend did not run
+  std::string backend;
+  std::string reason;   // "not requested", "no GPU", "no kernel for this variant", …
+};
+
+struct Environment {
+  std::string cpu;
+  std::optional<std::string> gpu;
+  std::string version;
+  int threads = 1;
+  std::vector<std::string> ran;  // backends that ran for at least one variant
+  std::vector<SkippedBackend> skipped;
+};
+
+struct Results {
+  nlohmann::json config;   // the experiment, complete with defaults
+  nlohmann::json problem;  // as in the config, completed with defaults
+  Environment environment;
+  std::vector<VariantResult> variants;
+};
+
+nlohmann::json to_json(const Results& r);
+Results results_from_json(const nlohmann::json& j);  // throws InputError on a wrong schema
+
+}  // namespace attnlab

@@ -1,0 +1,149 @@
+#include "core/runner.h"
+
+#include "core/data/generators.h"
+#include "core/data/loaders.h"
+#include "core/error.h"
+#include "core/ground_truth.h"
+#include "core/parallel.h"
+#include "core/registry.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+
+namespace attnlab {
+
+void Runner::add_backend(std::unique_ptr<Backend> backend) { backends_.push_back(std::move(backend)); }
+
+QKV experiment_inputs(const Experiment& e) {
+  if (!e.data.file.empty()) return data::load_qkv(e.data.file);
+  return data::generate(e.problem, e.data.generator, e.data.generator_params, e.data.seed);
+}
+
+double reference_memory_bytes(const Experiment& e) {
+  const Problem& p = e.problem;
+  const double q = double(p.q_shape().count()), kv = double(p.kv_shape().count());
+  const double inputs = 4.0 * (q + 2 * kv);
+  const double outputs = 8.0 * q + 4.0 * q * 2;  // truth (double) + one variant output + its copy in flight
+  // Per thread: the FP64 truth's score matrix, and naive's FP32 S for one head.
+  const double scratch = worker_threads() * double(p.q_len) * double(p.kv_len) * (8.0 + 4.0);
+  return inputs + outputs + scratch;
+}
+
+double memory_limit_bytes() {
+  if (const char* env = std::getenv("ATTNLAB_MAX_MEMORY_GB")) {
+    const double gb = std::atof(env);
+    if (gb > 0) return gb * double(1ull << 30);
+  }
+  const double physical = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
+  return 0.6 * physical;
+}
+
+std::string cpu_name() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      return colon == std::string::npos ? line : line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+  return "unknown CPU";
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+}  // namespace
+
+Results Runner::run(const Experiment& e, const RunControl& control) const {
+  const double need = reference_memory_bytes(e), limit = memory_limit_bytes();
+  if (need > limit)
+    fail_input("problem", fmt::format("needs about {:.1f} GiB for the reference backend, more than the {:.1f} GiB "
+                                      "allowed (ATTNLAB_MAX_MEMORY_GB)", need / (1ull << 30), limit / (1ull << 30)));
+
+  Results r;
+  r.config = to_json(e);
+  r.problem = r.config["problem"];
+  r.environment.cpu = cpu_name();
+  r.environment.version = ATTNLAB_VERSION;
+  r.environment.threads = worker_threads();
+
+  // Which backends can run: requested, present, available on this machine.
+  std::vector<Backend*> active;
+  for (const std::string& name : kBackends) {
+    if (name == "reference") continue;
+    auto it = std::find_if(backends_.begin(), backends_.end(), [&](const auto& b) { return b->name() == name; });
+    if (!e.wants(name)) {
+      r.environment.skipped.push_back({"", name, "not requested"});
+    } else if (it == backends_.end()) {
+      r.environment.skipped.push_back({"", name, name == "kernel" ? "no kernel backend in this build (no CUDA toolkit)"
+                                                                  : "no cost-model backend in this build"});
+    } else if (const std::string why = (*it)->unavailable(); !why.empty()) {
+      r.environment.skipped.push_back({"", name, why});
+    } else {
+      active.push_back(it->get());
+      if (const std::string gpu = (*it)->device_name(); !gpu.empty()) r.environment.gpu = gpu;
+    }
+  }
+  if (!e.wants("reference")) r.environment.skipped.push_back({"", "reference", "not requested"});
+
+  const double steps = 2.0 + double(e.variants.size()) * (1.0 + double(active.size()));
+  double done = 0;
+  auto advance = [&](const std::string& stage) {
+    if (control.cancel && control.cancel->load()) throw Cancelled();
+    if (control.progress) control.progress(done / steps, stage);
+    done += 1;
+  };
+
+  advance(e.data.file.empty() ? "generating data" : "loading " + e.data.file);
+  const QKV in = experiment_inputs(e);
+  advance("FP64 ground truth");
+  const TensorF64 truth = attention_fp64(e.problem, in);
+
+  auto mark_ran = [&](const std::string& name) {
+    if (std::find(r.environment.ran.begin(), r.environment.ran.end(), name) == r.environment.ran.end())
+      r.environment.ran.push_back(name);
+  };
+  for (const VariantRequest& v : e.variants) {
+    const VariantSpec& spec = *find_variant(v.id);
+    VariantResult vr;
+    vr.id = v.id;
+    vr.params = v.params.to_json();
+    advance(v.id + ": reference");
+    if (e.wants("reference")) {
+      const auto t0 = Clock::now();
+      ReferenceOutput out = spec.reference(e.problem, in, v.params, e.probe);
+      ReferenceResult ref;
+      ref.time_ms = ms_since(t0);
+      ref.metrics = compare_to_truth(out.o, truth);
+      ref.gflops = e.problem.flops() / (ref.time_ms * 1e6);
+      ref.kv_cache_bytes = out.kv_cache_bytes;
+      ref.probes = std::move(out.probes);
+      vr.reference = std::move(ref);
+      mark_ran("reference");
+    }
+    for (Backend* b : active) {
+      advance(v.id + ": " + b->name());
+      if (const std::string why = b->cannot_run(v, e); !why.empty()) {
+        r.environment.skipped.push_back({v.id, b->name(), why});
+        continue;
+      }
+      b->run(e, v, in, truth, vr);
+      mark_ran(b->name());
+    }
+    r.variants.push_back(std::move(vr));
+  }
+  if (control.progress) control.progress(1.0, "done");
+  return r;
+}
+
+}  // namespace attnlab

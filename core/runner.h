@@ -1,0 +1,65 @@
+// attnlab core: the Runner — turns an Experiment into Results by running each requested backend.
+//
+// The reference backend lives in core. The kernel backend (kernels/) and the model backend (sim/)
+// implement `Backend` and are handed to the Runner by the front end, so core depends on neither. A
+// requested backend that is absent or cannot run a variant is recorded in Results.environment with
+// the reason; nothing is silently dropped.
+#pragma once
+
+#include "core/config.h"
+#include "core/results.h"
+#include "core/tensor.h"
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace attnlab {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;  // "kernel" or "model"
+  // Empty when the backend can run at all on this machine, else why not ("no GPU: …").
+  virtual std::string unavailable() const = 0;
+  // Empty when it can run this variant on this problem, else why not ("no kernel for this variant").
+  virtual std::string cannot_run(const VariantRequest& v, const Experiment& e) const = 0;
+  // Fills its part of `into` (kernel or model).
+  virtual void run(const Experiment& e, const VariantRequest& v, const QKV& in, const TensorF64& truth,
+                   VariantResult& into) = 0;
+  virtual std::string device_name() const { return ""; }  // the GPU, for environment.gpu
+};
+
+struct RunControl {
+  std::function<void(double fraction, const std::string& stage)> progress;  // may be empty
+  const std::atomic<bool>* cancel = nullptr;                               // may be null
+};
+
+struct Cancelled : std::runtime_error {
+  Cancelled() : std::runtime_error("cancelled") {}
+};
+
+class Runner {
+ public:
+  void add_backend(std::unique_ptr<Backend> backend);
+  // Throws InputError for bad data files or a problem too large for this machine, Cancelled when asked.
+  Results run(const Experiment& e, const RunControl& control = {}) const;
+
+ private:
+  std::vector<std::unique_ptr<Backend>> backends_;
+};
+
+// The operands of an experiment: generated from its seed or loaded from its file.
+QKV experiment_inputs(const Experiment& e);
+
+// Bytes the reference backend needs for this experiment (inputs, ground truth, per-thread scratch),
+// and the limit it is held to (ATTNLAB_MAX_MEMORY_GB, else 60% of physical memory).
+double reference_memory_bytes(const Experiment& e);
+double memory_limit_bytes();
+
+std::string cpu_name();
+
+}  // namespace attnlab

@@ -1,0 +1,43 @@
+// attnlab core: what a variant is — one row of the registry.
+//
+// A variant is data: an id used everywhere (config, GUI, report, kernels, schedules), the paper it
+// comes from, the phases it supports, its parameters as ParamSpec rows, an optional consistency check
+// across parameters and problem, and its reference implementation. Adding a variant means adding one
+// reference file and one registry line (core/registry.cpp); no front end changes.
+#pragma once
+
+#include "core/params.h"
+#include "core/probes.h"
+#include "core/problem.h"
+#include "core/tensor.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace attnlab {
+
+struct ReferenceOutput {
+  Tensor o;                    // (B, Hq, Nq, d)
+  Probes probes;
+  int64_t kv_cache_bytes = 0;  // bytes the variant keeps per KV cache (all layers' worth: this one)
+};
+
+using ReferenceFn =
+    std::function<ReferenceOutput(const Problem&, const QKV&, const ParamValues&, const ProbeRequest&)>;
+// Checks parameters against each other and against the problem; throws InputError naming `where`.
+using ValidateFn = std::function<void(const Problem&, const ParamValues&, const std::string& where)>;
+
+struct VariantSpec {
+  std::string id;
+  std::string title;    // one line for tables and legends
+  std::string source;   // the paper section it implements
+  std::vector<Phase> phases;
+  std::vector<ParamSpec> params;
+  ValidateFn validate;  // may be empty
+  ReferenceFn reference;
+
+  bool supports(Phase p) const;
+};
+
+}  // namespace attnlab

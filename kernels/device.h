@@ -1,0 +1,20 @@
+// attnlab kernels: GPU discovery. The one place that asks the CUDA runtime what is installed.
+#pragma once
+
+#include <string>
+
+namespace attnlab::kernels {
+
+struct DeviceInfo {
+  bool usable = false;
+  std::string name;    // "NVIDIA H100 80GB HBM3" when usable
+  std::string reason;  // why not, when not usable ("no CUDA device", driver error text)
+  int sm_major = 0, sm_minor = 0;
+  int sm_count = 0;
+  double memory_gib = 0.0;
+};
+
+// Device 0 as the runtime sees it. Never throws: a machine without a GPU is a normal answer.
+DeviceInfo probe_device();
+
+}  // namespace attnlab::kernels

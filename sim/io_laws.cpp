@@ -1,0 +1,27 @@
+#include "sim/io_laws.h"
+
+#include <algorithm>
+
+namespace attnlab::sim {
+
+TensorBytes naive_hbm_bytes(const Problem& p, double e) {
+  const double heads = double(p.batch * p.q_heads), d = double(p.head_dim);
+  const double s = heads * double(p.q_len) * double(p.kv_len) * e;
+  return {{"q", heads * p.q_len * d * e}, {"k", heads * p.kv_len * d * e}, {"v", heads * p.kv_len * d * e},
+          {"o", heads * p.q_len * d * e}, {"s", 2 * s},                    {"p", 2 * s}};
+}
+
+TensorBytes flash_hbm_bytes(const Problem& p, int64_t Br, int64_t Bc, double e) {
+  const double heads = double(p.batch * p.q_heads), d = double(p.head_dim);
+  // Keys read by each row block: its tiles cover [0, ⌈visible/B_c⌉·B_c) clipped to N_kv.
+  double keys = 0;
+  for (int64_t row0 = 0; row0 < p.q_len; row0 += Br) {
+    const int64_t last = std::min(row0 + Br, p.q_len) - 1;
+    const int64_t tiles = (p.visible_keys(last) + Bc - 1) / Bc;
+    keys += double(std::min(tiles * Bc, p.kv_len));
+  }
+  return {{"q", heads * p.q_len * d * e}, {"k", heads * keys * d * e}, {"v", heads * keys * d * e},
+          {"o", heads * p.q_len * d * e}, {"lse", heads * p.q_len * 4.0}};
+}
+
+}  // namespace attnlab::sim
