@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# End-to-end checks of the attnlab CLI contract (DESIGN.md): exit 0 with a table and files on success;
+# exit 2 with one line on stderr naming the field or file, and nothing written, on bad input; the report
+# folder replaced atomically. Usage: cli_test.sh <attnlab binary> <scratch folder>
+set -u
+bin=$1
+tmp=$2
+rm -rf "$tmp" && mkdir -p "$tmp"
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+small() {  # a small valid config, with one sed edit applied (empty: none)
+  sed -e "${1:-s/^//}" <<JSON
+{"title": "cli test", "problem": {"batch": 1, "q_heads": 2, "kv_heads": 1, "q_len": 70, "kv_len": 70,
+ "head_dim": 32, "causal": true, "phase": "prefill"},
+ "data": {"generator": "normal", "seed": 2}, "variants": [{"id": "naive"}, {"id": "flash2"}],
+ "backends": ["reference", "kernel", "model"]}
+JSON
+}
+
+# 1. run: exit 0, a table with both variants, results.json written.
+small "" >"$tmp/ok.json"
+out=$("$bin" run --config "$tmp/ok.json" --json "$tmp/run.json" 2>"$tmp/err") || fail "run exited $?: $(cat "$tmp/err")"
+echo "$out" | grep -q "^flash2 .*reference" || fail "run table has no flash2 reference row: $out"
+echo "$out" | grep -q "^naive .*reference" || fail "run table has no naive row"
+grep -q '"schema": "attnlab.results/1"' "$tmp/run.json" || fail "results.json lacks the schema"
+grep -q '"reason"' "$tmp/run.json" || fail "results.json does not say why kernel/model did not run"
+
+# 2. report: index.html, results.json, results.csv; the printed path exists.
+path=$("$bin" report --config "$tmp/ok.json" --out "$tmp/report") || fail "report exited $?"
+[ -f "$path" ] || fail "report printed '$path', which does not exist"
+for f in index.html results.json results.csv; do [ -s "$tmp/report/$f" ] || fail "report lacks $f"; done
+grep -q "flash2" "$tmp/report/index.html" || fail "index.html does not mention flash2"
+grep -qiE "src=\"http|href=\"http|<script" "$tmp/report/index.html" && fail "index.html references the network or scripts"
+
+# 3. bad input: exit 2, one line naming the field, nothing written, previous report intact.
+cp "$tmp/report/results.json" "$tmp/previous.json"
+check_bad() {  # name, config text, expected substring
+  printf '%s' "$2" >"$tmp/bad.json"
+  rm -f "$tmp/bad-out.json"
+  "$bin" report --config "$tmp/bad.json" --out "$tmp/report" >"$tmp/out" 2>"$tmp/err"
+  code=$?
+  [ "$code" -eq 2 ] || fail "$1: exit code $code, expected 2"
+  [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "$1: stderr is not one line: $(cat "$tmp/err")"
+  grep -q -- "$3" "$tmp/err" || fail "$1: stderr does not name '$3': $(cat "$tmp/err")"
+  cmp -s "$tmp/report/results.json" "$tmp/previous.json" || fail "$1: the previous report was changed"
+  ls -a "$tmp" | grep -q "staging" && fail "$1: a staging folder was left behind"
+  "$bin" run --config "$tmp/bad.json" --json "$tmp/bad-out.json" >/dev/null 2>&1
+  [ -e "$tmp/bad-out.json" ] && fail "$1: run --json wrote a file on bad input"
+}
+check_bad "unknown variant" "$(small 's/"id": "naive"/"id": "turbo9"/')" "variants\[0\].id"
+check_bad "parameter out of range" "$(small 's/{"id": "flash2"}/{"id": "flash2", "params": {"block_c": 1000}}/')" "variants\[1\].params.block_c"
+check_bad "kv_heads" "$(small 's/"kv_heads": 1/"kv_heads": 3/')" "problem.kv_heads"
+check_bad "not JSON" '{"problem": ' "bad.json"
+check_bad "missing data file" "$(small 's/"generator": "normal", "seed": 2/"file": "missing.safetensors"/')" "missing.safetensors"
+"$bin" run --config "$tmp/nonexistent.json" >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] || fail "missing config: exit code not 2"
+"$bin" run --bogus-flag >/dev/null 2>&1
+[ $? -eq 2 ] || fail "unknown flag: exit code not 2"
+
+# 4. presets lists configs/.
+"$bin" presets | grep -q "default.json" || fail "presets does not list default.json"
+
+echo "cli: $failures failed"
+[ "$failures" -eq 0 ]

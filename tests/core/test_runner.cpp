@@ -1,0 +1,137 @@
+// The Runner: Results carry every requested backend or the reason it did not run; JSON round-trips;
+// progress, cancel and the memory guard behave; flash2's online-softmax trace is self-consistent.
+#include "core/error.h"
+#include "core/runner.h"
+#include "tests/catch.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdlib>
+
+namespace attnlab {
+namespace {
+
+using nlohmann::json;
+
+Experiment small_experiment(json edits = json::object()) {
+  json j = {{"problem", {{"batch", 1}, {"q_heads", 4}, {"kv_heads", 2}, {"q_len", 150}, {"kv_len", 150},
+                         {"head_dim", 32}, {"causal", true}}},
+            {"data", {{"generator", "normal"}, {"seed", 4}}},
+            {"variants", {{{"id", "naive"}}, {{"id", "flash2"}, {"params", {{"block_r", 32}, {"block_c", 16}}}}}},
+            {"backends", {"reference", "kernel", "model"}},
+            {"probe", {{"head", 3}, {"row_block", 2}}}};
+  j.merge_patch(edits);
+  return parse_experiment(j);
+}
+
+// A stand-in model backend: runs flash2 only, and says why not for the others.
+struct FakeModel : Backend {
+  int runs = 0;
+  std::string name() const override { return "model"; }
+  std::string unavailable() const override { return ""; }
+  std::string cannot_run(const VariantRequest& v, const Experiment&) const override {
+    return v.id == "flash2" ? "" : "no schedule for this variant";
+  }
+  void run(const Experiment& e, const VariantRequest&, const QKV&, const TensorF64&, VariantResult& into) override {
+    ++runs;
+    into.model = ModelResult{e.gpu_model, 1.5, "memory", {{"total", 10.0}}, {{"mma_fp16", 2.0}}, json::object()};
+  }
+};
+
+TEST_CASE("requested backends that are absent are recorded with a reason", "[runner]") {
+  const Results r = Runner().run(small_experiment());
+  REQUIRE(r.variants.size() == 2);
+  for (const auto& v : r.variants) {
+    CHECK(v.reference.has_value());
+    CHECK_FALSE(v.kernel.has_value());
+    CHECK_FALSE(v.model.has_value());
+  }
+  int reasons = 0;
+  for (const auto& s : r.environment.skipped) {
+    CHECK_FALSE(s.reason.empty());
+    reasons += (s.backend == "kernel" || s.backend == "model");
+  }
+  CHECK(reasons == 2);
+  CHECK(r.environment.ran == std::vector<std::string>{"reference"});
+  CHECK(r.variants[1].reference->metrics.rel_l2 < 1e-2);
+  CHECK(r.variants[1].reference->metrics.cosine > 0.9999);
+}
+
+TEST_CASE("a backend runs where it can and says why where it cannot", "[runner]") {
+  Runner runner;
+  auto model = std::make_unique<FakeModel>();
+  FakeModel* fake = model.get();
+  runner.add_backend(std::move(model));
+  const Results r = runner.run(small_experiment());
+  CHECK(fake->runs == 1);
+  CHECK_FALSE(r.variants[0].model.has_value());
+  REQUIRE(r.variants[1].model.has_value());
+  bool reason_found = false;
+  for (const auto& s : r.environment.skipped)
+    reason_found |= s.variant == "naive" && s.backend == "model" && s.reason == "no schedule for this variant";
+  CHECK(reason_found);
+}
+
+TEST_CASE("Results survive a JSON round trip", "[runner][results]") {
+  Runner runner;
+  runner.add_backend(std::make_unique<FakeModel>());
+  const Results r = runner.run(small_experiment());
+  const json j = to_json(r);
+  CHECK(j["schema"] == "attnlab.results/1");
+  CHECK(j["variants"][1]["params"]["block_c"] == 16);
+  CHECK(to_json(results_from_json(j)) == j);
+  CHECK(to_json(results_from_json(json::parse(j.dump()))) == j);
+  CHECK_THROWS_AS(results_from_json(json{{"schema", "other/2"}}), InputError);
+}
+
+TEST_CASE("progress rises to 1 and cancel stops the run", "[runner]") {
+  std::vector<double> seen;
+  RunControl control;
+  control.progress = [&](double f, const std::string&) { seen.push_back(f); };
+  Runner().run(small_experiment(), control);
+  REQUIRE(seen.size() >= 3);
+  for (size_t i = 1; i < seen.size(); ++i) CHECK(seen[i] >= seen[i - 1]);
+  CHECK(seen.back() == 1.0);
+  std::atomic<bool> cancel{true};
+  control.cancel = &cancel;
+  CHECK_THROWS_AS(Runner().run(small_experiment(), control), Cancelled);
+}
+
+TEST_CASE("a problem too large for this machine is refused before allocating", "[runner][bad-input]") {
+  const Experiment e = small_experiment(json{{"problem", {{"q_len", 4096}, {"kv_len", 4096}}}});
+  setenv("ATTNLAB_MAX_MEMORY_GB", "0.01", 1);
+  try {
+    Runner().run(e);
+    FAIL("expected an InputError");
+  } catch (const InputError& err) {
+    CHECK(std::string(err.what()).find("problem: needs about") == 0);
+  }
+  unsetenv("ATTNLAB_MAX_MEMORY_GB");
+}
+
+TEST_CASE("flash2's online-softmax trace follows the chosen row block", "[runner][probes]") {
+  const Results r = Runner().run(small_experiment());
+  const Probes& pr = r.variants[1].reference->probes;
+  // Row block 2 of 32 rows is rows 64..95; causal, so its last row sees 96 keys: ⌈96/16⌉ = 6 tiles.
+  const ProbeArray& tiles = pr.at("trace.kv_tile");
+  REQUIRE(tiles.shape == std::vector<int64_t>{6});
+  for (int j = 0; j < 6; ++j) CHECK(tiles.values[j] == j);
+  const ProbeArray& m = pr.at("trace.m");
+  const ProbeArray& l = pr.at("trace.l");
+  REQUIRE(m.shape == std::vector<int64_t>{6, 32});
+  const ProbeArray& lse = pr.at("lse");
+  for (int64_t row = 0; row < 32; ++row) {
+    for (int step = 1; step < 6; ++step) CHECK(m.values[step * 32 + row] >= m.values[(step - 1) * 32 + row]);
+    // After the last tile, m + log ℓ is the row's logsumexp (head 3, row 64 + row).
+    const double last = m.values[5 * 32 + row] + std::log(l.values[5 * 32 + row]);
+    CHECK(last == Approx(lse.values[(3 * 150) + 64 + row]).epsilon(1e-6));
+  }
+  const ProbeArray& bytes = pr.at("trace.hbm_bytes");
+  // Qᵢ (32 rows × 32 dims × 2 bytes) first, then each tile adds K and V (16 rows each).
+  CHECK(bytes.values[0] == 32 * 32 * 2 + 2 * 16 * 32 * 2);
+  CHECK(bytes.values[5] == 32 * 32 * 2 + 6 * 2 * 16 * 32 * 2);
+}
+
+}  // namespace
+}  // namespace attnlab
