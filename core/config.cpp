@@ -50,6 +50,7 @@ Problem parse_problem(const json& j, const std::string& where) {
   p.q_heads = get_int(j, "q_heads", p.q_heads, where);
   p.kv_heads = get_int(j, "kv_heads", j.contains("q_heads") ? p.q_heads : p.kv_heads, where);
   p.kv_len = get_int(j, "kv_len", p.kv_len, where);
+  p.head_dim = get_int(j, "head_dim", p.head_dim, where);
   if (j.contains("causal")) {
     if (!j["causal"].is_boolean()) fail_input(where + ".causal", "expected true or false");
     p.causal = j["causal"].get<bool>();

@@ -6,6 +6,8 @@
 #include "sim/io_laws.h"
 #include "tests/catch.h"
 
+#include <nlohmann/json.hpp>
+
 #include <fmt/format.h>
 
 namespace attnlab {

@@ -18,6 +18,8 @@
 #include "core/data/generators.h"
 #include "core/formats/round.h"
 #include "tests/catch.h"
+
+#include <nlohmann/json.hpp>
 #include "tests/support/compare.h"
 
 #include <fmt/format.h>
