@@ -85,8 +85,8 @@ Results Runner::run(const Experiment& e, const RunControl& control) const {
     if (!e.wants(name)) {
       r.environment.skipped.push_back({"", name, "not requested"});
     } else if (it == backends_.end()) {
-      r.environment.skipped.push_back({"", name, name == "kernel" ? "no kernel backend in this build (no CUDA toolkit)"
-                                                                  : "no cost-model backend in this build"});
+      r.environment.skipped.push_back({"", name, name == "kernel" ? "this build has no kernel backend"
+                                                                  : "this build has no cost-model backend"});
     } else if (const std::string why = (*it)->unavailable(); !why.empty()) {
       r.environment.skipped.push_back({"", name, why});
     } else {
