@@ -11,21 +11,30 @@ namespace {
 std::string quoted(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
   std::string out = "\"";
-  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
+  for (char c : s) {
+    out += c;
+    if (c == '"') out += '"';  // RFC 4180: a quote inside a quoted field is doubled
+  }
+  out += '"';
+  return out;
 }
 
 }  // namespace
 
 std::string to_csv(const views::Table& t) {
   std::string out;
-  for (size_t c = 0; c < t.columns.size(); ++c)
-    out += (c ? "," : "") + quoted(t.columns[c].unit.empty() ? t.columns[c].key : t.columns[c].key + "_" + t.columns[c].unit);
-  out += "\n";
+  for (size_t c = 0; c < t.columns.size(); ++c) {
+    if (c) out += ',';
+    const auto& col = t.columns[c];
+    out += quoted(col.unit.empty() ? col.key : fmt::format("{}_{}", col.key, col.unit));
+  }
+  out += '\n';
   for (const auto& row : t.rows) {
-    for (size_t c = 0; c < row.size(); ++c)
-      out += (c ? "," : "") + (std::isnan(row[c].value) ? quoted(row[c].text) : fmt::format("{}", row[c].value));
-    out += "\n";
+    for (size_t c = 0; c < row.size(); ++c) {
+      if (c) out += ',';
+      out += std::isnan(row[c].value) ? quoted(row[c].text) : fmt::format("{}", row[c].value);
+    }
+    out += '\n';
   }
   return out;
 }
