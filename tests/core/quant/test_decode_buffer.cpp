@@ -4,6 +4,7 @@
 #include "core/quant/decode_buffer.h"
 #include "core/quant/progressive.h"
 #include "tests/catch.h"
+#include "tests/support/input_error.h"
 
 #include <fmt/format.h>
 
@@ -16,20 +17,9 @@
 namespace attnlab::quant {
 namespace {
 
-template <class F>
-std::string input_error(F&& f) {  // the message of the InputError f throws, "" if none
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::input_error;
 
-bool starts(const std::string& msg, const std::string& where) {
-  INFO(msg);
-  return msg.rfind(where + ": ", 0) == 0;
-}
+using test::starts;
 
 // (tokens, channels) values in [−bound, bound].
 std::vector<float> tokens_within(int64_t tokens, int64_t channels, float bound, uint64_t seed) {

@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "core/quant/head_priority.h"
 #include "tests/catch.h"
+#include "tests/support/input_error.h"
 
 #include <fmt/format.h>
 
@@ -17,20 +18,9 @@
 namespace attnlab::quant {
 namespace {
 
-template <class F>
-std::string input_error(F&& f) {  // the message of the InputError f throws, "" if none
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::input_error;
 
-bool starts(const std::string& msg, const std::string& where) {
-  INFO(msg);
-  return msg.rfind(where + ": ", 0) == 0;
-}
+using test::starts;
 
 constexpr int64_t kTokens = 64, kChannels = 32;
 

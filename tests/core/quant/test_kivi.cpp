@@ -8,6 +8,7 @@
 #include "core/formats/half.h"
 #include "core/quant/kivi.h"
 #include "tests/catch.h"
+#include "tests/support/input_error.h"
 
 #include <fmt/format.h>
 
@@ -23,20 +24,9 @@ namespace {
 
 constexpr double kU32 = 0x1p-24, kU16 = 0x1p-11;
 
-template <class F>
-std::string input_error(F&& f) {  // the message of the InputError f throws, "" if none
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::input_error;
 
-bool starts(const std::string& msg, const std::string& where) {
-  INFO(msg);
-  return msg.rfind(where + ": ", 0) == 0;
-}
+using test::starts;
 
 // Keys with a few large channels (KIVI quantizes them per channel for this reason), values without.
 std::vector<float> kv_data(int64_t tokens, int64_t channels, bool keys, uint64_t seed) {

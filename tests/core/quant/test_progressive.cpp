@@ -6,6 +6,7 @@
 #include "core/quant/progressive.h"
 #include "core/quant/quantize.h"
 #include "tests/catch.h"
+#include "tests/support/input_error.h"
 
 #include <fmt/format.h>
 
@@ -21,20 +22,9 @@ namespace {
 
 constexpr double kU32 = 0x1p-24, kU64 = 0x1p-53;
 
-template <class F>
-std::string input_error(F&& f) {  // the message of the InputError f throws, "" if none
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::input_error;
 
-bool starts(const std::string& msg, const std::string& where) {
-  INFO(msg);
-  return msg.rfind(where + ": ", 0) == 0;
-}
+using test::starts;
 
 // (rows, cols) normal data; with outliers, every 16th channel is N(20, 10²) — the key channels with
 // large magnitudes of Fig. 4 — and the rest N(0, 1).

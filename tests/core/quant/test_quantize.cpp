@@ -9,6 +9,7 @@
 #include "core/formats/half.h"
 #include "core/quant/quantize.h"
 #include "tests/catch.h"
+#include "tests/support/input_error.h"
 
 #include <fmt/format.h>
 
@@ -26,15 +27,7 @@ namespace {
 
 constexpr double kU32 = 0x1p-24;
 
-template <class F>
-std::string input_error(F&& f) {  // the message of the InputError f throws, "" if none
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::input_error;
 
 // (rows, cols) normal values whose channels differ in scale and offset, so every granularity sees
 // groups of different ranges.
