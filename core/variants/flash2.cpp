@@ -116,7 +116,7 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, 
                                        "", "which row block the trace follows and the tile sizes");
   out.probes["lse"] = {{p.batch, p.q_heads, p.q_len}, std::vector<double>(lse.values().begin(), lse.values().end()),
                        {}, "logit", "logsumexp L = m + log ℓ per row, what FA2 keeps for the backward pass"};
-  out.kv_cache_bytes = 2 * p.batch * p.kv_heads * p.kv_len * p.head_dim * 2;
+  out.kv_cache_bytes = static_cast<int64_t>(2 * p.kv_shape().count() * kF16);  // K and V
   return out;
 }
 

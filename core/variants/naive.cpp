@@ -50,7 +50,7 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues&, const P
   out.probes["hbm_bytes"] =
       labelled({"q", "k", "v", "o", "s", "p"}, {q, kv, kv, q, 2 * s, 2 * s}, "bytes",
                "HBM traffic per tensor of unfused attention: S and P are each written once and read once");
-  out.kv_cache_bytes = 2 * p.batch * p.kv_heads * p.kv_len * p.head_dim * 4;
+  out.kv_cache_bytes = static_cast<int64_t>(2 * p.kv_shape().count() * kF32);  // K and V
   return out;
 }
 

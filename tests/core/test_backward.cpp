@@ -11,6 +11,7 @@
 // ratios sit well below 1. Second-order terms (u², γ_n = nu/(1 − nu), e^δ − 1 vs δ) and, against FP32
 // bounds, the FP64 references' own rounding (about 10⁻⁹ of those bounds) are covered by kSecondOrder.
 #include "core/backward.h"
+#include "core/data/random.h"
 #include "core/ground_truth.h"
 #include "tests/catch.h"
 #include "tests/support/compare.h"
@@ -39,42 +40,17 @@ constexpr double kExpUlps = 2.0;
 constexpr double kSecondOrder = 1.01;
 
 // ---------------------------------------------------------------------------------------------------
-// Data: a self-contained seeded normal generator (64-bit LCG + Box–Muller), so this file depends on
-// nothing but the code under test.
-class Normal {
- public:
-  explicit Normal(uint64_t seed) : state_(seed * 0x9E3779B97F4A7C15ull + 0x2545F4914F6CDD1Dull) {}
-  double operator()() {
-    if (has_spare_) {
-      has_spare_ = false;
-      return spare_;
-    }
-    const double r = std::sqrt(-2.0 * std::log(uniform())), t = 2.0 * std::numbers::pi * uniform();
-    spare_ = r * std::sin(t);
-    has_spare_ = true;
-    return r * std::cos(t);
-  }
-
- private:
-  double uniform() {  // in (0, 1): the top 53 bits of the LCG state, offset by half a step
-    state_ = state_ * 6364136223846793005ull + 1442695040888963407ull;
-    return (double(state_ >> 11) + 0.5) * 0x1p-53;
-  }
-  uint64_t state_;
-  double spare_ = 0.0;
-  bool has_spare_ = false;
-};
-
+// Data: the project's seeded generator stream (core/data/random.h), standard normal draws.
 struct Inputs {
   QKV in;
   Tensor d_o;  // (B, Hq, Nq, d), the upstream gradient z_O
 };
 
 Inputs normal_inputs(const Problem& p, uint64_t seed) {
-  Normal g(seed);
+  data::Rng g(seed);
   Inputs x{{Tensor(p.q_shape()), Tensor(p.kv_shape()), Tensor(p.kv_shape())}, Tensor(p.q_shape())};
   for (Tensor* t : {&x.in.q, &x.in.k, &x.in.v, &x.d_o})
-    for (float& v : t->values()) v = static_cast<float>(g());
+    for (float& v : t->values()) v = static_cast<float>(g.normal());
   return x;
 }
 
