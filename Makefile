@@ -5,7 +5,7 @@ JOBS    ?= $(shell nproc)
 WERROR  ?= OFF
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build run test clean
+.PHONY: all deps configure build run test bench-blocks clean
 
 all: build
 
@@ -25,6 +25,10 @@ run: build
 
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# Building-block throughput (quantizers, SAS, FP8 rounding), one core, M elements/s.
+bench-blocks: build
+	@$(BUILD)/bin/attnlab_tests "[.bench]" -s 2>&1 | grep "M elements/s"
 
 clean:
 	@rm -rf $(BUILD)

@@ -15,10 +15,13 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <memory>
+#include <mutex>
 #include <stdexcept>
 
-#if defined(__F16C__)
+#if defined(__F16C__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
@@ -115,15 +118,93 @@ struct Fp16Kernel {
     const float x = std::max(-t, 0.0f);                // t > 0 clamps to 0
     const float x_int = std::floor(x);
     const float x_dec = round16(x - x_int);  // may round up to 1.0: POLY(1) ≈ e^{−1}, continuous
-    const float poly = hfma(hfma(hfma(c3, x_dec, c2), x_dec, c1), x_dec, c0);
-    return round16(lut[static_cast<int>(x_int)] * poly);  // the FP16 product, exact in FP32 first
+    return round16(lut[static_cast<int>(x_int)] * poly(x_dec));  // the FP16 product, exact in FP32 first
   }
+
+  // POLY16(x_dec), Eq. 15 by Horner, each step one HFMA.
+  float poly(float x_dec) const { return hfma(hfma(hfma(c3, x_dec, c2), x_dec, c1), x_dec, c0); }
 };
 
 // t (n) ← SAS(t − m). The kernel (and its LUT) is a local copy and t is __restrict, so GCC knows the
 // LUT gather cannot read what the loop writes and vectorizes it.
 void fp32_loop(float* __restrict t, int64_t n, float m, const Fp32Kernel k) {
   for (int64_t i = 0; i < n; ++i) t[i] = k(t[i] - m);
+}
+
+// The FP16 path by table. In Fp16Kernel, POLY16 depends on t only through x_dec, an FP16 value in
+// [0, 1]: 15361 possible inputs (bit patterns 0x0000 … 0x3C00). Tabulating POLY16 for all of them once
+// per coefficient set turns three emulated HFMAs into one load; x_dec's FP16 bit pattern is the index
+// (F16C's vcvtps2ph gives it directly). The table is built with Fp16Kernel's own hfma chain, so both
+// paths agree bit for bit by construction; tests/core/test_sas.cpp checks every FP16 x_dec anyway.
+constexpr uint32_t kOneFp16 = 0x3C00u;  // FP16 bits of 1.0, the largest x_dec
+
+struct Poly16Table {
+  std::array<uint64_t, 4> key;  // the coefficients' double bit patterns
+  std::vector<float> poly16;    // (kOneFp16 + 1): POLY16(x_dec) by x_dec's FP16 bits
+};
+
+std::array<uint64_t, 4> poly_key(const Config& c) {
+  std::array<uint64_t, 4> k{};
+  for (size_t i = 0; i < k.size(); ++i) k[i] = std::bit_cast<uint64_t>(c.poly[i]);
+  return k;
+}
+
+// One table per distinct coefficient set (60 KB each), built on first use and kept for the process:
+// a sweep over refits makes a handful. Each thread remembers the last table it used, so the online
+// softmax, which calls per tile row, takes the lock only when the coefficients change.
+const float* poly16_table(const Config& c, const Fp16Kernel& k) {
+  const auto key = poly_key(c);
+  thread_local const Poly16Table* last = nullptr;
+  if (last != nullptr && last->key == key) return last->poly16.data();
+  static std::mutex mutex;
+  static std::vector<std::unique_ptr<Poly16Table>> tables;
+  const std::lock_guard lock(mutex);
+  auto it = std::find_if(tables.begin(), tables.end(), [&](const auto& t) { return t->key == key; });
+  if (it == tables.end()) {
+    auto t = std::make_unique<Poly16Table>();
+    t->key = key;
+    t->poly16.resize(kOneFp16 + 1);
+    for (uint32_t h = 0; h <= kOneFp16; ++h) t->poly16[h] = k.poly(formats::fp16_value(static_cast<uint16_t>(h)));
+    tables.push_back(std::move(t));
+    it = tables.end() - 1;
+  }
+  last = it->get();
+  return last->poly16.data();
+}
+
+// One element of the table path: the steps of Fp16Kernel::operator() with POLY16 looked up.
+inline float fp16_by_table(float t, float n_r, float x_max, const float* lut, const float* poly16) {
+  if (std::isnan(t)) return t;
+  if (t < n_r) return 0.0f;
+  const float x = std::min(std::max(-t, 0.0f), x_max);
+  const float x_int = std::floor(x);
+  const uint16_t dec_bits = formats::fp16_bits(x - x_int);
+  return round16(lut[static_cast<int>(x_int)] * poly16[dec_bits]);
+}
+
+// t (n) ← SAS16(t − m). AVX2 + F16C: eight lanes per step, the two tables read by gathers; the selects
+// for dropped (t < n_r → 0) and NaN (→ t) lanes are blends. x is clamped to [0, −n_r] before the
+// indexing (vmaxps returns its second operand, 0, for a NaN lane), so every gather index is in range.
+void fp16_loop(float* __restrict t, int64_t n, float m, const Fp16Kernel& k, const float* poly16) {
+  const float x_max = -k.n_r;
+  int64_t i = 0;
+#if defined(__AVX2__) && defined(__F16C__)
+  const __m256 vm = _mm256_set1_ps(m), vn_r = _mm256_set1_ps(k.n_r), vx_max = _mm256_set1_ps(x_max);
+  const __m256 zero = _mm256_setzero_ps(), sign = _mm256_set1_ps(-0.0f);
+  for (; i + 8 <= n; i += 8) {
+    const __m256 tv = _mm256_sub_ps(_mm256_loadu_ps(t + i), vm);
+    const __m256 is_nan = _mm256_cmp_ps(tv, tv, _CMP_UNORD_Q);
+    const __m256 dropped = _mm256_cmp_ps(tv, vn_r, _CMP_LT_OQ);
+    const __m256 x = _mm256_min_ps(_mm256_max_ps(_mm256_xor_ps(tv, sign), zero), vx_max);
+    const __m256 x_int = _mm256_floor_ps(x);
+    const __m128i dec_bits = _mm256_cvtps_ph(_mm256_sub_ps(x, x_int), _MM_FROUND_TO_NEAREST_INT);
+    const __m256 poly = _mm256_i32gather_ps(poly16, _mm256_cvtepu16_epi32(dec_bits), 4);
+    const __m256 lut = _mm256_i32gather_ps(k.lut, _mm256_cvttps_epi32(x_int), 4);
+    const __m256 v = _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_mul_ps(lut, poly), _MM_FROUND_TO_NEAREST_INT));
+    _mm256_storeu_ps(t + i, _mm256_blendv_ps(_mm256_blendv_ps(v, zero, dropped), tv, is_nan));
+  }
+#endif
+  for (; i < n; ++i) t[i] = fp16_by_table(t[i] - m, k.n_r, x_max, k.lut, poly16);
 }
 
 }  // namespace
@@ -160,7 +241,7 @@ void sas_exp_inplace(float* t, int64_t n, float m, const Config& c) {
     fp32_loop(t, n, m, Fp32Kernel(c));
   } else {
     const Fp16Kernel k(c);
-    for (int64_t i = 0; i < n; ++i) t[i] = k(t[i] - m);
+    fp16_loop(t, n, m, k, poly16_table(c, k));
   }
 }
 

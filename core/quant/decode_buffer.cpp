@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <utility>
@@ -13,7 +14,7 @@
 namespace attnlab::quant {
 
 namespace {
-constexpr double kBufferQMax = 127;  // appended tokens use the whole symmetric INT8 range
+constexpr float kBufferQMax = 127;  // appended tokens use the whole symmetric INT8 range
 }  // namespace
 
 float universal_scale(const float* prefill, int64_t tokens, int64_t channels, double q_max8) {
@@ -42,11 +43,21 @@ DecodeBuffer::DecodeBuffer(int64_t channels, int64_t n_b, float universal_scale,
 
 bool DecodeBuffer::append(const float* token) {
   require_finite(token, 1, channels_, "decode_buffer.token");
-  // §3.3: INT8 with the universal scale, outliers clamped to ±127 instead of re-scaling B.
-  const Quantized q = quantize_with_scale(token, 1, channels_, 8, kBufferQMax, scale_);
-  pending_.insert(pending_.end(), q.q.begin(), q.q.end());
-  clamped_ += q.stats.clamped;
-  pending_clamped_ += q.stats.clamped;
+  // §3.3: INT8 with the universal scale, outliers clamped to ±127 instead of re-scaling B. The rule is
+  // quantize_with_scale's (quantize.h Eq. 3, symmetric: ⌈x/s⌋ ties to even, clamped to ±q_max), written
+  // out here because append runs once per generated token: no allocation, no error statistics.
+  const size_t at = pending_.size();
+  pending_.resize(at + static_cast<size_t>(channels_));
+  int8_t* __restrict q = pending_.data() + at;
+  const float s = scale_, q_max = kBufferQMax;
+  int32_t clamped = 0;
+  for (int64_t c = 0; c < channels_; ++c) {
+    const float v = std::nearbyint(token[c] / s);
+    clamped += int32_t(v < -q_max) + int32_t(v > q_max);
+    q[c] = static_cast<int8_t>(std::min(std::max(v, -q_max), q_max));
+  }
+  clamped_ += clamped;
+  pending_clamped_ += clamped;
   if (size() < n_b_) return false;
   // Flush: the INT8 tokens and the universal scale are the block's q8 and s_K; only Eq. 10 runs.
   ProgressiveBlock block = progressive_compress(pending_.data(), n_b_, channels_, scale_, cache_bits_, rule_);

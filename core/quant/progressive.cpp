@@ -71,16 +71,29 @@ ProgressiveBlock progressive_compress(const int8_t* q8, int64_t rows, int64_t co
     b.s_int[c] = static_cast<int16_t>(s);
     b.z_int[c] = static_cast<int16_t>(div_rne(b.q8_min[c], s));  // Alg. 1: z^int
   }
-  for (int64_t r = 0; r < rows; ++r)
+  // The code loop in int32 and FP32 (see div_rne_small) so that it vectorizes: the per-channel s and z
+  // are widened once, and the counts are sums of comparisons.
+  const std::vector<int32_t> s32(b.s_int.begin(), b.s_int.end()), z32(b.z_int.begin(), b.z_int.end());
+  const auto L32 = static_cast<int32_t>(L);
+  int64_t clamped = 0, saturated = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int8_t* __restrict in = q8 + r * cols;
+    uint8_t* __restrict out = b.codes.data() + r * cols;
+    int32_t row_clamped = 0, row_saturated = 0;
     for (int64_t c = 0; c < cols; ++c) {
-      const int64_t s = b.s_int[c], z = b.z_int[c];
-      const int64_t code = div_rne(q8[r * cols + c] - z * s, s);  // Alg. 1: ⌈K^q1/s^int − z^int⌋
-      b.clamped += code < 0 || code > L;
-      const int64_t kept = std::clamp<int64_t>(code, 0, L);
-      b.codes[r * cols + c] = static_cast<uint8_t>(kept);
-      const int64_t back = (kept + z) * s;  // Alg. 2, before saturation
-      b.saturated += back < -kInt8Max || back > kInt8Max;
+      const int32_t s = s32[c], z = z32[c];
+      const int32_t code = div_rne_small(in[c] - z * s, s);  // Alg. 1: ⌈K^q1/s^int − z^int⌋
+      row_clamped += (code < 0) | (code > L32);
+      const int32_t kept = std::clamp(code, 0, L32);
+      out[c] = static_cast<uint8_t>(kept);
+      const int32_t back = (kept + z) * s;  // Alg. 2, before saturation
+      row_saturated += (back < -kInt8Max) | (back > kInt8Max);
     }
+    clamped += row_clamped;
+    saturated += row_saturated;
+  }
+  b.clamped = clamped;
+  b.saturated = saturated;
   return b;
 }
 

@@ -75,5 +75,18 @@ int64_t progressive_bytes(const ProgressiveBlock& b);
 
 // rne(a / b) for integers, b > 0: the quotient rounded to nearest, ties to even (a may be negative).
 int64_t div_rne(int64_t a, int64_t b);
+// The same quotient through one FP32 division, equal to div_rne for |a| < 2²², 1 ≤ b < 2²⁴; inline and
+// branch-free so step 2's loop vectorizes. Step 2 uses it with |a| < 2¹⁴.
+inline int32_t div_rne_small(int32_t a, int32_t b) {
+  // a and b are exact in FP32 and the FP32 quotient is within 2⁻²⁴·|a/b| of a/b. A half-integer a/b is
+  // representable, so the quotient is exact and the rounding below breaks the tie to even. Any other
+  // a/b lies at least 1/(2b) from every half-integer (|2a − odd·b| ≥ 1), and 2⁻²⁴·|a|/b < 1/(2b) for
+  // |a| < 2²³: the quotient cannot cross one. Rounding to an integer: q + 1.5·2²³ lands in [2²³, 2²⁴),
+  // where the FP32 spacing is 1, so the addition rounds q to nearest even and the subtraction is exact
+  // (|q| < 2²²; no FMA contraction: -ffp-contract=off).
+  const float q = static_cast<float>(a) / static_cast<float>(b);
+  constexpr float kMagic = 0x1.8p23f;
+  return static_cast<int32_t>((q + kMagic) - kMagic);
+}
 
 }  // namespace attnlab::quant

@@ -174,27 +174,5 @@ TEST_CASE("round_fp8_inplace equals round_fp8 on codes, midpoints, neighbours an
   }
 }
 
-TEST_CASE("FP8 rounding throughput (bench)", "[.bench]") {
-  std::vector<float> x(1 << 16);
-  uint64_t seed = 7;
-  for (float& v : x) v = static_cast<float>(static_cast<int32_t>(next_pattern(seed))) * 0x1p-27f;
-  const int reps = 2000;
-  for (Fp8 f : {Fp8::e4m3, Fp8::e5m2}) {
-    std::vector<float> y = x;
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int r = 0; r < reps; ++r) round_fp8_inplace(y.data(), static_cast<int64_t>(y.size()), f);
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const auto t1 = std::chrono::steady_clock::now();
-    float sink = 0;
-    for (int r = 0; r < reps / 20; ++r)
-      for (float v : x) sink += round_fp8(v, f);
-    const double s1 = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
-    WARN((f == Fp8::e4m3 ? "E4M3" : "E5M2") << " round_fp8_inplace: " << reps * double(x.size()) / s / 1e6
-                                            << " M elements/s; scalar round_fp8: "
-                                            << reps / 20 * double(x.size()) / s1 / 1e6 << " M elements/s (sink "
-                                            << sink << ")");
-  }
-}
-
 }  // namespace
 }  // namespace attnlab::formats

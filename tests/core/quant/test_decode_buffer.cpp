@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "core/quant/decode_buffer.h"
 #include "core/quant/progressive.h"
+#include "core/quant/quantize.h"
 #include "tests/catch.h"
 #include "tests/support/input_error.h"
 
@@ -91,6 +92,25 @@ TEST_CASE("tokens beyond 127·s are clamped to ±127 and counted, per buffer and
   CHECK(buf.flushed()[0].q8[70] == -127);
   CHECK(buf.flushed()[0].q8[5] == 126);
   CHECK(buf.pending()[1279 - 16 * d] == 127);
+}
+
+TEST_CASE("appended tokens equal quantize_with_scale's codes and clamp counts (the rule it restates)", "[quant]") {
+  const int64_t d = 128, tokens = 40;
+  const float s = 0.031f;
+  std::vector<float> x = tokens_within(tokens, d, 160 * s, 9);  // about a fifth beyond ±127·s
+  x[5] = 127.5f * s;                                           // at and near the clamp edge
+  x[6] = -126.5f * s;
+  DecodeBuffer buf(d, 1000, s, 4);
+  int64_t clamped = 0;
+  for (int64_t t = 0; t < tokens; ++t) {
+    buf.append(x.data() + t * d);
+    const Quantized q = quantize_with_scale(x.data() + t * d, 1, d, 8, 127, s);
+    clamped += q.stats.clamped;
+    for (int64_t c = 0; c < d; ++c)
+      if (buf.pending()[t * d + c] != q.q[c]) FAIL_CHECK(fmt::format("token {} channel {}", t, c));
+  }
+  CHECK(clamped > 0);
+  CHECK(buf.clamped() == clamped);
 }
 
 TEST_CASE("flush count and pending size follow appends for every n_b", "[quant]") {

@@ -55,6 +55,20 @@ TEST_CASE("div_rne rounds integer quotients to nearest, ties to even", "[quant]"
   CHECK(div_rne(-7, 2) == -4);
 }
 
+TEST_CASE("div_rne_small equals div_rne: step 2's whole domain, and near the stated limit", "[quant]") {
+  // Step 2's domain: |a| ≤ 127 + 127·85 < 2^14, 1 ≤ b ≤ 85; covered exhaustively (and b to 255).
+  int64_t bad = 0;
+  for (int32_t b = 1; b <= 255; ++b)
+    for (int32_t a = -(1 << 14); a <= (1 << 14); ++a)
+      if (div_rne_small(a, b) != div_rne(a, b) && bad++ < 5) FAIL_CHECK(fmt::format("a {} b {}", a, b));
+  // Near |a| = 2^22 with large and tie-prone divisors (odd multiples of b/2).
+  for (int32_t b : {2, 3, 6, 1000, 4097, 1 << 20, (1 << 23) - 1})
+    for (int32_t a = (1 << 22) - 4000; a < (1 << 22); ++a)
+      for (int32_t sa : {a, -a})
+        if (div_rne_small(sa, b) != div_rne(sa, b) && bad++ < 5) FAIL_CHECK(fmt::format("a {} b {}", sa, b));
+  CHECK(bad == 0);
+}
+
 // Every INT8 channel range [mn, mx] ⊂ [−127, 127], one channel holding every value of the range.
 TEST_CASE("step 2 and Alg. 2 over every INT8 channel range: INT8 results within s_int/2", "[quant]") {
   for (int bits : {4, 2})

@@ -287,23 +287,5 @@ TEST_CASE("quantizer parameters and data are validated, naming the field and the
 }
 
 // Not a test: the throughput of quantize at token and block granularity, single-threaded. Run with
-// `attnlab_tests "[quant-bench]"` in a Release build; it asserts nothing about time.
-TEST_CASE("quantize throughput (elements per second, one core)", "[.][quant-bench]") {
-  const int64_t rows = 4096, cols = 128, reps = 50;
-  const std::vector<float> x = channel_data(rows, cols, 2);
-  const Spec specs[] = {
-      Spec{.granularity = Granularity::token}, Spec{.granularity = Granularity::block, .q_max = 119},
-      Spec{.bits = 4, .scheme = Scheme::asymmetric, .granularity = Granularity::group_tokens}};
-  const char* names[] = {"token INT8 sym", "block(64) INT8 sym q_max 119", "group_tokens(32) INT4 asym"};
-  for (int i = 0; i < 3; ++i) {
-    double sink = 0;
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int64_t r = 0; r < reps; ++r) sink += quantize(x.data(), rows, cols, specs[i]).stats.max_abs_error;
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    WARN(fmt::format("{}: {:.0f} M elements/s (sink {})", names[i], double(rows * cols * reps) / s / 1e6,
-                     sink));
-  }
-}
-
 }  // namespace
 }  // namespace attnlab::quant
