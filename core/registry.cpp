@@ -14,6 +14,7 @@ const std::vector<VariantSpec>& variant_registry() {
   static const std::vector<VariantSpec> table = {
       variants::naive(),
       variants::flash2(),
+      variants::turbo(),
   };
   return table;
 }

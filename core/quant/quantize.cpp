@@ -162,8 +162,7 @@ void group_params(Quantized& out) {
     const float span = sym ? std::max(std::fabs(mn), std::fabs(mx)) : mx - mn;
     if (std::isinf(span))
       fail_input("quant.x", fmt::format("group {}: max − min = {} − ({}) overflows FP32", g, mx, mn));
-    float s = span / top;
-    if (!(s >= kNormalMin)) s = 1.0f;
+    float s = scale_for_span(span, top);
     float z = sym ? 0.0f : mn;
     if (spec.fp16_params) {
       s = formats::round_fp16(s);
@@ -221,6 +220,11 @@ void quantize_rows(const float* x, Quantized& out) {
 }
 
 }  // namespace
+
+float scale_for_span(float span, float top) {
+  const float s = span / top;
+  return s >= kNormalMin ? s : 1.0f;
+}
 
 Tile tile_of(const Spec& spec, int64_t rows, int64_t cols) {
   switch (spec.granularity) {

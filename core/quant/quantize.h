@@ -85,6 +85,11 @@ struct Quantized {
 };
 
 // The tile of a granularity for a (rows, cols) input (the table behind group_of).
+// The scale rule above for one group: span (symmetric: max|x|; asymmetric: max − min) over the grid's
+// top (q_max, or 2^b − 1) as one FP32 division, or 1 when the quotient is not a normal FP32 number.
+// For code that quantizes on the fly inside a tile loop (TurboAttention's P̃) without a Quantized.
+float scale_for_span(float span, float top);
+
 Tile tile_of(const Spec& spec, int64_t rows, int64_t cols);
 // 2^(bits−1) − 1 when spec.q_max is 0, else spec.q_max (symmetric); 2^bits − 1 (asymmetric): the top
 // of the integer range.

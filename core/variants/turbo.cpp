@@ -1,0 +1,396 @@
+// attnlab core — reference of `turbo`: TurboAttention = FlashQ + SAS (Kang et al.; App. A Alg. 1
+// prefill and Alg. 2 decode, §3.1–3.3, §4), in exact emulation.
+//
+// Per query row block Qᵢ (B_r rows) and KV tile j (turbo_cache.h says where the INT8 tiles come from):
+//   Alg. 1 l. 7   s_Qᵢ = max|Qᵢ| / 119, Qᵢ^q1 = ⌈Qᵢ / s_Qᵢ⌋              (generic quantizer, block granularity)
+//   Alg. 1 l. 8   Sᵢⱼ = s_Qᵢ·s_Kⱼ·(Qᵢ^q1 Kⱼ^q1ᵀ)·(1/√d)
+//   Alg. 1 l. 9   mᵢ = max(mᵢ, rowmax Sᵢⱼ), P̃ = SAS(Sᵢⱼ − mᵢ), ℓᵢ = SAS(m_old − mᵢ)·ℓᵢ + rowsum P̃
+//   Alg. 1 l. 10  s_P = max|P̃| / 119, Q(P̃) = ⌈P̃ / s_P⌋
+//   Alg. 1 l. 11  Oᵢ = SAS(m_old − mᵢ)·Oᵢ + s_P·s_Vⱼ·(Q(P̃) Vⱼ^q1)
+//   l. 20–22      Oᵢ = Oᵢ / ℓᵢ (stored FP16), Lᵢ = mᵢ + log ℓᵢ
+// Alg. 2 is the same loop with one query row and the tiles read back from the compressed cache.
+// Choices the paper leaves open, fixed here:
+//   - Integer products: INT8·INT8 dot products of ≤ 256 terms are exact in FP32 GEMM on integer-valued
+//     floats (|partial sums| ≤ 127·127·256 < 2²⁴), so S and Q(P̃)V equal the INT32 accumulation.
+//   - Scales: the three factors of l. 8 are multiplied first, (s_Q·s_K)·(1/√d) in FP32, then the INT32
+//     scores once by that product; l. 11's s_P·s_V likewise. Alg. 1 omits 1/√d; it belongs to S.
+//   - The rescale multiplies Oᵢ (not its inverse as l. 11 prints; sas.h explains why).
+//   - ℓ sums the FP32 P̃ (l. 9), not Q(P̃)·s_P: the paper quantizes P̃ only for the product.
+//   - s_P is one scale per B_r × B_c tile, as l. 10 writes max over the tile (`p_scale = tile`); the
+//     option `row` takes one per row, which a kernel can do at no extra cost (ablation). A tile whose
+//     P̃ is all zero gets s_P = 1 (the generic quantizer's rule; Q(P̃) = 0).
+//   - The exponential: SAS(t) (core/sas.h, FP32 or emulated FP16) or exact FP32 exp (`exact_exp`,
+//     to isolate SAS's effect). The rescale factor uses the same function as P̃, as Alg. 1 does.
+//   - The cache Alg. 1 writes inside the i loop is written once (by the first row block): the same
+//     blocks would otherwise be written T_r times.
+//   - Head bits (Eq. 11–12) are chosen per (sequence, KV head) from that sequence's prefill keys, the
+//     n_h = two_bit_heads lowest-priority KV heads getting bits_lo, the others bits_hi, for both K and V.
+//     The paper ranks "the heads of each layer"; under GQA the cache belongs to the KV heads.
+#include "core/variants/variants.h"
+
+#include "core/error.h"
+#include "core/formats/pack.h"
+#include "core/formats/round.h"
+#include "core/online_softmax.h"
+#include "core/parallel.h"
+#include "core/polyfit.h"
+#include "core/quant/head_priority.h"
+#include "core/quant/quantize.h"
+#include "core/sas.h"
+#include "core/variants/turbo_cache.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace attnlab::variants {
+
+namespace {
+
+using turbo_detail::CacheStats;
+using turbo_detail::Int8Tiles;
+
+constexpr double kQMax8 = 119;  // Alg. 1 l. 7 and l. 10
+constexpr double kF16 = 2.0, kF32 = 4.0;
+
+struct MetricName {
+  const char* name;
+  quant::PriorityMetric metric;
+};
+constexpr std::array<MetricName, 4> kMetrics = {{{"gap_std", quant::PriorityMetric::gap_std},
+                                                 {"entropy", quant::PriorityMetric::entropy},
+                                                 {"min_max", quant::PriorityMetric::min_max},
+                                                 {"variation", quant::PriorityMetric::variation}}};
+
+// The "refit" polynomial: the 100-point uniform least-squares cubic of e^{−x} on [0, 1] (sas.h: the fit
+// whose rounding gives Eq. 15's printed coefficients), at full precision.
+std::array<double, 4> refit_poly() {
+  static const std::array<double, 4> c = [] {
+    const std::vector<double> fit = polyfit([](double x) { return std::exp(-x); }, 3, 0.0, 1.0, 100, Weighting::uniform);
+    return std::array<double, 4>{fit[0], fit[1], fit[2], fit[3]};
+  }();
+  return c;
+}
+
+struct Settings {
+  int64_t block_r, block_c;
+  int bits_hi, bits_lo, two_bit_heads;
+  quant::PriorityMetric metric;
+  quant::IntScale rule;
+  sas::Config sas;
+  bool exact_exp, p_per_row;
+  int64_t n_b, decode_steps;
+
+  explicit Settings(const ParamValues& v)
+      : block_r(v.integer("block_r")),
+        block_c(v.integer("block_c")),
+        bits_hi(static_cast<int>(v.integer("bits_hi"))),
+        bits_lo(static_cast<int>(v.integer("bits_lo"))),
+        two_bit_heads(static_cast<int>(v.integer("two_bit_heads"))),
+        metric(std::find_if(kMetrics.begin(), kMetrics.end(),
+                            [&](const MetricName& m) { return v.choice("priority") == m.name; })->metric),
+        rule(v.choice("int_scale") == "up" ? quant::IntScale::up : quant::IntScale::nearest),
+        exact_exp(v.flag("exact_exp")),
+        p_per_row(v.choice("p_scale") == "row"),
+        n_b(v.integer("n_b")),
+        decode_steps(v.integer("decode_steps")) {
+    sas.n_r = static_cast<int>(v.integer("n_r"));
+    if (v.choice("poly") == "refit") sas.poly = refit_poly();
+    sas.precision = v.choice("sas_precision") == "fp16" ? sas::Precision::fp16 : sas::Precision::fp32;
+  }
+};
+
+// What one query head's attention records for the probes.
+struct HeadRecord {
+  std::vector<float> s_q;         // (row blocks)
+  std::vector<float> s_p;         // (row blocks × tiles), 0 where a tile was skipped
+  int64_t visible = 0, zeroed = 0;  // visible scores, and those P̃ = 0 (below n_r, or exp underflow)
+  double kv_rows = 0;               // K (= V) rows loaded over all row blocks
+  std::vector<double> trace_tile, trace_m, trace_l, trace_bytes;
+};
+
+// Alg. 1 l. 7–11 for one query head against its KV head's INT8 tiles; O is (q_len, d).
+template <class Exp>
+void attend(const Problem& p, const Tensor::ConstMap& q, const Int8Tiles& kv, const Settings& s, Exp exp_fn,
+            int64_t trace_block, Tensor::Map o, float* lse, HeadRecord& rec) {
+  const int64_t d = p.head_dim, Br = s.block_r, Tr = (p.q_len + Br - 1) / Br;
+  const float softmax_scale = static_cast<float>(p.scale());
+  RowMatrix<float> Qq;
+  rec.s_q = [&] {  // l. 7 for every row block at once (the same integers as per block)
+    const quant::Quantized qq = quant::quantize(
+        q.data(), p.q_len, d,
+        quant::Spec{.bits = 8, .granularity = quant::Granularity::block, .block_rows = Br, .q_max = kQMax8});
+    Qq.resize(p.q_len, d);
+    std::copy(qq.q.begin(), qq.q.end(), Qq.data());
+    return qq.scale;
+  }();
+  rec.s_p.assign(static_cast<size_t>(Tr * kv.tiles()), 0.0f);
+  OnlineSoftmax state;
+  RowMatrix<float> S, Pq;
+  Eigen::VectorXf s_p_rows;
+  for (int64_t i = 0; i < Tr; ++i) {
+    const int64_t row0 = i * Br, rows = std::min(Br, p.q_len - row0);
+    const auto Qi = Qq.middleRows(row0, rows);
+    state.reset(rows, d);
+    const int64_t last_visible = p.visible_keys(row0 + rows - 1);  // causal: tiles past it are skipped
+    double bytes = rows * d * kF16;
+    for (int64_t j = 0; j < kv.tiles() && kv.start[j] < last_visible; ++j) {
+      const int64_t col0 = kv.start[j], cols = kv.start[j + 1] - col0;
+      bytes += 2 * cols * d * kF16;
+      rec.kv_rows += double(cols);
+      const float f_s = (rec.s_q[i] * kv.s_k[j]) * softmax_scale;
+      S.noalias() = Qi * kv.k.middleRows(col0, cols).transpose();  // exact INT32 (see the head comment)
+      S *= f_s;                                                       // l. 8
+      auto visible = [&](int64_t r) { return std::clamp<int64_t>(p.visible_keys(row0 + r) - col0, 0, cols); };
+      state.step(S, visible, exp_fn);  // l. 9: S now holds P̃ (masked entries 0)
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t vis = visible(r);
+        rec.visible += vis;
+        rec.zeroed += vis - (S.row(r).head(vis).array() > 0.0f).count();
+      }
+      // l. 10: s_P and Q(P̃) = ⌈P̃ / s_P⌋ (FP32 division, ties to even; P̃ ≥ 0 and ≤ max, no clamping).
+      const float top = static_cast<float>(kQMax8);
+      if (s.p_per_row) {
+        s_p_rows.resize(rows);
+        for (int64_t r = 0; r < rows; ++r) s_p_rows[r] = quant::scale_for_span(S.row(r).maxCoeff(), top);
+        Pq = (S.array().colwise() / s_p_rows.array()).rint().matrix();
+        s_p_rows *= kv.s_v[j];
+        state.G.noalias() += s_p_rows.asDiagonal() * (Pq * kv.v.middleRows(col0, cols));  // l. 11
+        rec.s_p[i * kv.tiles() + j] = s_p_rows.maxCoeff() / kv.s_v[j];
+      } else {
+        const float s_p = quant::scale_for_span(S.maxCoeff(), top);
+        Pq = (S.array() / s_p).rint().matrix();
+        state.G.noalias() += (Pq * kv.v.middleRows(col0, cols)) * (s_p * kv.s_v[j]);  // l. 11
+        rec.s_p[i * kv.tiles() + j] = s_p;
+      }
+      if (i == trace_block) {
+        rec.trace_tile.push_back(double(j));
+        rec.trace_m.insert(rec.trace_m.end(), state.m.data(), state.m.data() + rows);
+        rec.trace_l.insert(rec.trace_l.end(), state.l.data(), state.l.data() + rows);
+        rec.trace_bytes.push_back(bytes);
+      }
+    }
+    auto Oi = o.middleRows(row0, rows);
+    state.finish(Oi, lse + row0);                        // l. 20–21
+    formats::round_fp16_inplace(Oi.data(), Oi.size());  // O stored in FP16
+  }
+}
+
+// The 2-bit heads of one sequence (Eq. 11–12) from the KV heads' prefill keys, under every metric.
+struct Priorities {
+  std::vector<std::vector<double>> by_metric;  // [metric][b·H_kv + h]
+  std::vector<int> bits;                       // (B·H_kv)
+};
+
+Priorities choose_bits(const Problem& p, const QKV& in, const Settings& s) {
+  const int64_t prefilled = p.kv_len - (p.phase == Phase::decode ? s.decode_steps : 0);
+  const int64_t heads = p.batch * p.kv_heads;
+  Priorities pr;
+  pr.by_metric.assign(kMetrics.size(), std::vector<double>(static_cast<size_t>(heads)));
+  parallel_for(heads, [&](int64_t bh) {
+    const float* k = in.k.head(bh / p.kv_heads, bh % p.kv_heads).data();
+    for (size_t m = 0; m < kMetrics.size(); ++m)
+      pr.by_metric[m][bh] = quant::head_priority(k, prefilled, p.head_dim, kMetrics[m].metric);
+  });
+  const size_t chosen = static_cast<size_t>(
+      std::find_if(kMetrics.begin(), kMetrics.end(), [&](const MetricName& m) { return m.metric == s.metric; }) -
+      kMetrics.begin());
+  for (int64_t b = 0; b < p.batch; ++b) {
+    const auto first = pr.by_metric[chosen].begin() + b * p.kv_heads;
+    const std::vector<int> bits =
+        quant::assign_bits(std::vector<double>(first, first + p.kv_heads), s.two_bit_heads, s.bits_lo, s.bits_hi);
+    pr.bits.insert(pr.bits.end(), bits.begin(), bits.end());
+  }
+  return pr;
+}
+
+ProbeArray per_head(const Problem& p, int64_t heads, const std::vector<std::vector<float>>& rows, std::string help) {
+  const int64_t n = rows.empty() ? 0 : static_cast<int64_t>(rows[0].size());
+  ProbeArray a{{p.batch, heads, n}, {}, {}, "", std::move(help)};
+  for (const auto& r : rows) a.values.insert(a.values.end(), r.begin(), r.end());
+  return a;
+}
+
+ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, const ProbeRequest& req) {
+  const Settings s(params);
+  const bool decode = p.phase == Phase::decode;
+  const int64_t d = p.head_dim, kv_heads = p.batch * p.kv_heads, q_heads = p.batch * p.q_heads;
+  const Priorities pr = choose_bits(p, in, s);
+
+  // The INT8 tiles of every KV head, and the cache each writes (prefill) or holds (decode).
+  std::vector<Int8Tiles> tiles(static_cast<size_t>(kv_heads));
+  std::vector<CacheStats> cache(static_cast<size_t>(kv_heads));
+  std::vector<std::vector<float>> ch_min(2 * kv_heads), ch_max(2 * kv_heads);  // [tensor·kv_heads + bh]
+  parallel_for(kv_heads, [&](int64_t bh) {
+    const int64_t b = bh / p.kv_heads, h = bh % p.kv_heads;
+    const float* k = in.k.head(b, h).data();
+    const float* v = in.v.head(b, h).data();
+    if (decode) {
+      const turbo_detail::DecodeSettings ds{s.block_c, kQMax8, pr.bits[bh], s.rule, s.n_b, s.decode_steps};
+      tiles[bh] = turbo_detail::decode_tiles(k, v, p.kv_len, d, ds, cache[bh]);
+    } else {
+      tiles[bh] = turbo_detail::prefill_tiles(k, v, p.kv_len, d, s.block_c, kQMax8);
+      cache[bh] = turbo_detail::cache_of(tiles[bh], pr.bits[bh], s.rule);
+    }
+    for (int t = 0; t < 2; ++t) {
+      const quant::HeadRange r = quant::head_range(t == 0 ? k : v, p.kv_len, d);
+      ch_min[t * kv_heads + bh] = r.channel_min;
+      ch_max[t * kv_heads + bh] = r.channel_max;
+    }
+  });
+
+  ReferenceOutput out;
+  out.o = Tensor(p.q_shape());
+  Tensor lse({p.batch, p.q_heads, p.q_len, 1});
+  std::vector<HeadRecord> rec(static_cast<size_t>(q_heads));
+  const int64_t Tr = (p.q_len + s.block_r - 1) / s.block_r;
+  const int64_t trace_block = std::clamp<int64_t>(req.row_block, 0, Tr - 1);
+  parallel_for(q_heads, [&](int64_t bh) {
+    const int64_t b = bh / p.q_heads, h = bh % p.q_heads;
+    const Int8Tiles& kv = tiles[b * p.kv_heads + p.kv_head_of(h)];
+    const int64_t traced = b == req.batch && h == req.head ? trace_block : -1;
+    float* l = lse.data() + lse.offset(b, h, 0);
+    if (s.exact_exp)
+      attend(p, in.q.head(b, h), kv, s, ExpF32{}, traced, out.o.head(b, h), l, rec[bh]);
+    else
+      attend(p, in.q.head(b, h), kv, s, sas::SasExp{s.sas}, traced, out.o.head(b, h), l, rec[bh]);
+  });
+
+  // Probes: scales per block, channel ranges, priorities and bits, SAS sparsity, the cache, HBM bytes.
+  std::vector<std::vector<float>> s_q, s_p, s_k, s_v, bits(1);
+  for (const auto& r : rec) s_q.push_back(r.s_q), s_p.push_back(r.s_p);
+  for (const auto& t : tiles) s_k.push_back(t.s_k), s_v.push_back(t.s_v);
+  out.probes["scales.q"] = per_head(p, p.q_heads, s_q, "s_Q = max|Qᵢ|/119 per query row block (Alg. 1 l. 7)");
+  out.probes["scales.k"] = per_head(p, p.kv_heads, s_k, "s_K per KV tile: max|Kⱼ|/119 (the universal scale for decode-buffer tiles)");
+  out.probes["scales.v"] = per_head(p, p.kv_heads, s_v, "s_V per KV tile: max|Vⱼ|/119 (the universal scale for decode-buffer tiles)");
+  ProbeArray sp = per_head(p, p.q_heads, s_p, s.p_per_row ? "largest per-row s_P of each (row block, KV tile); 0 = skipped"
+                                                           : "s_P = max P̃/119 of each (row block, KV tile) (Alg. 1 l. 10); 0 = skipped");
+  sp.shape = {p.batch, p.q_heads, Tr, tiles[0].tiles()};
+  out.probes["scales.p"] = std::move(sp);
+  const char* tensor_names[2] = {"k", "v"};
+  for (int t = 0; t < 2; ++t) {
+    const auto first = ch_min.begin() + t * kv_heads;
+    out.probes[fmt::format("channels.{}.min", tensor_names[t])] =
+        per_head(p, p.kv_heads, {first, first + kv_heads}, "per-channel minimum over tokens (TurboAttention Fig. 4)");
+    const auto first_max = ch_max.begin() + t * kv_heads;
+    out.probes[fmt::format("channels.{}.max", tensor_names[t])] =
+        per_head(p, p.kv_heads, {first_max, first_max + kv_heads}, "per-channel maximum over tokens");
+  }
+  for (size_t m = 0; m < kMetrics.size(); ++m) {
+    const std::vector<double>& v = pr.by_metric[m];
+    out.probes[fmt::format("priority.{}", kMetrics[m].name)] = {
+        {p.batch, p.kv_heads}, v, {}, "",
+        m == 0 ? "Eq. 11: gap × std of channel gaps, per KV head (keys); lowest n_h drop to bits_lo"
+               : "§5.6 ablation metric per KV head (keys)"};
+  }
+  out.probes["kv_bits"] = {{p.batch, p.kv_heads}, {pr.bits.begin(), pr.bits.end()}, {}, "bits",
+                           "cache bit width per KV head (Eq. 12)"};
+  int64_t visible = 0, zeroed = 0;
+  double kv_rows = 0;
+  for (const auto& r : rec) visible += r.visible, zeroed += r.zeroed, kv_rows += r.kv_rows;
+  out.probes["sas.zeroed_fraction"] = labelled(
+      {"zeroed", "visible", "fraction"}, {double(zeroed), double(visible), visible ? double(zeroed) / visible : 0.0},
+      "", "visible scores whose P̃ is exactly 0 (SAS: below n_r; exact exp: underflow)");
+  CacheStats total;
+  for (const auto& c : cache) {
+    total.code_bytes += c.code_bytes, total.scale_zero_bytes += c.scale_zero_bytes;
+    total.block_scale_bytes += c.block_scale_bytes, total.buffer_bytes += c.buffer_bytes;
+    total.step2_clamped += c.step2_clamped, total.saturated += c.saturated;
+    total.buffer_clamped += c.buffer_clamped, total.flushes += c.flushes, total.buffer_tokens += c.buffer_tokens;
+  }
+  out.probes["kv_cache.bytes"] = labelled(
+      {"codes", "scales_zeros", "block_scales", "buffer"},
+      {double(total.code_bytes), double(total.scale_zero_bytes), double(total.block_scale_bytes), double(total.buffer_bytes)},
+      "bytes", "compressed KV cache: packed codes, integer scales and zero points, FP32 block scales, INT8 buffer");
+  out.probes["clamped"] = labelled(
+      {"cache_step2", "cache_saturated", "buffer"},
+      {double(total.step2_clamped), double(total.saturated), double(total.buffer_clamped)}, "values",
+      "step-2 quotients clamped to [0, 2^b − 1]; dequantized values saturated to ±127; buffer outliers clamped");
+  if (decode)
+    out.probes["decode_buffer"] = labelled({"flushes_per_head", "pending_tokens_per_head"},
+                                           {double(total.flushes) / kv_heads, double(total.buffer_tokens) / kv_heads},
+                                           "", "decode-buffer flushes and pending tokens after decode_steps appends");
+  // HBM traffic. Prefill (Alg. 1): Q, K, V read in FP16 (quantized on chip), K and V once per row block
+  // that needs them, O written in FP16 and L in FP32, the cache written once. Decode (Alg. 2): q read,
+  // the cache and the buffer read once per query head (one row block), O and L written.
+  const double qo = double(q_heads) * p.q_len * d * kF16;
+  const double kv_read = decode ? 0.0 : kv_rows * d * kF16;
+  const double cache_bytes = double(total.total());
+  const double cache_reads = decode ? cache_bytes * double(p.group()) : 0.0;
+  out.probes["hbm_bytes"] = labelled(
+      {"q", "k", "v", "o", "lse", "kv_cache"},
+      {qo, kv_read, kv_read, qo, double(q_heads) * p.q_len * kF32, decode ? cache_reads : cache_bytes}, "bytes",
+      decode ? "Alg. 2: q in, the compressed cache and INT8 buffer read (once per query head), O and L out"
+             : "Alg. 1: FP16 Q/K/V in (K, V once per row block), O and L out, compressed cache written once");
+  const HeadRecord& tr = rec[static_cast<size_t>(std::clamp<int64_t>(req.batch * p.q_heads + req.head, 0, q_heads - 1))];
+  const int64_t steps = static_cast<int64_t>(tr.trace_tile.size());
+  const int64_t rows_traced = std::min(s.block_r, p.q_len - trace_block * s.block_r);
+  out.probes["trace.kv_tile"] = {{steps}, tr.trace_tile, {}, "tile", "KV tile on chip at each step of the traced row block"};
+  out.probes["trace.m"] = {{steps, rows_traced}, tr.trace_m, {}, "logit", "running max m after each KV tile"};
+  out.probes["trace.l"] = {{steps, rows_traced}, tr.trace_l, {}, "", "running sum ℓ after each KV tile (SAS-rescaled)"};
+  out.probes["trace.hbm_bytes"] = {{steps}, tr.trace_bytes, {}, "bytes", "bytes loaded by the traced row block so far"};
+  out.probes["trace.block"] = labelled({"batch", "head", "row_block", "first_row", "rows", "block_r", "block_c"},
+                                       {double(req.batch), double(req.head), double(trace_block),
+                                        double(trace_block * s.block_r), double(rows_traced), double(s.block_r),
+                                        double(s.block_c)},
+                                       "", "which row block the trace follows and the tile sizes");
+  out.probes["lse"] = {{p.batch, p.q_heads, p.q_len}, std::vector<double>(lse.values().begin(), lse.values().end()),
+                       {}, "logit", "logsumexp L = m + log ℓ per row (Alg. 1 l. 21)"};
+  out.kv_cache_bytes = total.total();
+  return out;
+}
+
+void validate(const Problem& p, const ParamValues& v, const std::string& where) {
+  const int64_t hi = v.integer("bits_hi"), lo = v.integer("bits_lo");
+  if (hi != 4 && hi != 8) fail_input(where + ".bits_hi", fmt::format("must be 4 or 8 (got {})", hi));
+  if (lo != 2 && lo != 4) fail_input(where + ".bits_lo", fmt::format("must be 2 or 4 (got {})", lo));
+  if (lo > hi) fail_input(where + ".bits_lo", fmt::format("must not exceed bits_hi ({} > {})", lo, hi));
+  if (v.integer("two_bit_heads") > p.kv_heads)
+    fail_input(where + ".two_bit_heads",
+               fmt::format("must not exceed the KV heads ({} > {})", v.integer("two_bit_heads"), p.kv_heads));
+  const int64_t steps = v.integer("decode_steps");
+  if (p.phase == Phase::prefill && steps != 0)
+    fail_input(where + ".decode_steps", fmt::format("applies to phase decode only (got {} with prefill)", steps));
+  if (p.phase == Phase::decode && steps >= p.kv_len)
+    fail_input(where + ".decode_steps",
+               fmt::format("must be below kv_len, leaving at least one prefill token (got {} with kv_len {})", steps,
+                           p.kv_len));
+}
+
+}  // namespace
+
+VariantSpec turbo() {
+  VariantSpec v;
+  v.id = "turbo";
+  v.title = "TurboAttention: INT8 FlashQ blocks, SAS softmax, progressive INT4/INT2 KV cache";
+  v.source = "TurboAttention App. A Alg. 1 (prefill), Alg. 2 (decode), §3.1–3.3, §4 (SAS)";
+  v.phases = {Phase::prefill, Phase::decode};
+  v.params = {
+      ParamSpec::integer("block_r", 64, 1, 256, "B_r: query rows per block (the paper fixes 64)"),
+      ParamSpec::integer("block_c", 64, 16, 256, "B_c: keys per KV tile and per cache block (the paper fixes 64)"),
+      ParamSpec::integer("bits_hi", 4, 4, 8, "cache bits of the high-priority KV heads: 4, or 8 to keep INT8"),
+      ParamSpec::integer("bits_lo", 2, 2, 4, "cache bits of the n_h lowest-priority KV heads: 2 or 4"),
+      ParamSpec::integer("two_bit_heads", 0, 0, 1024, "n_h: KV heads per sequence dropped to bits_lo (Eq. 12)"),
+      ParamSpec::choice("priority", "gap_std", {"gap_std", "entropy", "min_max", "variation"},
+                        "head priority metric: Eq. 11 or a §5.6 ablation baseline"),
+      ParamSpec::choice("int_scale", "nearest", {"nearest", "up"},
+                        "step-2 integer scale rounding: Alg. 1 (nearest) or ceiling (covers the range)"),
+      ParamSpec::integer("n_r", -6, -sas::kMaxRange, 0, "SAS threshold: scores below max + n_r get P̃ = 0 (Eq. 14)"),
+      ParamSpec::choice("poly", "paper", {"paper", "refit"}, "SAS polynomial: Eq. 15's printed or our 100-point refit"),
+      ParamSpec::choice("sas_precision", "fp32", {"fp32", "fp16"}, "SAS arithmetic: FP32, or emulated FP16 HFMA"),
+      ParamSpec::boolean("exact_exp", false, "use exact FP32 exp instead of SAS (isolates SAS's effect)"),
+      ParamSpec::choice("p_scale", "tile", {"tile", "row"}, "s_P per B_r×B_c tile (Alg. 1 l. 10) or per row"),
+      ParamSpec::integer("n_b", 64, 1, 4096, "decode-buffer capacity: INT8 tokens before a flush (§3.3)"),
+      ParamSpec::integer("decode_steps", 0, 0, 1 << 20,
+                         "decode: the last tokens of the KV appended one by one through the buffer"),
+  };
+  v.validate = validate;
+  v.reference = run;
+  return v;
+}
+
+}  // namespace attnlab::variants

@@ -1,0 +1,71 @@
+// attnlab core — the INT8 tiles TurboAttention's attention loop reads, and the compressed KV cache it
+// writes and reads back (TurboAttention §3.1–3.3; App. A, Alg. 1 lines 13–18 and Alg. 2 lines 6–7).
+//
+// One KV head at a time. Both phases hand the attention loop the same thing: K and V as INT8 values
+// (integer-valued floats) cut into tiles, each tile with one FP32 scale.
+//   - Prefill (Alg. 1): tile j is the INT8 block Kⱼ^q1 = ⌈Kⱼ / s_Kⱼ⌋, s_Kⱼ = max|Kⱼ| / 119, of B_c
+//     tokens (the generic quantizer, block granularity). The cache Alg. 1 writes is step 2 of these same
+//     blocks (progressive INT4/INT2 per channel); prefill attends to the INT8 blocks, not the cache.
+//   - Decode (Alg. 2 and §3.3): the first P = kv_len − decode_steps tokens are the prefill's cache,
+//     read back to INT8 by Alg. 2's integer dequantization (progressive.h); the last decode_steps tokens
+//     were appended one at a time to the INT8 decode buffer (universal scale from the prefill keys or
+//     values, outliers clamped), which flushed into a progressive block every n_b tokens. Tiles: the
+//     cache blocks (B_c tokens, the last may be short), the flushed buffer blocks (n_b tokens, universal
+//     scale), then the pending buffer tokens (INT8, universal scale).
+// A head whose cache width is 8 bits keeps the INT8 blocks as they are (no step 2): Alg. 2 then reads
+// exactly what Alg. 1 attended to. This is not one of the paper's settings; it isolates the cache's
+// own error (the "8-bit cache" of the consistency checks).
+#pragma once
+
+#include "core/quant/progressive.h"
+#include "core/tensor.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace attnlab::variants::turbo_detail {
+
+struct Int8Tiles {
+  RowMatrix<float> k, v;        // (tokens, d): INT8 values held in floats
+  std::vector<int64_t> start;   // (tiles + 1): tile t is rows [start[t], start[t + 1])
+  std::vector<float> s_k, s_v;  // (tiles): FP32 scale of each tile
+  int64_t tiles() const { return static_cast<int64_t>(s_k.size()); }
+};
+
+// What writing (prefill) or holding (decode) one KV head's cache cost and clamped.
+struct CacheStats {
+  int64_t code_bytes = 0;         // packed INT4/INT2 codes (or INT8 values for an 8-bit head), K and V
+  int64_t scale_zero_bytes = 0;   // s_int and z_int, one INT8 each per channel per block, K and V
+  int64_t block_scale_bytes = 0;  // s_K, s_V: one FP32 per block (the universal scale per buffer block)
+  int64_t buffer_bytes = 0;       // pending INT8 tokens of the decode buffer and its two FP32 scales
+  int64_t step2_clamped = 0;      // step-2 quotients outside [0, 2^b − 1] (progressive.h)
+  int64_t saturated = 0;          // dequantized values saturated to ±127
+  int64_t buffer_clamped = 0;     // buffer tokens beyond ±127·s_universal, clamped (§3.3)
+  int64_t flushes = 0;            // buffer flushes into the compressed cache (K's; V flushes alike)
+  int64_t buffer_tokens = 0;      // tokens still pending in the buffer at the end
+  int64_t total() const { return code_bytes + scale_zero_bytes + block_scale_bytes + buffer_bytes; }
+};
+
+// Alg. 1: K and V (tokens, d) of one KV head, row-major → INT8 blocks of block_c tokens with
+// max|·|/q_max8 scales.
+Int8Tiles prefill_tiles(const float* k, const float* v, int64_t tokens, int64_t d, int64_t block_c,
+                        double q_max8);
+
+// Alg. 1 lines 13–18: the compressed cache of the prefill tiles at `bits` ∈ {2, 4, 8} (8 = INT8 kept).
+CacheStats cache_of(const Int8Tiles& tiles, int bits, quant::IntScale rule);
+
+struct DecodeSettings {
+  int64_t block_c = 64;
+  double q_max8 = 119;
+  int bits = 4;                               // this head's cache width: 2, 4 or 8
+  quant::IntScale rule = quant::IntScale::nearest;
+  int64_t n_b = 64;                           // decode-buffer capacity (§3.3)
+  int64_t decode_steps = 0;                   // tokens appended through the buffer, < tokens
+};
+
+// Alg. 2 and §3.3: the INT8 tiles decode reads for K and V (tokens, d) of one KV head; stats gets the
+// cache's bytes and counts.
+Int8Tiles decode_tiles(const float* k, const float* v, int64_t tokens, int64_t d, const DecodeSettings& s,
+                       CacheStats& stats);
+
+}  // namespace attnlab::variants::turbo_detail
