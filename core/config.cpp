@@ -26,6 +26,12 @@ void require_object(const json& j, const std::string& where) {
   if (!j.is_object()) fail_input(where, "expected an object");
 }
 
+std::string generator_names() {
+  std::vector<std::string> names;
+  for (const auto& g : data::generator_registry()) names.push_back(g.name);
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
 void reject_unknown(const json& j, const std::vector<std::string>& known, const std::string& where) {
   for (const auto& [key, _] : j.items())
     if (std::find(known.begin(), known.end(), key) == known.end())
@@ -93,11 +99,8 @@ DataSpec parse_data(const json& j, const std::string& where, const std::string& 
     d.generator = j["generator"].get<std::string>();
   }
   gen = data::find_generator(d.generator);
-  if (!gen) {
-    std::vector<std::string> names;
-    for (const auto& g : data::generator_registry()) names.push_back(g.name);
-    fail_input(where + ".generator", fmt::format("unknown generator '{}' (known: {})", d.generator, fmt::join(names, ", ")));
-  }
+  if (!gen)
+    fail_input(where + ".generator", fmt::format("unknown generator '{}' (known: {})", d.generator, generator_names()));
   if (j.contains("seed")) {
     if (!j["seed"].is_number_unsigned() && !(j["seed"].is_number_integer() && j["seed"].get<int64_t>() >= 0))
       fail_input(where + ".seed", "expected a non-negative integer");
@@ -112,19 +115,24 @@ DataSpec parse_data(const json& j, const std::string& where, const std::string& 
 }
 
 std::vector<VariantRequest> parse_variants(const json& j, const std::string& where) {
-  if (j.is_null()) return {{"flash2", ParamValues::defaults(find_variant("flash2")->params)}};
+  if (j.is_null()) return {{"flash2", ParamValues::defaults(find_variant("flash2")->params), ""}};
   if (!j.is_array() || j.empty()) fail_input(where, "expected a non-empty list of variants");
   std::vector<VariantRequest> out;
   for (size_t i = 0; i < j.size(); ++i) {
     const std::string at = fmt::format("{}[{}]", where, i);
     const json& v = j[i];
     if (v.is_string()) {
-      out.push_back({v.get<std::string>(), {}});
+      out.push_back({v.get<std::string>(), {}, ""});
     } else {
       require_object(v, at);
-      reject_unknown(v, {"id", "params"}, at);
+      reject_unknown(v, {"id", "params", "label"}, at);
       if (!v.contains("id") || !v["id"].is_string()) fail_input(at + ".id", "expected the variant id (a string)");
-      out.push_back({v["id"].get<std::string>(), {}});
+      out.push_back({v["id"].get<std::string>(), {}, ""});
+      if (v.contains("label")) {
+        if (!v["label"].is_string() || v["label"].get<std::string>().empty())
+          fail_input(at + ".label", "expected a non-empty string");
+        out.back().label = v["label"].get<std::string>();
+      }
     }
     const VariantSpec* spec = find_variant(out.back().id);
     if (!spec) {
@@ -199,9 +207,28 @@ void check_experiment(Experiment& e) {
   }
 }
 
+// "sweep": [{"vary": "<path>", "values": [v1, v2, …]}, …]: at most two axes, each with ≥ 1 value. The
+// paths and values are checked when the grid is expanded (core/sweep.h), against the whole experiment.
+std::vector<SweepAxis> parse_sweep(const json& j, const std::string& where) {
+  std::vector<SweepAxis> axes;
+  if (j.is_null()) return axes;
+  if (!j.is_array() || j.size() > 2) fail_input(where, "expected an array of at most two {\"vary\", \"values\"} axes");
+  for (size_t i = 0; i < j.size(); ++i) {
+    const std::string at = fmt::format("{}[{}]", where, i);
+    if (!j[i].is_object()) fail_input(at, "expected an object {\"vary\": path, \"values\": [...]}");
+    reject_unknown(j[i], {"vary", "values"}, at);
+    if (!j[i].contains("vary") || !j[i]["vary"].is_string()) fail_input(at + ".vary", "expected a string path");
+    if (!j[i].contains("values") || !j[i]["values"].is_array() || j[i]["values"].empty())
+      fail_input(at + ".values", "expected a non-empty array");
+    axes.push_back({j[i]["vary"].get<std::string>(), j[i]["values"].get<std::vector<json>>()});
+  }
+  return axes;
+}
+
 Experiment parse_experiment(const json& j, const std::string& base_dir) {
   if (!j.is_object()) fail_input("config", "expected a JSON object");
-  reject_unknown(j, {"title", "description", "problem", "data", "variants", "backends", "gpu_model", "probe"}, "config");
+  reject_unknown(j, {"title", "description", "problem", "data", "variants", "backends", "gpu_model", "probe", "sweep"},
+                 "config");
   Experiment e;
   auto text = [&](const char* key) -> std::string {
     if (!j.contains(key)) return "";
@@ -221,6 +248,7 @@ Experiment parse_experiment(const json& j, const std::string& base_dir) {
   }
   e.probe = parse_probe(j.value("probe", none), "probe");
   if (!e.data.file.empty()) adopt_file_shapes(e, j.value("problem", none));
+  e.sweep = parse_sweep(j.value("sweep", none), "sweep");
   check_experiment(e);
   return e;
 }
@@ -261,10 +289,17 @@ json to_json(const Experiment& e) {
     j["data"]["seed"] = e.data.seed;
   }
   j["variants"] = json::array();
-  for (const auto& v : e.variants) j["variants"].push_back({{"id", v.id}, {"params", v.params.to_json()}});
+  for (const auto& v : e.variants) {
+    j["variants"].push_back({{"id", v.id}, {"params", v.params.to_json()}});
+    if (!v.label.empty()) j["variants"].back()["label"] = v.label;
+  }
   j["backends"] = e.backends;
   j["gpu_model"] = e.gpu_model;
   j["probe"] = {{"batch", e.probe.batch}, {"head", e.probe.head}, {"row_block", e.probe.row_block}};
+  if (!e.sweep.empty()) {
+    j["sweep"] = json::array();
+    for (const auto& a : e.sweep) j["sweep"].push_back({{"vary", a.path}, {"values", a.values}});
+  }
   return j;
 }
 
@@ -276,8 +311,13 @@ void set_value(Experiment& e, const std::string& path, const json& value, const 
     json pj = to_json(e.problem);
     pj.erase("softmax_scale");
     if (e.problem.softmax_scale > 0) pj["softmax_scale"] = e.problem.softmax_scale;
-    if (!pj.contains(rest)) fail_input(where, fmt::format("unknown problem field '{}'", rest));
-    pj[rest] = value;
+    if (rest == "len") {  // a sequence-length sweep: both lengths, decode keeps its one query
+      pj["kv_len"] = value;
+      if (e.problem.phase == Phase::prefill) pj["q_len"] = value;
+    } else {
+      if (!pj.contains(rest)) fail_input(where, fmt::format("unknown problem field '{}'", rest));
+      pj[rest] = value;
+    }
     e.problem = parse_problem(pj, "problem");
     return;
   }
@@ -286,6 +326,14 @@ void set_value(Experiment& e, const std::string& path, const json& value, const 
       if (!value.is_number_unsigned() && !(value.is_number_integer() && value.get<int64_t>() >= 0))
         fail_input(where, "expected a non-negative integer");
       e.data.seed = value.get<uint64_t>();
+      return;
+    }
+    if (rest == "generator") {
+      if (!e.data.file.empty()) fail_input(where, "the data comes from a file");
+      if (!value.is_string() || !data::find_generator(value.get<std::string>()))
+        fail_input(where, fmt::format("expected the name of a generator ({})", generator_names()));
+      e.data.generator = value.get<std::string>();
+      e.data.generator_params = ParamValues::defaults(data::find_generator(e.data.generator)->params);
       return;
     }
     const GeneratorSpec* gen = data::find_generator(e.data.generator);

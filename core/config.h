@@ -26,6 +26,13 @@ struct DataSpec {
 struct VariantRequest {
   std::string id;
   ParamValues params;  // every declared parameter, defaults filled in
+  std::string label;   // optional: how tables and legends name this entry (two entries of one variant)
+};
+
+// One axis of a sweep: a value path (see set_value) and the values it takes, in order.
+struct SweepAxis {
+  std::string path;
+  std::vector<nlohmann::json> values;
 };
 
 inline const std::vector<std::string> kBackends = {"reference", "kernel", "model"};
@@ -39,6 +46,7 @@ struct Experiment {
   std::vector<std::string> backends = {"reference"};
   std::string gpu_model = "h100-sxm5";
   ProbeRequest probe;
+  std::vector<SweepAxis> sweep;  // optional: the grid `attnlab sweep` runs when given no --vary (≤ 2 axes)
   bool problem_from_file = false;  // shapes were taken from the data file
 
   bool wants(const std::string& backend) const;
@@ -52,8 +60,10 @@ Experiment load_experiment(const std::string& path);
 nlohmann::json to_json(const Problem& p);
 nlohmann::json to_json(const Experiment& e);  // the complete config, defaults filled in
 
-// A sweep or the GUI changes one value: "problem.q_len", "data.seed", "<variant>.<param>" or
-// "<param>" (applies to every listed variant that declares it). Errors name `where`.
+// A sweep or the GUI changes one value: "problem.<field>", "problem.len" (q_len and kv_len together;
+// q_len stays 1 in decode), "data.seed", "data.generator" (its parameters reset to their defaults),
+// "data.<generator parameter>", "<variant>.<param>" or "<param>" (applies to every listed variant that
+// declares it). Errors name `where`.
 void set_value(Experiment& e, const std::string& path, const nlohmann::json& value, const std::string& where);
 // Re-checks the cross-field rules after edits (problem limits, phase support, variant checks).
 void check_experiment(Experiment& e);

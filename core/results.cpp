@@ -36,7 +36,7 @@ json to_json(const Results& r) {
   }
   json variants = json::array();
   for (const auto& v : r.variants) {
-    json jv = {{"id", v.id}, {"params", v.params}};
+    json jv = {{"id", v.id}, {"label", v.label}, {"params", v.params}};
     if (v.reference) {
       const auto& ref = *v.reference;
       jv["reference"] = {{"metrics", to_json(ref.metrics)}, {"time_ms", ref.time_ms}, {"gflops", ref.gflops},
@@ -76,6 +76,7 @@ Results results_from_json(const json& j) {
   for (const auto& jv : j.at("variants")) {
     VariantResult v;
     v.id = jv.at("id");
+    v.label = jv.value("label", v.id);
     v.params = jv.value("params", json::object());
     if (jv.contains("reference")) {
       const json& x = jv["reference"];

@@ -44,6 +44,7 @@ struct ModelResult {
 
 struct VariantResult {
   std::string id;
+  std::string label;  // the config's label, or the id when none was given
   nlohmann::json params = nlohmann::json::object();  // every parameter, defaults filled in
   std::optional<ReferenceResult> reference;
   std::optional<KernelResult> kernel;

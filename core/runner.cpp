@@ -117,8 +117,9 @@ Results Runner::run(const Experiment& e, const RunControl& control) const {
     const VariantSpec& spec = *find_variant(v.id);
     VariantResult vr;
     vr.id = v.id;
+    vr.label = v.label.empty() ? v.id : v.label;
     vr.params = v.params.to_json();
-    advance(v.id + ": reference");
+    advance(vr.label + ": reference");
     if (e.wants("reference")) {
       const auto t0 = Clock::now();
       ReferenceOutput out = spec.reference(e.problem, in, v.params, e.probe);

@@ -4,9 +4,12 @@
 #include "app/cli/progress.h"
 #include "app/report/atomic_dir.h"
 #include "app/report/report.h"
+#include "app/report/csv.h"
+#include "app/views/sweep.h"
 #include "app/views/table.h"
 #include "core/config.h"
 #include "core/error.h"
+#include "core/sweep.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -56,15 +59,17 @@ std::string configs_dir() {
   return std::string(ATTNLAB_SOURCE_DIR) + "/configs";
 }
 
+void override_backends(Experiment& e, const std::vector<std::string>& backends) {
+  if (backends.empty()) return;
+  for (const auto& b : backends)
+    if (std::find(kBackends.begin(), kBackends.end(), b) == kBackends.end())
+      throw InputError(fmt::format("--backend: '{}' must be one of: {}", b, fmt::join(kBackends, ", ")));
+  e.backends = backends;
+}
+
 int run_command(const RunOptions& o) {
   Experiment e = load_experiment(o.config);
-  if (!o.backends.empty()) {
-    nlohmann::json given = o.backends;
-    for (const auto& b : o.backends)
-      if (std::find(kBackends.begin(), kBackends.end(), b) == kBackends.end())
-        throw InputError(fmt::format("--backend: '{}' must be one of: {}", b, fmt::join(kBackends, ", ")));
-    e.backends = o.backends;
-  }
+  override_backends(e, o.backends);
   const Results r = run_experiment(e);
   if (!o.json_out.empty()) report::write_file_atomically(o.json_out, to_json(r).dump(1) + "\n");
   print_table(views::results_table(r));
@@ -78,6 +83,43 @@ int report_command(const ReportOptions& o) {
   const Experiment e = load_experiment(o.config);
   const Results r = run_experiment(e);
   fmt::print("{}\n", report::write_report(r, o.out).string());
+  return 0;
+}
+
+int sweep_command(const SweepOptions& o) {
+  Experiment e = load_experiment(o.config);
+  override_backends(e, o.backends);
+  std::vector<SweepAxis> axes;
+  for (const auto& spec : o.vary) axes.push_back(parse_axis(spec));
+  const bool from_config = axes.empty();
+  if (from_config) axes = e.sweep;
+  if (axes.empty()) throw InputError("--vary: no axis: give --vary PATH=v1,v2,… or a \"sweep\" in the config");
+  // Every point is built and checked before the first one runs: a bad value costs nothing.
+  const std::vector<SweepPoint> points = expand_sweep(e, axes, from_config ? o.config + ": sweep" : "--vary");
+  const fs::path csv = o.csv_out.empty() ? fs::path("out/sweep") / (fs::path(o.config).stem().string() + ".csv")
+                                         : fs::path(o.csv_out);
+  const fs::path folder = csv.parent_path().empty() ? fs::path(".") : csv.parent_path();
+  std::error_code ec;
+  if (o.csv_out.empty()) fs::create_directories(folder, ec);
+  if (!fs::is_directory(folder)) throw InputError(fmt::format("--csv: {}: the folder does not exist", folder.string()));
+  ProgressBar bar;
+  std::vector<Results> results;
+  std::vector<std::vector<std::string>> values;
+  std::vector<std::string> paths;
+  for (const auto& a : axes) paths.push_back(a.path);
+  for (size_t i = 0; i < points.size(); ++i) {
+    RunControl control;
+    control.progress = [&](double f, const std::string& stage) {
+      bar.update((double(i) + f) / double(points.size()),
+                 fmt::format("point {}/{} {}: {}", i + 1, points.size(), fmt::join(points[i].values, ","), stage));
+    };
+    results.push_back(make_runner().run(points[i].experiment, control));
+    values.push_back(points[i].values);
+  }
+  const views::Table t = views::sweep_table(paths, values, results);
+  print_table(t);
+  report::write_file_atomically(csv, report::to_csv(t));
+  fmt::print("wrote {}\n", csv.string());
   return 0;
 }
 

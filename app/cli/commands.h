@@ -19,6 +19,14 @@ struct ReportOptions {
 };
 int report_command(const ReportOptions& o);
 
+struct SweepOptions {
+  std::string config;
+  std::vector<std::string> vary;      // --vary PATH=v1,v2,… (one or two); the config's "sweep" when empty
+  std::string csv_out;                // --csv OUT; default out/sweep/<config name>.csv
+  std::vector<std::string> backends;  // --backend, overrides the config's list
+};
+int sweep_command(const SweepOptions& o);
+
 int presets_command();
 
 // Where the presets live: $ATTNLAB_CONFIGS, else the source tree's configs/.

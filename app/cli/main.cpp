@@ -25,6 +25,15 @@ int main(int argc, char** argv) {
   report_cmd->add_option("--config", report.config, "experiment config (JSON)")->required();
   report_cmd->add_option("--out", report.out, "report folder (replaced atomically)");
 
+  SweepOptions sweep;
+  auto* sweep_cmd = app.add_subcommand("sweep", "run an experiment over a grid of one or two varied values; table and CSV");
+  sweep_cmd->add_option("--config", sweep.config, "experiment config (JSON)")->required();
+  sweep_cmd->add_option("--vary", sweep.vary,
+                        "PATH=v1,v2,… (twice for a grid); PATH: problem.<field>, problem.len, data.seed, "
+                        "data.generator, <variant>.<param> or <param>. Default: the config's \"sweep\"");
+  sweep_cmd->add_option("--csv", sweep.csv_out, "CSV output (default out/sweep/<config name>.csv)");
+  sweep_cmd->add_option("--backend", sweep.backends, "backends to run; overrides the config");
+
   app.add_subcommand("presets", "list the example experiments and lessons in configs/");
 
   try {
@@ -36,6 +45,7 @@ int main(int argc, char** argv) {
   try {
     if (*run_cmd) return run_command(run);
     if (*report_cmd) return report_command(report);
+    if (*sweep_cmd) return sweep_command(sweep);
     return presets_command();
   } catch (const attnlab::InputError& e) {
     std::fprintf(stderr, "attnlab: error: %s\n", e.what());

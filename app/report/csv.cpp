@@ -26,7 +26,7 @@ std::string to_csv(const views::Table& t) {
   for (size_t c = 0; c < t.columns.size(); ++c) {
     if (c) out += ',';
     const auto& col = t.columns[c];
-    out += quoted(col.unit.empty() ? col.key : fmt::format("{}_{}", col.key, col.unit));
+    out += quoted(col.key);  // keys name their unit where they have one (time_ms, kv_cache_bytes)
   }
   out += '\n';
   for (const auto& row : t.rows) {

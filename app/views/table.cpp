@@ -29,23 +29,23 @@ Table results_table(const Results& r) {
   t.title = "Results (errors against the FP64 ground truth)";
   t.columns = {{"variant", "variant", ""},   {"backend", "backend", ""},   {"rel_l2", "rel L2", ""},
                {"mre", "MRE", ""},           {"cosine", "cosine", ""},     {"max_abs", "max abs", ""},
-               {"time_ms", "time", "ms"},    {"rate", "rate", "GFLOP/s"},  {"kv_cache_bytes", "KV cache", "bytes"}};
+               {"time_ms", "time", "ms"},    {"gflops", "rate", "GFLOP/s"},  {"kv_cache_bytes", "KV cache", "bytes"}};
   for (const auto& v : r.variants) {
     if (v.reference) {
       const auto& x = *v.reference;
-      t.rows.push_back({text(v.id), text("reference"), sci(x.metrics.rel_l2), sci(x.metrics.mre),
+      t.rows.push_back({text(v.label), text("reference"), sci(x.metrics.rel_l2), sci(x.metrics.mre),
                         cosine(x.metrics.cosine), sci(x.metrics.max_abs), fixed(x.time_ms, 1), fixed(x.gflops, 1),
                         bytes(double(x.kv_cache_bytes))});
     }
     if (v.kernel) {
       const auto& x = *v.kernel;
-      t.rows.push_back({text(v.id), text("kernel"), sci(x.metrics.rel_l2), sci(x.metrics.mre),
+      t.rows.push_back({text(v.label), text("kernel"), sci(x.metrics.rel_l2), sci(x.metrics.mre),
                         cosine(x.metrics.cosine), sci(x.metrics.max_abs), fixed(x.median_ms, 3),
                         fixed(x.tops * 1e3, 1), text("")});
     }
     if (v.model) {
       const auto& x = *v.model;
-      t.rows.push_back({text(v.id), text("model (" + x.bound + "-bound)"), text(""), text(""), text(""), text(""),
+      t.rows.push_back({text(v.label), text("model (" + x.bound + "-bound)"), text(""), text(""), text(""), text(""),
                         fixed(x.time_ms, 3), text(""), text("")});
     }
   }
@@ -58,7 +58,7 @@ Table params_table(const Results& r) {
   t.columns = {{"variant", "variant", ""}, {"param", "parameter", ""}, {"value", "value", ""}};
   for (const auto& v : r.variants)
     for (const auto& [name, value] : v.params.items())
-      t.rows.push_back({text(v.id), text(name),
+      t.rows.push_back({text(v.label), text(name),
                         value.is_number() ? Cell{value.dump(), value.get<double>()} : text(value.dump())});
   return t;
 }

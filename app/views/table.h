@@ -10,7 +10,7 @@
 namespace attnlab::views {
 
 struct Column {
-  std::string key;    // machine name, used as CSV header
+  std::string key;    // machine name, used as CSV header; names its unit (time_ms, kv_cache_bytes)
   std::string title;  // human title
   std::string unit;   // "" when dimensionless
 };

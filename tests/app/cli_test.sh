@@ -58,7 +58,18 @@ check_bad "missing data file" "$(small 's/"generator": "normal", "seed": 2/"file
 "$bin" run --bogus-flag >/dev/null 2>&1
 [ $? -eq 2 ] || fail "unknown flag: exit code not 2"
 
-# 4. presets lists configs/.
+# 4. sweep: a table row per point, the CSV written; a bad value fails before anything runs or is written.
+small "" >"$tmp/sweep.json"
+out=$("$bin" sweep --config "$tmp/sweep.json" --vary block_c=16,32 --vary data.seed=1,2 --csv "$tmp/sweep.csv" 2>"$tmp/err") \
+  || fail "sweep exited $?: $(cat "$tmp/err")"
+[ "$(grep -c '^block_c,data.seed,variant' "$tmp/sweep.csv")" -eq 1 ] || fail "sweep CSV lacks its header"
+[ "$(grep -c 'flash2' "$tmp/sweep.csv")" -eq 4 ] || fail "sweep CSV does not have 4 flash2 rows"
+"$bin" sweep --config "$tmp/sweep.json" --vary block_c=16,1000 --csv "$tmp/bad-sweep.csv" >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] || fail "bad sweep value: exit code not 2"
+grep -q "block_c" "$tmp/err" || fail "bad sweep value: stderr does not name block_c: $(cat "$tmp/err")"
+[ -e "$tmp/bad-sweep.csv" ] && fail "bad sweep value: a CSV was written"
+
+# 5. presets lists configs/.
 "$bin" presets | grep -q "default.json" || fail "presets does not list default.json"
 
 echo "cli: $failures failed"
