@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <string>
 
 namespace attnlab {
@@ -102,6 +103,23 @@ TEST_CASE("the config's sweep and labels are checked, and labels reach the resul
   CHECK(r.variants[0].label == "flash2 small tiles");
   CHECK(r.variants[1].label == "turbo");  // no label: the id
   CHECK(results_from_json(to_json(r)).variants[0].label == "flash2 small tiles");
+}
+
+TEST_CASE("every shipped config and preset loads, and its sweep expands", "[sweep][config]") {
+  int configs = 0, sweeps = 0;
+  for (const auto& f : std::filesystem::recursive_directory_iterator(std::string(ATTNLAB_SOURCE_DIR) + "/configs")) {
+    if (f.path().extension() != ".json") continue;
+    INFO(f.path().string());
+    const Experiment e = load_experiment(f.path().string());
+    CHECK(!e.title.empty());
+    ++configs;
+    if (!e.sweep.empty()) {
+      CHECK(!expand_sweep(e, e.sweep, f.path().string()).empty());
+      ++sweeps;
+    }
+  }
+  CHECK(configs >= 6);
+  CHECK(sweeps >= 3);
 }
 
 }  // namespace
