@@ -295,6 +295,15 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, 
   out.probes["sas.zeroed_fraction"] = labelled(
       {"zeroed", "visible", "fraction"}, {double(zeroed), double(visible), visible ? double(zeroed) / visible : 0.0},
       "", "visible scores whose P̃ is exactly 0 (SAS: below n_r; exact exp: underflow)");
+  if (!s.exact_exp) {  // SAS against exp over [n_r, 0] (the curve the GUI's SAS panel draws)
+    const sas::ErrorTable e = sas::error_table(s.sas, 121);
+    const int64_t n = static_cast<int64_t>(e.t.size());
+    out.probes["sas.curve.t"] = {{n}, e.t, {}, "logit", "t = s − m over [n_r, 0]"};
+    out.probes["sas.curve.exp"] = {{n}, e.exact, {}, "", "e^t"};
+    out.probes["sas.curve.sas"] = {{n}, e.approx, {}, "", "SAS(t): LUT × POLY, 0 below n_r (Eq. 13–15)"};
+    out.probes["sas.error"] = labelled({"max_abs", "max_rel"}, {e.max_abs, e.max_rel}, "",
+                                       "largest |SAS − exp| and |SAS − exp|/exp over [n_r, 0]");
+  }
   CacheStats total;
   for (const auto& c : cache) {
     total.code_bytes += c.code_bytes, total.scale_zero_bytes += c.scale_zero_bytes;

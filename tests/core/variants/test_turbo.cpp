@@ -165,6 +165,8 @@ TEST_CASE("turbo decode: n_b + 1 appended tokens flush the buffer exactly once",
   for (int64_t n_b : {8, 64}) {
     const ReferenceOutput out = run(p, in, params({{"n_b", n_b}, {"decode_steps", n_b + 1}}));
     const ProbeArray& buf = out.probes.at("decode_buffer");
+    CHECK(out.probes.at("sas.curve.sas").shape == std::vector<int64_t>{121});
+    CHECK(out.probes.at("sas.error").values[1] < 1.1e-3);  // paper polynomial, FP32: 1.03e-3 (sas.h)
     CHECK(buf.values[0] == 1.0);  // flushes per KV head
     CHECK(buf.values[1] == 1.0);  // one token pending
     const ReferenceOutput before = run(p, in, params({{"n_b", n_b}, {"decode_steps", n_b - 1}}));
@@ -261,6 +263,27 @@ TEST_CASE("turbo: SAS changes the output by what SAS's own error predicts", "[va
       CHECK(change <= 2.0 * delta_pred + own);
     }
   }
+}
+
+TEST_CASE("turbo probes have the documented shapes (core/variants/README.md)", "[variants][turbo]") {
+  const Problem p = problem_for(96, 300, true, true, Phase::prefill);  // B 2, H_q 4, H_kv 1
+  const ReferenceOutput out = run(p, inputs(p, "llm_like", 2), params({{"block_r", 128}}));
+  using Shape = std::vector<int64_t>;
+  CHECK(out.probes.at("scales.q").shape == Shape{2, 4, 3});   // ⌈300/128⌉ row blocks
+  CHECK(out.probes.at("scales.k").shape == Shape{2, 1, 5});   // ⌈300/64⌉ KV tiles
+  CHECK(out.probes.at("scales.v").shape == Shape{2, 1, 5});
+  CHECK(out.probes.at("scales.p").shape == Shape{2, 4, 3, 5});
+  CHECK(out.probes.at("channels.k.max").shape == Shape{2, 1, 96});
+  CHECK(out.probes.at("priority.entropy").shape == Shape{2, 1});
+  CHECK(out.probes.at("trace.m").shape[1] == 128);
+  // Causal: row block 0 (rows 0–127) sees keys 0–127, tiles 0 and 1 only; tiles 2–4 are skipped (0).
+  const ProbeArray& sp = out.probes.at("scales.p");
+  CHECK(sp.values[0] > 0);
+  CHECK(sp.values[1] > 0);
+  CHECK(sp.values[2] == 0);
+  const double frac = out.probes.at("sas.zeroed_fraction").values[2];
+  CHECK(frac > 0.0);
+  CHECK(frac < 1.0);
 }
 
 TEST_CASE("turbo rejects inconsistent parameters with the parameter's name", "[variants][turbo]") {
