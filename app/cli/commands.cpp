@@ -70,9 +70,17 @@ void override_backends(Experiment& e, const std::vector<std::string>& backends) 
 int run_command(const RunOptions& o) {
   Experiment e = load_experiment(o.config);
   override_backends(e, o.backends);
+  if (!o.baseline.empty()) {  // checked before the run: a typo costs nothing
+    const bool listed = std::any_of(e.variants.begin(), e.variants.end(), [&](const VariantRequest& v) {
+      return (v.label.empty() ? v.id : v.label) == o.baseline;
+    });
+    if (!listed || !e.wants("reference"))
+      throw InputError(fmt::format("--baseline: '{}' is not a listed variant (label or id) with the reference backend",
+                                   o.baseline));
+  }
   const Results r = run_experiment(e);
   if (!o.json_out.empty()) report::write_file_atomically(o.json_out, to_json(r).dump(1) + "\n");
-  print_table(views::results_table(r));
+  print_table(o.baseline.empty() ? views::results_table(r) : views::with_time_ratio(views::results_table(r), o.baseline));
   for (const auto& s : r.environment.skipped)
     if (s.reason != "not requested")
       fmt::print("{}{}: not run: {}\n", s.backend, s.variant.empty() ? "" : " (" + s.variant + ")", s.reason);

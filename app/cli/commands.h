@@ -10,6 +10,7 @@ struct RunOptions {
   std::string config;
   std::string json_out;               // --json OUT
   std::vector<std::string> backends;  // --backend, overrides the config's list
+  std::string baseline;               // --baseline LABEL: add each row's time over that variant's
 };
 int run_command(const RunOptions& o);
 

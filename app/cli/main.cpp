@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--config", run.config, "experiment config (JSON)")->required();
   run_cmd->add_option("--json", run.json_out, "also write results.json here");
   run_cmd->add_option("--backend", run.backends, "backends to run (reference, kernel, model); overrides the config");
+  run_cmd->add_option("--baseline", run.baseline, "add a column: each time over this variant's reference time");
 
   ReportOptions report;
   auto* report_cmd = app.add_subcommand("report", "run an experiment and write index.html, results.json, results.csv");

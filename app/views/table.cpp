@@ -1,5 +1,7 @@
 #include "app/views/table.h"
 
+#include "core/error.h"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -49,6 +51,22 @@ Table results_table(const Results& r) {
                         fixed(x.time_ms, 3), text(""), text("")});
     }
   }
+  return t;
+}
+
+Table with_time_ratio(Table t, const std::string& baseline) {
+  const auto col = [&](const std::string& key) {
+    for (size_t c = 0; c < t.columns.size(); ++c)
+      if (t.columns[c].key == key) return c;
+    return t.columns.size();
+  };
+  const size_t variant = col("variant"), backend = col("backend"), time = col("time_ms");
+  double base = kNoValue;
+  for (const auto& row : t.rows)
+    if (row[variant].text == baseline && row[backend].text == "reference") base = row[time].value;
+  if (!(base > 0)) throw InputError(fmt::format("--baseline: no reference row for variant '{}'", baseline));
+  t.columns.push_back({"time_ratio", "time / " + baseline, ""});
+  for (auto& row : t.rows) row.push_back(fixed(row[time].value / base, 2));
   return t;
 }
 

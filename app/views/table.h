@@ -28,6 +28,9 @@ struct Table {
 
 // One row per (variant, backend that ran): errors vs FP64, time, throughput, KV-cache size.
 Table results_table(const Results& r);
+// results_table plus a column "time / baseline": each row's time over the time of the row whose
+// variant is `baseline` and backend is "reference". Throws InputError when no such row exists.
+Table with_time_ratio(Table t, const std::string& baseline);
 // One row per (variant, parameter): every parameter with defaults filled in.
 Table params_table(const Results& r);
 // One row per backend that did not run (or variant it skipped), with the reason.

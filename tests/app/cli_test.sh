@@ -69,7 +69,14 @@ out=$("$bin" sweep --config "$tmp/sweep.json" --vary block_c=16,32 --vary data.s
 grep -q "block_c" "$tmp/err" || fail "bad sweep value: stderr does not name block_c: $(cat "$tmp/err")"
 [ -e "$tmp/bad-sweep.csv" ] && fail "bad sweep value: a CSV was written"
 
-# 5. presets lists configs/.
+# 5. run --baseline adds the time ratio; an unknown baseline fails before running.
+out=$("$bin" run --config "$tmp/ok.json" --baseline flash2 2>"$tmp/err") || fail "run --baseline exited $?"
+echo "$out" | grep -q "time / flash2" || fail "run --baseline has no ratio column"
+echo "$out" | grep -E "^flash2 .*reference" | grep -qE "1\.00 *$" || fail "flash2's ratio to itself is not 1.00"
+"$bin" run --config "$tmp/ok.json" --baseline flash9 >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] || fail "unknown baseline: exit code not 2"
+
+# 6. presets lists configs/.
 "$bin" presets | grep -q "default.json" || fail "presets does not list default.json"
 
 echo "cli: $failures failed"
