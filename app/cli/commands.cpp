@@ -10,6 +10,7 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/sweep.h"
+#include "sim/gpu_spec.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -25,7 +26,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Inputs only a backend reads, checked before anything runs: the GPU the model predicts for.
+void check_backend_inputs(const Experiment& e) {
+  if (e.wants("model")) sim::load_gpu_spec(e.gpu_model);
+}
+
 Results run_experiment(const Experiment& e) {
+  check_backend_inputs(e);
   ProgressBar bar;
   RunControl control;
   control.progress = [&](double f, const std::string& stage) { bar.update(f, stage); };
@@ -59,6 +66,12 @@ std::string configs_dir() {
   return std::string(ATTNLAB_SOURCE_DIR) + "/configs";
 }
 
+void override_gpu(Experiment& e, const std::string& gpu) {
+  if (gpu.empty()) return;
+  sim::load_gpu_spec(gpu);  // an unknown name fails here, listing the known ones
+  e.gpu_model = gpu;
+}
+
 void override_backends(Experiment& e, const std::vector<std::string>& backends) {
   if (backends.empty()) return;
   for (const auto& b : backends)
@@ -70,6 +83,7 @@ void override_backends(Experiment& e, const std::vector<std::string>& backends) 
 int run_command(const RunOptions& o) {
   Experiment e = load_experiment(o.config);
   override_backends(e, o.backends);
+  override_gpu(e, o.gpu);
   if (!o.baseline.empty()) {  // checked before the run: a typo costs nothing
     const bool listed = std::any_of(e.variants.begin(), e.variants.end(), [&](const VariantRequest& v) {
       return (v.label.empty() ? v.id : v.label) == o.baseline;
@@ -88,7 +102,8 @@ int run_command(const RunOptions& o) {
 }
 
 int report_command(const ReportOptions& o) {
-  const Experiment e = load_experiment(o.config);
+  Experiment e = load_experiment(o.config);
+  override_gpu(e, o.gpu);
   const Results r = run_experiment(e);
   fmt::print("{}\n", report::write_report(r, o.out).string());
   return 0;
@@ -97,6 +112,7 @@ int report_command(const ReportOptions& o) {
 int sweep_command(const SweepOptions& o) {
   Experiment e = load_experiment(o.config);
   override_backends(e, o.backends);
+  override_gpu(e, o.gpu);
   std::vector<SweepAxis> axes;
   for (const auto& spec : o.vary) axes.push_back(parse_axis(spec));
   const bool from_config = axes.empty();
@@ -104,6 +120,7 @@ int sweep_command(const SweepOptions& o) {
   if (axes.empty()) throw InputError("--vary: no axis: give --vary PATH=v1,v2,… or a \"sweep\" in the config");
   // Every point is built and checked before the first one runs: a bad value costs nothing.
   const std::vector<SweepPoint> points = expand_sweep(e, axes, from_config ? o.config + ": sweep" : "--vary");
+  for (const auto& pt : points) check_backend_inputs(pt.experiment);
   const fs::path csv = o.csv_out.empty() ? fs::path("out/sweep") / (fs::path(o.config).stem().string() + ".csv")
                                          : fs::path(o.csv_out);
   const fs::path folder = csv.parent_path().empty() ? fs::path(".") : csv.parent_path();
@@ -128,6 +145,16 @@ int sweep_command(const SweepOptions& o) {
   print_table(t);
   report::write_file_atomically(csv, report::to_csv(t));
   fmt::print("wrote {}\n", csv.string());
+  return 0;
+}
+
+int gpus_command() {
+  for (const auto& g : sim::all_gpu_specs()) {
+    std::string tensor;
+    for (const auto& [t, v] : g.tensor_tflops) tensor += fmt::format(" {} {:g}", t, v);
+    fmt::print("{:<16} {:<26} {:>3} SMs  {:>5.0f} GB/s  {:>4.0f} GB  tensor TFLOPS:{}{}\n", g.id, g.name, g.sm_count,
+               g.hbm_bandwidth_gbs, g.hbm_capacity_gb, tensor, g.efficiency.empty() ? "" : "  (calibrated)");
+  }
   return 0;
 }
 

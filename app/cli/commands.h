@@ -11,12 +11,14 @@ struct RunOptions {
   std::string json_out;               // --json OUT
   std::vector<std::string> backends;  // --backend, overrides the config's list
   std::string baseline;               // --baseline LABEL: add each row's time over that variant's
+  std::string gpu;                    // --gpu ID: the cost model's GPU, overrides the config
 };
 int run_command(const RunOptions& o);
 
 struct ReportOptions {
   std::string config;
   std::string out = "out/report";
+  std::string gpu;
 };
 int report_command(const ReportOptions& o);
 
@@ -25,10 +27,12 @@ struct SweepOptions {
   std::vector<std::string> vary;      // --vary PATH=v1,v2,… (one or two); the config's "sweep" when empty
   std::string csv_out;                // --csv OUT; default out/sweep/<config name>.csv
   std::vector<std::string> backends;  // --backend, overrides the config's list
+  std::string gpu;
 };
 int sweep_command(const SweepOptions& o);
 
 int presets_command();
+int gpus_command();  // the GPU specs the cost model knows
 
 // Where the presets live: $ATTNLAB_CONFIGS, else the source tree's configs/.
 std::string configs_dir();

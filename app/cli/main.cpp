@@ -19,12 +19,14 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--config", run.config, "experiment config (JSON)")->required();
   run_cmd->add_option("--json", run.json_out, "also write results.json here");
   run_cmd->add_option("--backend", run.backends, "backends to run (reference, kernel, model); overrides the config");
+  run_cmd->add_option("--gpu", run.gpu, "the GPU the cost model predicts for (attnlab gpus lists them)");
   run_cmd->add_option("--baseline", run.baseline, "add a column: each time over this variant's reference time");
 
   ReportOptions report;
   auto* report_cmd = app.add_subcommand("report", "run an experiment and write index.html, results.json, results.csv");
   report_cmd->add_option("--config", report.config, "experiment config (JSON)")->required();
   report_cmd->add_option("--out", report.out, "report folder (replaced atomically)");
+  report_cmd->add_option("--gpu", report.gpu, "the GPU the cost model predicts for");
 
   SweepOptions sweep;
   auto* sweep_cmd = app.add_subcommand("sweep", "run an experiment over a grid of one or two varied values; table and CSV");
@@ -34,7 +36,9 @@ int main(int argc, char** argv) {
                         "data.generator, <variant>.<param> or <param>. Default: the config's \"sweep\"");
   sweep_cmd->add_option("--csv", sweep.csv_out, "CSV output (default out/sweep/<config name>.csv)");
   sweep_cmd->add_option("--backend", sweep.backends, "backends to run; overrides the config");
+  sweep_cmd->add_option("--gpu", sweep.gpu, "the GPU the cost model predicts for");
 
+  auto* gpus_cmd = app.add_subcommand("gpus", "list the GPU specifications the cost model knows (sim/specs)");
   app.add_subcommand("presets", "list the example experiments and lessons in configs/");
 
   try {
@@ -47,6 +51,7 @@ int main(int argc, char** argv) {
     if (*run_cmd) return run_command(run);
     if (*report_cmd) return report_command(report);
     if (*sweep_cmd) return sweep_command(sweep);
+    if (*gpus_cmd) return gpus_command();
     return presets_command();
   } catch (const attnlab::InputError& e) {
     std::fprintf(stderr, "attnlab: error: %s\n", e.what());

@@ -1,0 +1,36 @@
+// attnlab core: the tile shapes of the CUDA kernels, as one table that the kernels (kernels/) compile
+// against and the cost model (sim/) reads, so the model predicts the kernel that actually runs.
+//
+// Plain constexpr data, usable from host and device code. A variant/head-dim pair without a row has no
+// kernel; the cost model then uses the variant's own block_r/block_c parameters and says so.
+#pragma once
+
+#include <string_view>
+
+namespace attnlab {
+
+struct KernelTraits {
+  const char* variant;    // registry id
+  int head_dim;           // d the kernel is compiled for
+  int block_r, block_c;   // B_r query rows per CTA, B_c keys per KV tile
+  int warps;              // warps per CTA; each owns B_r / warps query rows (FlashAttention-2's split)
+  int stages;             // K/V tiles in flight: 2 = double-buffered cp.async
+  int regs_per_thread;    // from ptxas -v of the kernel (bounds CTAs per SM); 255 until measured
+  int decode_splits_max;  // split-KV decode: at most this many CTAs share one (batch, KV head)
+};
+
+inline constexpr KernelTraits kKernelTraits[] = {
+    //  variant      d   B_r  B_c  warps stages regs splits
+    {"flash2",      64,  128, 64,  4,    2,     255, 64},
+    {"flash2",      128, 128, 64,  4,    2,     255, 64},
+    {"int_flash",   64,  128, 64,  4,    2,     255, 64},
+    {"int_flash",   128, 128, 64,  4,    2,     255, 64},
+};
+
+constexpr const KernelTraits* find_kernel_traits(std::string_view variant, int head_dim) {
+  for (const auto& t : kKernelTraits)
+    if (variant == t.variant && head_dim == t.head_dim) return &t;
+  return nullptr;
+}
+
+}  // namespace attnlab

@@ -1,0 +1,54 @@
+// attnlab sim: the cost model — a schedule (schedule.h) on a GPU (gpu_spec.h) → predicted time, and
+// which resource bounds it. Every step is one line of arithmetic a learner can follow:
+//
+//   1. Occupancy: CTAs per SM k = min(⌊smem/SM ÷ smem/CTA⌋, ⌊threads/SM ÷ threads/CTA⌋,
+//      ⌊regs/SM ÷ (regs/thread · threads/CTA)⌋, max CTAs/SM); slots S = SMs · k.
+//   2. Unit times over the whole grid: t_u = ops_u / (peak_u · eff_u) for each execution unit, and
+//      t_mem = DRAM bytes / (bandwidth · eff_hbm). Tensor peaks are scaled by mma_sync_fraction (our
+//      kernels issue warp-level mma.sync). eff_* = 1 until calibrated (calibrate.h).
+//   3. Overlap rule: the non-tensor units (FMA, SFU, INT32, CVT) issue from separate pipes and overlap
+//      each other: t_simt = max of them. Within a warp the MMAs and the softmax alternate (FlashAttention-2
+//      does not overlap them), but k resident CTAs interleave their phases:
+//      t_compute = max(t_tensor, t_simt) + min(t_tensor, t_simt) / k.
+//      Memory overlaps compute when K/V tiles are double-buffered (stages ≥ 2):
+//      t_body = max(t_mem, t_compute); with one stage t_body = t_mem + t_compute.
+//   4. Tail: CTAs run in waves over the S slots; uneven loops (causal) are placed longest first. The
+//      makespan of that placement over the ideal Σ work / S multiplies t_body.
+//   5. Launch: a fixed 4 µs per kernel (two for split-KV decode: the combine pass).
+// DRAM bytes: the schedule's HBM transfers, except that with l2_reuse the re-reads of a head's K and V
+// by its other row blocks hit L2 (they run at about the same time) and only the first read reaches DRAM.
+#pragma once
+
+#include "sim/gpu_spec.h"
+#include "sim/schedule.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace attnlab::sim {
+
+struct ModelOptions {
+  bool l2_reuse = true;
+};
+
+struct Prediction {
+  std::string gpu;
+  double time_ms = 0;
+  std::string bound;                            // "memory", "tensor_int8", "sfu", … (the largest term)
+  std::map<std::string, double> hbm_bytes;      // the schedule's transfers per tensor (notes §2.2's count)
+  double dram_bytes = 0;                        // after L2 reuse: what the time uses
+  std::map<std::string, double> ops;            // unit → operations over the grid
+  std::map<std::string, double> unit_ms;        // unit → its time alone (t_u, t_mem as "hbm")
+  double smem_bytes = 0;
+  int ctas_per_sm = 0;
+  double ctas = 0, waves = 0, tail_factor = 1, occupancy = 0;  // occupancy: resident warps / max warps
+  std::vector<std::string> explain;
+};
+
+inline constexpr double kLaunchUs = 4.0;
+
+// Throws InputError when the schedule's CTA does not fit the GPU (shared memory per CTA).
+Prediction predict(const Schedule& s, const GpuSpec& gpu, const ModelOptions& o = {});
+
+}  // namespace attnlab::sim

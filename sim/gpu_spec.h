@@ -1,0 +1,53 @@
+// attnlab sim: a GPU's specification as data (sim/specs/<id>.json). Every number carries its source
+// (datasheet, whitepaper, programming guide, estimate); the `measured` section holds the efficiency
+// factors `attnlab calibrate` fits from kernel timings (sim/calibrate.h) and the model then applies.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace attnlab::sim {
+
+// The execution units the model charges work to (what runs in parallel with what: cost_model.h). Their
+// names (to_string) are the keys of results.json's model "ops": mma_fp16, mma_fp8, mma_int8, fma_fp32,
+// exp_sfu, int32, cvt; and hbm for bandwidth.
+enum class Unit { hbm, tensor_fp16, tensor_fp8, tensor_int8, fp32_fma, sfu, int32, cvt };
+const char* to_string(Unit u);
+inline constexpr Unit kUnits[] = {Unit::hbm,      Unit::tensor_fp16, Unit::tensor_fp8, Unit::tensor_int8,
+                                  Unit::fp32_fma, Unit::sfu,         Unit::int32,      Unit::cvt};
+
+struct GpuSpec {
+  std::string id, name, arch;
+  int sm_count = 0;
+  double sm_clock_ghz = 0, hbm_bandwidth_gbs = 0, hbm_capacity_gb = 0;
+  double l2_bytes = 0, smem_per_sm_bytes = 0, smem_per_cta_bytes = 0, regs_per_sm = 0;
+  int max_threads_per_sm = 0, max_ctas_per_sm = 0;
+  std::map<std::string, double> tensor_tflops;  // "fp16", "fp8", "int8" (TOPS); absent = no such unit
+  double mma_sync_fraction = 1;                 // of the tensor peak reachable with warp-level mma.sync
+  double fp32_tflops = 0;                       // non-tensor FP32, 2 flops per FMA
+  double sfu_exp2_per_clk_per_sm = 0, int32_per_clk_per_sm = 0, cvt_per_clk_per_sm = 0;
+  std::map<std::string, std::string> sources;   // field → where the number comes from
+  std::map<std::string, double> efficiency;     // measured: unit name → achieved fraction of peak (≤ 1)
+  nlohmann::json measured = nlohmann::json::object();  // the `measured` section as read
+
+  // Peak rate of a unit in operations per second (HBM: bytes per second), before efficiency.
+  // Tensor units: flops (2 per multiply-add); fp32_fma, SFU, INT32 and CVT: instructions (one result
+  // per lane). 0 when the GPU has no such unit (e.g. FP8 on A100).
+  double peak(Unit u) const;
+  double efficiency_of(Unit u) const;  // measured factor, 1 when uncalibrated
+};
+
+// The folder of spec files: $ATTNLAB_SPECS, else the source tree's sim/specs.
+std::string specs_dir();
+// Reads and validates one spec: every field present and positive, rates positive where given; errors
+// name the file and the field.
+GpuSpec load_gpu_spec_file(const std::string& path);
+// The spec called `id` (its file name without .json); errors list the known ids.
+GpuSpec load_gpu_spec(const std::string& id);
+// Every spec in specs_dir(), sorted by id.
+std::vector<GpuSpec> all_gpu_specs();
+
+}  // namespace attnlab::sim

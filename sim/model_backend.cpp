@@ -1,0 +1,44 @@
+#include "sim/model_backend.h"
+
+#include "core/error.h"
+#include "sim/schedule.h"
+
+#include <nlohmann/json.hpp>
+
+namespace attnlab::sim {
+
+ModelResult model_result(const Experiment& e, const VariantRequest& v, const ModelOptions& o) {
+  const GpuSpec gpu = load_gpu_spec(e.gpu_model);
+  const Schedule s = make_schedule(e.problem, v, gpu);
+  const Prediction p = predict(s, gpu, o);
+  ModelResult m;
+  m.gpu = p.gpu;
+  m.time_ms = p.time_ms;
+  m.bound = p.bound;
+  m.hbm_bytes = p.hbm_bytes;
+  double total = 0;
+  for (const auto& [_, b] : p.hbm_bytes) total += b;
+  m.hbm_bytes["total"] = total;
+  m.ops = p.ops;
+  m.details = {{"dram_bytes", p.dram_bytes},   {"unit_ms", p.unit_ms},         {"smem_bytes", p.smem_bytes},
+               {"ctas_per_sm", p.ctas_per_sm}, {"ctas", p.ctas},               {"waves", p.waves},
+               {"tail_factor", p.tail_factor}, {"occupancy", p.occupancy},     {"tiles_from", s.tiles_from},
+               {"block_r", s.block_r},         {"block_c", s.block_c},         {"splits", s.splits},
+               {"explain", p.explain}};
+  return m;
+}
+
+std::string ModelBackend::cannot_run(const VariantRequest& v, const Experiment& e) const {
+  try {
+    make_schedule(e.problem, v, load_gpu_spec(e.gpu_model));
+  } catch (const InputError& err) {
+    return err.what();
+  }
+  return "";
+}
+
+void ModelBackend::run(const Experiment& e, const VariantRequest& v, const QKV&, const TensorF64&, VariantResult& into) {
+  into.model = model_result(e, v, options_);
+}
+
+}  // namespace attnlab::sim

@@ -1,0 +1,246 @@
+// attnlab sim: the schedules (schedule.h). One Format row per variant says what its tiles are made of;
+// one function turns a row, the tile shape and the problem into the loop nest's Work.
+//
+// Counting conventions (the units' peaks in gpu_spec.h count the same way):
+//   tensor units: flops, 2 per multiply-add; in decode the M dimension of an MMA is padded to 16 rows
+//                 (mma.sync's smallest M) — the waste a one-row query pays;
+//   fp32_fma:     FP32 instructions (FMA, multiply, add, max each one);
+//   sfu:          ex2 instructions; int32: integer instructions; cvt: conversion instructions.
+// Per score element the online softmax of FlashAttention-2 costs 1 FMA (s·scale − m·scale), 1 max, 1 add
+// into ℓ and 1 ex2; per tile it rescales O (B_r·d multiplies) and ℓ. SAS (TurboAttention §4) replaces
+// the ex2 by floor (cvt), a subtraction, the cubic by Horner (3 FMA), the LUT read (int32: a shared-
+// memory load's address arithmetic) and the product LUT × POLY.
+#include "sim/schedule.h"
+
+#include "core/error.h"
+#include "core/kernel_traits.h"
+#include "core/registry.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace attnlab::sim {
+
+Work& Work::operator+=(const Work& w) {
+  for (const auto& [k, v] : w.bytes) bytes[k] += v;
+  for (const auto& [k, v] : w.ops) ops[k] += v;
+  return *this;
+}
+
+Work Work::scaled(double f) const {
+  Work w = *this;
+  for (auto& [k, v] : w.bytes) v *= f;
+  for (auto& [k, v] : w.ops) v *= f;
+  return w;
+}
+
+double Work::total_bytes() const {
+  double t = 0;
+  for (const auto& [k, v] : bytes) t += v;
+  return t;
+}
+
+double Schedule::ctas() const {
+  double n = 0;
+  for (const auto& c : classes) n += c.count;
+  return n;
+}
+
+double Schedule::tile_kv_bytes() const {
+  double b = 0;
+  for (const char* t : {"k", "v", "scales"})
+    if (per_tile.bytes.count(t)) b += per_tile.bytes.at(t);
+  return b;
+}
+
+Work Schedule::total() const {
+  Work t = extra;
+  for (const auto& c : classes) {
+    t += prologue.scaled(c.count);
+    t += per_tile.scaled(c.count * double(c.tiles));
+    t += epilogue.scaled(c.count);
+  }
+  return t;
+}
+
+namespace {
+
+// What a variant's tiles are made of. Bytes are per element as the kernel reads them from HBM.
+struct Format {
+  const char* id;
+  double q, kv, o;            // bytes per element of Q; of K and of V; of O
+  double q_scale;             // scale bytes per query row (4 = one FP32 per token, 0 = none)
+  double kv_scale;            // scale bytes per key row, for K and for V each
+  Unit mma;                   // the tensor-core type of both products
+  bool sas;                   // exponential by SAS on the FMA units instead of ex2 on the SFU
+  double cvt_per_score;       // conversions per score element (S out of INT32, P into the MMA type)
+  double fma_per_score;       // FP32 work per score beyond the online softmax (dequantize S, quantize P)
+  double cvt_per_kv;          // conversions per K/V element on chip (quantize or unpack to the MMA type)
+  double int32_per_kv;        // integer work per K/V element on chip (unpack codes, zero point, scale)
+  const char* note;
+};
+
+// clang-format off
+constexpr Format kFormats[] = {
+  {"flash2",     2, 2,   2, 0, 0, Unit::tensor_fp16, false, 0.5, 0, 0,   0,
+   "FP16 Q/K/V/O; P̃ converted to FP16 (packed, ½ cvt per score)"},
+  {"int_flash",  1, 1,   2, 4, 4, Unit::tensor_int8, false, 2.0, 2, 0,   0,
+   "INT8 Q/K/V with FP32 token scales (V: one per tensor, charged per row as an upper bound); S out of "
+   "INT32 (cvt) times s_Q·s_K (FMA); P = ⌊127·p⌉ (FMA + cvt)"},
+  {"flash3_fp8", 1, 1,   2, 0, 0, Unit::tensor_fp8,  false, 0.5, 1, 0,   0,
+   "FP8 Q/K/V with one FP32 scale per block (charged in the prologue and per tile); S times s_Q·s_K"},
+  {"turbo",      2, 2,   2, 0, 0, Unit::tensor_int8, true,  2.0, 2, 1.0, 0.5,
+   "Alg. 1: FP16 Q/K/V in HBM, quantized to INT8 on chip per tile (max, divide, cvt); INT8 MMAs; SAS on "
+   "the FMA units; P̃ quantized to INT8"},
+  {"kivi",       2, 2,   2, 0, 0, Unit::tensor_fp16, false, 0.5, 0, 0,   2.0,
+   "KIVI cache: packed codes + FP16 scale and zero per group, dequantized to FP16 on chip (2 int ops)"},
+  {"fireq",      1, 0.5, 2, 2, 1, Unit::tensor_fp8,  false, 0.5, 1, 1.0, 1.0,
+   "FP8 Q; INT4 K/V (½ byte) with one E4M3 scale per token; INT4 → FP8 on chip (cvt); token scales "
+   "applied per score (FMA)"},
+};
+// clang-format on
+
+const Format* format_of(const std::string& id) {
+  for (const auto& f : kFormats)
+    if (id == f.id) return &f;
+  return nullptr;
+}
+
+bool declares(const VariantRequest& v, const char* name) {
+  return v.params.values().count(name) > 0;
+}
+
+int64_t param_or(const VariantRequest& v, const char* name, int64_t fallback) {
+  return declares(v, name) ? v.params.integer(name) : fallback;
+}
+
+// Average cache bits per element of turbo's progressive cache (Eq. 12: n_h heads at bits_lo).
+double turbo_bits(const Problem& p, const VariantRequest& v) {
+  const double lo = double(v.params.integer("bits_lo")), hi = double(v.params.integer("bits_hi"));
+  const double n_h = double(v.params.integer("two_bit_heads"));
+  return (n_h * lo + (double(p.kv_heads) - n_h) * hi) / double(p.kv_heads);
+}
+
+// The unfused standard attention of notes §2.1: S = QKᵀ and P = softmax(S) go through HBM in FP32.
+Schedule naive_schedule(const Problem& p) {
+  Schedule s;
+  s.variant = "naive";
+  s.tiles_from = "unfused (three passes)";
+  const double heads = double(p.batch * p.q_heads), d = double(p.head_dim);
+  const double scores = heads * double(p.attended_pairs());
+  const double full = heads * double(p.q_len) * double(p.kv_len);
+  s.extra.bytes = {{"q", heads * p.q_len * d * 4}, {"k", heads * p.kv_len * d * 4}, {"v", heads * p.kv_len * d * 4},
+                   {"o", heads * p.q_len * d * 4}, {"s", 2 * full * 4},              {"p", 2 * full * 4}};
+  s.extra.ops = {{Unit::fp32_fma, 2 * full * d + 4 * scores}, {Unit::sfu, scores}};
+  s.explain.push_back("FP32 SGEMMs on the FMA units (no tensor cores); S and P written and read once each");
+  return s;
+}
+
+}  // namespace
+
+Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec& gpu) {
+  if (v.id == "naive") return naive_schedule(p);
+  const Format* f = format_of(v.id);
+  if (!f) fail_input("model", fmt::format("no schedule for variant '{}'", v.id));
+  Schedule s;
+  s.variant = v.id;
+  s.explain.push_back(f->note);
+  if (const KernelTraits* t = find_kernel_traits(v.id, static_cast<int>(p.head_dim))) {
+    s.tiles_from = "kernel traits";
+    s.block_r = t->block_r, s.block_c = t->block_c, s.warps = t->warps, s.stages = t->stages;
+    s.regs_per_thread = t->regs_per_thread;
+    s.splits = t->decode_splits_max;
+  } else {
+    s.tiles_from = "variant parameters";
+    s.block_r = static_cast<int>(param_or(v, "block_r", 128));
+    s.block_c = static_cast<int>(param_or(v, "block_c", 64));
+    s.splits = 64;
+  }
+  s.threads = 32 * s.warps;
+  const double d = double(p.head_dim), Br = s.block_r, Bc = s.block_c;
+  double kv_bytes = f->kv;
+  double kv_scale = f->kv_scale;  // per key row, K and V each
+  if (v.id == "turbo" && p.phase == Phase::decode) {
+    // Alg. 2 reads the progressive cache: codes at the head's bits, s_int and z_int (INT8) per channel
+    // and s_K (FP32) per B_c-token block — per key row that is (2d + 4)/B_c.
+    kv_bytes = turbo_bits(p, v) / 8;
+    kv_scale = (2 * d + 4) / Bc;
+    s.explain.push_back(fmt::format("Alg. 2: cache at {:.2f} bits per element on average, dequantized in INT32", kv_bytes * 8));
+  }
+  if (v.id == "kivi") {
+    const double bits = double(v.params.integer("bits")), g = double(v.params.integer("group"));
+    kv_bytes = bits / 8;
+    kv_scale = 4 * d / g;  // K: FP16 scale + zero per channel per g tokens; V: per token per g channels (same count)
+  }
+
+  const bool decode = p.phase == Phase::decode;
+  s.kv_heads_total = double(p.batch * p.kv_heads);
+  s.kv_unique_bytes = s.kv_heads_total * double(p.kv_len) * (2 * d * kv_bytes + 2 * kv_scale);
+  const double rows_per_cta = decode ? double(p.group()) : Br;      // decode packs the group's query heads
+  const double mma_rows = decode ? std::max(16.0, rows_per_cta) : Br;  // M padded to mma.sync's 16
+  const double scores = rows_per_cta * Bc;
+  // Per KV tile: K and V in, both products, the online softmax and the variant's extras.
+  s.per_tile.bytes = {{"k", Bc * d * kv_bytes}, {"v", Bc * d * kv_bytes}};
+  if (kv_scale > 0) s.per_tile.bytes["scales"] = 2 * Bc * kv_scale;
+  s.per_tile.ops[f->mma] = 2 * (2 * mma_rows * Bc * d);
+  if (f->sas) {
+    s.per_tile.ops[Unit::fp32_fma] = scores * (3 + 6) + rows_per_cta * d;  // softmax (3) + SAS (6) + O rescale
+    s.per_tile.ops[Unit::cvt] = scores * (1 + f->cvt_per_score);
+    s.per_tile.ops[Unit::int32] = scores;
+  } else {
+    s.per_tile.ops[Unit::fp32_fma] = scores * (3 + f->fma_per_score) + rows_per_cta * d;
+    s.per_tile.ops[Unit::sfu] = scores;
+    s.per_tile.ops[Unit::cvt] = scores * f->cvt_per_score;
+  }
+  if (f->sas) s.per_tile.ops[Unit::fp32_fma] += scores * f->fma_per_score;
+  s.per_tile.ops[Unit::cvt] += 2 * Bc * d * f->cvt_per_kv;
+  if (f->int32_per_kv > 0) s.per_tile.ops[Unit::int32] += 2 * Bc * d * f->int32_per_kv;
+  if (v.id == "turbo" && !decode) s.per_tile.ops[Unit::fp32_fma] += 2 * Bc * d * 2;  // per-tile max|·| and divide
+
+  // Prologue: Q (and its scales); epilogue: O and the logsumexp.
+  s.prologue.bytes = {{"q", rows_per_cta * d * f->q}};
+  if (f->q_scale > 0) s.prologue.bytes["scales"] = rows_per_cta * f->q_scale;
+  if (v.id == "flash3_fp8" || v.id == "turbo") s.prologue.ops[Unit::fp32_fma] = rows_per_cta * d * 2;  // Q's scale
+  s.epilogue.bytes = {{"o", rows_per_cta * d * f->o}, {"lse", rows_per_cta * 4}};
+  s.epilogue.ops[Unit::fp32_fma] = rows_per_cta * d;  // O / ℓ
+
+  if (!decode) {
+    // One CTA per (batch, query head, row block); causal CTAs stop at the last tile their rows see.
+    std::map<int64_t, double> by_tiles;
+    for (int64_t row0 = 0; row0 < p.q_len; row0 += s.block_r) {
+      const int64_t last = std::min<int64_t>(row0 + s.block_r, p.q_len) - 1;
+      by_tiles[(p.visible_keys(last) + s.block_c - 1) / s.block_c] += double(p.batch * p.q_heads);
+    }
+    for (const auto& [tiles, count] : by_tiles) s.classes.push_back({count, tiles});
+    s.ctas_per_head = std::ceil(double(p.q_len) / Br) * double(p.group());
+    s.smem_bytes = Br * d * f->q + double(s.stages) * Bc * d * kv_bytes * 2;
+    if (v.id == "turbo") {  // Alg. 1 writes the compressed cache once per KV block
+      const double bits = turbo_bits(p, v), blocks = std::ceil(double(p.kv_len) / Bc);
+      s.extra.bytes["kv_cache"] =
+          double(p.batch * p.kv_heads) * 2 * (double(p.kv_len) * d * bits / 8 + blocks * (2 * d + 4));
+      s.explain.push_back("Alg. 1: the compressed cache is written once, by the first row block");
+    }
+  } else {
+    // Flash-decoding: split each (batch, KV head)'s keys over `splits` CTAs, then combine.
+    const double tiles_total = std::ceil(double(p.kv_len) / Bc);
+    const double pairs = double(p.batch * p.kv_heads);
+    // Enough splits for two CTAs per SM, at most the traits' limit and one tile each.
+    const double want = std::ceil(2.0 * gpu.sm_count / pairs);
+    s.splits = static_cast<int>(std::max(1.0, std::min({double(s.splits), tiles_total, want})));
+    const int64_t tiles_each = static_cast<int64_t>(std::ceil(tiles_total / s.splits));
+    s.classes.push_back({pairs * s.splits, tiles_each});
+    s.ctas_per_head = s.splits;
+    s.smem_bytes = mma_rows * d * 2 + double(s.stages) * Bc * d * 2 * 2;
+    // Combine: every split writes its partial O (FP32) and (m, ℓ); one pass reads them back.
+    const double partial = pairs * s.splits * rows_per_cta * (d + 2) * 4;
+    s.extra.bytes["partials"] = 2 * partial;
+    s.extra.ops[Unit::fp32_fma] = pairs * s.splits * rows_per_cta * (d + 4);
+    s.explain.push_back(fmt::format("split-KV decode: {} CTAs per (batch, KV head), {} query rows each, M padded to {}",
+                                    s.splits, rows_per_cta, mma_rows));
+  }
+  return s;
+}
+
+}  // namespace attnlab::sim

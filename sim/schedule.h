@@ -1,0 +1,62 @@
+// attnlab sim: the tile schedule of each variant's kernel — the loop nest it runs, as data.
+//
+// Forward (prefill), FlashAttention-2 style (notes §2.2, App. D): one CTA per (batch, query head, query
+// row block of B_r rows); it loads Qᵢ (prologue), loops over the K/V tiles of B_c keys its rows can see
+// (causal CTAs stop at the diagonal), and writes Oᵢ and its logsumexp (epilogue). Decode (q_len = 1):
+// flash-decoding — the KV sequence of each (batch, KV head) is split over `splits` CTAs, each handling
+// the group's query heads together, followed by a small combine pass over the partial results.
+// Unfused naive attention is three passes over HBM (S = QKᵀ, P = softmax S, O = PV).
+//
+// What one iteration costs is a Work: bytes per tensor moved between HBM and the chip, and operations
+// per execution unit. Each variant's row in the format table (schedule.cpp) says what its tiles hold
+// (bytes per element, scales, zero points), which tensor-core type its two products use, where its
+// exponential runs (SFU, or polynomial on the FMA units for SAS) and what conversions it pays.
+#pragma once
+
+#include "core/config.h"
+#include "core/problem.h"
+#include "sim/gpu_spec.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace attnlab::sim {
+
+struct Work {
+  std::map<std::string, double> bytes;  // tensor → bytes (read or written): q, k, v, o, lse, scales, s, p, kv_cache…
+  std::map<Unit, double> ops;           // unit → operations (tensor/FMA: flops; SFU/INT32/CVT: instructions)
+  Work& operator+=(const Work& w);
+  Work scaled(double f) const;
+  double total_bytes() const;
+};
+
+struct CtaClass {
+  double count = 0;  // CTAs of this class
+  int64_t tiles = 0;  // KV-tile iterations each runs
+};
+
+struct Schedule {
+  std::string variant;
+  std::string tiles_from;  // "kernel traits" or "variant parameters"
+  int block_r = 0, block_c = 0, warps = 4, stages = 2, regs_per_thread = 255, splits = 1;
+  std::vector<CtaClass> classes;  // the grid, grouped by loop length
+  Work prologue, per_tile, epilogue;  // per CTA
+  Work extra;                         // whole-grid work outside the CTAs' loops (combine pass, unfused passes)
+  double smem_bytes = 0;              // on-chip footprint per CTA
+  double kv_unique_bytes = 0;         // K/V (and their scales) of every KV head, each byte once
+  double kv_heads_total = 1;          // batch × KV heads
+  double ctas_per_head = 1;           // CTAs that read one KV head's tiles (row blocks × group, or splits)
+  int threads = 128;
+  std::vector<std::string> explain;   // one line per modelling decision, for the report and the GUI
+
+  double ctas() const;
+  double tile_kv_bytes() const;  // K, V and scale bytes of one per_tile iteration
+  Work total() const;  // every CTA's prologue + tiles × per_tile + epilogue, plus extra
+};
+
+// The schedule of `v` on problem p for `gpu` (decode splits the KV sequence to fill its SMs). Throws
+// InputError when the model has no schedule for the variant.
+Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec& gpu);
+
+}  // namespace attnlab::sim
