@@ -185,7 +185,9 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
   s.per_tile.bytes = {{"k", Bc * d * kv_bytes}, {"v", Bc * d * kv_bytes}};
   if (kv_scale > 0) s.per_tile.bytes["scales"] = 2 * Bc * kv_scale;
   s.per_tile.ops[f->mma] = 2 * (2 * mma_rows * Bc * d);
-  if (f->sas) {
+  // turbo's exact_exp switch puts the exponential back on the SFU.
+  const bool sas = f->sas && !(declares(v, "exact_exp") && v.params.flag("exact_exp"));
+  if (sas) {
     s.per_tile.ops[Unit::fp32_fma] = scores * (3 + 6) + rows_per_cta * d;  // softmax (3) + SAS (6) + O rescale
     s.per_tile.ops[Unit::cvt] = scores * (1 + f->cvt_per_score);
     s.per_tile.ops[Unit::int32] = scores;
@@ -194,7 +196,7 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
     s.per_tile.ops[Unit::sfu] = scores;
     s.per_tile.ops[Unit::cvt] = scores * f->cvt_per_score;
   }
-  if (f->sas) s.per_tile.ops[Unit::fp32_fma] += scores * f->fma_per_score;
+  if (sas) s.per_tile.ops[Unit::fp32_fma] += scores * f->fma_per_score;
   s.per_tile.ops[Unit::cvt] += 2 * Bc * d * f->cvt_per_kv;
   if (f->int32_per_kv > 0) s.per_tile.ops[Unit::int32] += 2 * Bc * d * f->int32_per_kv;
   if (v.id == "turbo" && !decode) s.per_tile.ops[Unit::fp32_fma] += 2 * Bc * d * 2;  // per-tile max|·| and divide

@@ -10,6 +10,8 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/sweep.h"
+#include "core/registry.h"
+#include "sim/capacity.h"
 #include "sim/gpu_spec.h"
 
 #include <fmt/format.h>
@@ -145,6 +147,44 @@ int sweep_command(const SweepOptions& o) {
   print_table(t);
   report::write_file_atomically(csv, report::to_csv(t));
   fmt::print("wrote {}\n", csv.string());
+  return 0;
+}
+
+int capacity_command(const CapacityOptions& o) {
+  const sim::LlmConfig m = sim::load_llm(o.model);
+  const sim::GpuSpec g = sim::load_gpu_spec(o.gpu);
+  if (o.context < 1) throw InputError("--context: must be at least 1 token");
+  std::vector<VariantRequest> variants;
+  if (!o.config.empty()) {
+    variants = load_experiment(o.config).variants;
+  } else {  // every registered variant at its defaults, and turbo with half its KV heads at 2 bits (the paper's mix)
+    for (const auto& v : variant_registry()) variants.push_back({v.id, ParamValues::defaults(v.params), ""});
+    if (const VariantSpec* t = find_variant("turbo")) {
+      VariantRequest mixed{"turbo", ParamValues::defaults(t->params), "turbo 2/4-bit mix"};
+      mixed.params.set(t->params, "two_bit_heads", m.kv_heads / 2, "capacity");
+      variants.push_back(mixed);
+    }
+  }
+  fmt::print("{} on {} at {} tokens of context: weights {:.1f} GB (FP16), workspace {:.1f} GB, {:.1f} GB for the cache\n",
+             m.name, g.name, o.context, m.parameters * 2 / 1e9, std::max(2.0 * (1 << 30), 0.05 * g.hbm_capacity_gb * 1e9) / 1e9,
+             (g.hbm_capacity_gb * 1e9 - m.parameters * 2 - std::max(2.0 * (1 << 30), 0.05 * g.hbm_capacity_gb * 1e9)) / 1e9);
+  views::Table t;
+  t.columns = {{"variant", "variant", ""},          {"bytes_per_token", "cache per token", "bytes"},
+               {"seq_bytes", "per sequence", "MiB"}, {"max_batch", "max batch", ""},
+               {"step_ms", "decode step", "ms"},     {"tokens_per_s", "throughput", "tokens/s"},
+               {"speedup", "× first", ""}};
+  double first = 0;
+  for (const auto& v : variants) {
+    const sim::CacheFormat f = sim::cache_format(m, v);
+    const sim::Capacity c = sim::capacity(m, f, g, o.context);
+    if (first == 0) first = c.tokens_per_s;
+    auto num = [](double x, const char* f) { return views::Cell{fmt::format(fmt::runtime(f), x), x}; };
+    t.rows.push_back({views::Cell{f.variant, std::nan("")}, num(f.bytes_per_token * double(m.layers), "{:.0f}"),
+                      num(c.seq_bytes / (1 << 20), "{:.1f}"), num(double(c.max_batch), "{:.0f}"),
+                      num(c.step_ms, "{:.2f}"), num(c.tokens_per_s, "{:.0f}"),
+                      num(first > 0 ? c.tokens_per_s / first : 0, "{:.2f}")});
+  }
+  print_table(t);
   return 0;
 }
 

@@ -31,6 +31,14 @@ struct SweepOptions {
 };
 int sweep_command(const SweepOptions& o);
 
+struct CapacityOptions {
+  std::string model = "llama-3-8b";
+  std::string gpu = "h100-sxm5";
+  int64_t context = 4096;
+  std::string config;  // optional: the variants (with parameters) to compare; default: every variant
+};
+int capacity_command(const CapacityOptions& o);
+
 int presets_command();
 int gpus_command();  // the GPU specs the cost model knows
 

@@ -38,6 +38,13 @@ int main(int argc, char** argv) {
   sweep_cmd->add_option("--backend", sweep.backends, "backends to run; overrides the config");
   sweep_cmd->add_option("--gpu", sweep.gpu, "the GPU the cost model predicts for");
 
+  CapacityOptions capacity;
+  auto* capacity_cmd = app.add_subcommand("capacity", "KV-cache bytes per token, max batch and decode throughput per variant");
+  capacity_cmd->add_option("--model", capacity.model, "model configuration in sim/models (llama-3-8b, …)");
+  capacity_cmd->add_option("--gpu", capacity.gpu, "GPU in sim/specs (attnlab gpus)");
+  capacity_cmd->add_option("--context", capacity.context, "tokens of context per sequence");
+  capacity_cmd->add_option("--config", capacity.config, "compare the variants of this experiment config instead");
+
   auto* gpus_cmd = app.add_subcommand("gpus", "list the GPU specifications the cost model knows (sim/specs)");
   app.add_subcommand("presets", "list the example experiments and lessons in configs/");
 
@@ -52,6 +59,7 @@ int main(int argc, char** argv) {
     if (*report_cmd) return report_command(report);
     if (*sweep_cmd) return sweep_command(sweep);
     if (*gpus_cmd) return gpus_command();
+    if (*capacity_cmd) return capacity_command(capacity);
     return presets_command();
   } catch (const attnlab::InputError& e) {
     std::fprintf(stderr, "attnlab: error: %s\n", e.what());

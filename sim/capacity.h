@@ -1,0 +1,55 @@
+// attnlab sim: KV-cache capacity and memory-bound decode throughput — the analysis behind
+// TurboAttention's throughput claim (Fig. 7a): a smaller cache fits a larger batch, and decode, which
+// reads the weights and the whole cache every step, produces more tokens per second.
+//
+// Per layer and cached token, the cache holds E elements: MHA/GQA 2·kv_heads·head_dim (K and V), MLA
+// kv_lora_rank + rope_head_dim (the compressed latent and the decoupled RoPE key, notes §3.2). A
+// variant's format stores each element in b bits plus per-vector overhead (scales, zero points), and
+// some keep a per-sequence buffer (TurboAttention's INT8 decode buffer, KIVI's FP16 residual tokens).
+// Capacity: max batch = ⌊(GPU memory − weights − workspace) / (cache bytes of one sequence)⌋, with the
+// workspace fixed at max(2 GiB, 5% of the memory) for activations and the CUDA context (a choice).
+// Throughput: a decode step reads the weights once and every sequence's cache once, at the HBM
+// bandwidth: step = (weights + batch·cache) / bandwidth, tokens/s = batch / step.
+#pragma once
+
+#include "core/config.h"
+#include "sim/gpu_spec.h"
+
+#include <string>
+#include <vector>
+
+namespace attnlab::sim {
+
+struct LlmConfig {
+  std::string id, name, attention;  // attention: "mha", "gqa" or "mla"
+  int64_t layers = 0, hidden_size = 0, q_heads = 0, kv_heads = 0, head_dim = 0;
+  int64_t kv_lora_rank = 0, rope_head_dim = 0;  // MLA only
+  double parameters = 0;
+  std::string source;
+};
+
+std::string models_dir();  // $ATTNLAB_MODELS, else the source tree's sim/models
+LlmConfig load_llm(const std::string& id);  // errors list the known ids
+std::vector<LlmConfig> all_llms();
+
+struct CacheFormat {
+  std::string variant;
+  double bytes_per_token = 0;  // one layer, one cached token
+  double bytes_per_seq = 0;    // one layer, per sequence regardless of length (buffers, residual)
+  std::string how;             // the formula in words
+};
+
+// The cache format `v` (with its parameters) gives model m, per layer.
+CacheFormat cache_format(const LlmConfig& m, const VariantRequest& v);
+
+struct Capacity {
+  double weights_bytes = 0, workspace_bytes = 0, free_bytes = 0;
+  double seq_bytes = 0;  // one sequence's cache at `context` tokens, all layers
+  int64_t max_batch = 0;
+  double step_ms = 0, tokens_per_s = 0;  // memory-bound decode at max_batch
+};
+
+// weight_bytes: bytes per parameter (2 for FP16/BF16 weights).
+Capacity capacity(const LlmConfig& m, const CacheFormat& f, const GpuSpec& g, int64_t context, double weight_bytes = 2);
+
+}  // namespace attnlab::sim

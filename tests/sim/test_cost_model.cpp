@@ -1,0 +1,171 @@
+// The cost model: its byte counts equal the IO laws and the references' own counts; its times scale
+// with the resource that bounds them; SAS moves the exponential from the SFU to the FMA units; bad GPU
+// specs are rejected naming the field.
+#include "core/config.h"
+#include "core/data/generators.h"
+#include "core/error.h"
+#include "core/registry.h"
+#include "sim/cost_model.h"
+#include "sim/io_laws.h"
+#include "sim/schedule.h"
+#include "tests/catch.h"
+#include "tests/support/input_error.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+namespace attnlab::sim {
+namespace {
+
+Problem prefill(int64_t n, int64_t d, bool causal, int64_t heads = 4, int64_t kv_heads = 4) {
+  Problem p;
+  p.batch = 1, p.q_heads = heads, p.kv_heads = kv_heads, p.q_len = n, p.kv_len = n, p.head_dim = d;
+  p.causal = causal;
+  return p;
+}
+
+VariantRequest request(const std::string& id, std::initializer_list<std::pair<const char*, nlohmann::json>> set = {}) {
+  const VariantSpec& v = *find_variant(id);
+  VariantRequest r{id, ParamValues::defaults(v.params), ""};
+  for (const auto& [name, value] : set) r.params.set(v.params, name, value, "test");
+  return r;
+}
+
+const GpuSpec& h100() {
+  static const GpuSpec g = load_gpu_spec("h100-sxm5");
+  return g;
+}
+
+double bytes_of(const Work& w, const std::string& t) { return w.bytes.count(t) ? w.bytes.at(t) : 0.0; }
+
+TEST_CASE("flash2's schedule moves exactly the bytes of the IO law and of the reference", "[sim][model]") {
+  for (int64_t d : {128, 96})  // d = 128 takes the kernel traits (128 × 64); d = 96 the variant's parameters
+    for (bool causal : {false, true})
+      for (int64_t n : {1, 100, 1000, 4096}) {
+        const Problem p = prefill(n, d, causal);
+        const Schedule s = make_schedule(p, request("flash2", {{"block_r", 64}, {"block_c", 32}}), h100());
+        const Work w = s.total();
+        INFO(fmt::format("d={} N={} causal={} tiles from {}", d, n, causal, s.tiles_from));
+        for (const auto& [tensor, bytes] : flash_hbm_bytes(p, s.block_r, s.block_c, 2.0))
+          CHECK(bytes_of(w, tensor) == bytes);
+      }
+  const Problem p = prefill(300, 64, true, 2, 1);
+  const Schedule s = make_schedule(p, request("naive"), h100());
+  for (const auto& [tensor, bytes] : naive_hbm_bytes(p, 4.0)) CHECK(bytes_of(s.total(), tensor) == bytes);
+}
+
+TEST_CASE("IO laws: flash < naive from N = 2 blocks; naive's S/P grow as N², flash's K/V as ⌈N/B_r⌉·N",
+          "[sim][model]") {
+  for (int64_t n : {256, 512, 1024, 2048}) {
+    const Problem p = prefill(n, 128, false);
+    const Work flash = make_schedule(p, request("flash2"), h100()).total();
+    const Work naive = make_schedule(p, request("naive"), h100()).total();
+    CHECK(flash.total_bytes() < naive.total_bytes());
+    const Problem p2 = prefill(2 * n, 128, false);
+    const Work naive2 = make_schedule(p2, request("naive"), h100()).total();
+    const Work flash2 = make_schedule(p2, request("flash2"), h100()).total();
+    CHECK(bytes_of(naive2, "s") == 4 * bytes_of(naive, "s"));
+    CHECK(bytes_of(naive2, "p") == 4 * bytes_of(naive, "p"));
+    const double blocks = std::ceil(n / 128.0), blocks2 = std::ceil(2 * n / 128.0);
+    CHECK(bytes_of(flash2, "k") / bytes_of(flash, "k") == Approx(blocks2 * 2 * n / (blocks * n)));
+  }
+  // Θ(N²d²/M): with the row block sized to the on-chip memory M (B_r = M / (4·d·2 bytes), a quarter of M
+  // for Q), K/V bytes × M / (N²·d²) stays constant as N, d and M vary.
+  double lo = 1e300, hi = 0;
+  for (int64_t d : {64, 96})
+    for (int64_t n : {2048, 4096})
+      for (int64_t m : {32768, 65536, 131072}) {
+        const int64_t br = m / (4 * d * 2);
+        if (br > 256) continue;
+        const Work w = make_schedule(prefill(n, d, false, 1, 1), request("flash2", {{"block_r", br}}), h100()).total();
+        const double law = bytes_of(w, "k") * double(m) / (double(n) * n * d * d);
+        lo = std::min(lo, law), hi = std::max(hi, law);
+      }
+  CHECK(hi / lo < 1.05);
+}
+
+TEST_CASE("quantized formats: the model's bytes are what the formats imply (hand counts)", "[sim][model]") {
+  // int_flash, d = 64 (traits 128 × 64), N = 256: two row blocks each read all 4 K and V tiles.
+  const Problem p = prefill(256, 64, false, 1, 1);
+  const Work w = make_schedule(p, request("int_flash"), h100()).total();
+  CHECK(bytes_of(w, "q") == 256 * 64);               // INT8
+  CHECK(bytes_of(w, "k") == 2 * 256 * 64);           // INT8, re-read by 2 row blocks
+  CHECK(bytes_of(w, "scales") == 256 * 4 + 2 * 4 * 2 * 64 * 4);  // Q's token scales + K/V row scales per tile
+  CHECK(bytes_of(w, "o") == 256 * 64 * 2);           // FP16
+  // turbo decode reads its cache: equal to the bytes the reference says the cache holds.
+  Problem dec = prefill(640, 128, false, 1, 1);
+  dec.phase = Phase::decode, dec.q_len = 1;
+  for (int n_h : {0, 1}) {
+    const VariantRequest t = request("turbo", {{"two_bit_heads", n_h}});
+    const Work cache = make_schedule(dec, t, h100()).total();
+    const QKV in = data::generate(dec, "normal", ParamValues::defaults(data::find_generator("normal")->params), 1);
+    const int64_t ref = find_variant("turbo")->reference(dec, in, t.params, {}).kv_cache_bytes;
+    CHECK(bytes_of(cache, "k") + bytes_of(cache, "v") + bytes_of(cache, "scales") == double(ref));
+  }
+}
+
+TEST_CASE("time scales with the bounding resource", "[sim][model]") {
+  // Memory-bound: decode of a long sequence. Compute-bound: a large prefill.
+  Problem dec = prefill(32768, 128, false, 32, 8);
+  dec.phase = Phase::decode, dec.q_len = 1;
+  const Problem pre = prefill(4096, 128, false, 32, 32);
+  GpuSpec fast_mem = h100(), fast_compute = h100();
+  fast_mem.hbm_bandwidth_gbs *= 2;
+  for (auto& [_, v] : fast_compute.tensor_tflops) v *= 2;
+  fast_compute.fp32_tflops *= 2, fast_compute.sfu_exp2_per_clk_per_sm *= 2;
+  fast_compute.cvt_per_clk_per_sm *= 2, fast_compute.int32_per_clk_per_sm *= 2;
+  const double launch = kLaunchUs * 1e-3;
+  const Schedule sd = make_schedule(dec, request("flash2"), h100());
+  const Prediction d0 = predict(sd, h100()), d1 = predict(sd, fast_mem), d2 = predict(sd, fast_compute);
+  CHECK(d0.bound == "memory");
+  CHECK((d1.time_ms - 2 * launch) == Approx((d0.time_ms - 2 * launch) / 2).epsilon(1e-9));
+  CHECK(d2.time_ms == Approx(d0.time_ms).epsilon(1e-9));
+  const Schedule sp = make_schedule(pre, request("flash2"), h100());
+  const Prediction p0 = predict(sp, h100()), p1 = predict(sp, fast_mem), p2 = predict(sp, fast_compute);
+  CHECK(p0.bound == "mma_fp16");
+  CHECK(p1.time_ms == Approx(p0.time_ms).epsilon(1e-9));
+  CHECK((p2.time_ms - launch) == Approx((p0.time_ms - launch) / 2).epsilon(1e-9));
+}
+
+TEST_CASE("SAS moves the exponential from the SFU to the FMA units", "[sim][model]") {
+  const Problem p = prefill(1024, 128, false);
+  const Work sas = make_schedule(p, request("turbo"), h100()).total();
+  const Work exact = make_schedule(p, request("turbo", {{"exact_exp", true}}), h100()).total();
+  const double scores = 4.0 * 1024 * 1024;  // heads × N² (non-causal; B_r divides N)
+  CHECK(sas.ops.count(Unit::sfu) == 0);
+  CHECK(exact.ops.at(Unit::sfu) == scores);
+  CHECK(sas.ops.at(Unit::fp32_fma) - exact.ops.at(Unit::fp32_fma) == scores * (6 - 0));
+  CHECK(sas.ops.at(Unit::cvt) - exact.ops.at(Unit::cvt) == scores);  // floor
+}
+
+TEST_CASE("GPU specs: every shipped spec loads; bad specs name the field", "[sim][model][bad-input]") {
+  CHECK(all_gpu_specs().size() >= 5);
+  CHECK(test::starts(test::input_error([] { load_gpu_spec("h900"); }), "gpu_model: unknown GPU 'h900'"));
+  const std::filesystem::path dir = std::filesystem::path(ATTNLAB_TEST_TMP) / "specs";
+  std::filesystem::create_directories(dir);
+  std::ifstream in(specs_dir() + "/h100-sxm5.json");
+  const nlohmann::json good = nlohmann::json::parse(in);
+  const auto error_for = [&](const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json j = good;
+    edit(j);
+    const std::string path = (dir / "h100-sxm5.json").string();
+    std::ofstream(path) << j.dump();
+    return test::input_error([&] { load_gpu_spec_file(path); });
+  };
+  CHECK(error_for([](auto& j) { j.erase("sm_count"); }).find("sm_count: missing") != std::string::npos);
+  CHECK(error_for([](auto& j) { j["hbm_bandwidth_gbs"]["value"] = 0; }).find("hbm_bandwidth_gbs: must be positive") !=
+        std::string::npos);
+  CHECK(error_for([](auto& j) { j["l2_bytes"].erase("source"); }).find("l2_bytes") != std::string::npos);
+  CHECK(error_for([](auto& j) { j["tensor_tflops"]["fp4"] = {{"value", 1}, {"source", "x"}}; })
+            .find("tensor_tflops.fp4") != std::string::npos);
+  CHECK(error_for([](auto& j) { j["measured"] = {{"efficiency", {{"mma_fp16", 3.0}}}}; })
+            .find("measured.efficiency.mma_fp16") != std::string::npos);
+  CHECK(error_for([](auto& j) { j["id"] = "h100"; }).find(".id") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace attnlab::sim
