@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/sweep.h"
 #include "core/registry.h"
+#include "sim/calibrate.h"
 #include "sim/capacity.h"
 #include "sim/gpu_spec.h"
 
@@ -185,6 +186,38 @@ int capacity_command(const CapacityOptions& o) {
                       num(first > 0 ? c.tokens_per_s / first : 0, "{:.2f}")});
   }
   print_table(t);
+  return 0;
+}
+
+int calibrate_command(const CalibrateOptions& o) {
+  std::string file_gpu;
+  const std::vector<sim::Measurement> m = sim::load_measurements(o.measurements, &file_gpu);
+  const std::string gpu_id = o.gpu.empty() ? file_gpu : o.gpu;
+  if (gpu_id.empty()) throw InputError("--gpu: not given and the measurements file names no GPU");
+  if (!o.gpu.empty() && !file_gpu.empty() && o.gpu != file_gpu)
+    throw InputError(fmt::format("--gpu: '{}' but the measurements were taken on '{}'", o.gpu, file_gpu));
+  const sim::GpuSpec g = sim::load_gpu_spec(gpu_id);
+  const sim::Calibration c = sim::calibrate(g, m);
+  views::Table t;
+  t.columns = {{"kernel", "kernel", ""},          {"measured_ms", "measured", "ms"}, {"before_ms", "model before", "ms"},
+               {"after_ms", "model after", "ms"}, {"loo_ms", "leave-one-out", "ms"}, {"error_after", "error after", "%"}};
+  for (const auto& r : c.rows) {
+    auto ms = [](double x) { return views::Cell{fmt::format("{:.4f}", x), x}; };
+    const double err = (r.after_ms / r.measured_ms - 1) * 100;
+    t.rows.push_back({views::Cell{r.label, std::nan("")}, ms(r.measured_ms), ms(r.before_ms), ms(r.after_ms),
+                      ms(r.loo_ms), views::Cell{fmt::format("{:+.1f}", err), err}});
+  }
+  print_table(t);
+  for (const auto& [u, e] : c.efficiency) fmt::print("efficiency {:<10} {:.3f}\n", u, e);
+  if (!c.not_identifiable.empty())
+    fmt::print("not identifiable from these measurements (left at 1): {}\n", fmt::join(c.not_identifiable, ", "));
+  fmt::print("median |error|: before {:.1f}%, after {:.1f}%, leave-one-out {:.1f}%\n", 100 * c.median_error_before,
+             100 * c.median_error_after, 100 * c.median_error_loo);
+  if (!o.dry_run) {
+    const std::string path = sim::specs_dir() + "/" + gpu_id + ".json";
+    report::write_file_atomically(path, sim::spec_with_calibration(path, c, m.size()));
+    fmt::print("wrote the factors into {}\n", path);
+  }
   return 0;
 }
 

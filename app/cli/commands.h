@@ -39,6 +39,13 @@ struct CapacityOptions {
 };
 int capacity_command(const CapacityOptions& o);
 
+struct CalibrateOptions {
+  std::string measurements;
+  std::string gpu;       // default: the measurements file's "gpu"
+  bool dry_run = false;  // print, do not write the spec
+};
+int calibrate_command(const CalibrateOptions& o);
+
 int presets_command();
 int gpus_command();  // the GPU specs the cost model knows
 

@@ -45,6 +45,12 @@ int main(int argc, char** argv) {
   capacity_cmd->add_option("--context", capacity.context, "tokens of context per sequence");
   capacity_cmd->add_option("--config", capacity.config, "compare the variants of this experiment config instead");
 
+  CalibrateOptions calibrate;
+  auto* calibrate_cmd = app.add_subcommand("calibrate", "fit the cost model's per-unit efficiency factors to measured kernel times");
+  calibrate_cmd->add_option("--measurements", calibrate.measurements, "measurements JSON (attnlab bench --out)")->required();
+  calibrate_cmd->add_option("--gpu", calibrate.gpu, "the GPU spec to calibrate (default: the file's)");
+  calibrate_cmd->add_flag("--dry-run", calibrate.dry_run, "print the fit without writing the spec");
+
   auto* gpus_cmd = app.add_subcommand("gpus", "list the GPU specifications the cost model knows (sim/specs)");
   app.add_subcommand("presets", "list the example experiments and lessons in configs/");
 
@@ -60,6 +66,7 @@ int main(int argc, char** argv) {
     if (*sweep_cmd) return sweep_command(sweep);
     if (*gpus_cmd) return gpus_command();
     if (*capacity_cmd) return capacity_command(capacity);
+    if (*calibrate_cmd) return calibrate_command(calibrate);
     return presets_command();
   } catch (const attnlab::InputError& e) {
     std::fprintf(stderr, "attnlab: error: %s\n", e.what());
