@@ -14,7 +14,11 @@ const std::vector<VariantSpec>& variant_registry() {
   static const std::vector<VariantSpec> table = {
       variants::naive(),
       variants::flash2(),
+      variants::flash3_fp8(),
+      variants::int_flash(),
       variants::turbo(),
+      variants::kivi(),
+      variants::fireq(),
   };
   return table;
 }

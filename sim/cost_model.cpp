@@ -78,8 +78,7 @@ Prediction predict(const Schedule& s, const GpuSpec& g, const ModelOptions& o) {
   // reuse shrinks in proportion).
   pr.dram_bytes = w.total_bytes();
   if (o.l2_reuse && s.kv_unique_bytes > 0) {
-    double tile_kv = 0;
-    for (const auto& c : s.classes) tile_kv += c.count * double(c.tiles) * s.tile_kv_bytes();
+    const double tile_kv = s.kv_read_bytes();
     const double heads_in_flight = std::max(1.0, slots / std::max(1.0, s.ctas_per_head));
     const double per_head = s.kv_unique_bytes / s.kv_heads_total;
     const double reuse = std::min(1.0, g.l2_bytes / (heads_in_flight * per_head));

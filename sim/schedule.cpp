@@ -48,19 +48,19 @@ double Schedule::ctas() const {
   return n;
 }
 
-double Schedule::tile_kv_bytes() const {
-  double b = 0;
-  for (const char* t : {"k", "v", "scales"})
-    if (per_tile.bytes.count(t)) b += per_tile.bytes.at(t);
-  return b;
+double Schedule::kv_read_bytes() const {
+  double keys = 0;
+  for (const auto& c : classes) keys += c.count * c.keys;
+  return per_key.total_bytes() * keys;
 }
 
 Work Schedule::total() const {
   Work t = extra;
   for (const auto& c : classes) {
-    t += prologue.scaled(c.count);
+    t += per_row.scaled(c.count * c.rows);
+    t += per_key.scaled(c.count * c.keys);
     t += per_tile.scaled(c.count * double(c.tiles));
-    t += epilogue.scaled(c.count);
+    t += per_cta.scaled(c.count);
   }
   return t;
 }
@@ -181,14 +181,14 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
   const double rows_per_cta = decode ? double(p.group()) : Br;      // decode packs the group's query heads
   const double mma_rows = decode ? std::max(16.0, rows_per_cta) : Br;  // M padded to mma.sync's 16
   const double scores = rows_per_cta * Bc;
-  // Per KV tile: K and V in, both products, the online softmax and the variant's extras.
-  s.per_tile.bytes = {{"k", Bc * d * kv_bytes}, {"v", Bc * d * kv_bytes}};
-  if (kv_scale > 0) s.per_tile.bytes["scales"] = 2 * Bc * kv_scale;
+  // Per key read: K and V (and their scales); per KV tile: both products, the online softmax, extras.
+  s.per_key.bytes = {{"k", d * kv_bytes}, {"v", d * kv_bytes}};
+  if (kv_scale > 0) s.per_key.bytes["scales"] = 2 * kv_scale;
   s.per_tile.ops[f->mma] = 2 * (2 * mma_rows * Bc * d);
   // turbo's exact_exp switch puts the exponential back on the SFU.
   const bool sas = f->sas && !(declares(v, "exact_exp") && v.params.flag("exact_exp"));
   if (sas) {
-    s.per_tile.ops[Unit::fp32_fma] = scores * (3 + 6) + rows_per_cta * d;  // softmax (3) + SAS (6) + O rescale
+    s.per_tile.ops[Unit::fp32_fma] = scores * (3 + 6 + f->fma_per_score) + rows_per_cta * d;  // softmax, SAS, O rescale
     s.per_tile.ops[Unit::cvt] = scores * (1 + f->cvt_per_score);
     s.per_tile.ops[Unit::int32] = scores;
   } else {
@@ -196,26 +196,27 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
     s.per_tile.ops[Unit::sfu] = scores;
     s.per_tile.ops[Unit::cvt] = scores * f->cvt_per_score;
   }
-  if (sas) s.per_tile.ops[Unit::fp32_fma] += scores * f->fma_per_score;
   s.per_tile.ops[Unit::cvt] += 2 * Bc * d * f->cvt_per_kv;
   if (f->int32_per_kv > 0) s.per_tile.ops[Unit::int32] += 2 * Bc * d * f->int32_per_kv;
   if (v.id == "turbo" && !decode) s.per_tile.ops[Unit::fp32_fma] += 2 * Bc * d * 2;  // per-tile max|·| and divide
 
-  // Prologue: Q (and its scales); epilogue: O and the logsumexp.
-  s.prologue.bytes = {{"q", rows_per_cta * d * f->q}};
-  if (f->q_scale > 0) s.prologue.bytes["scales"] = rows_per_cta * f->q_scale;
-  if (v.id == "flash3_fp8" || v.id == "turbo") s.prologue.ops[Unit::fp32_fma] = rows_per_cta * d * 2;  // Q's scale
-  s.epilogue.bytes = {{"o", rows_per_cta * d * f->o}, {"lse", rows_per_cta * 4}};
-  s.epilogue.ops[Unit::fp32_fma] = rows_per_cta * d;  // O / ℓ
+  // Per query row: Q (and its scale) in, O and the logsumexp out. Per CTA: Q's scaling, O / ℓ.
+  s.per_row.bytes = {{"q", d * f->q}, {"o", d * f->o}, {"lse", 4}};
+  if (f->q_scale > 0) s.per_row.bytes["scales"] = f->q_scale;
+  if (v.id == "flash3_fp8" || v.id == "turbo") s.per_cta.ops[Unit::fp32_fma] = rows_per_cta * d * 2;
+  s.per_cta.ops[Unit::fp32_fma] += rows_per_cta * d;
 
   if (!decode) {
     // One CTA per (batch, query head, row block); causal CTAs stop at the last tile their rows see.
-    std::map<int64_t, double> by_tiles;
+    std::map<std::pair<int64_t, int64_t>, double> by_shape;  // (tiles, rows) → CTAs
     for (int64_t row0 = 0; row0 < p.q_len; row0 += s.block_r) {
-      const int64_t last = std::min<int64_t>(row0 + s.block_r, p.q_len) - 1;
-      by_tiles[(p.visible_keys(last) + s.block_c - 1) / s.block_c] += double(p.batch * p.q_heads);
+      const int64_t rows = std::min<int64_t>(s.block_r, p.q_len - row0);
+      by_shape[{(p.visible_keys(row0 + rows - 1) + s.block_c - 1) / s.block_c, rows}] += double(p.batch * p.q_heads);
     }
-    for (const auto& [tiles, count] : by_tiles) s.classes.push_back({count, tiles});
+    for (const auto& [shape, count] : by_shape) {
+      const double keys = double(std::min<int64_t>(shape.first * s.block_c, p.kv_len));
+      s.classes.push_back({count, shape.first, double(shape.second), keys});
+    }
     s.ctas_per_head = std::ceil(double(p.q_len) / Br) * double(p.group());
     s.smem_bytes = Br * d * f->q + double(s.stages) * Bc * d * kv_bytes * 2;
     if (v.id == "turbo") {  // Alg. 1 writes the compressed cache once per KV block
@@ -225,14 +226,15 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
       s.explain.push_back("Alg. 1: the compressed cache is written once, by the first row block");
     }
   } else {
-    // Flash-decoding: split each (batch, KV head)'s keys over `splits` CTAs, then combine.
+    // Flash-decoding: split each (batch, KV head)'s keys over `splits` CTAs, then combine. Each CTA
+    // handles the group's query rows together; its keys are the sequence's share (the last may be short).
     const double tiles_total = std::ceil(double(p.kv_len) / Bc);
     const double pairs = double(p.batch * p.kv_heads);
     // Enough splits for two CTAs per SM, at most the traits' limit and one tile each.
     const double want = std::ceil(2.0 * gpu.sm_count / pairs);
     s.splits = static_cast<int>(std::max(1.0, std::min({double(s.splits), tiles_total, want})));
     const int64_t tiles_each = static_cast<int64_t>(std::ceil(tiles_total / s.splits));
-    s.classes.push_back({pairs * s.splits, tiles_each});
+    s.classes.push_back({pairs * s.splits, tiles_each, rows_per_cta / s.splits, double(p.kv_len) / s.splits});
     s.ctas_per_head = s.splits;
     s.smem_bytes = mma_rows * d * 2 + double(s.stages) * Bc * d * 2 * 2;
     // Combine: every split writes its partial O (FP32) and (m, ℓ); one pass reads them back.

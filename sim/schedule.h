@@ -32,8 +32,10 @@ struct Work {
 };
 
 struct CtaClass {
-  double count = 0;  // CTAs of this class
+  double count = 0;   // CTAs of this class
   int64_t tiles = 0;  // KV-tile iterations each runs
+  double rows = 0;    // query rows each really has (a ragged last row block has fewer than B_r)
+  double keys = 0;    // keys each really reads (the last tile may be short)
 };
 
 struct Schedule {
@@ -41,7 +43,12 @@ struct Schedule {
   std::string tiles_from;  // "kernel traits" or "variant parameters"
   int block_r = 0, block_c = 0, warps = 4, stages = 2, regs_per_thread = 255, splits = 1;
   std::vector<CtaClass> classes;  // the grid, grouped by loop length
-  Work prologue, per_tile, epilogue;  // per CTA
+  // Bytes follow the real rows and keys (a kernel predicates its loads); operations follow full tiles
+  // (the tensor cores compute on whole fragments, padding included).
+  Work per_row;   // bytes per query row: Q in, O and the logsumexp out, their scales
+  Work per_key;   // bytes per key read: K, V, their scales (or the cache's codes, scales and zero points)
+  Work per_tile;  // operations per KV-tile iteration (full B_r × B_c tile)
+  Work per_cta;   // operations per CTA outside the loop (Q's scaling, O / ℓ)
   Work extra;                         // whole-grid work outside the CTAs' loops (combine pass, unfused passes)
   double smem_bytes = 0;              // on-chip footprint per CTA
   double kv_unique_bytes = 0;         // K/V (and their scales) of every KV head, each byte once
@@ -51,8 +58,8 @@ struct Schedule {
   std::vector<std::string> explain;   // one line per modelling decision, for the report and the GUI
 
   double ctas() const;
-  double tile_kv_bytes() const;  // K, V and scale bytes of one per_tile iteration
-  Work total() const;  // every CTA's prologue + tiles × per_tile + epilogue, plus extra
+  double kv_read_bytes() const;  // K/V bytes (and their scales) all CTAs read
+  Work total() const;  // every CTA's rows, keys, tiles and fixed work, plus extra
 };
 
 // The schedule of `v` on problem p for `gpu` (decode splits the KV sequence to fill its SMs). Throws
