@@ -20,7 +20,7 @@ namespace {
 
 constexpr double kLo = -3.912, kHi = 0.405;  // ln 0.02, ln 1.5
 constexpr int kSweeps = 40;
-constexpr double kPrior = 1e-3;
+constexpr double kPrior = 1e-5;
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -32,10 +32,10 @@ double median(std::vector<double> v) {
 struct Fitter {
   GpuSpec gpu;
   ModelOptions options;
-  std::vector<Schedule> schedules;
+  std::vector<Layout> layouts;  // the efficiency-independent half of each prediction, computed once
   std::vector<double> measured;
 
-  double predict_one(size_t i) const { return predict(schedules[i], gpu, options).time_ms; }
+  double predict_one(size_t i) const { return timing(layouts[i], gpu).time_ms; }
 
   // Σ (ln t_model − ln t_measured)² over the rows in `use`, plus a weak pull of every factor towards the
   // datasheet (kPrior·Σ ln² factor): when two units could explain a time (e.g. a slow MMA or a very slow
@@ -134,16 +134,19 @@ Calibration calibrate(const GpuSpec& gpu, const std::vector<Measurement>& m, con
   f.gpu.efficiency.clear();
   std::set<std::string> used = {"hbm"};
   for (const auto& x : m) {
-    f.schedules.push_back(make_schedule(x.problem, x.variant, gpu));
+    f.layouts.push_back(layout(make_schedule(x.problem, x.variant, gpu), gpu, o, nullptr));
     f.measured.push_back(x.median_ms);
-    for (const auto& [u, ops] : f.schedules.back().total().ops)
+    for (const auto& [u, ops] : f.layouts.back().work.ops)
       if (ops > 0) used.insert(to_string(u));
   }
   // Fit the units that bound the most uncalibrated predictions first: coordinate descent settles on the
   // first unit that can explain a time, and that should be the one on the critical path, not a pipe the
   // datasheet says has room to spare.
   std::map<std::string, int> binds;
-  for (const auto& s : f.schedules) ++binds[predict(s, f.gpu, o).bound == "memory" ? "hbm" : predict(s, f.gpu, o).bound];
+  for (const auto& l : f.layouts) {
+    const std::string b = timing(l, f.gpu).bound;
+    ++binds[b == "memory" ? "hbm" : b];
+  }
   std::vector<std::string> units(used.begin(), used.end());
   std::stable_sort(units.begin(), units.end(), [&](const auto& a, const auto& b) { return binds[a] > binds[b]; });
   std::vector<size_t> all(m.size());
@@ -160,12 +163,12 @@ Calibration calibrate(const GpuSpec& gpu, const std::vector<Measurement>& m, con
       if (k != i) others.push_back(k);
     double loo = f.predict_one(i);
     if (!others.empty()) {
-      Fitter g{gpu, o, f.schedules, f.measured};
+      Fitter g{gpu, o, f.layouts, f.measured};
       g.gpu.efficiency.clear();
       g.fit(units, others, nullptr);
       loo = g.predict_one(i);
     }
-    c.rows.push_back({m[i].label, m[i].median_ms, before[i], predict(f.schedules[i], fitted, o).time_ms, loo});
+    c.rows.push_back({m[i].label, m[i].median_ms, before[i], timing(f.layouts[i], fitted).time_ms, loo});
   }
   std::vector<double> eb, ea, el;
   for (const auto& r : c.rows) {

@@ -3,7 +3,7 @@
 // The model (cost_model.h) divides each unit's work by peak × efficiency. Calibration fits one factor per
 // execution unit (hbm, mma_fp16, mma_int8, exp_sfu, …: a handful of interpretable numbers, never a
 // curve per kernel) by minimizing Σᵢ (ln t_model,i − ln t_measured,i)² — relative errors, so short and
-// long kernels weigh the same — plus 10⁻³·Σ ln² factor, a weak pull towards the datasheet that picks,
+// long kernels weigh the same — plus 10⁻⁵·Σ ln² factor, a weak pull towards the datasheet that picks,
 // among units that could equally explain a time, the one needing the smaller correction. Coordinate descent on ln(factor) ∈ [ln 0.02, ln 1.5] with a golden-section
 // line search per unit; a unit whose factor moves no prediction (never on a critical path in these
 // measurements) stays at 1 and is reported as not identifiable. Leave-one-out: each measurement is

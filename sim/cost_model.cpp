@@ -58,66 +58,83 @@ double tail_factor(const Schedule& s, double slots) {
 
 }  // namespace
 
+Layout layout(const Schedule& s, const GpuSpec& g, const ModelOptions& o, std::vector<std::string>* explain) {
+  std::vector<std::string> scratch;
+  std::vector<std::string>& ex = explain ? *explain : scratch;
+  Layout l;
+  l.variant = s.variant;
+  l.stages = s.stages;
+  l.work = s.total();
+  l.ctas_per_sm = ctas_per_sm(s, g, ex);
+  l.slots = double(g.sm_count) * l.ctas_per_sm;
+  // DRAM bytes. With L2 reuse, the row blocks of one head re-read its K/V tiles at about the same time,
+  // so only the first read reaches DRAM — as long as the K/V of the heads in flight fit in L2 (else the
+  // reuse shrinks in proportion).
+  l.dram_bytes = l.work.total_bytes();
+  if (o.l2_reuse && s.kv_unique_bytes > 0) {
+    const double heads_in_flight = std::max(1.0, l.slots / std::max(1.0, s.ctas_per_head));
+    const double per_head = s.kv_unique_bytes / s.kv_heads_total;
+    const double reuse = std::min(1.0, g.l2_bytes / (heads_in_flight * per_head));
+    const double saved = reuse * std::max(0.0, s.kv_read_bytes() - s.kv_unique_bytes);
+    l.dram_bytes -= saved;
+    if (explain)
+      ex.push_back(fmt::format("L2 reuse: {:.0f}% of the K/V re-reads hit L2 ({:.1f} MiB of K/V re-reads saved)",
+                               reuse * 100, saved / (1 << 20)));
+  }
+  l.tail_factor = s.classes.empty() ? 1.0 : std::max(1.0, tail_factor(s, l.slots));
+  l.launches = s.classes.empty() ? 3 : (s.extra.bytes.count("partials") ? 2 : 1);
+  return l;
+}
+
+Timing timing(const Layout& l, const GpuSpec& g) {
+  Timing t;
+  for (const auto& [u, ops] : l.work.ops) {
+    if (ops <= 0) continue;
+    double rate = g.peak(u) * g.efficiency_of(u);
+    if (is_tensor(u)) rate *= g.mma_sync_fraction;
+    if (!(rate > 0))
+      fail_input("model", fmt::format("{} needs {} units, which the {} does not have", l.variant, to_string(u), g.name));
+    const double tu = ops / rate;
+    t.unit_ms[to_string(u)] = tu * 1e3;
+    if (is_tensor(u) && tu > t.t_tensor) t.t_tensor = tu, t.tensor_unit = to_string(u);
+    if (!is_tensor(u) && tu > t.t_simt) t.t_simt = tu, t.simt_unit = to_string(u);
+  }
+  t.t_mem = l.dram_bytes / (g.peak(Unit::hbm) * g.efficiency_of(Unit::hbm));
+  t.unit_ms["hbm"] = t.t_mem * 1e3;
+  const double t_compute = std::max(t.t_tensor, t.t_simt) + std::min(t.t_tensor, t.t_simt) / l.ctas_per_sm;
+  t.t_body = l.stages >= 2 ? std::max(t.t_mem, t_compute) : t.t_mem + t_compute;
+  t.time_ms = t.t_body * l.tail_factor * 1e3 + l.launches * kLaunchUs * 1e-3;
+  if (t.t_mem >= t_compute) t.bound = "memory";
+  else t.bound = t.t_tensor >= t.t_simt ? t.tensor_unit : t.simt_unit;
+  return t;
+}
+
 Prediction predict(const Schedule& s, const GpuSpec& g, const ModelOptions& o) {
   Prediction pr;
   pr.gpu = g.id;
   pr.explain = s.explain;
   pr.explain.push_back(fmt::format("tiles: B_r = {}, B_c = {} from the {}; {} warps, {} stage(s)", s.block_r,
                                    s.block_c, s.tiles_from, s.warps, s.stages));
-  const Work w = s.total();
-  pr.hbm_bytes = w.bytes;
+  const Layout l = layout(s, g, o, &pr.explain);
+  const Timing t = timing(l, g);
+  pr.hbm_bytes = l.work.bytes;
+  for (const auto& [u, ops] : l.work.ops)
+    if (ops > 0) pr.ops[to_string(u)] = ops;
+  pr.dram_bytes = l.dram_bytes;
   pr.smem_bytes = s.smem_bytes;
   pr.ctas = s.ctas();
-
-  const int k = ctas_per_sm(s, g, pr.explain);
-  pr.ctas_per_sm = k;
-  const double slots = double(g.sm_count) * k;
-
-  // DRAM bytes. With L2 reuse, the row blocks of one head re-read its K/V tiles at about the same time,
-  // so only the first read reaches DRAM — as long as the K/V of the heads in flight fit in L2 (else the
-  // reuse shrinks in proportion).
-  pr.dram_bytes = w.total_bytes();
-  if (o.l2_reuse && s.kv_unique_bytes > 0) {
-    const double tile_kv = s.kv_read_bytes();
-    const double heads_in_flight = std::max(1.0, slots / std::max(1.0, s.ctas_per_head));
-    const double per_head = s.kv_unique_bytes / s.kv_heads_total;
-    const double reuse = std::min(1.0, g.l2_bytes / (heads_in_flight * per_head));
-    const double saved = reuse * std::max(0.0, tile_kv - s.kv_unique_bytes);
-    pr.dram_bytes -= saved;
-    pr.explain.push_back(fmt::format("L2 reuse: {:.0f}% of the K/V re-reads hit L2 ({:.1f} MiB of K/V re-reads saved)",
-                                     reuse * 100, saved / (1 << 20)));
-  }
-  pr.waves = pr.ctas / slots;
-  pr.occupancy = double(k * s.warps) / (g.max_threads_per_sm / 32.0);
-
-  double t_tensor = 0, t_simt = 0;
-  std::string tensor_unit = "tensor", simt_unit = "fp32_fma";
-  for (const auto& [u, ops] : w.ops) {
-    if (ops <= 0) continue;
-    double rate = g.peak(u) * g.efficiency_of(u);
-    if (is_tensor(u)) rate *= g.mma_sync_fraction;
-    if (!(rate > 0))
-      fail_input("model", fmt::format("{} needs {} units, which the {} does not have", s.variant, to_string(u), g.name));
-    const double t = ops / rate;
-    pr.ops[to_string(u)] = ops;
-    pr.unit_ms[to_string(u)] = t * 1e3;
-    if (is_tensor(u) && t > t_tensor) t_tensor = t, tensor_unit = to_string(u);
-    if (!is_tensor(u) && t > t_simt) t_simt = t, simt_unit = to_string(u);
-  }
-  const double t_mem = pr.dram_bytes / (g.peak(Unit::hbm) * g.efficiency_of(Unit::hbm));
-  pr.unit_ms["hbm"] = t_mem * 1e3;
-  const double t_compute = std::max(t_tensor, t_simt) + std::min(t_tensor, t_simt) / k;
-  const double t_body = s.stages >= 2 ? std::max(t_mem, t_compute) : t_mem + t_compute;
-  pr.tail_factor = s.classes.empty() ? 1.0 : std::max(1.0, tail_factor(s, slots));
-  const int launches = s.classes.empty() ? 3 : (s.extra.bytes.count("partials") ? 2 : 1);
-  pr.time_ms = t_body * pr.tail_factor * 1e3 + launches * kLaunchUs * 1e-3;
-  if (t_mem >= t_compute) pr.bound = "memory";
-  else pr.bound = t_tensor >= t_simt ? tensor_unit : simt_unit;
+  pr.ctas_per_sm = l.ctas_per_sm;
+  pr.waves = pr.ctas / l.slots;
+  pr.occupancy = double(l.ctas_per_sm * s.warps) / (g.max_threads_per_sm / 32.0);
+  pr.tail_factor = l.tail_factor;
+  pr.unit_ms = t.unit_ms;
+  pr.time_ms = t.time_ms;
+  pr.bound = t.bound;
   pr.explain.push_back(fmt::format(
       "t_mem {:.4f} ms, t_tensor {:.4f} ms ({}), t_simt {:.4f} ms ({}), overlap → body {:.4f} ms; tail ×{:.3f} over "
       "{:.2f} waves; {} launch(es)",
-      t_mem * 1e3, t_tensor * 1e3, tensor_unit, t_simt * 1e3, simt_unit, t_body * 1e3, pr.tail_factor, pr.waves,
-      launches));
+      t.t_mem * 1e3, t.t_tensor * 1e3, t.tensor_unit, t.t_simt * 1e3, t.simt_unit, t.t_body * 1e3, l.tail_factor,
+      pr.waves, l.launches));
   return pr;
 }
 

@@ -51,4 +51,21 @@ inline constexpr double kLaunchUs = 4.0;
 // Throws InputError when the schedule's CTA does not fit the GPU (shared memory per CTA).
 Prediction predict(const Schedule& s, const GpuSpec& gpu, const ModelOptions& o = {});
 
+// predict() in two halves, for calibration's many evaluations: the part that does not depend on the
+// efficiency factors (steps 1 and 4, the DRAM bytes) and the part that does (steps 2, 3 and 5).
+struct Layout {
+  std::string variant;
+  Work work;
+  int ctas_per_sm = 1, stages = 2, launches = 1;
+  double slots = 1, dram_bytes = 0, tail_factor = 1;
+};
+Layout layout(const Schedule& s, const GpuSpec& gpu, const ModelOptions& o, std::vector<std::string>* explain);
+
+struct Timing {
+  double t_mem = 0, t_tensor = 0, t_simt = 0, t_body = 0, time_ms = 0;  // seconds, except time_ms
+  std::string tensor_unit = "tensor", simt_unit = "fma_fp32", bound;
+  std::map<std::string, double> unit_ms;
+};
+Timing timing(const Layout& l, const GpuSpec& gpu);
+
 }  // namespace attnlab::sim
