@@ -265,6 +265,29 @@ TEST_CASE("turbo: SAS changes the output by what SAS's own error predicts", "[va
   }
 }
 
+TEST_CASE("turbo with an 8-bit cache and exact exp is INT8 flash attention, as int_flash is", "[variants][turbo]") {
+  // Both quantize Q, K, V to INT8 and P to INT8 with exact exp; they differ only in granularity (turbo:
+  // blocks and max/119; int_flash: tokens, a tensor scale for V, and R = 127) — rounding choices of the
+  // same size. So their errors against FP64 are within 2× of each other, and they differ from each other
+  // by no more than the sum of their errors (independent roundings: about √2 × each).
+  for (Phase phase : {Phase::prefill}) {
+    const Problem p = problem_for(128, 1024, true, true, phase);
+    const QKV in = inputs(p, "normal", 31);
+    const TensorF64 truth = attention_fp64(p, in);
+    const Tensor t = run(p, in, params({{"exact_exp", true}, {"bits_hi", 8}})).o;
+    const VariantSpec iv = variants::int_flash();
+    const Tensor i = iv.reference(p, in, ParamValues::defaults(iv.params), {}).o;
+    const double et = compare_to_truth(t, truth).rel_l2, ei = compare_to_truth(i, truth).rel_l2;
+    TensorF64 i64(i.shape());
+    for (int64_t k = 0; k < i.size(); ++k) i64.data()[k] = i.data()[k];
+    const double between = compare_to_truth(t, i64).rel_l2;
+    WARN(fmt::format("rel_l2 turbo(exact exp) {:.3e}, int_flash {:.3e}, between them {:.3e}", et, ei, between));
+    CHECK(et / ei < 2.0);
+    CHECK(ei / et < 2.0);
+    CHECK(between <= et + ei);
+  }
+}
+
 TEST_CASE("turbo probes have the documented shapes (core/variants/README.md)", "[variants][turbo]") {
   const Problem p = problem_for(96, 300, true, true, Phase::prefill);  // B 2, H_q 4, H_kv 1
   const ReferenceOutput out = run(p, inputs(p, "llm_like", 2), params({{"block_r", 128}}));
