@@ -22,4 +22,14 @@ TensorBytes naive_hbm_bytes(const Problem& p, double elem_bytes);
 // Under causal masking a row block reads only the K/V tiles that reach its last row.
 TensorBytes flash_hbm_bytes(const Problem& p, int64_t block_r, int64_t block_c, double elem_bytes);
 
+// The backward passes (notes §2.3), every tensor in `elem_bytes` except the FP32 logsumexp.
+// Standard backward (Eq. 5) with P saved by the forward: reads Q, K, V, dO and P; dV = PᵀdO and
+// dP = dO·Vᵀ read P and write dP; dS = P∘(dP − u) reads both and writes dS; dQ = dS·K and dK = dSᵀQ
+// read dS twice: P, dP and dS move 2 + 2 + 3 times N_q·N_kv elements per head.
+TensorBytes naive_backward_hbm_bytes(const Problem& p, double elem_bytes);
+// FlashBackward: the outer loop over KV blocks j (B_c keys) loads Kⱼ, Vⱼ once and writes dKⱼ, dVⱼ once;
+// the inner loop over the query blocks i that see block j loads Qᵢ, Oᵢ, dOᵢ, dQᵢ and ξᵢ and writes dQᵢ
+// back — Θ(N²d/B_c) = Θ(N²d²/M) with B_c = Θ(M/d) (the notes' choice Λ = Θ(M/d)).
+TensorBytes flash_backward_hbm_bytes(const Problem& p, int64_t block_r, int64_t block_c, double elem_bytes);
+
 }  // namespace attnlab::sim

@@ -86,3 +86,41 @@ TEST_CASE("flash HBM traffic falls as the row block (on-chip memory M) grows: Θ
 
 }  // namespace
 }  // namespace attnlab
+
+namespace attnlab {
+namespace {
+
+TEST_CASE("backward IO laws: standard moves Θ(N²) through P, dP, dS; FlashBackward Θ(N²d²/M)", "[sim][io]") {
+  const auto sum = [](const sim::TensorBytes& b) {
+    double t = 0;
+    for (const auto& [_, v] : b) t += v;
+    return t;
+  };
+  for (int64_t n : {512, 1024, 2048}) {
+    Problem p;
+    p.batch = 1, p.q_heads = 2, p.kv_heads = 2, p.q_len = n, p.kv_len = n, p.head_dim = 64;
+    Problem p2 = p;
+    p2.q_len = p2.kv_len = 2 * n;
+    const auto nb = sim::naive_backward_hbm_bytes(p, 2), nb2 = sim::naive_backward_hbm_bytes(p2, 2);
+    CHECK(nb2.at("ds") == 4 * nb.at("ds"));
+    CHECK(nb.at("p") + nb.at("dp") + nb.at("ds") == 7.0 * 2 * n * n * 2);
+    const auto fb = sim::flash_backward_hbm_bytes(p, 64, 64, 2), fb2 = sim::flash_backward_hbm_bytes(p2, 64, 64, 2);
+    CHECK(sum(fb) < sum(nb));
+    CHECK(fb.at("k") == 2.0 * n * 64 * 2);                        // K read once
+    CHECK(fb.at("q") == 2.0 * (n / 64) * n * 64 * 2);            // Q re-read once per KV block
+    CHECK(fb2.at("q") == 4 * fb.at("q"));                          // ⌈N/B_c⌉·N
+    // Θ(N²d²/M): B_c = M/(4d) — doubling M halves the re-read traffic.
+    const auto small = sim::flash_backward_hbm_bytes(p, 64, 32, 2), big = sim::flash_backward_hbm_bytes(p, 64, 64, 2);
+    CHECK(small.at("q") == 2 * big.at("q"));
+  }
+  // Causal: a KV block is visited only by the row blocks that see it — about half the tiles.
+  Problem c;
+  c.batch = 1, c.q_heads = 1, c.kv_heads = 1, c.q_len = 1024, c.kv_len = 1024, c.head_dim = 64, c.causal = true;
+  Problem nc = c;
+  nc.causal = false;
+  const double ratio = sim::flash_backward_hbm_bytes(c, 64, 64, 2).at("q") / sim::flash_backward_hbm_bytes(nc, 64, 64, 2).at("q");
+  CHECK(ratio == Approx((16.0 * 17 / 2) / (16 * 16)));  // 136 of 256 (row block, KV block) pairs
+}
+
+}  // namespace
+}  // namespace attnlab
