@@ -21,6 +21,8 @@ namespace {
 constexpr double kLo = -3.912, kHi = 0.405;  // ln 0.02, ln 1.5
 constexpr int kSweeps = 40;
 constexpr double kPrior = 1e-5;
+constexpr const char* kOverhead = "cta_overhead_us";
+constexpr double kOverheadLo = -4.6, kOverheadHi = 3.4;  // ln 0.01 µs, ln 30 µs
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -42,8 +44,10 @@ struct Fitter {
   // conversion pipe), the explanation that needs the smaller departure from the datasheet wins.
   double loss(const std::vector<size_t>& use, bool prior = true) const {
     double s = 0;
-    if (prior)
+    if (prior) {
       for (const auto& [_, e] : gpu.efficiency) s += kPrior * std::log(e) * std::log(e);
+      s += kPrior * std::log(gpu.cta_overhead_us) * std::log(gpu.cta_overhead_us);
+    }
     for (size_t i : use) {
       const double r = std::log(predict_one(i) / measured[i]);
       s += r * r;
@@ -52,34 +56,38 @@ struct Fitter {
   }
 
   // Coordinate descent with golden-section line searches on ln(factor).
+  // The parameter called `u`: a unit's efficiency factor, or the per-wave CTA overhead (µs).
+  double& param(const std::string& u) { return u == kOverhead ? gpu.cta_overhead_us : gpu.efficiency[u]; }
+
   std::map<std::string, double> fit(const std::vector<std::string>& units, const std::vector<size_t>& use,
                                     std::vector<std::string>* flat) {
-    for (const auto& u : units) gpu.efficiency[u] = 1.0;
+    for (const auto& u : units) param(u) = 1.0;
     const double phi = (std::sqrt(5.0) - 1) / 2;
     for (int sweep = 0; sweep < kSweeps; ++sweep)
       for (const auto& u : units) {
         auto at = [&](double x) {
-          gpu.efficiency[u] = std::exp(x);
+          param(u) = std::exp(x);
           return loss(use);
         };
-        double a = kLo, b = kHi, c = b - phi * (b - a), d = a + phi * (b - a);
+        double a = u == kOverhead ? kOverheadLo : kLo, b = u == kOverhead ? kOverheadHi : kHi;
+        double c = b - phi * (b - a), d = a + phi * (b - a);
         double fc = at(c), fd = at(d);
         for (int it = 0; it < 60; ++it) {
           if (fc < fd) b = d, d = c, fd = fc, c = b - phi * (b - a), fc = at(c);
           else a = c, c = d, fc = fd, d = a + phi * (b - a), fd = at(d);
         }
-        gpu.efficiency[u] = std::exp((a + b) / 2);
+        param(u) = std::exp((a + b) / 2);
       }
     std::map<std::string, double> out;
     for (const auto& u : units) {
       // Identifiable: moving the factor by 10% either way changes the loss.
-      const double best = gpu.efficiency[u], base = loss(use, false);
-      gpu.efficiency[u] = best * 1.1;
+      const double best = param(u), base = loss(use, false);
+      param(u) = best * 1.1;
       const double up = loss(use, false);
-      gpu.efficiency[u] = best / 1.1;
+      param(u) = best / 1.1;
       const double down = loss(use, false);
       const bool moves = std::abs(up - base) > 1e-12 || std::abs(down - base) > 1e-12;
-      gpu.efficiency[u] = moves ? best : 1.0;
+      param(u) = moves ? best : 1.0;
       if (moves) out[u] = best;
       else if (flat) flat->push_back(u);
     }
@@ -132,6 +140,7 @@ Calibration calibrate(const GpuSpec& gpu, const std::vector<Measurement>& m, con
   if (m.empty()) fail_input("measurements", "nothing to calibrate from");
   Fitter f{gpu, o, {}, {}};
   f.gpu.efficiency.clear();
+  f.gpu.cta_overhead_us = 1.0;
   std::set<std::string> used = {"hbm"};
   for (const auto& x : m) {
     f.layouts.push_back(layout(make_schedule(x.problem, x.variant, gpu), gpu, o, nullptr));
@@ -148,6 +157,7 @@ Calibration calibrate(const GpuSpec& gpu, const std::vector<Measurement>& m, con
     ++binds[b == "memory" ? "hbm" : b];
   }
   std::vector<std::string> units(used.begin(), used.end());
+  units.push_back(kOverhead);
   std::stable_sort(units.begin(), units.end(), [&](const auto& a, const auto& b) { return binds[a] > binds[b]; });
   std::vector<size_t> all(m.size());
   for (size_t i = 0; i < m.size(); ++i) all[i] = i;
@@ -165,6 +175,7 @@ Calibration calibrate(const GpuSpec& gpu, const std::vector<Measurement>& m, con
     if (!others.empty()) {
       Fitter g{gpu, o, f.layouts, f.measured};
       g.gpu.efficiency.clear();
+      g.gpu.cta_overhead_us = 1.0;
       g.fit(units, others, nullptr);
       loo = g.predict_one(i);
     }
@@ -180,7 +191,8 @@ Calibration calibrate(const GpuSpec& gpu, const std::vector<Measurement>& m, con
   return c;
 }
 
-std::string spec_with_calibration(const std::string& spec_path, const Calibration& c, size_t measurements) {
+std::string spec_with_calibration(const std::string& spec_path, const Calibration& c, size_t measurements,
+                                  const std::string& source) {
   std::ifstream in(spec_path);
   if (!in) fail_input(spec_path, "cannot open the GPU spec");
   std::stringstream text;
@@ -190,11 +202,16 @@ std::string spec_with_calibration(const std::string& spec_path, const Calibratio
   const auto at = s.find("\n \"measured\":");
   if (at == std::string::npos) fail_input(spec_path, "no \"measured\" line to replace");
   const auto end = s.find('\n', at + 1);
-  json measured = {{"efficiency", c.efficiency},
+  std::map<std::string, double> factors = c.efficiency;
+  const auto overhead = factors.find(kOverhead);
+  json measured = json::object();
+  if (overhead != factors.end()) measured["cta_overhead_us"] = overhead->second, factors.erase(overhead);
+  measured.update({{"efficiency", factors},
                    {"fitted_from", measurements},
+                   {"measurements", source},
                    {"median_error_before", c.median_error_before},
                    {"median_error_after", c.median_error_after},
-                   {"median_error_leave_one_out", c.median_error_loo}};
+                   {"median_error_leave_one_out", c.median_error_loo}});
   if (!c.not_identifiable.empty()) measured["not_identifiable"] = c.not_identifiable;
   return s.substr(0, at) + "\n \"measured\": " + measured.dump() + s.substr(end);
 }

@@ -51,6 +51,8 @@ struct Calibration {
 Calibration calibrate(const GpuSpec& gpu, const std::vector<Measurement>& m, const ModelOptions& o = {});
 
 // The spec file's text with `measured` replaced by the calibration (written by `attnlab calibrate`).
-std::string spec_with_calibration(const std::string& spec_path, const Calibration& c, size_t measurements);
+// `source` names the measurements file, recorded beside the factors.
+std::string spec_with_calibration(const std::string& spec_path, const Calibration& c, size_t measurements,
+                                  const std::string& source);
 
 }  // namespace attnlab::sim

@@ -82,6 +82,9 @@ Layout layout(const Schedule& s, const GpuSpec& g, const ModelOptions& o, std::v
                                reuse * 100, saved / (1 << 20)));
   }
   l.tail_factor = s.classes.empty() ? 1.0 : std::max(1.0, tail_factor(s, l.slots));
+  l.waves = s.ctas() / l.slots;
+  for (const auto& c : s.classes) l.serial_bytes += c.count * c.rows * s.per_row.total_bytes();
+  if (s.extra.bytes.count("partials")) l.serial_bytes += s.extra.bytes.at("partials");
   l.launches = s.classes.empty() ? 3 : (s.extra.bytes.count("partials") ? 2 : 1);
   return l;
 }
@@ -99,12 +102,16 @@ Timing timing(const Layout& l, const GpuSpec& g) {
     if (is_tensor(u) && tu > t.t_tensor) t.t_tensor = tu, t.tensor_unit = to_string(u);
     if (!is_tensor(u) && tu > t.t_simt) t.t_simt = tu, t.simt_unit = to_string(u);
   }
-  t.t_mem = l.dram_bytes / (g.peak(Unit::hbm) * g.efficiency_of(Unit::hbm));
+  const double bandwidth = g.peak(Unit::hbm) * g.efficiency_of(Unit::hbm);
+  t.t_mem = l.dram_bytes / bandwidth;
+  t.t_rows = l.serial_bytes / bandwidth;
+  const double t_kv = t.t_mem - t.t_rows;
   t.unit_ms["hbm"] = t.t_mem * 1e3;
-  const double t_compute = std::max(t.t_tensor, t.t_simt) + std::min(t.t_tensor, t.t_simt) / l.ctas_per_sm;
-  t.t_body = l.stages >= 2 ? std::max(t.t_mem, t_compute) : t.t_mem + t_compute;
-  t.time_ms = t.t_body * l.tail_factor * 1e3 + l.launches * kLaunchUs * 1e-3;
-  if (t.t_mem >= t_compute) t.bound = "memory";
+  const double t_compute =
+      (std::max(t.t_tensor, t.t_simt) + std::min(t.t_tensor, t.t_simt) / l.ctas_per_sm) * l.tail_factor;
+  t.t_body = t.t_rows + (l.stages >= 2 ? std::max(t_kv, t_compute) : t_kv + t_compute);
+  t.time_ms = t.t_body * 1e3 + l.waves * g.cta_overhead_us * 1e-3 + l.launches * kLaunchUs * 1e-3;
+  if (t_kv + t.t_rows >= t_compute) t.bound = "memory";
   else t.bound = t.t_tensor >= t.t_simt ? t.tensor_unit : t.simt_unit;
   return t;
 }
@@ -131,10 +138,10 @@ Prediction predict(const Schedule& s, const GpuSpec& g, const ModelOptions& o) {
   pr.time_ms = t.time_ms;
   pr.bound = t.bound;
   pr.explain.push_back(fmt::format(
-      "t_mem {:.4f} ms, t_tensor {:.4f} ms ({}), t_simt {:.4f} ms ({}), overlap → body {:.4f} ms; tail ×{:.3f} over "
-      "{:.2f} waves; {} launch(es)",
-      t.t_mem * 1e3, t.t_tensor * 1e3, t.tensor_unit, t.t_simt * 1e3, t.simt_unit, t.t_body * 1e3, l.tail_factor,
-      pr.waves, l.launches));
+      "t_mem {:.4f} ms (of which Q/O {:.4f}), t_tensor {:.4f} ms ({}), t_simt {:.4f} ms ({}), tail ×{:.3f} over "
+      "{:.2f} waves → body {:.4f} ms; + {:.2f} µs per wave; {} launch(es)",
+      t.t_mem * 1e3, t.t_rows * 1e3, t.t_tensor * 1e3, t.tensor_unit, t.t_simt * 1e3, t.simt_unit, l.tail_factor,
+      pr.waves, t.t_body * 1e3, g.cta_overhead_us, l.launches));
   return pr;
 }
 

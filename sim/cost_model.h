@@ -10,11 +10,14 @@
 //      each other: t_simt = max of them. Within a warp the MMAs and the softmax alternate (FlashAttention-2
 //      does not overlap them), but k resident CTAs interleave their phases:
 //      t_compute = max(t_tensor, t_simt) + min(t_tensor, t_simt) / k.
-//      Memory overlaps compute when K/V tiles are double-buffered (stages ≥ 2):
-//      t_body = max(t_mem, t_compute); with one stage t_body = t_mem + t_compute.
 //   4. Tail: CTAs run in waves over the S slots; uneven loops (causal) are placed longest first. The
-//      makespan of that placement over the ideal Σ work / S multiplies t_body.
-//   5. Launch: a fixed 4 µs per kernel (two for split-KV decode: the combine pass).
+//      makespan of that placement over the ideal Σ work / S multiplies t_compute (the per-SM units sit
+//      idle in a ragged last wave; HBM bandwidth is shared by whoever runs, so t_mem is not multiplied).
+//   5. Memory: the K/V tiles stream under the compute when double-buffered (stages ≥ 2); the prologue
+//      (Qᵢ in) and the epilogue (Oᵢ out), and the split-KV partials, do not:
+//      t = t_rows + max(t_kv, t_compute·tail) (one stage: t_rows + t_kv + t_compute·tail),
+//   6. plus a fixed cta_overhead per CTA wave (pipeline fill and drain) and 4 µs per kernel launch (two
+//      for split-KV decode: the combine pass).
 // DRAM bytes: the schedule's HBM transfers, except that with l2_reuse the re-reads of a head's K and V
 // by its other row blocks hit L2 (they run at about the same time) and only the first read reaches DRAM.
 #pragma once
@@ -57,12 +60,13 @@ struct Layout {
   std::string variant;
   Work work;
   int ctas_per_sm = 1, stages = 2, launches = 1;
-  double slots = 1, dram_bytes = 0, tail_factor = 1;
+  double slots = 1, dram_bytes = 0, tail_factor = 1, waves = 0;
+  double serial_bytes = 0;  // of dram_bytes: Q in, O out, partials — not overlapped with the loop
 };
 Layout layout(const Schedule& s, const GpuSpec& gpu, const ModelOptions& o, std::vector<std::string>* explain);
 
 struct Timing {
-  double t_mem = 0, t_tensor = 0, t_simt = 0, t_body = 0, time_ms = 0;  // seconds, except time_ms
+  double t_mem = 0, t_rows = 0, t_tensor = 0, t_simt = 0, t_body = 0, time_ms = 0;  // s, except time_ms
   std::string tensor_unit = "tensor", simt_unit = "fma_fp32", bound;
   std::map<std::string, double> unit_ms;
 };

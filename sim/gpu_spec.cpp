@@ -126,6 +126,12 @@ GpuSpec load_gpu_spec_file(const std::string& path) {
   if (j.contains("measured")) {
     if (!j["measured"].is_object()) fail_input(w + ".measured", "expected an object");
     s.measured = j["measured"];
+    if (s.measured.contains("cta_overhead_us")) {
+      const json& v = s.measured["cta_overhead_us"];
+      if (!v.is_number() || !(v.get<double>() >= 0) || v.get<double>() > 100)
+        fail_input(w + ".measured.cta_overhead_us", "expected microseconds in [0, 100]");
+      s.cta_overhead_us = v.get<double>();
+    }
     if (s.measured.contains("efficiency")) {
       const json& e = s.measured["efficiency"];
       if (!e.is_object()) fail_input(w + ".measured.efficiency", "expected an object of unit: factor");

@@ -31,6 +31,10 @@ struct GpuSpec {
   double sfu_exp2_per_clk_per_sm = 0, int32_per_clk_per_sm = 0, cvt_per_clk_per_sm = 0;
   std::map<std::string, std::string> sources;   // field → where the number comes from
   std::map<std::string, double> efficiency;     // measured: unit name → achieved fraction of peak (≤ 1)
+  // Fixed time per CTA slot and wave that no throughput hides: filling the tile pipeline before the
+  // first MMA and draining it after the last (about one DRAM latency plus a tile's load). An estimate
+  // until calibrated (measured.cta_overhead_us).
+  double cta_overhead_us = 1.0;
   nlohmann::json measured = nlohmann::json::object();  // the `measured` section as read
 
   // Peak rate of a unit in operations per second (HBM: bytes per second), before efficiency.

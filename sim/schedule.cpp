@@ -156,7 +156,7 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
     s.tiles_from = "variant parameters";
     s.block_r = static_cast<int>(param_or(v, "block_r", 128));
     s.block_c = static_cast<int>(param_or(v, "block_c", 64));
-    s.splits = 64;
+    s.splits = 128;
   }
   s.threads = 32 * s.warps;
   const double d = double(p.head_dim), Br = s.block_r, Bc = s.block_c;
@@ -230,9 +230,8 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
     // handles the group's query rows together; its keys are the sequence's share (the last may be short).
     const double tiles_total = std::ceil(double(p.kv_len) / Bc);
     const double pairs = double(p.batch * p.kv_heads);
-    // Enough splits for two CTAs per SM, at most the traits' limit and one tile each.
-    const double want = std::ceil(2.0 * gpu.sm_count / pairs);
-    s.splits = static_cast<int>(std::max(1.0, std::min({double(s.splits), tiles_total, want})));
+    // FlashAttention-2's split rule (core/kernel_traits.h), against one CTA per SM.
+    s.splits = decode_splits(static_cast<long>(pairs), gpu.sm_count, static_cast<long>(tiles_total), s.splits);
     const int64_t tiles_each = static_cast<int64_t>(std::ceil(tiles_total / s.splits));
     s.classes.push_back({pairs * s.splits, tiles_each, rows_per_cta / s.splits, double(p.kv_len) / s.splits});
     s.ctas_per_head = s.splits;

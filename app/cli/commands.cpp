@@ -208,14 +208,16 @@ int calibrate_command(const CalibrateOptions& o) {
                       ms(r.loo_ms), views::Cell{fmt::format("{:+.1f}", err), err}});
   }
   print_table(t);
-  for (const auto& [u, e] : c.efficiency) fmt::print("efficiency {:<10} {:.3f}\n", u, e);
+  for (const auto& [u, e] : c.efficiency)
+    if (u == "cta_overhead_us") fmt::print("CTA overhead  {:.2f} µs per wave\n", e);
+    else fmt::print("efficiency {:<10} {:.3f}\n", u, e);
   if (!c.not_identifiable.empty())
     fmt::print("not identifiable from these measurements (left at 1): {}\n", fmt::join(c.not_identifiable, ", "));
   fmt::print("median |error|: before {:.1f}%, after {:.1f}%, leave-one-out {:.1f}%\n", 100 * c.median_error_before,
              100 * c.median_error_after, 100 * c.median_error_loo);
   if (!o.dry_run) {
     const std::string path = sim::specs_dir() + "/" + gpu_id + ".json";
-    report::write_file_atomically(path, sim::spec_with_calibration(path, c, m.size()));
+    report::write_file_atomically(path, sim::spec_with_calibration(path, c, m.size(), o.measurements));
     fmt::print("wrote the factors into {}\n", path);
   }
   return 0;
