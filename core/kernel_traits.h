@@ -21,11 +21,31 @@ struct KernelTraits {
 
 inline constexpr KernelTraits kKernelTraits[] = {
     //  variant      d   B_r  B_c  warps stages regs splits
-    {"flash2",      64,  128, 64,  4,    2,     255, 64},
-    {"flash2",      128, 128, 64,  4,    2,     255, 64},
-    {"int_flash",   64,  128, 64,  4,    2,     255, 64},
-    {"int_flash",   128, 128, 64,  4,    2,     255, 64},
+    {"flash2",      64,  128, 64,  4,    2,     255, 128},
+    {"flash2",      128, 128, 64,  4,    2,     255, 128},
+    {"int_flash",   64,  128, 64,  4,    2,     255, 128},
+    {"int_flash",   128, 128, 64,  4,    2,     255, 128},
 };
+
+// Split-KV decode (flash-decoding): how many CTAs share one (batch, head)'s keys. FlashAttention-2's
+// rule, which our decode kernel follows: with `blocks` CTAs before splitting and `slots` CTAs the GPU
+// runs at once, no split when blocks already fill 80% of the slots; otherwise, of the splits s ≤
+// min(max_splits, tiles) whose wave efficiency (blocks·s/slots over its ceiling) reaches 85% of the
+// best one's, the smallest.
+constexpr int decode_splits(long blocks, long slots, long tiles, int max_splits) {
+  if (blocks >= 0.8 * double(slots)) return 1;
+  const long limit = tiles < max_splits ? tiles : max_splits;
+  auto efficiency = [&](long s) {
+    const double waves = double(blocks * s) / double(slots);
+    const double whole = waves > double(long(waves)) ? double(long(waves) + 1) : double(long(waves));
+    return waves / whole;
+  };
+  double best = 0;
+  for (long s = 1; s <= limit; ++s) best = efficiency(s) > best ? efficiency(s) : best;
+  for (long s = 1; s <= limit; ++s)
+    if (efficiency(s) >= 0.85 * best) return static_cast<int>(s);
+  return 1;
+}
 
 constexpr const KernelTraits* find_kernel_traits(std::string_view variant, int head_dim) {
   for (const auto& t : kKernelTraits)

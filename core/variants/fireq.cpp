@@ -1,0 +1,463 @@
+// attnlab core — reference of `fireq`: FireQ's attention layer, KV4Q8-FP (FireQ §2.1 Eq. 1–2, §3.1.1,
+// §3.2.1 RPN + CRS, §3.2.2 Alg. 1), prefill and decode, in exact emulation.
+//
+// Per (batch, KV head), the cache (both phases read the same one):
+//   §3.2.1      K arrives post-RoPE (our data is post-RoPE; rope_smoothing.h explains why RPN's pair
+//               factor may be applied to post-RoPE data). Smoothing factors s (d): RPN (Thm 3.1, Eq. 10)
+//               on the regular pairs, CRS (tᵢ = β·maxₙ|kᵢⁿ|) on the top_k outlier pairs
+//               (fireq::two_stage_scales); K̃ = K / s per channel.
+//   §2.1 Eq. 1  K̃ and V per token to INT4, σ = max|x|/7 stored in FP8 E4M3 (fireq::quantize_token_int4).
+//   §3.1.1 St.1 Each INT4 code becomes an FP8 operand through a 16-entry lookup table built from the
+//               token's scale: LUT[c] = FP8(c·σ), c ∈ [−8, 7]. The tensor core multiplies these E4M3
+//               values.
+// Per (batch, query head):
+//   §3.2.1      Q̃ = Q·s (the inverse calibration N⁻¹, S⁻¹ merged into the query side), so Q̃K̃ᵀ = QKᵀ.
+//   Eq. 2       Q̃ to FP8 E4M3 with a BF16 scale β per token: β = bf16(max|q̃|/448), q̂ = FP8(q̃/β).
+//   Alg. 1 l. 6–8, 14    S = (Q̂ · LUT(K)ᵀ) · (β·τ), τ = 1/√d, masked.
+//   Alg. 1 l. 8, 13, 15  online softmax: m, P̃ = exp(S − m), ℓ = e^{m_old − m}·ℓ + rowsum P̃.
+//   §3.2.2 St. 2–3, l. 11, 16, 19–23   P̃ quantized to FP8 E4M3, Oᵢ = e^{m_old − m}·Oᵢ + P̂ · LUT(V),
+//               FP32 accumulation; l. 24 Oᵢ / ℓ, "reduced to BF16 for final storage".
+//
+// Choices (the paper leaves them open, or we depart from it on purpose):
+//   - V is not smoothed: §3.2.1 and Figure 3 smooth the key matrix only (V carries no RoPE and no
+//     outlier channels to speak of); V is quantized per token like K (§2.1: "keys and values in attention
+//     layers apply per-token quantization").
+//   - The per-token V scale varies along the reduction dimension of P̃V. FireQ handles a scale along the
+//     reduction dimension with the LUT of §3.1.1 Step 1 (its linear-layer groups of 128 run along the
+//     reduction dimension too, and the same kernel computes S = QKᵀ and O = PV, Figure 1): the scale is
+//     folded into the operand, V̂[n, c] = FP8(code·σₙ). K is converted the same way. Choice `int4_to_fp8
+//     = exact` keeps the LUT entries unrounded instead (K: the codes, which are exact E4M3 values, with
+//     σ_K applied to S per column in FP32, (β·σ_K)·τ; V: σ·code in FP32, exact for E4M3 σ) — an ablation
+//     that isolates the LUT's rounding (FP8(c·σ) errs by up to 2⁻⁴ relative, a sizeable fraction of an
+//     INT4 step).
+//   - Q's scale: Eq. 2's BF16 β, one per token (App. A.1: "per-token activation scale factor"), the
+//     absmax rule β = max|q̃|/448 (E4M3's largest value) computed in FP32 and rounded to BF16 (nearest
+//     even); q̃/β is an FP32 division, then FP8 with round-to-nearest-even and saturation. Since
+//     β ≥ max|q̃|/448·(1 − 2⁻⁸) (BF16 keeps 8 significant bits), |q̃/β| < 450 < 464 (E4M3's overflow
+//     midpoint, fp8.h): no element saturates
+//     (the `clamped` probe's q count verifies it). A row with max|q̃| = 0, or whose β is not a normal
+//     number, uses β = 1.
+//   - P̃ goes to E4M3 without a scale (P̃ ≤ 1 fits; Alg. 1 and §3.2.2 name none): values below 2⁻¹⁰
+//     flush to 0 (probe `fireq.p_zero`). ℓ sums the unquantized P̃ (Alg. 1 l. 15 sums P before the FP8
+//     conversion), as flash2 does with FP16.
+//   - The paper's kernel accumulates S in FP16 and computes the softmax in FP16 (§3.2.2); we keep S, m,
+//     ℓ and exp in FP32 (ExpF32), so that the variant isolates the INT4/FP8 storage formats of
+//     KV4Q8-FP. App. D measured the kernel with FP8 (not INT4) K and V in prefill; we read the INT4
+//     cache in both phases, so prefill and decode see the same operands.
+//   - The FP8 products are computed exactly and rounded once to FP32: every E4M3 value is a multiple of
+//     2⁻⁹ below 2⁹, so q̂·k̂ and p̂·v̂ are multiples of 2⁻¹⁸ and a dot product of ≤ 256 + 16 terms is an
+//     integer multiple of 2⁻¹⁸ of magnitude < 2⁴⁵ — exact in FP64 in any summation order. The Eigen
+//     GEMMs therefore run in double and their results are cast to float: the FP32 accumulator of the
+//     tensor core without its reassociation error (wgmma's accumulation order is not reproducible
+//     anyway). This makes every score independent of how many rows the tile has, which is what lets
+//     decode reproduce prefill's last row bit for bit. (With scale_format = fp32 and int4_to_fp8 = exact,
+//     V̂ = σ·code is an FP32 value, and exactness needs a tile's V scales within ~2¹⁸ of each other.)
+//   - Tiles are padded to a multiple of 16 columns (the extra columns are masked like causal ones, their
+//     P̂ is 0): every row of S then starts at the same alignment, so the vectorized exp and row sums
+//     take the same path in a B_r-row tile and in decode's one-row tile.
+//   - Smoothing factors are computed from this problem's keys (all kv_len tokens): the offline
+//     calibration of RPN, and CRS's factors, are taken from the sequence itself (the best case for
+//     both). "rpn" applies RPN to every pair; "crs" applies CRS to the top_k pairs and leaves the rest;
+//     "none" quantizes K̃ = K. Outlier pairs are ranked by fireq::select_outlier_pairs.
+//   - Inputs are used as given in FP32 (the BF16 rounding of the projection outputs, 2⁻⁹ relative, is
+//     below the FP8/INT4 steps and is not emulated). O is stored in BF16 (§3.2.2 Stage 3).
+//   - HBM traffic: Q read in FP8 with its BF16 β (the paper does not say where Q is converted; we take
+//     it as stored in FP8, like the KV cache in INT4), K and V as packed INT4 with one scale per token
+//     (1 byte in E4M3, 4 in FP32) once per row block that needs them, O written in BF16, L in FP32.
+//     The d smoothing factors per head are not counted.
+#include "core/variants/variants.h"
+
+#include "core/error.h"
+#include "core/fireq/rope_smoothing.h"
+#include "core/fireq/token_int4.h"
+#include "core/formats/fp8.h"
+#include "core/formats/half.h"
+#include "core/formats/pack.h"
+#include "core/online_softmax.h"
+#include "core/parallel.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace attnlab::variants {
+
+namespace {
+
+using formats::Fp8;
+
+constexpr double kF8 = 1.0, kBF16 = 2.0, kF32 = 4.0;  // bytes per element
+constexpr int64_t kPad = 16;                           // S columns padded to a multiple of 16 floats
+constexpr float kE4M3OverflowMid = 464.0f;             // |x| above it saturates to ±448 (fp8.h)
+
+enum class Smoothing { rpn_crs, crs, rpn, none };
+
+struct Settings {
+  int64_t block_r, block_c;
+  Smoothing smoothing;
+  fireq::SmoothingParams sp;
+  fireq::ScaleFormat format;
+  bool lut;
+
+  explicit Settings(const ParamValues& v)
+      : block_r(v.integer("block_r")),
+        block_c(v.integer("block_c")),
+        smoothing([&] {
+          const std::string& s = v.choice("smoothing");
+          return s == "rpn_crs" ? Smoothing::rpn_crs : s == "crs" ? Smoothing::crs : s == "rpn" ? Smoothing::rpn
+                                                                                                  : Smoothing::none;
+        }()),
+        sp{static_cast<int>(v.integer("top_k")), v.real("alpha"), v.real("beta")},
+        format(v.choice("scale_format") == "fp32" ? fireq::ScaleFormat::fp32 : fireq::ScaleFormat::fp8_e4m3),
+        lut(v.choice("int4_to_fp8") == "lut") {}
+
+  double scale_bytes() const { return format == fireq::ScaleFormat::fp32 ? kF32 : kF8; }
+};
+
+// One KV head's cache as the attention reads it, and what it records for the probes.
+struct KvHead {
+  std::vector<float> s;            // (d) smoothing factor per channel: k ← k/s, q ← q·s
+  std::vector<int64_t> outliers;   // the CRS pairs (empty for rpn / none)
+  std::vector<float> s_k, s_v;     // (N) per-token scales σ (E4M3 or FP32 values)
+  RowMatrix<float> k, v;           // (N + kPad, d) FP8 operands (LUT entries or exact, see the head comment)
+  Eigen::VectorXf k_col;           // (N + kPad) int4_to_fp8 = exact: σ_K per key column (0 in the padding)
+  std::vector<float> k_min, k_max, ks_min, ks_max, v_min, v_max;  // (d) channel ranges
+  int64_t clamped_k = 0, clamped_v = 0, lut_k = 0, lut_v = 0;     // INT4 clamps; LUT entries out of E4M3
+  int64_t under_k = 0, under_v = 0, sat_k = 0, sat_v = 0;         // token scales underflowed / saturated
+  int64_t sub_k = 0, sub_v = 0;                                   // token scales below the normal range
+};
+
+// Tokens whose stored scale is a subnormal of its format (E4M3: below 2⁻⁶, fewer than 4 significant
+// bits; FP32: below 2⁻¹²⁶), all-zero tokens (σ = 0) excluded.
+int64_t subnormal_scales(const std::vector<float>& scale, fireq::ScaleFormat f) {
+  const float normal = f == fireq::ScaleFormat::fp8_e4m3 ? 0x1p-6f : std::numeric_limits<float>::min();
+  return std::count_if(scale.begin(), scale.end(), [&](float s) { return s > 0.0f && s < normal; });
+}
+
+// §3.1.1 Step 1: the operand rows of one INT4 tensor. lut: FP8(code·σ) from a 16-entry table per token;
+// otherwise the codes themselves (fold = false, K) or σ·code in FP32 (fold = true, V). Rows N … N + kPad − 1
+// are 0. Counts the elements whose LUT entry saturated to ±448 or flushed a non-zero code to 0.
+RowMatrix<float> operand(const fireq::TokenInt4& t, bool lut, bool fold, int64_t& lut_events) {
+  RowMatrix<float> m(t.tokens + kPad, t.d);
+  m.bottomRows(kPad).setZero();
+  std::array<float, 16> table{};
+  std::array<int, 16> event{};
+  for (int64_t n = 0; n < t.tokens; ++n) {
+    const float sigma = t.scale[n];
+    for (int c = -8; c < 8; ++c) {
+      const float exact = float(c) * sigma;  // exact for an E4M3 σ; one FP32 rounding for an FP32 σ
+      float e = fold ? exact : float(c);
+      int ev = 0;
+      if (lut) {
+        e = formats::round_fp8(exact, Fp8::e4m3, formats::Overflow::saturate);
+        ev = std::abs(exact) > kE4M3OverflowMid || (c != 0 && e == 0.0f);
+      }
+      table[c + 8] = e;
+      event[c + 8] = ev;
+    }
+    const int8_t* q = t.q.data() + n * t.d;
+    float* row = m.data() + n * t.d;
+    for (int64_t c = 0; c < t.d; ++c) {
+      row[c] = table[q[c] + 8];
+      lut_events += event[q[c] + 8];
+    }
+  }
+  return m;
+}
+
+// Per-channel min and max over tokens of x (tokens, d), for the probes.
+void channel_range(const float* x, int64_t n, int64_t d, std::vector<float>& lo, std::vector<float>& hi) {
+  const Eigen::Map<const RowMatrix<float>> m(x, n, d);
+  const Eigen::RowVectorXf mn = m.colwise().minCoeff(), mx = m.colwise().maxCoeff();
+  lo.assign(mn.data(), mn.data() + d);
+  hi.assign(mx.data(), mx.data() + d);
+}
+
+KvHead prepare_kv(const float* k, const float* v, int64_t n, int64_t d, const Settings& st) {
+  KvHead x;
+  // §3.2.1: the smoothing factors of this head (the fireq functions also reject non-finite keys).
+  switch (st.smoothing) {
+    case Smoothing::rpn_crs: {
+      fireq::TwoStageScales ts = fireq::two_stage_scales(k, n, d, st.sp);
+      x.s = std::move(ts.combined.per_channel);
+      x.outliers = std::move(ts.outlier_pairs);
+      break;
+    }
+    case Smoothing::crs:
+      x.outliers = fireq::select_outlier_pairs(k, n, d, st.sp.top_k);
+      x.s = fireq::crs_scales(k, n, d, x.outliers, st.sp.beta).per_channel;
+      break;
+    case Smoothing::rpn: x.s = fireq::rpn_scales(k, n, d, st.sp.alpha).per_channel; break;
+    case Smoothing::none: x.s.assign(static_cast<size_t>(d), 1.0f); break;
+  }
+  std::vector<float> ks(k, k + n * d);
+  if (st.smoothing != Smoothing::none) fireq::divide_channels(ks.data(), n, d, fireq::PairScales{x.s});
+
+  // Eq. 1: per-token INT4 with E4M3 (or FP32) scales (quantize_token_int4 rejects non-finite input).
+  const fireq::TokenInt4 qk = fireq::quantize_token_int4(ks.data(), n, d, st.format);
+  const fireq::TokenInt4 qv = fireq::quantize_token_int4(v, n, d, st.format);
+  x.s_k = qk.scale, x.s_v = qv.scale;
+  x.clamped_k = qk.clamped, x.clamped_v = qv.clamped;
+  x.under_k = qk.underflow_tokens, x.under_v = qv.underflow_tokens;
+  x.sat_k = qk.saturated_tokens, x.sat_v = qv.saturated_tokens;
+  x.sub_k = subnormal_scales(qk.scale, st.format), x.sub_v = subnormal_scales(qv.scale, st.format);
+  x.k = operand(qk, st.lut, false, x.lut_k);
+  x.v = operand(qv, st.lut, true, x.lut_v);
+  if (!st.lut) {
+    x.k_col = Eigen::VectorXf::Zero(n + kPad);
+    for (int64_t t = 0; t < n; ++t) x.k_col[t] = qk.scale[t];
+  }
+  channel_range(k, n, d, x.k_min, x.k_max);
+  channel_range(ks.data(), n, d, x.ks_min, x.ks_max);
+  channel_range(v, n, d, x.v_min, x.v_max);
+  return x;
+}
+
+// Eq. 2 on Q̃ = Q·s of one query head: β per row (BF16) and q̂ = FP8(q̃/β) as doubles.
+struct QHead {
+  RowMatrix<double> q;        // (q_len, d) E4M3 values
+  std::vector<float> beta;    // (q_len)
+  int64_t clamped = 0;        // |q̃/β| > 464 (saturated); 0 by construction (see the head comment)
+};
+
+QHead prepare_q(const Tensor::ConstMap& q, const std::vector<float>& s, bool smooth) {
+  RowMatrix<float> qs = q;
+  if (smooth) qs.array().rowwise() *= Eigen::Map<const Eigen::ArrayXf>(s.data(), qs.cols()).transpose();  // Q̃ = Q·s
+  QHead r;
+  r.beta.resize(static_cast<size_t>(qs.rows()));
+  for (int64_t t = 0; t < qs.rows(); ++t) {
+    auto row = qs.row(t);
+    float beta = formats::round_bf16(row.cwiseAbs().maxCoeff() / formats::kE4M3Max);
+    if (!(beta >= std::numeric_limits<float>::min()) || !std::isfinite(beta)) beta = 1.0f;
+    r.beta[t] = beta;
+    row /= beta;  // FP32 division, elementwise
+    r.clamped += (row.array().abs() > kE4M3OverflowMid).count();
+    formats::round_fp8_inplace(row.data(), row.size(), Fp8::e4m3, formats::Overflow::saturate);
+  }
+  r.q = qs.cast<double>();
+  return r;
+}
+
+// What one query head records for the probes.
+struct HeadRecord {
+  double kv_rows = 0;               // K (= V) rows loaded over all row blocks
+  int64_t visible = 0, zeroed = 0;  // visible scores, and those whose P̂ is 0
+  std::vector<double> trace_tile, trace_m, trace_l, trace_bytes;
+};
+
+void attend(const Problem& p, const QHead& q, const KvHead& kv, const Settings& st, int64_t trace_block,
+            Tensor::Map o, float* lse, HeadRecord& rec) {
+  const int64_t d = p.head_dim, Br = st.block_r, Bc = st.block_c, Tr = (p.q_len + Br - 1) / Br;
+  const float tau = static_cast<float>(p.scale());
+  const double kv_row_bytes = double(d) / 2.0 + st.scale_bytes();  // packed INT4 + the token scale
+  OnlineSoftmax state;
+  RowMatrix<double> Sd, Gd, Pd, Kd, Vd;
+  RowMatrix<float> S;
+  Eigen::VectorXf f_q;
+  for (int64_t i = 0; i < Tr; ++i) {
+    const int64_t row0 = i * Br, rows = std::min(Br, p.q_len - row0);
+    const auto Qi = q.q.middleRows(row0, rows);
+    f_q.resize(rows);
+    for (int64_t r = 0; r < rows; ++r) f_q[r] = q.beta[row0 + r] * tau;  // β·τ
+    state.reset(rows, d);
+    const int64_t tiles = (p.visible_keys(row0 + rows - 1) + Bc - 1) / Bc;  // causal: later tiles skipped
+    double bytes = rows * (double(d) * kF8 + kBF16);
+    for (int64_t j = 0; j < tiles; ++j) {
+      const int64_t col0 = j * Bc, cols = std::min(Bc, p.kv_len - col0);
+      const int64_t cols_pad = (cols + kPad - 1) / kPad * kPad;
+      bytes += 2 * cols * kv_row_bytes;
+      rec.kv_rows += double(cols);
+      Kd = kv.k.middleRows(col0, cols_pad).cast<double>();
+      Vd = kv.v.middleRows(col0, cols_pad).cast<double>();
+      Sd.noalias() = Qi * Kd.transpose();  // exact (head comment)
+      S = Sd.cast<float>();
+      if (st.lut) {
+        S.array().colwise() *= f_q.array();  // S = (Q̂·LUT(K)ᵀ)·(β·τ)
+      } else {
+        for (int64_t r = 0; r < rows; ++r)  // S = (Q̂·codesᵀ)·((β·σ_K)·τ)
+          S.row(r).array() *= (kv.k_col.segment(col0, cols_pad).array() * q.beta[row0 + r]) * tau;
+      }
+      auto visible = [&](int64_t r) { return std::clamp<int64_t>(p.visible_keys(row0 + r) - col0, 0, cols); };
+      state.step(S, visible, ExpF32{});  // S now holds P̃ (masked and padded entries 0)
+      formats::round_fp8_inplace(S.data(), S.size(), Fp8::e4m3, formats::Overflow::saturate);  // P̂ = FP8(P̃)
+      for (int64_t r = 0; r < rows; ++r) rec.visible += visible(r);
+      rec.zeroed -= (S.array() > 0.0f).count();
+      Pd = S.cast<double>();
+      Gd.noalias() = Pd * Vd;  // exact: P̂ · LUT(V)
+      state.G += Gd.cast<float>();  // FP32 accumulator
+      if (i == trace_block) {
+        rec.trace_tile.push_back(double(j));
+        rec.trace_m.insert(rec.trace_m.end(), state.m.data(), state.m.data() + rows);
+        rec.trace_l.insert(rec.trace_l.end(), state.l.data(), state.l.data() + rows);
+        rec.trace_bytes.push_back(bytes);
+      }
+    }
+    auto Oi = o.middleRows(row0, rows);
+    state.finish(Oi, lse + row0);  // l. 24: Oᵢ / ℓᵢ; L = m + log ℓ
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < d; ++c) Oi(r, c) = formats::round_bf16(Oi(r, c));  // O stored in BF16
+  }
+  rec.zeroed += rec.visible;
+}
+
+ProbeArray per_head(const Problem& p, int64_t heads, int64_t n, const std::vector<const std::vector<float>*>& rows,
+                    std::string unit, std::string help) {
+  ProbeArray a{{p.batch, heads, n}, {}, {}, std::move(unit), std::move(help)};
+  a.values.reserve(static_cast<size_t>(p.batch * heads * n));
+  for (const auto* r : rows) a.values.insert(a.values.end(), r->begin(), r->end());
+  return a;
+}
+
+ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, const ProbeRequest& req) {
+  const Settings st(params);
+  const int64_t d = p.head_dim, kv_heads = p.batch * p.kv_heads, q_heads = p.batch * p.q_heads;
+  if (st.smoothing == Smoothing::rpn_crs || st.smoothing == Smoothing::crs)
+    if (st.sp.top_k > d / 2) fail_input("fireq.top_k", fmt::format("must not exceed d/2 = {} (got {})", d / 2, st.sp.top_k));
+
+  std::vector<KvHead> kv(static_cast<size_t>(kv_heads));
+  parallel_for(kv_heads, [&](int64_t bh) {
+    const int64_t b = bh / p.kv_heads, h = bh % p.kv_heads;
+    kv[bh] = prepare_kv(in.k.head(b, h).data(), in.v.head(b, h).data(), p.kv_len, d, st);
+  });
+
+  ReferenceOutput out;
+  out.o = Tensor(p.q_shape());
+  Tensor lse({p.batch, p.q_heads, p.q_len, 1});
+  std::vector<QHead> qh(static_cast<size_t>(q_heads));
+  std::vector<HeadRecord> rec(static_cast<size_t>(q_heads));
+  const int64_t Tr = (p.q_len + st.block_r - 1) / st.block_r;
+  const int64_t trace_block = std::clamp<int64_t>(req.row_block, 0, Tr - 1);
+  parallel_for(q_heads, [&](int64_t bh) {
+    const int64_t b = bh / p.q_heads, h = bh % p.q_heads;
+    const KvHead& x = kv[b * p.kv_heads + p.kv_head_of(h)];
+    qh[bh] = prepare_q(in.q.head(b, h), x.s, st.smoothing != Smoothing::none);
+    const int64_t traced = b == req.batch && h == req.head ? trace_block : -1;
+    attend(p, qh[bh], x, st, traced, out.o.head(b, h), lse.data() + lse.offset(b, h, 0), rec[bh]);
+    qh[bh].q.resize(0, 0);  // keep β and the counts only
+  });
+
+  // Probes.
+  std::vector<const std::vector<float>*> sq, sk, sv, s, kmin, kmax, ksmin, ksmax, vmin, vmax;
+  for (const QHead& q : qh) sq.push_back(&q.beta);
+  double clamped[3] = {0, 0, 0}, lut[2] = {0, 0}, under[2] = {0, 0}, sat[2] = {0, 0}, sub[2] = {0, 0};
+  std::vector<double> pairs;
+  for (const KvHead& x : kv) {
+    sk.push_back(&x.s_k), sv.push_back(&x.s_v), s.push_back(&x.s);
+    kmin.push_back(&x.k_min), kmax.push_back(&x.k_max), ksmin.push_back(&x.ks_min), ksmax.push_back(&x.ks_max);
+    vmin.push_back(&x.v_min), vmax.push_back(&x.v_max);
+    clamped[1] += double(x.clamped_k), clamped[2] += double(x.clamped_v);
+    lut[0] += double(x.lut_k), lut[1] += double(x.lut_v);
+    under[0] += double(x.under_k), under[1] += double(x.under_v), sat[0] += double(x.sat_k), sat[1] += double(x.sat_v);
+    sub[0] += double(x.sub_k), sub[1] += double(x.sub_v);
+    pairs.insert(pairs.end(), x.outliers.begin(), x.outliers.end());
+  }
+  for (const QHead& q : qh) clamped[0] += double(q.clamped);
+  out.probes["scales.q"] = per_head(p, p.q_heads, p.q_len, sq, "",
+                                    "β per query token: bf16(max|q̃|/448), q̂ = FP8(q̃/β) (Eq. 2)");
+  out.probes["scales.k"] = per_head(p, p.kv_heads, p.kv_len, sk, "",
+                                    "σ per key token: max|k̃|/7 stored in E4M3 (or FP32) (Eq. 1), after smoothing");
+  out.probes["scales.v"] = per_head(p, p.kv_heads, p.kv_len, sv, "", "σ per value token: max|v|/7 stored in E4M3 (or FP32)");
+  out.probes["channels.k.min"] = per_head(p, p.kv_heads, d, kmin, "", "per-channel minimum of K as received (post-RoPE)");
+  out.probes["channels.k.max"] = per_head(p, p.kv_heads, d, kmax, "", "per-channel maximum of K as received (post-RoPE)");
+  out.probes["channels.k_smoothed.min"] = per_head(p, p.kv_heads, d, ksmin, "", "per-channel minimum of K̃ = K/s (after the chosen smoothing)");
+  out.probes["channels.k_smoothed.max"] = per_head(p, p.kv_heads, d, ksmax, "", "per-channel maximum of K̃ = K/s (after the chosen smoothing)");
+  out.probes["channels.v.min"] = per_head(p, p.kv_heads, d, vmin, "", "per-channel minimum of V (not smoothed)");
+  out.probes["channels.v.max"] = per_head(p, p.kv_heads, d, vmax, "", "per-channel maximum of V (not smoothed)");
+  out.probes["fireq.smoothing"] = per_head(p, p.kv_heads, d, s, "",
+                                           "smoothing factor s per channel: RPN α·max pair norm on regular pairs, CRS "
+                                           "β·max|k_c| on outlier pairs; K ← K/s, Q ← Q·s");
+  const int64_t n_pairs = kv.empty() ? 0 : static_cast<int64_t>(kv[0].outliers.size());
+  out.probes["fireq.outlier_pairs"] = {{p.batch, p.kv_heads, n_pairs}, pairs, {}, "pair",
+                                       "CRS pairs i (channels i and i + d/2), largest max pair norm first"};
+  out.probes["clamped"] = labelled(
+      {"q", "k", "v", "k_lut", "v_lut", "underflow_tokens", "saturated_tokens"},
+      {clamped[0], clamped[1], clamped[2], lut[0], lut[1], under[0] + under[1], sat[0] + sat[1]}, "values",
+      "q: |q̃/β| beyond E4M3's range; k, v: INT4 codes clamped to [−8, 7]; k_lut, v_lut: elements whose LUT entry "
+      "FP8(code·σ) saturated or flushed to 0; underflow/saturated_tokens: K and V tokens whose σ fell below E4M3's "
+      "2⁻⁹ (Lemma B.1) or above 448");
+  out.probes["fireq.scale_events"] = labelled(
+      {"k_underflow", "v_underflow", "k_saturated", "v_saturated", "k_subnormal", "v_subnormal"},
+      {under[0], under[1], sat[0], sat[1], sub[0], sub[1]}, "tokens",
+      "tokens whose scale σ left the format's range (underflow: below 2⁻⁹ in E4M3, Lemma B.1; saturated: above "
+      "448), or is subnormal (E4M3: below 2⁻⁶, so stored with fewer than 4 significant bits; after RPN + CRS "
+      "with α = β = 8 every key token has σ ≤ 1/56, and those with max|k̃| < 7/64 land here)");
+  int64_t visible = 0, zeroed = 0;
+  double kv_rows = 0;
+  for (const HeadRecord& r : rec) visible += r.visible, zeroed += r.zeroed, kv_rows += r.kv_rows;
+  out.probes["fireq.p_zero"] = labelled(
+      {"zeroed", "visible", "fraction"}, {double(zeroed), double(visible), visible ? double(zeroed) / double(visible) : 0.0},
+      "", "visible scores whose FP8 P̂ is 0 (P̃ ≤ 2⁻¹⁰ flushes, or exp underflowed)");
+
+  const double per_kv_head_cache =
+      2.0 * double(formats::packed_bytes(p.kv_len * d, 4)) + 2.0 * double(p.kv_len) * st.scale_bytes();
+  out.kv_cache_bytes = static_cast<int64_t>(double(kv_heads) * per_kv_head_cache);
+  out.probes["kv_cache.bytes"] = labelled(
+      {"codes", "scales"},
+      {2.0 * double(kv_heads) * double(formats::packed_bytes(p.kv_len * d, 4)),
+       2.0 * double(kv_heads) * double(p.kv_len) * st.scale_bytes()},
+      "bytes", "packed INT4 codes of K and V, one scale per token of K and of V (1 byte E4M3, 4 bytes FP32)");
+  const double rows_q = double(q_heads) * double(p.q_len);
+  out.probes["hbm_bytes"] = labelled(
+      {"q", "k", "v", "scales", "o", "lse"},
+      {rows_q * double(d) * kF8, kv_rows * double(d) / 2.0, kv_rows * double(d) / 2.0,
+       rows_q * kBF16 + 2.0 * kv_rows * st.scale_bytes(), rows_q * double(d) * kBF16, rows_q * kF32},
+      "bytes",
+      "Q in FP8, packed INT4 K and V once per row block that needs them, scales (β of Q in BF16, σ of K and V per "
+      "token), O in BF16, L in FP32");
+
+  const HeadRecord& tr = rec[static_cast<size_t>(std::clamp<int64_t>(req.batch * p.q_heads + req.head, 0, q_heads - 1))];
+  const int64_t steps = static_cast<int64_t>(tr.trace_tile.size());
+  const int64_t rows_traced = std::min(st.block_r, p.q_len - trace_block * st.block_r);
+  out.probes["trace.kv_tile"] = {{steps}, tr.trace_tile, {}, "tile", "KV tile on chip at each step of the traced row block"};
+  out.probes["trace.m"] = {{steps, rows_traced}, tr.trace_m, {}, "logit", "running max m after each KV tile"};
+  out.probes["trace.l"] = {{steps, rows_traced}, tr.trace_l, {}, "", "running sum ℓ after each KV tile"};
+  out.probes["trace.hbm_bytes"] = {{steps}, tr.trace_bytes, {}, "bytes",
+                                   "bytes loaded by the traced row block so far (Q̂ᵢ and β, then INT4 Kⱼ, Vⱼ and scales)"};
+  out.probes["trace.block"] = labelled({"batch", "head", "row_block", "first_row", "rows", "block_r", "block_c"},
+                                       {double(req.batch), double(req.head), double(trace_block),
+                                        double(trace_block * st.block_r), double(rows_traced), double(st.block_r),
+                                        double(st.block_c)},
+                                       "", "which row block the trace follows and the tile sizes");
+  out.probes["lse"] = {{p.batch, p.q_heads, p.q_len}, std::vector<double>(lse.values().begin(), lse.values().end()),
+                       {}, "logit", "logsumexp L = m + log ℓ per row (FP32 ℓ of the unquantized P̃)"};
+  return out;
+}
+
+void validate(const Problem& p, const ParamValues& v, const std::string& where) {
+  const int64_t top_k = v.integer("top_k");
+  if (top_k > p.head_dim / 2)
+    fail_input(where + ".top_k",
+               fmt::format("must not exceed d/2 = {} outlier pairs (got {})", p.head_dim / 2, top_k));
+}
+
+}  // namespace
+
+VariantSpec fireq() {
+  VariantSpec v;
+  v.id = "fireq";
+  v.title = "FireQ: RPN + CRS smoothed INT4 K/V (E4M3 token scales), FP8 Q and P̃, INT4×FP8 products";
+  v.source = "FireQ §2.1 Eq. 1–2, §3.1.1, §3.2.1 (RPN Thm 3.1, CRS), §3.2.2 Alg. 1";
+  v.phases = {Phase::prefill, Phase::decode};
+  v.params = {
+      ParamSpec::choice("smoothing", "rpn_crs", {"rpn_crs", "crs", "rpn", "none"},
+                        "key smoothing: RPN on regular pairs + CRS on top_k outlier pairs (§3.2.1), one of them, or none"),
+      ParamSpec::integer("top_k", 8, 0, kMaxHeadDim / 2, "outlier pairs handled by CRS (App. E.1: 8); at most d/2"),
+      ParamSpec::real("alpha", 8.0, 1e-3, 1e6, "RPN α: post-RoPE pair norms ≤ 1/α (Thm 3.1; App. E.1: 8)"),
+      ParamSpec::real("beta", 8.0, 1e-3, 1e6, "CRS β: t_c = β·max|k_c| (App. E.1: 8)"),
+      ParamSpec::choice("scale_format", "fp8_e4m3", {"fp8_e4m3", "fp32"},
+                        "storage of the per-token K/V scales σ: E4M3 as FireQ, or FP32 (ablation)"),
+      ParamSpec::choice("int4_to_fp8", "lut", {"lut", "exact"},
+                        "INT4 → FP8: the LUT of E4M3 entries FP8(code·σ) (§3.1.1 Step 1), or exact (ablation)"),
+      ParamSpec::integer("block_r", 128, 16, 256, "B_r: query rows per block (one CTA each)"),
+      ParamSpec::integer("block_c", 64, 16, 256, "B_c: keys per KV tile of the inner loop"),
+  };
+  v.validate = validate;
+  v.reference = run;
+  return v;
+}
+
+}  // namespace attnlab::variants

@@ -1,0 +1,363 @@
+// fireq (FireQ KV4Q8-FP attention) against FP64, against itself across phases and tilings, and across
+// its smoothing modes.
+//
+// Yardsticks, rebuilt here from the building blocks (fireq::two_stage_scales, quantize_token_int4,
+// formats::round_fp8 / round_bf16), independently of the variant's code:
+//   truth    attention_fp64 of the inputs as given.
+//   simple4  "quantize, then float": attention_fp64 of Q as given and of K̂ = (σ·code)·s (K smoothed by
+//            RPN + CRS, per-token INT4 with E4M3 σ, dequantized exactly, smoothing undone) and V̂ = σ·code.
+//            It carries the INT4 cache error and nothing else.
+//   operands FP64 attention of exactly the operands the kernel multiplies: Q̂·β (FP8 Q with its BF16
+//            scale, in the smoothed space Q·s), K̂ and V̂ the LUT entries FP8(code·σ). Everything but the
+//            FP8 P̂, the FP32 arithmetic and the BF16 store of O.
+// Assertions and why they are tight.
+//   1. rel_l2(fireq) ≤ kFactor·rel_l2(simple4). fireq adds to simple4 three roundings independent of the
+//      INT4 error: Q in E4M3 (≤ 2⁻⁴ relative per element), the LUT's E4M3 entries FP8(code·σ) (≤ 2⁻⁴
+//      relative, up to half an INT4 step on code 7) and P̃ in E4M3 (≤ 2⁻⁴ relative per weight), plus the
+//      BF16 store (2⁻⁹). A token's INT4 step max|x|/7 is ≈ 0.4σ for Gaussian channels (d ≥ 64), an RMS
+//      error of ≈ 11% of a typical element, against ≈ 2–4% RMS for each E4M3 rounding; independent errors
+//      add in quadrature, so fireq's error is a modest multiple of simple4's. Measured over the sweep below: ≤ 1.08 on normal data, ≤ 1.46 on
+//      llm_like (its peaked rows amplify the score errors of the FP8 Q); simple4 itself is ≥ 0.10
+//      everywhere (INT4 V alone), so no absolute floor is needed. kFactor = 2.
+//   2. Per element against `operands`: the only differences left are P̃ → E4M3 and O → BF16. For a weight
+//      p̃ⱼ = e^{sⱼ − m} (m the final max; the kernel's running max only shrinks what it rounds), E4M3 errs by
+//      ≤ 2⁻⁴·p̃ⱼ in the normal range and by ≤ min(p̃ⱼ, 2⁻¹⁰) below it (subnormal spacing 2⁻⁹, flush at
+//      2⁻¹⁰), so |o − o*| ≤ Σⱼ (2⁻⁴·p̃ⱼ + min(p̃ⱼ, 2⁻¹⁰))·|v̂ⱼ| / ℓ + FP32 terms (as flash2's test:
+//      2(d + N)·2⁻²⁴·(1 + |S|ₘₐₓ)·a_i), with rtol 2⁻⁸ for the BF16 store (2⁻⁹) and its neighbours. A wrong
+//      LUT, a wrong scale, a smoothing factor not folded into Q, a wrong KV head, all break it.
+//   3. Decode of the last query row equals prefill's last row bit for bit (per-token scales and exact
+//      products make every row independent of the others; fireq.cpp's head comment explains why).
+//   4. Smoothing off is worse than RPN + CRS on llm_like keys: their outlier channels (10× the others,
+//      spread by RoPE over both channels of a pair) set every token's INT4 step max|k|/7, so the regular
+//      channels get a step of ≈ 1.4σ or more and quantize mostly to 0 or ±1; RPN + CRS divides the
+//      outlier pairs down to the range of the rest (|k̃| ≤ 1/α, 1/β), so the step follows the regular
+//      channels. Asserted on the mean rel_l2 over 4 seeds (each seed its own outlier plan), with queries
+//      free of outliers (the test says why the default llm_like queries are only printed).
+// Shapes: d ∈ {64, 96, 128}, N ∈ {1, 7, 100, 257, 1024}, causal on/off, MHA and GQA (H_kv = H_q/4), batch 2,
+// 4 query heads, prefill and decode; prefill at N = 1024 runs one case per generator, at d = 128 (each
+// costs four FP64 attentions of 2·4·1024² scores; the other shapes cover the masks and head layouts).
+#include "core/ground_truth.h"
+#include "core/metrics.h"
+#include "core/data/generators.h"
+#include "core/fireq/rope_smoothing.h"
+#include "core/fireq/token_int4.h"
+#include "core/formats/fp8.h"
+#include "core/formats/half.h"
+#include "core/variants/variants.h"
+#include "tests/catch.h"
+#include "tests/support/compare.h"
+#include "tests/support/input_error.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <string>
+
+namespace attnlab {
+namespace {
+
+constexpr double kU32 = 0x1p-24;
+constexpr double kFactor = 2.0;
+
+Problem problem_for(int64_t d, int64_t n, bool causal, bool gqa, Phase phase) {
+  Problem p;
+  p.batch = 2;
+  p.q_heads = 4;
+  p.kv_heads = gqa ? 1 : 4;
+  p.head_dim = d;
+  p.kv_len = n;
+  p.q_len = phase == Phase::decode ? 1 : n;
+  p.causal = causal;
+  p.phase = phase;
+  return p;
+}
+
+QKV inputs(const Problem& p, const std::string& gen, uint64_t seed) {
+  return data::generate(p, gen, ParamValues::defaults(data::find_generator(gen)->params), seed);
+}
+
+ParamValues params(std::initializer_list<std::pair<const char*, nlohmann::json>> set) {
+  const VariantSpec v = variants::fireq();
+  ParamValues pv = ParamValues::defaults(v.params);
+  for (const auto& [name, value] : set) pv.set(v.params, name, value, "fireq");
+  return pv;
+}
+
+ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& pv) {
+  const VariantSpec v = variants::fireq();
+  v.validate(p, pv, "fireq");
+  return v.reference(p, in, pv, ProbeRequest{});
+}
+
+Tensor to_float(const TensorF64& t) {
+  Tensor f(t.shape());
+  for (int64_t i = 0; i < t.size(); ++i) f.data()[i] = float(t.data()[i]);
+  return f;
+}
+
+// The two yardsticks' inputs (default parameters: RPN + CRS, α = β = 8, top_k 8, E4M3 scales, LUT).
+struct Yardsticks {
+  QKV simple4;   // Q as given, K̂·s, V̂ (σ·code, exact)
+  QKV operands;  // Q̂·β in the smoothed space, LUT(K), LUT(V)
+};
+
+float lut(int8_t code, float sigma) {
+  return formats::round_fp8(float(code) * sigma, formats::Fp8::e4m3, formats::Overflow::saturate);
+}
+
+Yardsticks yardsticks(const Problem& p, const QKV& in) {
+  const int64_t n = p.kv_len, d = p.head_dim;
+  Yardsticks y{in, in};
+  std::vector<std::vector<float>> s(static_cast<size_t>(p.batch * p.kv_heads));
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t h = 0; h < p.kv_heads; ++h) {
+      const float* k = in.k.head(b, h).data();
+      const fireq::TwoStageScales ts = fireq::two_stage_scales(k, n, d, fireq::SmoothingParams{});
+      std::vector<float> ks(k, k + n * d);
+      fireq::divide_channels(ks.data(), n, d, ts.combined);
+      const fireq::TokenInt4 qk = fireq::quantize_token_int4(ks.data(), n, d, fireq::ScaleFormat::fp8_e4m3);
+      const fireq::TokenInt4 qv = fireq::quantize_token_int4(in.v.head(b, h).data(), n, d, fireq::ScaleFormat::fp8_e4m3);
+      for (int64_t t = 0; t < n; ++t)
+        for (int64_t c = 0; c < d; ++c) {
+          const int8_t ck = qk.q[t * d + c], cv = qv.q[t * d + c];
+          y.simple4.k.at(b, h, t, c) = qk.scale[t] * float(ck) * ts.combined.per_channel[c];
+          y.simple4.v.at(b, h, t, c) = qv.scale[t] * float(cv);
+          y.operands.k.at(b, h, t, c) = lut(ck, qk.scale[t]);
+          y.operands.v.at(b, h, t, c) = lut(cv, qv.scale[t]);
+        }
+      s[b * p.kv_heads + h] = ts.combined.per_channel;
+    }
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t h = 0; h < p.q_heads; ++h) {
+      const std::vector<float>& sc = s[b * p.kv_heads + p.kv_head_of(h)];
+      for (int64_t t = 0; t < p.q_len; ++t) {
+        std::vector<float> row(static_cast<size_t>(d));
+        float amax = 0;
+        for (int64_t c = 0; c < d; ++c) amax = std::max(amax, std::abs(row[c] = in.q.at(b, h, t, c) * sc[c]));
+        float beta = formats::round_bf16(amax / 448.0f);
+        if (!(beta > 0.0f)) beta = 1.0f;
+        for (int64_t c = 0; c < d; ++c)
+          y.operands.q.at(b, h, t, c) = formats::round_fp8(row[c] / beta, formats::Fp8::e4m3) * beta;  // exact product
+      }
+    }
+  return y;
+}
+
+// FP64 attention of `in` with, per element, the bound of assertion 2 in `bound`.
+TensorF64 attention_with_p8_bound(const Problem& p, const QKV& in, std::vector<double>& bound) {
+  TensorF64 out(p.q_shape());
+  bound.assign(static_cast<size_t>(out.size()), 0.0);
+  const int64_t d = p.head_dim;
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t h = 0; h < p.q_heads; ++h) {
+      const int64_t kvh = p.kv_head_of(h);
+      const RowMatrix<double> K = in.k.head(b, kvh).cast<double>(), V = in.v.head(b, kvh).cast<double>();
+      RowMatrix<double> P = (in.q.head(b, h).cast<double>() * K.transpose()) * p.scale();
+      const double s_max = P.cwiseAbs().maxCoeff();
+      RowMatrix<double> W(P.rows(), P.cols());
+      Eigen::VectorXd l(P.rows());
+      for (int64_t r = 0; r < p.q_len; ++r) {
+        const int64_t vis = p.visible_keys(r);
+        P.row(r).tail(p.kv_len - vis).setZero();
+        l[r] = 1.0;
+        if (vis == 0) continue;
+        const double m = P.row(r).head(vis).maxCoeff();
+        P.row(r).head(vis) = (P.row(r).head(vis).array() - m).exp().matrix();
+        l[r] = P.row(r).sum();
+      }
+      W = 0x1p-4 * P + P.cwiseMin(0x1p-10);
+      const RowMatrix<double> O = P * V, A = P * V.cwiseAbs(), B = W * V.cwiseAbs();
+      const double fp32 = 2.0 * double(d + p.kv_len) * kU32 * (1.0 + s_max);
+      for (int64_t r = 0; r < p.q_len; ++r)
+        for (int64_t c = 0; c < d; ++c) {
+          out.at(b, h, r, c) = O(r, c) / l[r];
+          bound[out.offset(b, h, r, c)] = (B(r, c) + fp32 * A(r, c)) / l[r] + 1e-30;
+        }
+    }
+  return out;
+}
+
+struct SweepStats {
+  double worst = 0, worst_bound = 0, min_simple = 1e9;
+};
+
+void check_case(const Problem& p, const std::string& gen, uint64_t seed, SweepStats& st) {
+  const QKV in = inputs(p, gen, seed);
+  const Tensor out = run(p, in, params({})).o;
+  const TensorF64 truth = attention_fp64(p, in);
+  const Yardsticks y = yardsticks(p, in);
+  const Metrics mine = compare_to_truth(out, truth);
+  const Metrics simple = compare_to_truth(to_float(attention_fp64(p, y.simple4)), truth);
+  INFO(fmt::format("{} {} d={} N={} causal={} gqa={}: rel_l2 fireq {:.3e} simple4 {:.3e}", gen, to_string(p.phase),
+                   p.head_dim, p.kv_len, p.causal, p.kv_heads < p.q_heads, mine.rel_l2, simple.rel_l2));
+  CHECK(mine.rel_l2 <= kFactor * simple.rel_l2);
+  st.worst = std::max(st.worst, mine.rel_l2 / simple.rel_l2);
+  st.min_simple = std::min(st.min_simple, simple.rel_l2);
+  std::vector<double> bound;
+  const TensorF64 ref = attention_with_p8_bound(p, y.operands, bound);
+  const test::CloseReport rep = test::check_close(ref, out, bound, 0x1p-8);
+  INFO(rep.message);
+  CHECK(rep.ok);
+  st.worst_bound = std::max(st.worst_bound, rep.worst_ratio);
+}
+
+void check_sweep(Phase phase, const std::string& gen) {
+  SweepStats st;
+  for (int64_t d : {64, 96, 128})
+    for (int64_t n : {1, 7, 100, 257, 1024})
+      for (bool causal : {false, true})
+        for (bool gqa : {false, true}) {
+          // Prefill at N = 1024: one case per generator (normal: causal GQA; llm_like: full MHA).
+          if (phase == Phase::prefill && n == 1024 && (d != 128 || causal != gqa || causal != (gen == "normal")))
+            continue;
+          check_case(problem_for(d, n, causal, gqa, phase), gen, 700 + n + d, st);
+        }
+  WARN(fmt::format("fireq {} {}: worst rel_l2 / simple4 = {:.2f} (smallest simple4 {:.2e}); worst |o − o*| / bound "
+                   "against the kernel's operands = {:.2f}",
+                   gen, to_string(phase), st.worst, st.min_simple, st.worst_bound));
+}
+
+TEST_CASE("fireq prefill within 2x of INT4 quantize-then-FP64 and within the FP8-P bound of its operands",
+          "[variants][fireq]") {
+  check_sweep(Phase::prefill, "normal");
+  check_sweep(Phase::prefill, "llm_like");
+}
+
+TEST_CASE("fireq decode within 2x of INT4 quantize-then-FP64 and within the FP8-P bound of its operands",
+          "[variants][fireq]") {
+  check_sweep(Phase::decode, "normal");
+  check_sweep(Phase::decode, "llm_like");
+}
+
+TEST_CASE("fireq: prefill's last row equals decode of that token, bit for bit", "[variants][fireq]") {
+  for (const char* mode : {"lut", "exact"})
+    for (bool causal : {false, true})
+      for (bool gqa : {false, true})
+        for (int64_t n : {100, 300}) {
+          const Problem pre = problem_for(64, n, causal, gqa, Phase::prefill);
+          const QKV in = inputs(pre, "llm_like", 17 + n);
+          const ParamValues pv = params({{"int4_to_fp8", mode}});
+          const Tensor o_pre = run(pre, in, pv).o;
+          Problem dec = pre;
+          dec.phase = Phase::decode;
+          dec.q_len = 1;
+          QKV last{Tensor(dec.q_shape()), in.k, in.v};
+          for (int64_t b = 0; b < pre.batch; ++b)
+            for (int64_t h = 0; h < pre.q_heads; ++h) last.q.head(b, h).row(0) = in.q.head(b, h).row(pre.q_len - 1);
+          const Tensor o_dec = run(dec, last, pv).o;
+          int64_t differ = 0;
+          for (int64_t b = 0; b < pre.batch; ++b)
+            for (int64_t h = 0; h < pre.q_heads; ++h)
+              for (int64_t c = 0; c < pre.head_dim; ++c)
+                differ += o_pre.at(b, h, pre.q_len - 1, c) != o_dec.at(b, h, 0, c);
+          INFO(fmt::format("{} causal={} gqa={} N={}", mode, causal, gqa, n));
+          CHECK(differ == 0);
+        }
+}
+
+TEST_CASE("fireq: the output does not depend on B_r at all (per-token scales, exact products)", "[variants][fireq]") {
+  const Problem p = problem_for(96, 257, true, true, Phase::prefill);
+  const QKV in = inputs(p, "llm_like", 5);
+  const Tensor a = run(p, in, params({{"block_r", 128}})).o;
+  for (int64_t br : {16, 48, 256}) {
+    const Tensor b = run(p, in, params({{"block_r", br}})).o;
+    int64_t differ = 0;
+    for (int64_t i = 0; i < a.size(); ++i) differ += a.data()[i] != b.data()[i];
+    INFO(fmt::format("B_r = {}", br));
+    CHECK(differ == 0);
+  }
+}
+
+TEST_CASE("fireq: without smoothing the outlier keys of llm_like cost accuracy that RPN + CRS recovers",
+          "[variants][fireq]") {
+  // Mean rel_l2 over 4 seeds (4 outlier plans), decode at N = 512 and prefill (causal) at N = 256, d = 128,
+  // MHA: 32 KV heads per mode and phase.
+  // Asserted on llm_like keys with queries free of outliers (query_outliers = false), where the scores
+  // depend on every key channel. With llm_like's default query outliers on the same channels, the scores
+  // are dominated by those few channels, and their INT4 step is the token's max|k|/7 with or without
+  // smoothing (after RPN + CRS the outlier channels are still each token's largest, ~1/8 against the
+  // regular channels' typical ~1/30): smoothing refines only the channels that matter less, and the
+  // ordering depends on the draw (measured: mean over these 4 seeds, decode N = 512, none 0.41 vs
+  // rpn_crs 0.20; one seed at N = 1024, 0.62 vs 0.65). That case is printed, not asserted.
+  for (bool query_outliers : {false, true})
+    for (Phase phase : {Phase::decode, Phase::prefill}) {
+      const std::vector<std::string> modes = query_outliers ? std::vector<std::string>{"none", "rpn_crs"}
+                                                            : std::vector<std::string>{"none", "rpn", "crs", "rpn_crs"};
+      std::vector<double> mean(modes.size(), 0.0);
+      for (uint64_t seed = 0; seed < 4; ++seed) {
+        const Problem p = problem_for(128, phase == Phase::decode ? 512 : 256, phase == Phase::prefill, false, phase);
+        const data::GeneratorSpec& g = *data::find_generator("llm_like");
+        ParamValues gp = ParamValues::defaults(g.params);
+        gp.set(g.params, "query_outliers", query_outliers, "llm_like");
+        const QKV in = data::generate(p, "llm_like", gp, 900 + seed);
+        const TensorF64 truth = attention_fp64(p, in);
+        for (size_t m = 0; m < modes.size(); ++m)
+          mean[m] += compare_to_truth(run(p, in, params({{"smoothing", modes[m]}})).o, truth).rel_l2 / 4.0;
+      }
+      std::string line;
+      for (size_t m = 0; m < modes.size(); ++m) line += fmt::format(" {} {:.3e}", modes[m], mean[m]);
+      WARN(fmt::format("fireq {} llm_like (query outliers {}) mean rel_l2:{}", to_string(phase), query_outliers, line));
+      if (!query_outliers) {
+        CHECK(mean.back() < 0.5 * mean.front());  // RPN + CRS at least halves the unsmoothed error
+        CHECK(mean.back() <= mean[1]);            // and CRS on the outlier pairs adds to RPN alone
+      }
+    }
+}
+
+TEST_CASE("fireq: probes have the documented shapes and the cache its documented size", "[variants][fireq]") {
+  const Problem p = problem_for(128, 300, true, true, Phase::prefill);  // GQA: one KV head per sequence
+  const QKV in = inputs(p, "llm_like", 8);
+  const int64_t kv = p.batch * p.kv_heads, d = 128, n = 300;
+  for (const char* format : {"fp8_e4m3", "fp32"}) {
+    const ReferenceOutput out = run(p, in, params({{"scale_format", format}}));
+    const double scale_bytes = std::string(format) == "fp32" ? 4 : 1;
+    CHECK(out.kv_cache_bytes == kv * int64_t(2 * (n * d / 2) + 2 * n * scale_bytes));
+    CHECK(out.probes.at("kv_cache.bytes").values ==
+          std::vector<double>{double(kv * n * d), double(kv) * 2 * n * scale_bytes});
+    CHECK(out.probes.at("scales.q").shape == std::vector<int64_t>{p.batch, p.q_heads, n});
+    CHECK(out.probes.at("scales.k").shape == std::vector<int64_t>{p.batch, p.kv_heads, n});
+    CHECK(out.probes.at("scales.v").shape == std::vector<int64_t>{p.batch, p.kv_heads, n});
+    for (const char* name : {"channels.k.min", "channels.k.max", "channels.k_smoothed.min", "channels.k_smoothed.max",
+                             "fireq.smoothing"})
+      CHECK(out.probes.at(name).shape == std::vector<int64_t>{p.batch, p.kv_heads, d});
+    CHECK(out.probes.at("fireq.outlier_pairs").shape == std::vector<int64_t>{p.batch, p.kv_heads, 8});
+    CHECK(out.probes.at("clamped").labels ==
+          std::vector<std::string>{"q", "k", "v", "k_lut", "v_lut", "underflow_tokens", "saturated_tokens"});
+    CHECK(out.probes.at("clamped").values[0] == 0.0);  // β = bf16(max/448) never saturates q̂ (fireq.cpp)
+    CHECK(out.probes.at("hbm_bytes").labels == std::vector<std::string>{"q", "k", "v", "scales", "o", "lse"});
+    // Thm 3.1 and CRS: after smoothing every |k̃| ≤ 1/α = 1/β = 1/8 (to float rounding).
+    for (const char* name : {"channels.k_smoothed.min", "channels.k_smoothed.max"})
+      for (double x : out.probes.at(name).values) CHECK(std::abs(x) <= 0.125 * (1 + 1e-6));
+    // The probe holds K as received: its range shows the outlier channels smoothing removes.
+    CHECK(out.probes.at("channels.k.max").values[3] == in.k.head(0, 0).col(3).maxCoeff());
+    // E4M3 token scales are E4M3 values; Q's β are BF16 values.
+    for (double s : out.probes.at("scales.k").values)
+      if (std::string(format) == "fp8_e4m3") CHECK(formats::round_fp8(float(s), formats::Fp8::e4m3) == float(s));
+    for (double b : out.probes.at("scales.q").values) CHECK(formats::round_bf16(float(b)) == float(b));
+  }
+  // Decode reads the whole cache once per query head: K and V bytes = H_q·N·d/2 each.
+  Problem dec = p;
+  dec.phase = Phase::decode, dec.q_len = 1;
+  QKV din{Tensor(dec.q_shape(), 0.5f), in.k, in.v};
+  const ReferenceOutput out = run(dec, din, params({}));
+  CHECK(out.probes.at("hbm_bytes").values[1] == double(p.batch * p.q_heads * n * d / 2));
+}
+
+TEST_CASE("fireq rejects bad parameters with the parameter's name", "[variants][fireq]") {
+  const Problem p = problem_for(64, 100, false, true, Phase::prefill);  // d/2 = 32 pairs
+  const VariantSpec v = variants::fireq();
+  CHECK(test::starts(test::input_error([&] { v.validate(p, params({{"top_k", 33}}), "variants[3]"); }),
+                     "variants[3].top_k"));
+  CHECK(test::input_error([&] { v.validate(p, params({{"top_k", 32}}), "variants[3]"); }).empty());
+  CHECK(test::starts(test::input_error([&] { params({{"alpha", 0.0}}); }), "fireq.alpha"));
+  CHECK(test::starts(test::input_error([&] { params({{"top_k", -1}}); }), "fireq.top_k"));
+  CHECK(test::starts(test::input_error([&] { params({{"smoothing", "smooth"}}); }), "fireq.smoothing"));
+  CHECK(test::starts(test::input_error([&] { params({{"scale_format", "fp16"}}); }), "fireq.scale_format"));
+  // The reference refuses top_k > d/2 itself when called without the ValidateFn.
+  const QKV in = inputs(p, "normal", 1);
+  CHECK(test::starts(test::input_error([&] { v.reference(p, in, params({{"top_k", 40}}), {}); }), "fireq.top_k"));
+}
+
+}  // namespace
+}  // namespace attnlab
