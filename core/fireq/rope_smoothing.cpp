@@ -70,7 +70,7 @@ float to_factor(double f) { return f > 0.0 ? static_cast<float>(f) : 1.0f; }  //
 
 std::vector<int64_t> select_outlier_pairs(const float* k, int64_t tokens, int64_t d, int top_k) {
   check_rope_matrix("select_outlier_pairs.k", k, tokens, d);
-  if (top_k < 0 || top_k > d / 2) fail_input("top_k", "must lie in [0, d/2 = " + std::to_string(d / 2) + "]");
+  if (top_k < 0 || top_k > d / 2) fail_input("fireq.top_k", "must lie in [0, d/2 = " + std::to_string(d / 2) + "]");
   const std::vector<double> norm = max_pair_norms(k, tokens, d);
   std::vector<int64_t> order(norm.size());
   std::iota(order.begin(), order.end(), int64_t{0});
