@@ -227,7 +227,8 @@ std::vector<SweepAxis> parse_sweep(const json& j, const std::string& where) {
 
 Experiment parse_experiment(const json& j, const std::string& base_dir) {
   if (!j.is_object()) fail_input("config", "expected a JSON object");
-  reject_unknown(j, {"title", "description", "problem", "data", "variants", "backends", "gpu_model", "probe", "sweep"},
+  reject_unknown(j,
+                 {"title", "description", "problem", "data", "variants", "backends", "gpu_model", "model", "probe", "sweep"},
                  "config");
   Experiment e;
   auto text = [&](const char* key) -> std::string {
@@ -247,6 +248,14 @@ Experiment parse_experiment(const json& j, const std::string& base_dir) {
     e.gpu_model = j["gpu_model"].get<std::string>();
   }
   e.probe = parse_probe(j.value("probe", none), "probe");
+  if (j.contains("model")) {
+    require_object(j["model"], "model");
+    reject_unknown(j["model"], {"l2_reuse"}, "model");
+    if (j["model"].contains("l2_reuse")) {
+      if (!j["model"]["l2_reuse"].is_boolean()) fail_input("model.l2_reuse", "expected true or false");
+      e.model_l2_reuse = j["model"]["l2_reuse"].get<bool>();
+    }
+  }
   if (!e.data.file.empty()) adopt_file_shapes(e, j.value("problem", none));
   e.sweep = parse_sweep(j.value("sweep", none), "sweep");
   check_experiment(e);
@@ -295,6 +304,7 @@ json to_json(const Experiment& e) {
   }
   j["backends"] = e.backends;
   j["gpu_model"] = e.gpu_model;
+  j["model"] = {{"l2_reuse", e.model_l2_reuse}};
   j["probe"] = {{"batch", e.probe.batch}, {"head", e.probe.head}, {"row_block", e.probe.row_block}};
   if (!e.sweep.empty()) {
     j["sweep"] = json::array();
@@ -319,6 +329,11 @@ void set_value(Experiment& e, const std::string& path, const json& value, const 
       pj[rest] = value;
     }
     e.problem = parse_problem(pj, "problem");
+    return;
+  }
+  if (path == "model.l2_reuse") {
+    if (!value.is_boolean()) fail_input(where, "expected true or false");
+    e.model_l2_reuse = value.get<bool>();
     return;
   }
   if (head == "data") {

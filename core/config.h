@@ -45,6 +45,7 @@ struct Experiment {
   std::vector<VariantRequest> variants;
   std::vector<std::string> backends = {"reference"};
   std::string gpu_model = "h100-sxm5";
+  bool model_l2_reuse = true;  // "model": {"l2_reuse": …}: K/V re-reads of one head hit L2 (sim/cost_model.h)
   ProbeRequest probe;
   std::vector<SweepAxis> sweep;  // optional: the grid `attnlab sweep` runs when given no --vary (≤ 2 axes)
   bool problem_from_file = false;  // shapes were taken from the data file
@@ -63,7 +64,7 @@ nlohmann::json to_json(const Experiment& e);  // the complete config, defaults f
 // A sweep or the GUI changes one value: "problem.<field>", "problem.len" (q_len and kv_len together;
 // q_len stays 1 in decode), "data.seed", "data.generator" (its parameters reset to their defaults),
 // "data.<generator parameter>", "<variant>.<param>" or "<param>" (applies to every listed variant that
-// declares it). Errors name `where`.
+// declares it), "model.l2_reuse". Errors name `where`.
 void set_value(Experiment& e, const std::string& path, const nlohmann::json& value, const std::string& where);
 // Re-checks the cross-field rules after edits (problem limits, phase support, variant checks).
 void check_experiment(Experiment& e);

@@ -38,7 +38,9 @@ std::string ModelBackend::cannot_run(const VariantRequest& v, const Experiment& 
 }
 
 void ModelBackend::run(const Experiment& e, const VariantRequest& v, const QKV&, const TensorF64&, VariantResult& into) {
-  into.model = model_result(e, v, options_);
+  ModelOptions o = options_;
+  o.l2_reuse = e.model_l2_reuse;
+  into.model = model_result(e, v, o);
 }
 
 }  // namespace attnlab::sim

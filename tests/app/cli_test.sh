@@ -63,7 +63,7 @@ small "" >"$tmp/sweep.json"
 out=$("$bin" sweep --config "$tmp/sweep.json" --vary block_c=16,32 --vary data.seed=1,2 --csv "$tmp/sweep.csv" 2>"$tmp/err") \
   || fail "sweep exited $?: $(cat "$tmp/err")"
 [ "$(grep -c '^block_c,data.seed,variant' "$tmp/sweep.csv")" -eq 1 ] || fail "sweep CSV lacks its header"
-[ "$(grep -c 'flash2' "$tmp/sweep.csv")" -eq 4 ] || fail "sweep CSV does not have 4 flash2 rows"
+[ "$(grep -c 'flash2,reference' "$tmp/sweep.csv")" -eq 4 ] || fail "sweep CSV does not have 4 flash2 reference rows"
 "$bin" sweep --config "$tmp/sweep.json" --vary block_c=16,1000 --csv "$tmp/bad-sweep.csv" >/dev/null 2>"$tmp/err"
 [ $? -eq 2 ] || fail "bad sweep value: exit code not 2"
 grep -q "block_c" "$tmp/err" || fail "bad sweep value: stderr does not name block_c: $(cat "$tmp/err")"
@@ -76,7 +76,31 @@ echo "$out" | grep -E "^flash2 .*reference" | grep -qE "1\.00 *$" || fail "flash
 "$bin" run --config "$tmp/ok.json" --baseline flash9 >/dev/null 2>"$tmp/err"
 [ $? -eq 2 ] || fail "unknown baseline: exit code not 2"
 
-# 6. presets lists configs/.
+# 6. the cost model: model rows, an unknown GPU is refused before anything runs, gpus and capacity list.
+out=$("$bin" run --config "$tmp/ok.json" --backend model --gpu a100-sxm4-80gb 2>"$tmp/err") || fail "run --backend model exited $?"
+echo "$out" | grep -qE "^flash2 +model \(" || fail "no flash2 model row: $out"
+"$bin" run --config "$tmp/ok.json" --backend model --gpu h900 >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] || fail "unknown GPU: exit code not 2"
+grep -q "unknown GPU 'h900'" "$tmp/err" || fail "unknown GPU not named: $(cat "$tmp/err")"
+"$bin" gpus | grep -q "^h100-sxm5" || fail "gpus does not list h100-sxm5"
+"$bin" capacity --model llama-3-8b --gpu h100-sxm5 --context 4096 | grep -qE "^flash2 .* 111 " || fail "capacity: flash2's max batch is not 111"
+"$bin" capacity --model llama-9 >/dev/null 2>&1
+[ $? -eq 2 ] || fail "unknown model: exit code not 2"
+
+# 7. calibrate writes the factors into the spec (a copy here), and refuses bad measurements untouched.
+mkdir -p "$tmp/specs" && cp "$(dirname "$0")/../../sim/specs/"*.json "$tmp/specs/"
+meas="$(dirname "$0")/../../sim/measurements/h100-sxm5-sdpa-flash.json"
+ATTNLAB_SPECS="$tmp/specs" "$bin" calibrate --measurements "$meas" >"$tmp/out" 2>"$tmp/err" || fail "calibrate exited $?: $(cat "$tmp/err")"
+grep -q '"cta_overhead_us"' "$tmp/specs/h100-sxm5.json" || fail "calibrate did not write the factors"
+ATTNLAB_SPECS="$tmp/specs" "$bin" gpus | grep -q "h100-sxm5.*(calibrated)" || fail "the calibrated spec does not load"
+cp "$tmp/specs/h100-sxm5.json" "$tmp/spec-before.json"
+printf '{"schema": "attnlab.measurements/1", "gpu": "h100-sxm5", "measurements": [{"variant": "flash9", "median_ms": 1}]}' >"$tmp/bad-meas.json"
+ATTNLAB_SPECS="$tmp/specs" "$bin" calibrate --measurements "$tmp/bad-meas.json" >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] || fail "bad measurements: exit code not 2"
+grep -q "measurements\[0\]" "$tmp/err" || fail "bad measurements: entry not named: $(cat "$tmp/err")"
+cmp -s "$tmp/specs/h100-sxm5.json" "$tmp/spec-before.json" || fail "bad measurements changed the spec"
+
+# 8. presets lists configs/.
 "$bin" presets | grep -q "default.json" || fail "presets does not list default.json"
 
 echo "cli: $failures failed"

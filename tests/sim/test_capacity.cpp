@@ -1,0 +1,73 @@
+// KV-cache capacity and memory-bound decode throughput (sim/capacity.h) against hand calculations.
+#include "core/registry.h"
+#include "sim/capacity.h"
+#include "tests/catch.h"
+#include "tests/support/input_error.h"
+
+#include <nlohmann/json.hpp>
+
+namespace attnlab::sim {
+namespace {
+
+VariantRequest request(const std::string& id, std::initializer_list<std::pair<const char*, nlohmann::json>> set = {}) {
+  const VariantSpec& v = *find_variant(id);
+  VariantRequest r{id, ParamValues::defaults(v.params), ""};
+  for (const auto& [name, value] : set) r.params.set(v.params, name, value, "test");
+  return r;
+}
+
+TEST_CASE("Llama-3-8B on an H100 at 4096 tokens: FP16 cache, max batch and decode throughput by hand",
+          "[sim][capacity]") {
+  const LlmConfig m = load_llm("llama-3-8b");
+  const GpuSpec g = load_gpu_spec("h100-sxm5");
+  // Per layer and token: K and V × 8 KV heads × 128 dims × 2 bytes = 4096 bytes; × 32 layers = 128 KiB.
+  const CacheFormat f = cache_format(m, request("flash2"));
+  CHECK(f.bytes_per_token == 4096);
+  CHECK(f.bytes_per_seq == 0);
+  const Capacity c = capacity(m, f, g, 4096);
+  CHECK(c.seq_bytes == 32.0 * 4096 * 4096);                   // 512 MiB per sequence
+  CHECK(c.weights_bytes == 8.03e9 * 2);
+  CHECK(c.workspace_bytes == 0.05 * 80e9);                    // 4 GB > 2 GiB
+  CHECK(c.max_batch == 111);                                  // ⌊(80 − 16.06 − 4) GB / 536.87 MB⌋
+  const double step = (16.06e9 + 111 * 32.0 * 4096 * 4096) / (3350e9);
+  CHECK(c.step_ms == Approx(step * 1e3));
+  CHECK(c.tokens_per_s == Approx(111 / step));
+}
+
+TEST_CASE("cache formats: quantized caches per token, with their scales, zero points and buffers",
+          "[sim][capacity]") {
+  const LlmConfig m = load_llm("llama-3-8b");  // 8 KV heads, d = 128: 2048 elements per token and layer
+  // turbo, 4 bits, B_c = 64: 2048·½ bytes + 16 vectors × (2·128 + 4)/64 bytes; buffer: 64 INT8 tokens + scales.
+  const CacheFormat t = cache_format(m, request("turbo"));
+  CHECK(t.bytes_per_token == 1024 + 16 * 260.0 / 64);
+  CHECK(t.bytes_per_seq == 64 * 2048 + 16 * 4);
+  // Half the KV heads at 2 bits: 3 bits on average.
+  CHECK(cache_format(m, request("turbo", {{"two_bit_heads", 4}})).bytes_per_token == 768 + 16 * 260.0 / 64);
+  // KIVI 2-bit, g = 32, R = 128: codes + per-group FP16 scale and zero (K per channel, V per token) + residual.
+  const CacheFormat k = cache_format(m, request("kivi"));
+  CHECK(k.bytes_per_token == 512 + 8 * (4 * 128 / 32.0 + 4 * 4));
+  CHECK(k.bytes_per_seq == 128 * 2048 * 2);
+  CHECK(cache_format(m, request("fireq")).bytes_per_token == 1024 + 16);
+  CHECK(cache_format(m, request("int_flash")).bytes_per_token == 2048 + 8 * 4);
+  // MLA caches one latent of kv_lora_rank + rope_head_dim elements per token and layer.
+  const LlmConfig mla = load_llm("deepseek-v2-lite");
+  CHECK(mla.attention == "mla");
+  CHECK(cache_format(mla, request("flash2")).bytes_per_token == (512 + 64) * 2);
+  // Smaller caches fit larger batches and decode faster (memory-bound).
+  const GpuSpec g = load_gpu_spec("h100-sxm5");
+  const Capacity fp16 = capacity(m, cache_format(m, request("flash2")), g, 8192);
+  const Capacity turbo = capacity(m, t, g, 8192);
+  CHECK(turbo.max_batch > 3 * fp16.max_batch);
+  CHECK(turbo.tokens_per_s > 3 * fp16.tokens_per_s);
+}
+
+TEST_CASE("capacity: unknown models and bad contexts are named", "[sim][capacity][bad-input]") {
+  CHECK(test::starts(test::input_error([] { load_llm("llama-9"); }), "--model"));
+  const LlmConfig m = load_llm("phi-3-mini");
+  CHECK(test::starts(test::input_error([&] { capacity(m, cache_format(m, request("flash2")), load_gpu_spec("l40s"), 0); }),
+                     "--context"));
+  CHECK(all_llms().size() >= 6);
+}
+
+}  // namespace
+}  // namespace attnlab::sim
