@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "sim/schedule.h"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 namespace attnlab::sim {
@@ -30,7 +31,10 @@ ModelResult model_result(const Experiment& e, const VariantRequest& v, const Mod
 
 std::string ModelBackend::cannot_run(const VariantRequest& v, const Experiment& e) const {
   try {
-    make_schedule(e.problem, v, load_gpu_spec(e.gpu_model));
+    const GpuSpec gpu = load_gpu_spec(e.gpu_model);
+    const Schedule s = make_schedule(e.problem, v, gpu);
+    for (const auto& [unit, ops] : s.total().ops)
+      if (ops > 0 && !(gpu.peak(unit) > 0)) return fmt::format("the {} has no {} units", gpu.name, to_string(unit));
   } catch (const InputError& err) {
     return err.what();
   }

@@ -185,6 +185,12 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
   s.per_key.bytes = {{"k", d * kv_bytes}, {"v", d * kv_bytes}};
   if (kv_scale > 0) s.per_key.bytes["scales"] = 2 * kv_scale;
   s.per_tile.ops[f->mma] = 2 * (2 * mma_rows * Bc * d);
+  if (v.id == "int_flash" && v.params.flag("v_fp16")) {  // half-INT8: V in FP16, P̃·V on FP16 tensor cores
+    s.per_key.bytes["v"] = d * 2;
+    s.per_tile.ops[f->mma] = 2 * mma_rows * Bc * d;
+    s.per_tile.ops[Unit::tensor_fp16] = 2 * mma_rows * Bc * d;
+    s.explain.push_back("half-INT8: V stays FP16 and P̃·V runs on the FP16 tensor cores");
+  }
   // turbo's exact_exp switch puts the exponential back on the SFU.
   const bool sas = f->sas && !(declares(v, "exact_exp") && v.params.flag("exact_exp"));
   if (sas) {
