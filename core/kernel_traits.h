@@ -13,7 +13,8 @@ struct KernelTraits {
   const char* variant;    // registry id
   int head_dim;           // d the kernel is compiled for
   int block_r, block_c;   // B_r query rows per CTA, B_c keys per KV tile
-  int warps;              // warps per CTA; each owns B_r / warps query rows (FlashAttention-2's split)
+  int warps;              // warps per CTA; each owns B_r / warps query rows (FlashAttention-2's split: Q
+                          // across warps, K and V shared)
   int stages;             // K/V tiles in flight: 2 = double-buffered cp.async
   int regs_per_thread;    // from ptxas -v of the kernel (bounds CTAs per SM); 255 until measured
   int decode_splits_max;  // split-KV decode: at most this many CTAs share one (batch, KV head)
@@ -21,8 +22,8 @@ struct KernelTraits {
 
 inline constexpr KernelTraits kKernelTraits[] = {
     //  variant      d   B_r  B_c  warps stages regs splits
-    {"flash2",      64,  128, 64,  4,    2,     255, 128},
-    {"flash2",      128, 128, 64,  4,    2,     255, 128},
+    {"flash2",      64,  128, 64,  8,    2,     162, 128},
+    {"flash2",      128, 128, 64,  8,    2,     194, 128},
     {"int_flash",   64,  128, 64,  4,    2,     255, 128},
     {"int_flash",   128, 128, 64,  4,    2,     255, 128},
 };

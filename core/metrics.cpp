@@ -1,5 +1,7 @@
 #include "core/metrics.h"
 
+#include <limits>
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -39,6 +41,11 @@ nlohmann::json to_json(const Metrics& m) {
 Metrics metrics_from_json(const nlohmann::json& j) {
   return {j.at("rel_l2").get<double>(), j.at("mre").get<double>(), j.at("cosine").get<double>(),
           j.at("max_abs").get<double>()};
+}
+
+Metrics no_metrics() {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  return {nan, nan, nan, nan};
 }
 
 }  // namespace attnlab

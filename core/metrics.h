@@ -18,6 +18,8 @@ inline constexpr double kMreFloor = 1e-5;  // DESIGN.md's definition of mre
 
 // Accumulates in double. Throws std::invalid_argument if the shapes differ.
 Metrics compare_to_truth(const Tensor& out, const TensorF64& truth);
+// Every metric NaN: a run that computed no ground truth (timing only).
+Metrics no_metrics();
 
 nlohmann::json to_json(const Metrics& m);
 Metrics metrics_from_json(const nlohmann::json& j);

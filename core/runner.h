@@ -36,6 +36,9 @@ class Backend {
 struct RunControl {
   std::function<void(double fraction, const std::string& stage)> progress;  // may be empty
   const std::atomic<bool>* cancel = nullptr;                               // may be null
+  // false: skip the FP64 ground truth (timing-only runs such as `attnlab bench`, where it would cost
+  // minutes at long sequences); backends then receive an empty truth and leave their metrics at NaN.
+  bool ground_truth = true;
 };
 
 struct Cancelled : std::runtime_error {

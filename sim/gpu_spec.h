@@ -44,6 +44,9 @@ struct GpuSpec {
   double efficiency_of(Unit u) const;  // measured factor, 1 when uncalibrated
 };
 
+// The spec id of a GPU the runtime names ("NVIDIA H100 80GB HBM3" → "h100-sxm5"); "" when none matches.
+std::string spec_id_for_device(const std::string& device_name);
+
 // The folder of spec files: $ATTNLAB_SPECS, else the source tree's sim/specs.
 std::string specs_dir();
 // Reads and validates one spec: every field present and positive, rates positive where given; errors

@@ -1,6 +1,9 @@
 #include "app/cli/backends.h"
 
 #include "sim/model_backend.h"
+#if defined(ATTNLAB_HAVE_CUDA)
+#include "kernels/backend.h"
+#endif
 
 #include <memory>
 
@@ -8,6 +11,9 @@ namespace attnlab::cli {
 
 Runner make_runner() {
   Runner runner;
+#if defined(ATTNLAB_HAVE_CUDA)
+  runner.add_backend(std::make_unique<kernels::KernelBackend>());
+#endif
   runner.add_backend(std::make_unique<sim::ModelBackend>());
   return runner;
 }

@@ -46,6 +46,13 @@ struct CalibrateOptions {
 };
 int calibrate_command(const CalibrateOptions& o);
 
+struct BenchOptions {
+  std::string config;
+  std::vector<std::string> vary;  // as sweep; default the config's "sweep", else the config alone
+  std::string out;                // measurements JSON (attnlab.measurements/1) for attnlab calibrate
+};
+int bench_command(const BenchOptions& o);
+
 int presets_command();
 int gpus_command();  // the GPU specs the cost model knows
 

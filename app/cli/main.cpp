@@ -51,6 +51,12 @@ int main(int argc, char** argv) {
   calibrate_cmd->add_option("--gpu", calibrate.gpu, "the GPU spec to calibrate (default: the file's)");
   calibrate_cmd->add_flag("--dry-run", calibrate.dry_run, "print the fit without writing the spec");
 
+  BenchOptions bench;
+  auto* bench_cmd = app.add_subcommand("bench", "time the GPU kernels over a config (and its sweep); measurements for calibrate");
+  bench_cmd->add_option("--config", bench.config, "experiment config (JSON)")->required();
+  bench_cmd->add_option("--vary", bench.vary, "PATH=v1,v2,… as for sweep (default: the config's \"sweep\")");
+  bench_cmd->add_option("--out", bench.out, "write the measurements (attnlab.measurements/1) here");
+
   auto* gpus_cmd = app.add_subcommand("gpus", "list the GPU specifications the cost model knows (sim/specs)");
   app.add_subcommand("presets", "list the example experiments and lessons in configs/");
 
@@ -65,6 +71,7 @@ int main(int argc, char** argv) {
     if (*report_cmd) return report_command(report);
     if (*sweep_cmd) return sweep_command(sweep);
     if (*gpus_cmd) return gpus_command();
+    if (*bench_cmd) return bench_command(bench);
     if (*capacity_cmd) return capacity_command(capacity);
     if (*calibrate_cmd) return calibrate_command(calibrate);
     return presets_command();

@@ -12,6 +12,8 @@ Writes (to --out-dir):
   measurements.json the flash backend's times as attnlab.measurements/1 for variant flash2 (the same
                     algorithm: FlashAttention-2's forward; `attnlab calibrate` reads it)
 and prints one table. Usage: python3 kernels/bench/sdpa_bench.py --out-dir DIR [--quick]
+  [--ours M.json]: the shapes of attnlab's own measurements (attnlab bench --out M.json, run just before in
+  the same session); the table then shows our kernel beside SDPA's backends, with the ratios.
 """
 import argparse
 import json
@@ -100,6 +102,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out-dir", required=True)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--ours", help="attnlab bench --out file: time SDPA on its shapes and compare")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("sdpa_bench: no CUDA device", file=sys.stderr)
@@ -109,7 +112,18 @@ def main():
     ceil = ceilings(l2)
     rows, measurements = [], []
     backends = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}
-    for s in shapes(args.quick):
+    ours = {}
+    if args.ours:
+        with open(args.ours) as f:
+            mine = json.load(f)["measurements"]
+        todo = []
+        for m in mine:
+            s = {k: m["problem"][k] for k in ("batch", "q_heads", "kv_heads", "q_len", "kv_len", "head_dim", "causal", "phase")}
+            ours[json.dumps(s, sort_keys=True)] = m
+            todo.append(s)
+    else:
+        todo = shapes(args.quick)
+    for s in todo:
         sq = (s["batch"], s["q_heads"], s["q_len"], s["head_dim"])
         skv = (s["batch"], s["kv_heads"], s["kv_len"], s["head_dim"])
         sets = input_sets(sq, skv, l2)
@@ -136,6 +150,17 @@ def main():
         json.dump({"schema": "attnlab.measurements/1", "gpu": "h100-sxm5" if "H100" in props.name else "",
                    "device": device, "measurements": measurements}, f, indent=1)
     print(f"{props.name}: copy {ceil['copy_gbs']:.0f} GB/s (read + write), FP16 matmul {ceil['fp16_matmul_tflops']:.0f} TFLOP/s")
+    if ours:
+        print(f"{'shape':40} {'ours ms':>9} {'TFLOP/s':>8} {'flash ms':>9} {'cudnn ms':>9} {'flash/ours':>10} {'cudnn/ours':>10}")
+        for r in rows:
+            s, m = r["shape"], ours[json.dumps(r["shape"], sort_keys=True)]
+            tag = f"B{s['batch']} H{s['q_heads']} N{s['kv_len']} d{s['head_dim']} {'causal' if s['causal'] else ''} {s['phase']}"
+            fl, cu = r["flash"].get("median_ms", float("nan")), r["cudnn"].get("median_ms", float("nan"))
+            print(f"{tag:40} {m['median_ms']:9.3f} {m['tops']:8.1f} {fl:9.3f} {cu:9.3f} {fl / m['median_ms']:10.2f} "
+                  f"{cu / m['median_ms']:10.2f}")
+        with open(f"{args.out_dir}/comparison.json", "w") as f:
+            json.dump(dict(device=device, rows=rows, ours=list(ours.values())), f, indent=1)
+        return 0
     print(f"{'shape':44} {'flash ms':>9} {'TFLOP/s':>8} {'cudnn ms':>9} {'TFLOP/s':>8} {'cudnn/flash':>11}")
     for r in rows:
         s = r["shape"]

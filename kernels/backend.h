@@ -1,0 +1,30 @@
+// attnlab kernels: the runner's "kernel" backend (DESIGN.md: the second backend). For each variant with a
+// compiled kernel it prepares the inputs in the variant's storage format, runs the kernel once with a
+// poisoned output (every element must be written), measures its error against the FP64 truth, and
+// times it: warm-up, then the median, p10 and p90 of kRuns launches timed with CUDA events, rotating
+// among input copies that together exceed twice the L2 cache, so no run reads another's inputs from L2.
+#pragma once
+
+#include "core/runner.h"
+#include "kernels/device.h"
+
+namespace attnlab::kernels {
+
+inline constexpr int kWarmupRuns = 5;
+inline constexpr int kTimedRuns = 30;
+
+class KernelBackend : public Backend {
+ public:
+  KernelBackend();
+  std::string name() const override { return "kernel"; }
+  std::string unavailable() const override { return device_.usable ? "" : device_.reason; }
+  std::string cannot_run(const VariantRequest& v, const Experiment& e) const override;
+  void run(const Experiment& e, const VariantRequest& v, const QKV& in, const TensorF64& truth,
+           VariantResult& into) override;
+  std::string device_name() const override { return device_.usable ? device_.name : ""; }
+
+ private:
+  DeviceInfo device_;
+};
+
+}  // namespace attnlab::kernels
