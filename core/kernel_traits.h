@@ -22,8 +22,8 @@ struct KernelTraits {
 
 inline constexpr KernelTraits kKernelTraits[] = {
     //  variant      d   B_r  B_c  warps stages regs splits
-    {"flash2",      64,  128, 64,  8,    2,     162, 128},
-    {"flash2",      128, 128, 64,  8,    2,     194, 128},
+    {"flash2",      64,  128, 64,  4,    2,     255, 128},
+    {"flash2",      128, 128, 64,  4,    2,     255, 128},
     {"int_flash",   64,  128, 64,  4,    2,     255, 128},
     {"int_flash",   128, 128, 64,  4,    2,     255, 128},
 };

@@ -1,7 +1,8 @@
 // attnlab kernels: FlashAttention-2 forward on FP16 tensor cores (flash2.h states the contract).
 //
-// CTA = kWarps warps over a B_r × d query block; warp w owns rows 16w … 16w + 15 (one m16 tile) and keeps
-// its Q fragments, S tile, P̃ and O accumulator in registers. Per KV tile (B_c keys, double-buffered
+// CTA = kWarps warps over a B_r × d query block; warp w owns B_r / kWarps rows (kMTiles m16 tiles) and
+// keeps its S tile, P̃ and O accumulator in registers; Q stays in shared memory and its fragments are
+// re-read per k-step (FlashAttention-2's choice at d = 128, to stay under 255 registers). Per KV tile (B_c keys, double-buffered
 // with cp.async: tile j + 1 is in flight while tile j is computed):
 //   S = Q·Kᵀ                      mma.m16n8k16, K fragments by ldmatrix from shared memory
 //   m, ℓ, P̃ = e^{S·scale − m}    FP32; exp as 2^x with the scale folded in (scale·log₂e), ex2 on the SFU
@@ -30,7 +31,8 @@ struct Tile {
   static constexpr int kStride = D + 8;  // halves per shared-memory row
   static constexpr int kQ = kBr * kStride, kKV = kBc * kStride;
   static constexpr size_t kSmemBytes = size_t(kQ + 4 * kKV) * sizeof(__half);  // Q, 2 stages × (K, V)
-  static_assert(kBr == 16 * kWarps, "one m16 tile of query rows per warp");
+  static constexpr int kMTiles = kBr / (16 * kWarps);  // m16 tiles of query rows per warp
+  static_assert(kBr == 16 * kMTiles * kWarps, "whole m16 tiles of query rows per warp");
   static_assert(kBc % 16 == 0 && D % 16 == 0, "whole MMA tiles");
   static_assert(kTraits.stages == 2, "the loop below double-buffers");
 };
@@ -53,9 +55,17 @@ __device__ __forceinline__ void load_tile(__half* smem, const __half* gmem, int 
   }
 }
 
+// 2^x on the SFU (ex2.approx.ftz, ≈ 2 ulp; subnormal results flush to 0), as FlashAttention-2 uses it.
+__device__ __forceinline__ float ex2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
 template <int D>
 __global__ void __launch_bounds__(Tile<D>::kThreads) flash2_kernel(Flash2Args a) {
   using T = Tile<D>;
+  constexpr int kM = T::kMTiles;  // m16 tiles of query rows per warp
   extern __shared__ __align__(16) __half smem[];
   __half* sQ = smem;
   __half* sKV = smem + T::kQ;  // stage s: K at sKV + 2s·kKV, V at sKV + (2s + 1)·kKV
@@ -75,31 +85,27 @@ __global__ void __launch_bounds__(Tile<D>::kThreads) flash2_kernel(Flash2Args a)
   const int j_begin = blockIdx.z * per_split, j_end = min(tiles, j_begin + per_split);
 
   load_tile<D, T::kThreads>(sQ, q, T::kBr, a.q_len - row0);
-  cp_async_commit();
   if (j_begin < j_end) {
     const int col0 = j_begin * T::kBc;
     load_tile<D, T::kThreads>(sKV, k + size_t(col0) * D, T::kBc, a.kv_len - col0);
     load_tile<D, T::kThreads>(sKV + T::kKV, v + size_t(col0) * D, T::kBc, a.kv_len - col0);
-    cp_async_commit();
-    cp_async_wait<1>();
-  } else {
-    cp_async_wait<0>();
   }
-  __syncthreads();
+  cp_async_commit();
 
-  uint32_t qf[D / 16][4];  // this warp's 16 rows of Q as A fragments, one per k-step of 16
+  // Warp w owns query rows 32w + 16mi + {g, g + 8} for its m-tiles mi (FlashAttention-2's split: Q
+  // across warps, every K/V fragment read once per warp and used by both m-tiles).
+  float o[kM][D / 8][4] = {};  // O accumulators
+  float m[kM][2], l[kM][2];    // running max (scaled, log₂ units) and thread-partial ℓ per row
 #pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk)
-    ldmatrix_x4(qf[kk], sQ + (warp * 16 + lane % 16) * T::kStride + kk * 16 + (lane / 16) * 8);
-
-  float o[D / 8][4] = {};  // O accumulator: rows g and g + 8, columns 8n + 2t, 8n + 2t + 1
-  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};  // rows g, g + 8 (log₂ units; thread-partial ℓ)
-  const int rows_abs[2] = {row0 + warp * 16 + g, row0 + warp * 16 + g + 8};
-  int vis[2];
-#pragma unroll
-  for (int i = 0; i < 2; ++i)  // padding rows past q_len see everything: harmless, never stored
-    vis[i] = rows_abs[i] < a.q_len ? visible_keys(rows_abs[i], a.q_len, a.kv_len, a.causal) : a.kv_len;
+  for (int mi = 0; mi < kM; ++mi) m[mi][0] = m[mi][1] = -INFINITY, l[mi][0] = l[mi][1] = 0.f;
   const float scale_log2 = a.scale * kLog2e;
+  const int warp_row0 = row0 + warp * 16 * kM;
+  // Keys every row of the CTA sees: tiles below this need no mask (padding rows past q_len see all keys:
+  // harmless, never stored).
+  const int all_see = visible_keys(row0, a.q_len, a.kv_len, a.causal);
+  const __half* sQw = sQ + (warp * 16 * kM + lane % 16) * T::kStride + (lane / 16) * 8;
+  cp_async_wait<0>();  // Q (and the first K/V tile) in shared memory
+  __syncthreads();
 
   for (int j = j_begin; j < j_end; ++j) {
     const int stage = (j - j_begin) & 1;
@@ -118,103 +124,128 @@ __global__ void __launch_bounds__(Tile<D>::kThreads) flash2_kernel(Flash2Args a)
     const __half* sV = sK + T::kKV;
     const int col0 = j * T::kBc;
 
-    // S = Q·Kᵀ for this warp's 16 rows × B_c keys.
-    float s[T::kBc / 8][4] = {};
+    // S = Q·Kᵀ: per k-step, the Q fragments of both m-tiles (from shared memory) and each K fragment once.
+    float s[kM][T::kBc / 8][4] = {};
 #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk)
+    for (int kk = 0; kk < D / 16; ++kk) {
+      uint32_t qf[kM][4];
+#pragma unroll
+      for (int mi = 0; mi < kM; ++mi) ldmatrix_x4(qf[mi], sQw + mi * 16 * T::kStride + kk * 16);
 #pragma unroll
       for (int nj = 0; nj < T::kBc / 16; ++nj) {
         uint32_t kb[4];
         ldmatrix_x4(kb, sK + (nj * 16 + lane % 8 + (lane / 16) * 8) * T::kStride + kk * 16 + ((lane / 8) % 2) * 8);
-        mma_f16(s[2 * nj], qf[kk], kb[0], kb[1]);
-        mma_f16(s[2 * nj + 1], qf[kk], kb[2], kb[3]);
+#pragma unroll
+        for (int mi = 0; mi < kM; ++mi) {
+          mma_f16(s[mi][2 * nj], qf[mi], kb[0], kb[1]);
+          mma_f16(s[mi][2 * nj + 1], qf[mi], kb[2], kb[3]);
+        }
       }
-
-    // Online softmax (App. D): m_new = max(m, rowmax S), P̃ = 2^{S·scale·log₂e − m_new}, rescale ℓ and O.
-    float mx[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-    for (int n = 0; n < T::kBc / 8; ++n)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int i = e / 2, col = col0 + n * 8 + 2 * t + (e % 2);
-        s[n][e] = col < vis[i] ? s[n][e] * scale_log2 : -INFINITY;
-        mx[i] = fmaxf(mx[i], s[n][e]);
-      }
-    float alpha[2], shift[2];
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
-      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
-      const float m_new = fmaxf(m[i], mx[i]);
-      shift[i] = m_new == -INFINITY ? 0.f : m_new;  // a row that has seen nothing yet stays empty
-      alpha[i] = m[i] == -INFINITY ? 0.f : exp2f(m[i] - m_new);
-      m[i] = m_new;
-      l[i] *= alpha[i];
-    }
-#pragma unroll
-    for (int n = 0; n < T::kBc / 8; ++n)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int i = e / 2;
-        s[n][e] = exp2f(s[n][e] - shift[i]);  // −∞ → 0
-        l[i] += s[n][e];
-      }
-#pragma unroll
-    for (int n = 0; n < D / 8; ++n) {
-      o[n][0] *= alpha[0], o[n][1] *= alpha[0];
-      o[n][2] *= alpha[1], o[n][3] *= alpha[1];
     }
 
-    // O += P̃·V: P̃ (FP16) from the S registers, V fragments by transposing ldmatrix.
+    // Online softmax (App. D): m_new = max(m, rowmax S·scale), P̃ = 2^{S·scale·log₂e − m_new} (one FFMA
+    // and one ex2 per score), ℓ and O rescaled by 2^{m_old − m_new}.
+#pragma unroll
+    for (int mi = 0; mi < kM; ++mi) {
+      if (col0 + T::kBc > all_see) {  // the diagonal or the ragged end: mask keys a row does not see
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          const int row = warp_row0 + mi * 16 + g + 8 * i;
+          const int vis = row < a.q_len ? visible_keys(row, a.q_len, a.kv_len, a.causal) : a.kv_len;
+#pragma unroll
+          for (int n = 0; n < T::kBc / 8; ++n)
+#pragma unroll
+            for (int e = 0; e < 2; ++e)
+              if (col0 + n * 8 + 2 * t + e >= vis) s[mi][n][2 * i + e] = -INFINITY;
+        }
+      }
+      float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+      for (int n = 0; n < T::kBc / 8; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) mx[e / 2] = fmaxf(mx[e / 2], s[mi][n][e]);
+      float alpha[2], shift[2];
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
+        mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
+        const float m_new = fmaxf(m[mi][i], mx[i] * scale_log2);
+        shift[i] = m_new == -INFINITY ? 0.f : m_new;  // a row that has seen nothing yet stays empty
+        alpha[i] = m[mi][i] == -INFINITY ? 0.f : ex2(m[mi][i] - m_new);
+        m[mi][i] = m_new;
+        l[mi][i] *= alpha[i];
+      }
+#pragma unroll
+      for (int n = 0; n < T::kBc / 8; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int i = e / 2;
+          s[mi][n][e] = ex2(fmaf(s[mi][n][e], scale_log2, -shift[i]));  // −∞ → 0
+          l[mi][i] += s[mi][n][e];
+        }
+#pragma unroll
+      for (int n = 0; n < D / 8; ++n) {
+        o[mi][n][0] *= alpha[0], o[mi][n][1] *= alpha[0];
+        o[mi][n][2] *= alpha[1], o[mi][n][3] *= alpha[1];
+      }
+    }
+
+    // O += P̃·V: P̃ (FP16) from the S registers, each V fragment (transposing ldmatrix) used by both m-tiles.
 #pragma unroll
     for (int ks = 0; ks < T::kBc / 16; ++ks) {
-      const uint32_t pa[4] = {pack_half2(s[2 * ks][0], s[2 * ks][1]), pack_half2(s[2 * ks][2], s[2 * ks][3]),
-                              pack_half2(s[2 * ks + 1][0], s[2 * ks + 1][1]),
-                              pack_half2(s[2 * ks + 1][2], s[2 * ks + 1][3])};
+      uint32_t pa[kM][4];
+#pragma unroll
+      for (int mi = 0; mi < kM; ++mi) {
+        pa[mi][0] = pack_half2(s[mi][2 * ks][0], s[mi][2 * ks][1]);
+        pa[mi][1] = pack_half2(s[mi][2 * ks][2], s[mi][2 * ks][3]);
+        pa[mi][2] = pack_half2(s[mi][2 * ks + 1][0], s[mi][2 * ks + 1][1]);
+        pa[mi][3] = pack_half2(s[mi][2 * ks + 1][2], s[mi][2 * ks + 1][3]);
+      }
 #pragma unroll
       for (int dn = 0; dn < D / 16; ++dn) {
         uint32_t vb[4];
         ldmatrix_x4_trans(vb, sV + (ks * 16 + lane % 8 + ((lane / 8) % 2) * 8) * T::kStride + dn * 16 + (lane / 16) * 8);
-        mma_f16(o[2 * dn], pa, vb[0], vb[1]);
-        mma_f16(o[2 * dn + 1], pa, vb[2], vb[3]);
+#pragma unroll
+        for (int mi = 0; mi < kM; ++mi) {
+          mma_f16(o[mi][2 * dn], pa[mi], vb[0], vb[1]);
+          mma_f16(o[mi][2 * dn + 1], pa[mi], vb[2], vb[3]);
+        }
       }
     }
     __syncthreads();  // the next iteration's prefetch overwrites this stage
   }
 
   // Epilogue: ℓ summed over the quad, O = G/ℓ, L = m + log ℓ (natural units).
+  const size_t rows_total = size_t(a.batch) * a.q_heads * a.q_len;
 #pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
-    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
-  }
+  for (int mi = 0; mi < kM; ++mi)
 #pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const int row = rows_abs[i];
-    if (row < a.q_len) {
-    const bool empty = !(l[i] > 0.f);
-    const float lse = empty ? -INFINITY : (m[i] + log2f(l[i])) / kLog2e;
-    const size_t out_row = size_t(bh) * a.q_len + row;
-    if (a.splits == 1) {
-      __half* orow = a.o + out_row * D;
+    for (int i = 0; i < 2; ++i) {
+      l[mi][i] += __shfl_xor_sync(0xffffffffu, l[mi][i], 1);
+      l[mi][i] += __shfl_xor_sync(0xffffffffu, l[mi][i], 2);
+      const int row = warp_row0 + mi * 16 + g + 8 * i;
+      if (row >= a.q_len) continue;
+      const bool empty = !(l[mi][i] > 0.f);
+      const float lse = empty ? -INFINITY : (m[mi][i] + log2f(l[mi][i])) / kLog2e;
+      const size_t out_row = size_t(bh) * a.q_len + row;
+      if (a.splits == 1) {
+        __half* orow = a.o + out_row * D;
 #pragma unroll
-      for (int n = 0; n < D / 8; ++n) {
-        const float x0 = empty ? 0.f : o[n][2 * i] / l[i], x1 = empty ? 0.f : o[n][2 * i + 1] / l[i];
-        *reinterpret_cast<__half2*>(orow + n * 8 + 2 * t) = __floats2half2_rn(x0, x1);
+        for (int n = 0; n < D / 8; ++n) {
+          const float x0 = empty ? 0.f : o[mi][n][2 * i] / l[mi][i], x1 = empty ? 0.f : o[mi][n][2 * i + 1] / l[mi][i];
+          *reinterpret_cast<__half2*>(orow + n * 8 + 2 * t) = __floats2half2_rn(x0, x1);
+        }
+        if (t == 0) a.lse[out_row] = lse;
+      } else {  // this split's normalized partial result and its logsumexp, for flash2_combine
+        float* orow = a.workspace + (size_t(blockIdx.z) * rows_total + out_row) * D;
+#pragma unroll
+        for (int n = 0; n < D / 8; ++n) {
+          orow[n * 8 + 2 * t] = empty ? 0.f : o[mi][n][2 * i] / l[mi][i];
+          orow[n * 8 + 2 * t + 1] = empty ? 0.f : o[mi][n][2 * i + 1] / l[mi][i];
+        }
+        if (t == 0) a.workspace[size_t(a.splits) * rows_total * D + size_t(blockIdx.z) * rows_total + out_row] = lse;
       }
-      if (t == 0) a.lse[out_row] = lse;
-    } else {  // this split's normalized partial result and its logsumexp, for flash2_combine
-      const size_t rows_total = size_t(a.batch) * a.q_heads * a.q_len;
-      float* orow = a.workspace + (size_t(blockIdx.z) * rows_total + out_row) * D;
-#pragma unroll
-      for (int n = 0; n < D / 8; ++n) {
-        orow[n * 8 + 2 * t] = empty ? 0.f : o[n][2 * i] / l[i];
-        orow[n * 8 + 2 * t + 1] = empty ? 0.f : o[n][2 * i + 1] / l[i];
-      }
-      if (t == 0) a.workspace[size_t(a.splits) * rows_total * D + size_t(blockIdx.z) * rows_total + out_row] = lse;
     }
-    }
-  }
 }
 
 // Merges the splits of one output row (blockDim.x = d threads): O = Σₛ e^{Lₛ − L}·Oₛ, L = log Σₛ e^{Lₛ}.
