@@ -52,6 +52,22 @@ __device__ __forceinline__ void mma_f16(float (&d)[4], const uint32_t (&a)[4], u
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// D = A·B + D, INT8 operands (m16n8k32), INT32 accumulate. Fragment layouts as above with bytes: A's
+// a0 = (g, 4t..4t+3), a1 = (g+8, 4t..), a2 = (g, 16+4t..), a3 = (g+8, 16+4t..); B's b0 = (k 4t..4t+3, n g),
+// b1 = (k 16+4t.., n g); C as for FP16. ldmatrix (b16 units) loads them from row-major byte rows of 16.
+__device__ __forceinline__ void mma_s8(int (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Four integers in [−128, 127] packed as bytes, the first in the lowest byte.
+__device__ __forceinline__ uint32_t pack_s8x4(int b0, int b1, int b2, int b3) {
+  return (uint32_t(b0) & 0xffu) | ((uint32_t(b1) & 0xffu) << 8) | ((uint32_t(b2) & 0xffu) << 16) | (uint32_t(b3) << 24);
+}
+
 // Two FP32 values rounded to FP16 (RNE) and packed, lower address first.
 __device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
   const __half2 h = __floats2half2_rn(lo, hi);

@@ -119,8 +119,10 @@ def main():
         todo = []
         for m in mine:
             s = {k: m["problem"][k] for k in ("batch", "q_heads", "kv_heads", "q_len", "kv_len", "head_dim", "causal", "phase")}
-            ours[json.dumps(s, sort_keys=True)] = m
-            todo.append(s)
+            key = json.dumps(s, sort_keys=True)
+            if key not in ours:
+                todo.append(s)
+            ours.setdefault(key, []).append(m)
     else:
         todo = shapes(args.quick)
     for s in todo:
@@ -151,15 +153,16 @@ def main():
                    "device": device, "measurements": measurements}, f, indent=1)
     print(f"{props.name}: copy {ceil['copy_gbs']:.0f} GB/s (read + write), FP16 matmul {ceil['fp16_matmul_tflops']:.0f} TFLOP/s")
     if ours:
-        print(f"{'shape':40} {'ours ms':>9} {'TFLOP/s':>8} {'flash ms':>9} {'cudnn ms':>9} {'flash/ours':>10} {'cudnn/ours':>10}")
+        print(f"{'ours':10} {'shape':34} {'ours ms':>9} {'TFLOP/s':>8} {'flash ms':>9} {'cudnn ms':>9} {'flash/ours':>10} {'cudnn/ours':>10}")
         for r in rows:
-            s, m = r["shape"], ours[json.dumps(r["shape"], sort_keys=True)]
-            tag = f"B{s['batch']} H{s['q_heads']} N{s['kv_len']} d{s['head_dim']} {'causal' if s['causal'] else ''} {s['phase']}"
+            s = r["shape"]
+            tag = f"B{s['batch']} H{s['q_heads']} N{s['kv_len']} d{s['head_dim']} {'causal' if s['causal'] else ''}"
             fl, cu = r["flash"].get("median_ms", float("nan")), r["cudnn"].get("median_ms", float("nan"))
-            print(f"{tag:40} {m['median_ms']:9.3f} {m['tops']:8.1f} {fl:9.3f} {cu:9.3f} {fl / m['median_ms']:10.2f} "
-                  f"{cu / m['median_ms']:10.2f}")
+            for m in ours[json.dumps(s, sort_keys=True)]:
+                print(f"{m['label'][:10]:10} {tag:34} {m['median_ms']:9.3f} {m['tops']:8.1f} {fl:9.3f} {cu:9.3f} "
+                      f"{fl / m['median_ms']:10.2f} {cu / m['median_ms']:10.2f}")
         with open(f"{args.out_dir}/comparison.json", "w") as f:
-            json.dump(dict(device=device, rows=rows, ours=list(ours.values())), f, indent=1)
+            json.dump(dict(device=device, rows=rows, ours=[m for ms in ours.values() for m in ms]), f, indent=1)
         return 0
     print(f"{'shape':44} {'flash ms':>9} {'TFLOP/s':>8} {'cudnn ms':>9} {'TFLOP/s':>8} {'cudnn/flash':>11}")
     for r in rows:

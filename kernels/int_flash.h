@@ -1,0 +1,37 @@
+// attnlab kernels: the `int_flash` kernel — INT-FlashAttention Alg. 1 (full INT8) on INT8 tensor cores.
+//
+// Computes what core/variants/int_flash.cpp emulates, from the inputs Alg. 1 requires in HBM: INT8 Q and
+// K with one FP32 scale per token, INT8 V with one FP32 scale per (batch, KV head). Per tile:
+//   S = diag(s_Q)(Q·Kᵀ)diag(s_K)·scale   mma.m16n8k32 s8·s8 → s32, scaled in FP32
+//   P = ⌊127·e^{S − m}⌉ (INT8 codes)     ℓ from the codes, O from P·V (s8·s8 → s32, added in FP32)
+//   O = (O/ℓ)·s_V in FP16, L = m + log ℓ − log 127
+// V is stored transposed (d × N, keys padded to a multiple of 16), with the keys of every 16-key group
+// permuted so that the S accumulator's register layout is directly the A operand of P·V (int_flash_host.h
+// builds it): ldmatrix cannot transpose bytes, and the permutation is the price of keeping P in registers.
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace attnlab::kernels {
+
+struct IntFlashArgs {
+  const int8_t* q = nullptr;       // (B, Hq, Nq, d)
+  const int8_t* k = nullptr;       // (B, Hkv, Nkv, d)
+  const int8_t* vt = nullptr;      // (B, Hkv, d, kv_pad): Vᵀ, keys permuted per 16 (int_flash_host.h)
+  const float* s_q = nullptr;      // (B, Hq, Nq)
+  const float* s_k = nullptr;      // (B, Hkv, kv_pad), zero-padded
+  const float* s_v = nullptr;      // (B, Hkv)
+  __half* o = nullptr;             // (B, Hq, Nq, d)
+  float* lse = nullptr;            // (B, Hq, Nq)
+  int batch = 0, q_heads = 0, kv_heads = 0, q_len = 0, kv_len = 0, kv_pad = 0, head_dim = 0;
+  bool causal = false;
+  float scale = 0;
+};
+
+bool int_flash_supports(int head_dim);  // 64 and 128
+cudaError_t int_flash_forward(const IntFlashArgs& a, cudaStream_t stream);
+
+}  // namespace attnlab::kernels

@@ -1,0 +1,36 @@
+// attnlab kernels: int_flash's inputs as Alg. 1 requires them in HBM — INT8 Q and K with FP32 token
+// scales, INT8 V with one FP32 scale per (batch, KV head) — quantized on the host by the same rules as
+// the reference (core/variants/int_flash.cpp: the generic quantizer, q_max 127), V transposed and
+// key-permuted for the kernel (int_flash.h). And one launch with poisoned outputs, for the backend and
+// the [gpu] tests.
+#pragma once
+
+#include "core/problem.h"
+#include "core/tensor.h"
+#include "kernels/cuda_check.h"
+#include "kernels/int_flash.h"
+
+#include <vector>
+
+namespace attnlab::kernels {
+
+struct IntFlashInputs {
+  DeviceBuffer q, k, vt, s_q, s_k, s_v;
+  int kv_pad = 0;
+  size_t bytes() const { return q.bytes() + k.bytes() + vt.bytes() + s_q.bytes() + s_k.bytes() + s_v.bytes(); }
+};
+IntFlashInputs upload_int8(const Problem& p, const QKV& in);
+
+// The stored position of key `j` within its group of 16 in Vᵀ (int_flash.h): position 4t + e holds key
+// 8·⌊e/2⌋ + 2t + (e mod 2), the order in which the S accumulator hands P's codes to the P·V product.
+int vt_key_at(int position);
+
+IntFlashArgs int_flash_args(const Problem& p, const IntFlashInputs& in, __half* o, float* lse);
+
+struct IntFlashOutput {
+  Tensor o;
+  std::vector<float> lse;
+};
+IntFlashOutput int_flash_once(const Problem& p, const IntFlashInputs& in);
+
+}  // namespace attnlab::kernels

@@ -1,0 +1,78 @@
+// The int_flash CUDA kernel against the int_flash reference (core/variants/int_flash.cpp), on the GPU.
+// Skipped, with the reason printed, where there is no usable GPU.
+//
+// Same INT8 inputs (quantized on the host by the reference's rules), same integer products. They differ
+// in the FP32 path to P's codes: the kernel computes 127·2^{S·scale·log₂e − m} with ex2.approx, the
+// reference 127·e^{S·scale − m} with FP32 exp; a code whose 127·p̃ lies within ~10⁻⁵ of a half-integer
+// can round the other way. One such flip moves ℓ by 1 (ℓ ≥ 127: the row's maximum has code 127) and the
+// output by at most 2·s_V·127/ℓ ≤ 2·max|V| / 127 per row. Flips are rare, so over the whole output the
+// kernel's error against FP64 stays within 1.05× the reference's.
+#include "core/ground_truth.h"
+#include "core/metrics.h"
+#include "core/data/generators.h"
+#include "core/registry.h"
+#include "kernels/device.h"
+#include "kernels/int_flash_host.h"
+#include "tests/catch.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+
+namespace attnlab {
+namespace {
+
+void check_case(int64_t d, int64_t n, bool causal, bool gqa, uint64_t seed) {
+  Problem p;
+  p.batch = 2, p.q_heads = 4, p.kv_heads = gqa ? 1 : 4, p.head_dim = d, p.q_len = n, p.kv_len = n, p.causal = causal;
+  const QKV in = data::generate(p, "normal", ParamValues::defaults(data::find_generator("normal")->params), seed);
+  const TensorF64 truth = attention_fp64(p, in);
+  const VariantSpec& f = *find_variant("int_flash");
+  const ReferenceOutput ref = f.reference(p, in, ParamValues::defaults(f.params), {});
+  const kernels::IntFlashOutput out = kernels::int_flash_once(p, kernels::upload_int8(p, in));
+  INFO(fmt::format("d={} N={} causal={} gqa={} seed={}", d, n, causal, gqa, seed));
+  double max_v = 0;
+  for (float x : in.v.values()) max_v = std::max(max_v, double(std::abs(x)));
+  int64_t bad = 0;
+  for (int64_t i = 0; i < out.o.size(); ++i) {
+    const double r = ref.o.data()[i], k = out.o.data()[i];
+    if (std::abs(k - r) > 2 * max_v / 127 + 0x1p-10 * std::abs(r) && bad++ < 3) FAIL_CHECK(fmt::format("o[{}] = {} vs {}", i, k, r));
+  }
+  CHECK(bad == 0);
+  const std::vector<double>& ref_lse = ref.probes.at("lse").values;
+  for (size_t i = 0; i < out.lse.size(); ++i)
+    if (std::abs(out.lse[i] - ref_lse[i]) > 1e-3 * (1 + std::abs(ref_lse[i])) && bad++ < 3)
+      FAIL_CHECK(fmt::format("lse[{}] = {} vs {}", i, out.lse[i], ref_lse[i]));
+  const double err_k = compare_to_truth(out.o, truth).rel_l2, err_r = compare_to_truth(ref.o, truth).rel_l2;
+  INFO(fmt::format("rel_l2 kernel {:.4e} reference {:.4e}", err_k, err_r));
+  CHECK(err_k <= 1.05 * err_r + 1e-5);
+}
+
+TEST_CASE("int_flash kernel equals the int_flash reference up to rare P-code flips", "[gpu][kernels]") {
+  const kernels::DeviceInfo dev = kernels::probe_device();
+  if (!dev.usable) ATTNLAB_SKIP(dev.reason);
+  const uint64_t seed = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+  for (int64_t d : {64, 128})
+    for (int64_t n : {1, 100, 1024, 4097})
+      for (bool causal : {false, true})
+        for (bool gqa : {false, true}) check_case(d, n, causal, gqa, seed + n + d);
+}
+
+TEST_CASE("int_flash kernel: small shapes for the sanitizers", "[gpu][sanitize]") {
+  const kernels::DeviceInfo dev = kernels::probe_device();
+  if (!dev.usable) ATTNLAB_SKIP(dev.reason);
+  for (int64_t d : {64, 128}) check_case(d, 100, true, true, 7);
+}
+
+TEST_CASE("Vᵀ key permutation is a permutation of each 16-key group", "[kernels]") {
+  std::vector<int> seen(16, 0);
+  for (int pos = 0; pos < 16; ++pos) ++seen[size_t(kernels::vt_key_at(pos))];
+  for (int c : seen) CHECK(c == 1);
+  CHECK(kernels::vt_key_at(0) == 0);
+  CHECK(kernels::vt_key_at(2) == 8);   // t = 0, e = 2: the second n8 tile's first column
+  CHECK(kernels::vt_key_at(5) == 3);   // t = 1, e = 1
+}
+
+}  // namespace
+}  // namespace attnlab
