@@ -33,6 +33,7 @@ struct IntTile {
   static constexpr int kStage = kK + kV + kBc * 4;  // K, Vᵀ, s_K of one tile
   static constexpr size_t kSmemBytes = size_t(kQ) + 2 * size_t(kStage);
   static_assert(kBr == 16 * kMTiles * kWarps && kBc % 32 == 0 && D % 32 == 0, "whole MMA tiles");
+  static_assert(127 * 127 * (D > kBc ? D : kBc) < (1 << 22), "INT32 sums stay in the magic conversion's range");
   static_assert(kTraits.stages == 2, "the loop below double-buffers");
 };
 
@@ -154,7 +155,8 @@ __global__ void __launch_bounds__(IntTile<D>::kThreads) int_flash_kernel(IntFlas
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int i = e / 2, col = col0 + n * 8 + 2 * t + (e % 2);
-          s[n][e] = ((sq[mi][i] * float(si[mi][n][e])) * sSk[n * 8 + 2 * t + (e % 2)]) * scale_log2;
+          // |S| ≤ 127²·d < 2²²: the exact conversion by the magic constant (mma.cuh).
+          s[n][e] = ((sq[mi][i] * int_to_float_exact(si[mi][n][e])) * sSk[n * 8 + 2 * t + (e % 2)]) * scale_log2;
           if (masked) {
             const int row = warp_row0 + mi * 16 + g + 8 * i;
             const int vis = row < a.q_len ? visible_keys(row, a.q_len, a.kv_len, a.causal) : a.kv_len;
@@ -179,8 +181,9 @@ __global__ void __launch_bounds__(IntTile<D>::kThreads) int_flash_kernel(IntFlas
       for (int n = 0; n < T::kBc / 8; ++n)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          pc[n][e] = __float2int_rn(kR * ex2(s[n][e] - shift[e / 2]));
-          l[mi][e / 2] += float(pc[n][e]);
+          float code;  // 127·p ∈ [0, 127]: rounded ties-to-even in the FP32 adder (mma.cuh), = cvt.rni
+          pc[n][e] = round_to_int(kR * ex2(s[n][e] - shift[e / 2]), &code);
+          l[mi][e / 2] += code;
         }
       // C layout → A layout (k32): a0/a1 take tiles 4ks, 4ks+1 (rows g, g+8), a2/a3 tiles 4ks+2, 4ks+3; the
       // keys land in the order int_flash_host.h's Vᵀ permutation expects.
@@ -216,8 +219,8 @@ __global__ void __launch_bounds__(IntTile<D>::kThreads) int_flash_kernel(IntFlas
       for (int mi = 0; mi < kM; ++mi)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          o[mi][2 * dn][e] += float(acc[mi][0][e]);
-          o[mi][2 * dn + 1][e] += float(acc[mi][1][e]);
+          o[mi][2 * dn][e] += int_to_float_exact(acc[mi][0][e]);  // |acc| ≤ 127²·B_c < 2²²
+          o[mi][2 * dn + 1][e] += int_to_float_exact(acc[mi][1][e]);
         }
     }
     __syncthreads();
