@@ -183,10 +183,14 @@ __global__ void __launch_bounds__(Tile<D>::kThreads) flash2_kernel(Flash2Args a)
           s[mi][n][e] = ex2(fmaf(s[mi][n][e], scale_log2, -shift[i]));  // −∞ → 0
           l[mi][i] += s[mi][n][e];
         }
+      // Once the running maxima settle, α = 1 for every row of the warp: skipping the multiply by 1 is
+      // exact and saves D/2 multiplies per thread and tile.
+      if (__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) {
 #pragma unroll
-      for (int n = 0; n < D / 8; ++n) {
-        o[mi][n][0] *= alpha[0], o[mi][n][1] *= alpha[0];
-        o[mi][n][2] *= alpha[1], o[mi][n][3] *= alpha[1];
+        for (int n = 0; n < D / 8; ++n) {
+          o[mi][n][0] *= alpha[0], o[mi][n][1] *= alpha[0];
+          o[mi][n][2] *= alpha[1], o[mi][n][3] *= alpha[1];
+        }
       }
     }
 

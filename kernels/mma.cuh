@@ -68,21 +68,6 @@ __device__ __forceinline__ uint32_t pack_s8x4(int b0, int b1, int b2, int b3) {
   return (uint32_t(b0) & 0xffu) | ((uint32_t(b1) & 0xffu) << 8) | ((uint32_t(b2) & 0xffu) << 16) | (uint32_t(b3) << 24);
 }
 
-// Conversions without the conversion pipe (16 results per clock per SM on sm_80/sm_90, the bottleneck of
-// an INT8 attention kernel), through the FP32 value 1.5·2²³ = 12582912 whose bit pattern is 0x4B400000:
-// for |i| < 2²² the float with bits 0x4B400000 + i is exactly 12582912 + i, so one integer add and one
-// FP32 subtraction give float(i) exactly; and x + 12582912 for |x| < 2²² rounds x to the nearest integer,
-// ties to even, in the FP32 adder (the rule of cvt.rni), leaving it in the low bits.
-constexpr float kMagic = 12582912.0f;
-constexpr int kMagicBits = 0x4B400000;
-__device__ __forceinline__ float int_to_float_exact(int i) { return __int_as_float(i + kMagicBits) - kMagic; }
-// rne(x) for |x| < 2²²: as an integer (return) and as its float value (*value).
-__device__ __forceinline__ int round_to_int(float x, float* value) {
-  const float r = x + kMagic;
-  *value = r - kMagic;
-  return __float_as_int(r) - kMagicBits;
-}
-
 // Two FP32 values rounded to FP16 (RNE) and packed, lower address first.
 __device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
   const __half2 h = __floats2half2_rn(lo, hi);
