@@ -69,7 +69,6 @@ std::string KernelBackend::cannot_run(const VariantRequest& v, const Experiment&
   if (v.id == "flash2") return flash2_supports(d) ? "" : fmt::format("no flash2 kernel for head_dim {} (compiled: 64, 128)", d);
   if (v.id == "int_flash") {
     if (!int_flash_supports(d)) return fmt::format("no int_flash kernel for head_dim {} (compiled: 64, 128)", d);
-    if (v.params.flag("v_fp16")) return "no half-INT8 (v_fp16) kernel yet: the full-INT8 kernel only";
     if (v.params.integer("r_p") != 127) return "the kernel implements Alg. 1's R = 127 (r_p = 127)";
     return "";
   }
@@ -84,9 +83,10 @@ void KernelBackend::run(const Experiment& e, const VariantRequest& v, const QKV&
   if (v.id == "int_flash") {
     // Alg. 1's storage format: INT8 Q, K, V and FP32 scales in HBM before the kernel starts.
     std::vector<IntFlashInputs> sets;
-    sets.push_back(upload_int8(p, in));
+    const bool half = v.params.flag("v_fp16");
+    sets.push_back(upload_int8(p, in, half));
     const size_t copies = input_copies(sets[0].bytes());
-    while (sets.size() < copies) sets.push_back(upload_int8(p, in));
+    while (sets.size() < copies) sets.push_back(upload_int8(p, in, half));
     const IntFlashOutput once = int_flash_once(p, sets[0]);
     std::vector<IntFlashArgs> args;
     for (const auto& s : sets) args.push_back(int_flash_args(p, s, o.as<__half>(), lse.as<float>()));

@@ -22,14 +22,15 @@ namespace {
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kR = 127.f;  // Alg. 1: INT8 maximum R, the scale of P's codes
 
-template <int D>
+template <int D, bool VHalf>
 struct IntTile {
   static constexpr KernelTraits kTraits = *find_kernel_traits("int_flash", D);
   static constexpr int kBr = kTraits.block_r, kBc = kTraits.block_c, kWarps = kTraits.warps;
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kMTiles = kBr / (16 * kWarps);
-  static constexpr int kQStride = D + 16, kVStride = kBc + 16;  // bytes per shared-memory row
-  static constexpr int kQ = kBr * kQStride, kK = kBc * kQStride, kV = D * kVStride;
+  static constexpr int kQStride = D + 16;                       // bytes per shared-memory row of Q, K
+  static constexpr int kVStride = VHalf ? (D + 8) * 2 : kBc + 16;  // bytes per row of V (FP16) or Vᵀ (INT8)
+  static constexpr int kQ = kBr * kQStride, kK = kBc * kQStride, kV = (VHalf ? kBc : D) * kVStride;
   static constexpr int kStage = kK + kV + kBc * 4;  // K, Vᵀ, s_K of one tile
   static constexpr size_t kSmemBytes = size_t(kQ) + 2 * size_t(kStage);
   static_assert(kBr == 16 * kMTiles * kWarps && kBc % 32 == 0 && D % 32 == 0, "whole MMA tiles");
@@ -62,9 +63,9 @@ __device__ __forceinline__ void load_bytes(void* smem, const void* gmem, int row
   }
 }
 
-template <int D>
-__global__ void __launch_bounds__(IntTile<D>::kThreads) int_flash_kernel(IntFlashArgs a) {
-  using T = IntTile<D>;
+template <int D, bool VHalf>
+__global__ void __launch_bounds__(IntTile<D, VHalf>::kThreads) int_flash_kernel(IntFlashArgs a) {
+  using T = IntTile<D, VHalf>;
   constexpr int kM = T::kMTiles;
   extern __shared__ __align__(16) int8_t smem_i8[];
   int8_t* sQ = smem_i8;
@@ -75,7 +76,8 @@ __global__ void __launch_bounds__(IntTile<D>::kThreads) int_flash_kernel(IntFlas
   const int kvh = h / (a.q_heads / a.kv_heads), bkv = b * a.kv_heads + kvh;
   const int row0 = blockIdx.x * T::kBr;
   const int8_t* k = a.k + size_t(bkv) * a.kv_len * D;
-  const int8_t* vt = a.vt + size_t(bkv) * D * a.kv_pad;
+  const int8_t* vt = VHalf ? nullptr : a.vt + size_t(bkv) * D * a.kv_pad;
+  const __half* v16 = VHalf ? a.v16 + size_t(bkv) * a.kv_len * D : nullptr;
   const float* s_k = a.s_k + size_t(bkv) * a.kv_pad;
 
   const int last_row = min(row0 + T::kBr, a.q_len) - 1;
@@ -84,7 +86,11 @@ __global__ void __launch_bounds__(IntTile<D>::kThreads) int_flash_kernel(IntFlas
     int8_t* st = sStage + stage * T::kStage;
     const int col0 = j * T::kBc;
     load_bytes<T::kThreads>(st, k + size_t(col0) * D, T::kBc, D, T::kQStride, D, a.kv_len - col0, D);
-    load_bytes<T::kThreads>(st + T::kK, vt + col0, D, T::kBc, T::kVStride, a.kv_pad, D, a.kv_pad - col0);
+    if constexpr (VHalf)
+      load_bytes<T::kThreads>(st + T::kK, v16 + size_t(col0) * D, T::kBc, D * 2, T::kVStride, D * 2, a.kv_len - col0,
+                              D * 2);
+    else
+      load_bytes<T::kThreads>(st + T::kK, vt + col0, D, T::kBc, T::kVStride, a.kv_pad, D, a.kv_pad - col0);
     load_bytes<T::kThreads>(st + T::kK + T::kV, s_k + col0, 1, T::kBc * 4, 0, 0, 1, (a.kv_pad - col0) * 4);
   };
   load_bytes<T::kThreads>(sQ, a.q + (size_t(bh) * a.q_len + row0) * D, T::kBr, D, T::kQStride, D, a.q_len - row0, D);
@@ -142,7 +148,8 @@ __global__ void __launch_bounds__(IntTile<D>::kThreads) int_flash_kernel(IntFlas
       }
     }
 
-    uint32_t pa[kM][T::kBc / 32][4];  // P's codes as the A operand of P·Vᵀ
+    constexpr int kSteps = VHalf ? T::kBc / 16 : T::kBc / 32;  // k-steps of P·V (FP16: 16 keys; INT8: 32)
+    uint32_t pa[kM][kSteps][4];  // P as the A operand of P·V: INT8 codes, or FP16 under half-INT8
 #pragma unroll
     for (int mi = 0; mi < kM; ++mi) {
       // l. 9's scaling, masks on the diagonal and ragged tiles, and the row maxima.
@@ -173,23 +180,40 @@ __global__ void __launch_bounds__(IntTile<D>::kThreads) int_flash_kernel(IntFlas
         m[mi][i] = m_new;
         l[mi][i] *= alpha[i];
       }
-      // l. 11–12: P = ⌊127·2^{S − m}⌉, ℓ from the codes.
-      int pc[T::kBc / 8][4];
+      if constexpr (VHalf) {  // half-INT8: P̃ = 2^{S − m} in FP32, ℓ from it, FP16 A fragments for P̃·V
 #pragma unroll
-      for (int n = 0; n < T::kBc / 8; ++n)
+        for (int n = 0; n < T::kBc / 8; ++n)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          pc[n][e] = __float2int_rn(kR * ex2(s[n][e] - shift[e / 2]));
-          l[mi][e / 2] += float(pc[n][e]);
+          for (int e = 0; e < 4; ++e) {
+            s[n][e] = ex2(s[n][e] - shift[e / 2]);
+            l[mi][e / 2] += s[n][e];
+          }
+#pragma unroll
+        for (int ks = 0; ks < kSteps; ++ks) {
+          pa[mi][ks][0] = pack_half2(s[2 * ks][0], s[2 * ks][1]);
+          pa[mi][ks][1] = pack_half2(s[2 * ks][2], s[2 * ks][3]);
+          pa[mi][ks][2] = pack_half2(s[2 * ks + 1][0], s[2 * ks + 1][1]);
+          pa[mi][ks][3] = pack_half2(s[2 * ks + 1][2], s[2 * ks + 1][3]);
         }
-      // C layout → A layout (k32): a0/a1 take tiles 4ks, 4ks+1 (rows g, g+8), a2/a3 tiles 4ks+2, 4ks+3; the
-      // keys land in the order int_flash_host.h's Vᵀ permutation expects.
-#pragma unroll
-      for (int ks = 0; ks < T::kBc / 32; ++ks) {
-        pa[mi][ks][0] = pack_s8x4(pc[4 * ks][0], pc[4 * ks][1], pc[4 * ks + 1][0], pc[4 * ks + 1][1]);
-        pa[mi][ks][1] = pack_s8x4(pc[4 * ks][2], pc[4 * ks][3], pc[4 * ks + 1][2], pc[4 * ks + 1][3]);
-        pa[mi][ks][2] = pack_s8x4(pc[4 * ks + 2][0], pc[4 * ks + 2][1], pc[4 * ks + 3][0], pc[4 * ks + 3][1]);
-        pa[mi][ks][3] = pack_s8x4(pc[4 * ks + 2][2], pc[4 * ks + 2][3], pc[4 * ks + 3][2], pc[4 * ks + 3][3]);
+      } else {
+        // l. 11–12: P = ⌊127·2^{S − m}⌉, ℓ from the codes.
+        int pc[T::kBc / 8][4];
+  #pragma unroll
+        for (int n = 0; n < T::kBc / 8; ++n)
+  #pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            pc[n][e] = __float2int_rn(kR * ex2(s[n][e] - shift[e / 2]));
+            l[mi][e / 2] += float(pc[n][e]);
+          }
+        // C layout → A layout (k32): a0/a1 take tiles 4ks, 4ks+1 (rows g, g+8), a2/a3 tiles 4ks+2, 4ks+3; the
+        // keys land in the order int_flash_host.h's Vᵀ permutation expects.
+  #pragma unroll
+        for (int ks = 0; ks < T::kBc / 32; ++ks) {
+          pa[mi][ks][0] = pack_s8x4(pc[4 * ks][0], pc[4 * ks][1], pc[4 * ks + 1][0], pc[4 * ks + 1][1]);
+          pa[mi][ks][1] = pack_s8x4(pc[4 * ks][2], pc[4 * ks][3], pc[4 * ks + 1][2], pc[4 * ks + 1][3]);
+          pa[mi][ks][2] = pack_s8x4(pc[4 * ks + 2][0], pc[4 * ks + 2][1], pc[4 * ks + 3][0], pc[4 * ks + 3][1]);
+          pa[mi][ks][3] = pack_s8x4(pc[4 * ks + 2][2], pc[4 * ks + 2][3], pc[4 * ks + 3][2], pc[4 * ks + 3][3]);
+        }
       }
       // Once the running maxima settle, α = 1 for every row of the warp: skipping the multiply by 1 is
       // exact and saves D/2 multiplies per thread and tile.
@@ -202,33 +226,51 @@ __global__ void __launch_bounds__(IntTile<D>::kThreads) int_flash_kernel(IntFlas
       }
     }
 
-    // l. 13: O += float(P·V), one INT32 accumulator per (m-tile, pair of dim tiles), Vᵀ fragments shared.
+    if constexpr (VHalf) {  // P̃·V on FP16 tensor cores, V by transposing ldmatrix (as in flash2.cu)
+      const __half* sV16 = reinterpret_cast<const __half*>(sV);
+      constexpr int kStride16 = D + 8;
 #pragma unroll
-    for (int dn = 0; dn < D / 16; ++dn) {
-      int acc[kM][2][4] = {};
+      for (int ks = 0; ks < kSteps; ++ks)
 #pragma unroll
-      for (int ks = 0; ks < T::kBc / 32; ++ks) {
-        uint32_t vb[4];
-        ldmatrix_x4(vb, sV + (dn * 16 + lane % 8 + (lane / 16) * 8) * T::kVStride + ks * 32 + ((lane / 8) % 2) * 16);
+        for (int dn = 0; dn < D / 16; ++dn) {
+          uint32_t vb[4];
+          ldmatrix_x4_trans(vb, sV16 + (ks * 16 + lane % 8 + ((lane / 8) % 2) * 8) * kStride16 + dn * 16 + (lane / 16) * 8);
 #pragma unroll
-        for (int mi = 0; mi < kM; ++mi) {
-          mma_s8(acc[mi][0], pa[mi][ks], vb[0], vb[1]);
-          mma_s8(acc[mi][1], pa[mi][ks], vb[2], vb[3]);
+          for (int mi = 0; mi < kM; ++mi) {
+            mma_f16(o[mi][2 * dn], pa[mi][ks], vb[0], vb[1]);
+            mma_f16(o[mi][2 * dn + 1], pa[mi][ks], vb[2], vb[3]);
+          }
         }
+    } else {
+      // l. 13: O += float(P·V), one INT32 accumulator per (m-tile, pair of dim tiles), Vᵀ fragments shared.
+  #pragma unroll
+      for (int dn = 0; dn < D / 16; ++dn) {
+        int acc[kM][2][4] = {};
+  #pragma unroll
+        for (int ks = 0; ks < T::kBc / 32; ++ks) {
+          uint32_t vb[4];
+          ldmatrix_x4(vb, sV + (dn * 16 + lane % 8 + (lane / 16) * 8) * T::kVStride + ks * 32 + ((lane / 8) % 2) * 16);
+  #pragma unroll
+          for (int mi = 0; mi < kM; ++mi) {
+            mma_s8(acc[mi][0], pa[mi][ks], vb[0], vb[1]);
+            mma_s8(acc[mi][1], pa[mi][ks], vb[2], vb[3]);
+          }
+        }
+  #pragma unroll
+        for (int mi = 0; mi < kM; ++mi)
+  #pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            o[mi][2 * dn][e] += float(acc[mi][0][e]);
+            o[mi][2 * dn + 1][e] += float(acc[mi][1][e]);
+          }
       }
-#pragma unroll
-      for (int mi = 0; mi < kM; ++mi)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          o[mi][2 * dn][e] += float(acc[mi][0][e]);
-          o[mi][2 * dn + 1][e] += float(acc[mi][1][e]);
-        }
     }
     __syncthreads();
   }
 
-  // l. 16: O = (O/ℓ)·s_V; L = m + log ℓ − log R (natural units).
-  const float s_v = a.s_v[bkv];
+  // l. 16: O = (O/ℓ)·s_V; L = m + log ℓ − log R (natural units). Half-INT8: O/ℓ, L = m + log ℓ.
+  const float s_v = VHalf ? 1.f : a.s_v[bkv];
+  const float log_r = VHalf ? 0.f : logf(kR);
 #pragma unroll
   for (int mi = 0; mi < kM; ++mi)
 #pragma unroll
@@ -242,23 +284,25 @@ __global__ void __launch_bounds__(IntTile<D>::kThreads) int_flash_kernel(IntFlas
       __half* orow = a.o + out_row * D;
 #pragma unroll
       for (int n = 0; n < D / 8; ++n) {
-        const float x0 = empty ? 0.f : (o[mi][n][2 * i] / l[mi][i]) * s_v;
-        const float x1 = empty ? 0.f : (o[mi][n][2 * i + 1] / l[mi][i]) * s_v;
+        const float x0 = empty ? 0.f : (VHalf ? o[mi][n][2 * i] / l[mi][i] : (o[mi][n][2 * i] / l[mi][i]) * s_v);
+        const float x1 =
+            empty ? 0.f : (VHalf ? o[mi][n][2 * i + 1] / l[mi][i] : (o[mi][n][2 * i + 1] / l[mi][i]) * s_v);
         *reinterpret_cast<__half2*>(orow + n * 8 + 2 * t) = __floats2half2_rn(x0, x1);
       }
-      if (t == 0) a.lse[out_row] = empty ? -INFINITY : (m[mi][i] + log2f(l[mi][i])) / kLog2e - logf(kR);
+      if (t == 0) a.lse[out_row] = empty ? -INFINITY : (m[mi][i] + log2f(l[mi][i])) / kLog2e - log_r;
     }
 }
 
-template <int D>
+template <int D, bool VHalf>
 cudaError_t launch(const IntFlashArgs& a, cudaStream_t stream) {
-  using T = IntTile<D>;
-  if (const cudaError_t e = cudaFuncSetAttribute(int_flash_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  using T = IntTile<D, VHalf>;
+  if (const cudaError_t e = cudaFuncSetAttribute(int_flash_kernel<D, VHalf>,
+                                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                  static_cast<int>(T::kSmemBytes));
       e != cudaSuccess)
     return e;
   const dim3 grid((a.q_len + T::kBr - 1) / T::kBr, a.batch * a.q_heads);
-  int_flash_kernel<D><<<grid, T::kThreads, T::kSmemBytes, stream>>>(a);
+  int_flash_kernel<D, VHalf><<<grid, T::kThreads, T::kSmemBytes, stream>>>(a);
   return cudaGetLastError();
 }
 
@@ -267,10 +311,10 @@ cudaError_t launch(const IntFlashArgs& a, cudaStream_t stream) {
 bool int_flash_supports(int head_dim) { return find_kernel_traits("int_flash", head_dim) != nullptr; }
 
 cudaError_t int_flash_forward(const IntFlashArgs& a, cudaStream_t stream) {
-  if (a.kv_pad % 16 != 0 || a.kv_pad < a.kv_len) return cudaErrorInvalidValue;
+  if (a.kv_pad % 16 != 0 || a.kv_pad < a.kv_len || (a.v_fp16 && a.v16 == nullptr)) return cudaErrorInvalidValue;
   switch (a.head_dim) {
-    case 64: return launch<64>(a, stream);
-    case 128: return launch<128>(a, stream);
+    case 64: return a.v_fp16 ? launch<64, true>(a, stream) : launch<64, false>(a, stream);
+    case 128: return a.v_fp16 ? launch<128, true>(a, stream) : launch<128, false>(a, stream);
     default: return cudaErrorInvalidValue;
   }
 }

@@ -8,6 +8,8 @@
 // V is stored transposed (d × N, keys padded to a multiple of 16), with the keys of every 16-key group
 // permuted so that the S accumulator's register layout is directly the A operand of P·V (int_flash_host.h
 // builds it): ldmatrix cannot transpose bytes, and the permutation is the price of keeping P in registers.
+// Half-INT8 (the reference's v_fp16): Q and K as above, V in FP16, P̃ = 2^{S − m} in FP32 rounded to FP16
+// for an FP16 P̃·V (flash2's path), ℓ from the FP32 P̃, O = O/ℓ without s_V.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -21,6 +23,8 @@ struct IntFlashArgs {
   const int8_t* q = nullptr;       // (B, Hq, Nq, d)
   const int8_t* k = nullptr;       // (B, Hkv, Nkv, d)
   const int8_t* vt = nullptr;      // (B, Hkv, d, kv_pad): Vᵀ, keys permuted per 16 (int_flash_host.h)
+  const __half* v16 = nullptr;     // half-INT8 (v_fp16): V in FP16, (B, Hkv, Nkv, d); vt and s_v unused
+  bool v_fp16 = false;
   const float* s_q = nullptr;      // (B, Hq, Nq)
   const float* s_k = nullptr;      // (B, Hkv, kv_pad), zero-padded
   const float* s_v = nullptr;      // (B, Hkv)

@@ -31,7 +31,7 @@ int vt_key_at(int position) {
   return 8 * (e / 2) + 2 * t + (e % 2);
 }
 
-IntFlashInputs upload_int8(const Problem& p, const QKV& in) {
+IntFlashInputs upload_int8(const Problem& p, const QKV& in, bool v_fp16) {
   const int64_t d = p.head_dim, kv_pad = (p.kv_len + 15) / 16 * 16;
   std::vector<int8_t> q(size_t(p.q_shape().count())), k(size_t(p.kv_shape().count()));
   std::vector<int8_t> vt(size_t(p.batch * p.kv_heads * d * kv_pad), 0);
@@ -59,13 +59,18 @@ IntFlashInputs upload_int8(const Problem& p, const QKV& in) {
       }
     }
   }
-  IntFlashInputs out{upload(q), upload(k), upload(vt), upload(s_q), upload(s_k), upload(s_v), int(kv_pad)};
-  return out;
+  if (v_fp16) {
+    std::vector<__half> v16(size_t(p.kv_shape().count()));
+    for (size_t i = 0; i < v16.size(); ++i) v16[i] = __float2half_rn(in.v.data()[i]);
+    return {upload(q), upload(k), DeviceBuffer(), upload(s_q), upload(s_k), DeviceBuffer(), upload(v16), int(kv_pad), true};
+  }
+  return {upload(q), upload(k), upload(vt), upload(s_q), upload(s_k), upload(s_v), DeviceBuffer(), int(kv_pad), false};
 }
 
 IntFlashArgs int_flash_args(const Problem& p, const IntFlashInputs& in, __half* o, float* lse) {
   IntFlashArgs a;
   a.q = in.q.as<int8_t>(), a.k = in.k.as<int8_t>(), a.vt = in.vt.as<int8_t>();
+  a.v16 = in.v16.as<__half>(), a.v_fp16 = in.v_fp16;
   a.s_q = in.s_q.as<float>(), a.s_k = in.s_k.as<float>(), a.s_v = in.s_v.as<float>();
   a.o = o, a.lse = lse;
   a.batch = int(p.batch), a.q_heads = int(p.q_heads), a.kv_heads = int(p.kv_heads);

@@ -15,11 +15,15 @@
 namespace attnlab::kernels {
 
 struct IntFlashInputs {
-  DeviceBuffer q, k, vt, s_q, s_k, s_v;
+  DeviceBuffer q, k, vt, s_q, s_k, s_v, v16;  // vt and s_v for full INT8; v16 (FP16 V) for half-INT8
   int kv_pad = 0;
-  size_t bytes() const { return q.bytes() + k.bytes() + vt.bytes() + s_q.bytes() + s_k.bytes() + s_v.bytes(); }
+  bool v_fp16 = false;
+  size_t bytes() const {
+    return q.bytes() + k.bytes() + vt.bytes() + s_q.bytes() + s_k.bytes() + s_v.bytes() + v16.bytes();
+  }
 };
-IntFlashInputs upload_int8(const Problem& p, const QKV& in);
+// v_fp16: the half-INT8 variant (V rounded once to FP16, as the reference's v_fp16 keeps it).
+IntFlashInputs upload_int8(const Problem& p, const QKV& in, bool v_fp16 = false);
 
 // The stored position of key `j` within its group of 16 in Vᵀ (int_flash.h): position 4t + e holds key
 // 8·⌊e/2⌋ + 2t + (e mod 2), the order in which the S accumulator hands P's codes to the P·V product.
