@@ -16,6 +16,7 @@
 #include "tests/catch.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cmath>
