@@ -3,7 +3,7 @@
 // The loop nest of flash2.cu: 4 warps × 32 query rows (two m16 tiles per warp share every K and Vᵀ
 // fragment), K/Vᵀ tiles double-buffered with cp.async, shared-memory rows padded by 16 bytes so the eight
 // rows an ldmatrix reads fall in distinct banks. What changes is the arithmetic of Alg. 1:
-//   l. 9   S = ((s_Q·(QKᵀ)_int32)·s_K)·scale·log₂e      (log₂ units: the exponential is ex2)
+//   l. 9   S = ((QKᵀ)_int32·(s_Q·scale·log₂e))·s_K      (log₂ units: the exponential is ex2)
 //   l. 11  P = ⌊127·2^{S − m}⌉  (cvt.rni: ties to even)   codes in [0, 127], packed as the A operand
 //   l. 12  ℓ = 2^{m_old − m}·ℓ + rowsum P                  the quantized P, as the paper says
 //   l. 13  O = 2^{m_old − m}·O + float(P·Vᵀ_int32)        one INT32 accumulator per tile, then FP32
@@ -155,13 +155,16 @@ __global__ void __launch_bounds__(IntTile<D, VHalf>::kThreads) int_flash_kernel(
       // l. 9's scaling, masks on the diagonal and ragged tiles, and the row maxima.
       float s[T::kBc / 8][4];
       float mx[2] = {-INFINITY, -INFINITY};
+      // l. 9 with s_Q and the scale folded per row: (S·(s_Q·scale·log₂e))·s_K, two multiplies per score (the
+      // reference's order ((s_Q·S)·s_K)·scale differs by FP32 reassociation, ≤ 2 ulp).
+      const float row_scale[2] = {sq[mi][0] * scale_log2, sq[mi][1] * scale_log2};
       const bool masked = col0 + T::kBc > all_see;
 #pragma unroll
       for (int n = 0; n < T::kBc / 8; ++n)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int i = e / 2, col = col0 + n * 8 + 2 * t + (e % 2);
-          s[n][e] = ((sq[mi][i] * float(si[mi][n][e])) * sSk[n * 8 + 2 * t + (e % 2)]) * scale_log2;
+          s[n][e] = (float(si[mi][n][e]) * row_scale[i]) * sSk[n * 8 + 2 * t + (e % 2)];
           if (masked) {
             const int row = warp_row0 + mi * 16 + g + 8 * i;
             const int vis = row < a.q_len ? visible_keys(row, a.q_len, a.kv_len, a.causal) : a.kv_len;

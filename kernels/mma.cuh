@@ -63,9 +63,11 @@ __device__ __forceinline__ void mma_s8(int (&d)[4], const uint32_t (&a)[4], uint
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// Four integers in [−128, 127] packed as bytes, the first in the lowest byte.
+// The low bytes of four integers packed, the first in the lowest byte: three byte permutes (PRMT).
 __device__ __forceinline__ uint32_t pack_s8x4(int b0, int b1, int b2, int b3) {
-  return (uint32_t(b0) & 0xffu) | ((uint32_t(b1) & 0xffu) << 8) | ((uint32_t(b2) & 0xffu) << 16) | (uint32_t(b3) << 24);
+  const uint32_t lo = __byte_perm(uint32_t(b0), uint32_t(b1), 0x0040);  // [b0, b1, b0, b0]
+  const uint32_t hi = __byte_perm(uint32_t(b2), uint32_t(b3), 0x0040);  // [b2, b3, b2, b2]
+  return __byte_perm(lo, hi, 0x5410);                                   // [b0, b1, b2, b3]
 }
 
 // Two FP32 values rounded to FP16 (RNE) and packed, lower address first.
