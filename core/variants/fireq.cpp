@@ -65,6 +65,7 @@
 //     it as stored in FP8, like the KV cache in INT4), K and V as packed INT4 with one scale per token
 //     (1 byte in E4M3, 4 in FP32) once per row block that needs them, O written in BF16, L in FP32.
 //     The d smoothing factors per head are not counted.
+#include "core/variants/trace.h"
 #include "core/variants/variants.h"
 
 #include "core/error.h"
@@ -410,20 +411,11 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, 
       "token), O in BF16, L in FP32");
 
   const HeadRecord& tr = rec[static_cast<size_t>(std::clamp<int64_t>(req.batch * p.q_heads + req.head, 0, q_heads - 1))];
-  const int64_t steps = static_cast<int64_t>(tr.trace_tile.size());
-  const int64_t rows_traced = std::min(st.block_r, p.q_len - trace_block * st.block_r);
-  out.probes["trace.kv_tile"] = {{steps}, tr.trace_tile, {}, "tile", "KV tile on chip at each step of the traced row block"};
-  out.probes["trace.m"] = {{steps, rows_traced}, tr.trace_m, {}, "logit", "running max m after each KV tile"};
-  out.probes["trace.l"] = {{steps, rows_traced}, tr.trace_l, {}, "", "running sum ℓ after each KV tile"};
-  out.probes["trace.hbm_bytes"] = {{steps}, tr.trace_bytes, {}, "bytes",
-                                   "bytes loaded by the traced row block so far (Q̂ᵢ and β, then INT4 Kⱼ, Vⱼ and scales)"};
-  out.probes["trace.block"] = labelled({"batch", "head", "row_block", "first_row", "rows", "block_r", "block_c"},
-                                       {double(req.batch), double(req.head), double(trace_block),
-                                        double(trace_block * st.block_r), double(rows_traced), double(st.block_r),
-                                        double(st.block_c)},
-                                       "", "which row block the trace follows and the tile sizes");
-  out.probes["lse"] = {{p.batch, p.q_heads, p.q_len}, std::vector<double>(lse.values().begin(), lse.values().end()),
-                       {}, "logit", "logsumexp L = m + log ℓ per row (FP32 ℓ of the unquantized P̃)"};
+  add_trace_probes(out.probes, p, req,
+                   {tr.trace_tile, tr.trace_m, tr.trace_l, tr.trace_bytes, trace_block, st.block_r, st.block_c,
+                    "running sum ℓ after each KV tile",
+                    "bytes loaded by the traced row block so far (Q̂ᵢ and β, then INT4 Kⱼ, Vⱼ and scales)"});
+  add_lse_probe(out.probes, p, lse, "logsumexp L = m + log ℓ per row (FP32 ℓ of the unquantized P̃)");
   return out;
 }
 

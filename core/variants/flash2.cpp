@@ -7,6 +7,7 @@
 //   - O is accumulated in FP32 and stored in FP16; the logsumexp L = m + log ℓ in FP32.
 // Outer loop over row blocks Qᵢ (B_r rows), inner loop over KV tiles (B_c keys); under causal masking
 // the tiles entirely above the diagonal are skipped (FA2's causal saving).
+#include "core/variants/trace.h"
 #include "core/variants/variants.h"
 
 #include "core/error.h"
@@ -102,20 +103,11 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, 
                                      "re-read once per query row block");
   out.probes["kv_tiles_loaded"] = labelled({"tiles"}, {kv_tiles}, "tiles",
                                            "KV tiles loaded over all row blocks and heads (causal skips tiles)");
-  const int64_t rows_traced = std::min(Br, p.q_len - trace_block * Br);
-  const int64_t steps = static_cast<int64_t>(trace.kv_tile.size());
-  out.probes["trace.kv_tile"] = {{steps}, trace.kv_tile, {}, "tile",
-                                 "index j of the K/V tile on chip at each step of the traced row block"};
-  out.probes["trace.m"] = {{steps, rows_traced}, trace.m, {}, "logit", "running max m after each KV tile"};
-  out.probes["trace.l"] = {{steps, rows_traced}, trace.l, {}, "", "running sum ℓ after each KV tile"};
-  out.probes["trace.hbm_bytes"] = {{steps}, trace.bytes, {}, "bytes",
-                                   "bytes loaded by the traced row block's CTA so far (Qᵢ, then Kⱼ and Vⱼ)"};
-  out.probes["trace.block"] = labelled({"batch", "head", "row_block", "first_row", "rows", "block_r", "block_c"},
-                                       {double(req.batch), double(req.head), double(trace_block),
-                                        double(trace_block * Br), double(rows_traced), double(Br), double(Bc)},
-                                       "", "which row block the trace follows and the tile sizes");
-  out.probes["lse"] = {{p.batch, p.q_heads, p.q_len}, std::vector<double>(lse.values().begin(), lse.values().end()),
-                       {}, "logit", "logsumexp L = m + log ℓ per row, what FA2 keeps for the backward pass"};
+  add_trace_probes(out.probes, p, req,
+                   {trace.kv_tile, trace.m, trace.l, trace.bytes, trace_block, Br, Bc,
+                    "running sum ℓ after each KV tile",
+                    "bytes loaded by the traced row block's CTA so far (Qᵢ, then Kⱼ and Vⱼ)"});
+  add_lse_probe(out.probes, p, lse, "logsumexp L = m + log ℓ per row, what FA2 keeps for the backward pass");
   out.kv_cache_bytes = static_cast<int64_t>(2 * p.kv_shape().count() * kF16);  // K and V
   return out;
 }

@@ -44,6 +44,7 @@
 // Probes: scales.q [B, H_q, ⌈q_len/B_r⌉], scales.k and scales.v [B, H_kv, ⌈kv_len/B_c⌉], channels.{k,v}.
 // {min,max}, clamped and underflow (labels q, k, v, p), hbm_bytes, kv_tiles_loaded, kv_cache.bytes,
 // trace.*, lse.
+#include "core/variants/trace.h"
 #include "core/variants/variants.h"
 
 #include "core/formats/fp8.h"
@@ -247,21 +248,11 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, 
   out.kv_cache_bytes = static_cast<int64_t>(kv_codes + kv_scales);
 
   const HeadRecord& tr = rec[static_cast<size_t>(std::clamp<int64_t>(req.batch * p.q_heads + req.head, 0, q_heads - 1))];
-  const int64_t steps = static_cast<int64_t>(tr.trace_tile.size());
-  const int64_t rows_traced = std::min(s.block_r, p.q_len - trace_block * s.block_r);
-  out.probes["trace.kv_tile"] = {{steps}, tr.trace_tile, {}, "tile",
-                                 "index j of the K/V tile on chip at each step of the traced row block"};
-  out.probes["trace.m"] = {{steps, rows_traced}, tr.trace_m, {}, "logit", "running max m after each KV tile"};
-  out.probes["trace.l"] = {{steps, rows_traced}, tr.trace_l, {}, "", "running sum ℓ (FP32 P̃) after each KV tile"};
-  out.probes["trace.hbm_bytes"] = {{steps}, tr.trace_bytes, {}, "bytes",
-                                   "bytes loaded by the traced row block's CTA so far (Qᵢ, s_Qᵢ, then Kⱼ, Vⱼ, scales)"};
-  out.probes["trace.block"] = labelled({"batch", "head", "row_block", "first_row", "rows", "block_r", "block_c"},
-                                       {double(req.batch), double(req.head), double(trace_block),
-                                        double(trace_block * s.block_r), double(rows_traced), double(s.block_r),
-                                        double(s.block_c)},
-                                       "", "which row block the trace follows and the tile sizes");
-  out.probes["lse"] = {{p.batch, p.q_heads, p.q_len}, std::vector<double>(lse.values().begin(), lse.values().end()),
-                       {}, "logit", "logsumexp L = m + log ℓ per row"};
+  add_trace_probes(out.probes, p, req,
+                   {tr.trace_tile, tr.trace_m, tr.trace_l, tr.trace_bytes, trace_block, s.block_r, s.block_c,
+                    "running sum ℓ (FP32 P̃) after each KV tile",
+                    "bytes loaded by the traced row block's CTA so far (Qᵢ, s_Qᵢ, then Kⱼ, Vⱼ, scales)"});
+  add_lse_probe(out.probes, p, lse, "logsumexp L = m + log ℓ per row");
   return out;
 }
 

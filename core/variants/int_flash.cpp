@@ -55,6 +55,7 @@
 // most max(d, B_c) ≤ 256 terms, so each partial sum is an integer of magnitude ≤ 127·127·256 < 2²⁴ and
 // Eigen's FP32 GEMM on integer-valued floats returns the INT32 result of the tensor cores bit for bit.
 // Likewise rowsum P (≤ 256 integers ≤ 127) is exact.
+#include "core/variants/trace.h"
 #include "core/variants/variants.h"
 
 #include "core/formats/round.h"
@@ -310,23 +311,12 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, 
   out.kv_cache_bytes = static_cast<int64_t>(kv_codes + kv_scales);
 
   const HeadRecord& tr = rec[static_cast<size_t>(std::clamp<int64_t>(req.batch * p.q_heads + req.head, 0, q_heads - 1))];
-  const int64_t steps = static_cast<int64_t>(tr.trace_tile.size());
-  const int64_t rows_traced = std::min(s.block_r, p.q_len - trace_block * s.block_r);
-  out.probes["trace.kv_tile"] = {{steps}, tr.trace_tile, {}, "tile",
-                                 "index j of the K/V tile on chip at each step of the traced row block"};
-  out.probes["trace.m"] = {{steps, rows_traced}, tr.trace_m, {}, "logit", "running max m after each KV tile (l. 10)"};
-  out.probes["trace.l"] = {{steps, rows_traced}, tr.trace_l, {}, "",
-                           s.v_fp16 ? "running sum ℓ of the FP32 P̃ after each KV tile"
-                                    : "running sum ℓ of the integer P after each KV tile (l. 12; ≈ R·Σe^{S−m})"};
-  out.probes["trace.hbm_bytes"] = {{steps}, tr.trace_bytes, {}, "bytes",
-                                   "bytes loaded by the traced row block's CTA so far (Qᵢ, S_Qᵢ, then Kⱼ, Vⱼ, S_Kⱼ)"};
-  out.probes["trace.block"] = labelled({"batch", "head", "row_block", "first_row", "rows", "block_r", "block_c"},
-                                       {double(req.batch), double(req.head), double(trace_block),
-                                        double(trace_block * s.block_r), double(rows_traced), double(s.block_r),
-                                        double(s.block_c)},
-                                       "", "which row block the trace follows and the tile sizes");
-  out.probes["lse"] = {{p.batch, p.q_heads, p.q_len}, std::vector<double>(lse.values().begin(), lse.values().end()),
-                       {}, "logit", "logsumexp L = m + log(ℓ/R) per row (m + log ℓ under v_fp16)"};
+  add_trace_probes(out.probes, p, req,
+                   {tr.trace_tile, tr.trace_m, tr.trace_l, tr.trace_bytes, trace_block, s.block_r, s.block_c,
+                    s.v_fp16 ? "running sum ℓ of the FP32 P̃ after each KV tile"
+                                    : "running sum ℓ of the integer P after each KV tile (l. 12; ≈ R·Σe^{S−m})",
+                    "bytes loaded by the traced row block's CTA so far (Qᵢ, S_Qᵢ, then Kⱼ, Vⱼ, S_Kⱼ)"});
+  add_lse_probe(out.probes, p, lse, "logsumexp L = m + log(ℓ/R) per row (m + log ℓ under v_fp16)");
   return out;
 }
 

@@ -28,6 +28,7 @@
 //     group, FP16 residual) once per query row block and per query head (GQA heads each read their KV
 //     head's cache, like `turbo`), dequantizing on chip; it never reads an FP16 K or V from HBM (the
 //     k and v entries are 0). Causal row blocks read only the tiles they need.
+#include "core/variants/trace.h"
 #include "core/variants/variants.h"
 
 #include "core/error.h"
@@ -219,21 +220,12 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, 
                                      "zeros, FP16 residual) once per query row block and head, never FP16 K or V");
   out.probes["kv_tiles_loaded"] = labelled({"tiles"}, {tiles_total}, "tiles",
                                            "KV tiles loaded over all row blocks and heads (causal skips tiles)");
-  const int64_t rows_traced = std::min(Br, p.q_len - trace_block * Br);
-  const int64_t steps = static_cast<int64_t>(trace.kv_tile.size());
-  out.probes["trace.kv_tile"] = {{steps}, trace.kv_tile, {}, "tile",
-                                 "index j of the K/V tile on chip at each step of the traced row block"};
-  out.probes["trace.m"] = {{steps, rows_traced}, trace.m, {}, "logit", "running max m after each KV tile"};
-  out.probes["trace.l"] = {{steps, rows_traced}, trace.l, {}, "", "running sum ℓ after each KV tile"};
-  out.probes["trace.hbm_bytes"] = {{steps}, trace.bytes, {}, "bytes",
-                                   "bytes loaded by the traced row block's CTA so far (Qᵢ, then the cache "
-                                   "through tile j)"};
-  out.probes["trace.block"] = labelled({"batch", "head", "row_block", "first_row", "rows", "block_r", "block_c"},
-                                       {double(req.batch), double(req.head), double(trace_block),
-                                        double(trace_block * Br), double(rows_traced), double(Br), double(Bc)},
-                                       "", "which row block the trace follows and the tile sizes");
-  out.probes["lse"] = {{p.batch, p.q_heads, p.q_len}, std::vector<double>(lse.values().begin(), lse.values().end()),
-                       {}, "logit", "logsumexp L = m + log ℓ per row"};
+  add_trace_probes(out.probes, p, req,
+                   {trace.kv_tile, trace.m, trace.l, trace.bytes, trace_block, Br, Bc,
+                    "running sum ℓ after each KV tile",
+                    "bytes loaded by the traced row block's CTA so far (Qᵢ, then the cache "
+                                   "through tile j)"});
+  add_lse_probe(out.probes, p, lse, "logsumexp L = m + log ℓ per row");
   return out;
 }
 

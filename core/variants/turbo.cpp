@@ -26,6 +26,7 @@
 //   - Head bits (Eq. 11–12) are chosen per (sequence, KV head) from that sequence's prefill keys, the
 //     n_h = two_bit_heads lowest-priority KV heads getting bits_lo, the others bits_hi, for both K and V.
 //     The paper ranks "the heads of each layer"; under GQA the cache belongs to the KV heads.
+#include "core/variants/trace.h"
 #include "core/variants/variants.h"
 
 #include "core/error.h"
@@ -336,19 +337,11 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, 
       decode ? "Alg. 2: q in, the compressed cache and INT8 buffer read (once per query head), O and L out"
              : "Alg. 1: FP16 Q/K/V in (K, V once per row block), O and L out, compressed cache written once");
   const HeadRecord& tr = rec[static_cast<size_t>(std::clamp<int64_t>(req.batch * p.q_heads + req.head, 0, q_heads - 1))];
-  const int64_t steps = static_cast<int64_t>(tr.trace_tile.size());
-  const int64_t rows_traced = std::min(s.block_r, p.q_len - trace_block * s.block_r);
-  out.probes["trace.kv_tile"] = {{steps}, tr.trace_tile, {}, "tile", "KV tile on chip at each step of the traced row block"};
-  out.probes["trace.m"] = {{steps, rows_traced}, tr.trace_m, {}, "logit", "running max m after each KV tile"};
-  out.probes["trace.l"] = {{steps, rows_traced}, tr.trace_l, {}, "", "running sum ℓ after each KV tile (SAS-rescaled)"};
-  out.probes["trace.hbm_bytes"] = {{steps}, tr.trace_bytes, {}, "bytes", "bytes loaded by the traced row block so far"};
-  out.probes["trace.block"] = labelled({"batch", "head", "row_block", "first_row", "rows", "block_r", "block_c"},
-                                       {double(req.batch), double(req.head), double(trace_block),
-                                        double(trace_block * s.block_r), double(rows_traced), double(s.block_r),
-                                        double(s.block_c)},
-                                       "", "which row block the trace follows and the tile sizes");
-  out.probes["lse"] = {{p.batch, p.q_heads, p.q_len}, std::vector<double>(lse.values().begin(), lse.values().end()),
-                       {}, "logit", "logsumexp L = m + log ℓ per row (Alg. 1 l. 21)"};
+  add_trace_probes(out.probes, p, req,
+                   {tr.trace_tile, tr.trace_m, tr.trace_l, tr.trace_bytes, trace_block, s.block_r, s.block_c,
+                    "running sum ℓ after each KV tile (SAS-rescaled)",
+                    "bytes loaded by the traced row block so far"});
+  add_lse_probe(out.probes, p, lse, "logsumexp L = m + log ℓ per row (Alg. 1 l. 21)");
   out.kv_cache_bytes = total.total();
   return out;
 }
