@@ -37,13 +37,6 @@ struct Tile {
   static_assert(kTraits.stages == 2, "the loop below double-buffers");
 };
 
-// Keys row `row` may see (problem.h: bottom-right causal alignment).
-__device__ __forceinline__ int visible_keys(int row, int q_len, int kv_len, bool causal) {
-  if (!causal) return kv_len;
-  const int v = row + 1 + kv_len - q_len;
-  return v < 0 ? 0 : (v > kv_len ? kv_len : v);
-}
-
 // rows × D halves from global (row stride D) into shared memory (row stride D + 8); rows ≥ valid are 0.
 template <int D, int Threads>
 __device__ __forceinline__ void load_tile(__half* smem, const __half* gmem, int rows, int valid) {
@@ -53,13 +46,6 @@ __device__ __forceinline__ void load_tile(__half* smem, const __half* gmem, int 
     const bool ok = r < valid;
     cp_async_16(smem + r * (D + 8) + c, gmem + (ok ? size_t(r) * D + c : 0), ok);
   }
-}
-
-// 2^x on the SFU (ex2.approx.ftz, ≈ 2 ulp; subnormal results flush to 0), as FlashAttention-2 uses it.
-__device__ __forceinline__ float ex2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
 }
 
 template <int D>

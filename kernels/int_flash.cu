@@ -37,18 +37,6 @@ struct IntTile {
   static_assert(kTraits.stages == 2, "the loop below double-buffers");
 };
 
-__device__ __forceinline__ int visible_keys(int row, int q_len, int kv_len, bool causal) {
-  if (!causal) return kv_len;
-  const int v = row + 1 + kv_len - q_len;
-  return v < 0 ? 0 : (v > kv_len ? kv_len : v);
-}
-
-__device__ __forceinline__ float ex2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-
 // rows × bytes from global (row stride `gstride` bytes) into shared memory (row stride `sstride`), in
 // 16-byte chunks; rows ≥ valid_rows or chunks at or past valid_bytes are zero-filled.
 template <int Threads>

@@ -70,6 +70,20 @@ __device__ __forceinline__ uint32_t pack_s8x4(int b0, int b1, int b2, int b3) {
   return __byte_perm(lo, hi, 0x5410);                                   // [b0, b1, b2, b3]
 }
 
+// Keys row `row` may see (core/problem.h: bottom-right causal alignment).
+__device__ __forceinline__ int visible_keys(int row, int q_len, int kv_len, bool causal) {
+  if (!causal) return kv_len;
+  const int v = row + 1 + kv_len - q_len;
+  return v < 0 ? 0 : (v > kv_len ? kv_len : v);
+}
+
+// 2^x on the SFU (ex2.approx.ftz, ≈ 2 ulp; subnormal results flush to 0), as FlashAttention-2 uses it.
+__device__ __forceinline__ float ex2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
 // Two FP32 values rounded to FP16 (RNE) and packed, lower address first.
 __device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
   const __half2 h = __floats2half2_rn(lo, hi);
