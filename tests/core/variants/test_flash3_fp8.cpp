@@ -32,6 +32,7 @@
 #include "core/quant/quantize.h"
 #include "core/variants/variants.h"
 #include "tests/catch.h"
+#include "tests/support/variant_cases.h"
 #include "tests/support/input_error.h"
 
 #include <fmt/format.h>
@@ -48,28 +49,12 @@ constexpr double kU16 = 0x1p-11;
 constexpr double kFp8 = 1.5, kP16 = 1.05, kOnline = 1.15;
 
 Problem problem_for(int64_t d, int64_t n, bool causal, bool gqa, Phase phase) {
-  Problem p;
-  p.batch = 2;
-  p.q_heads = 4;
-  p.kv_heads = gqa ? 1 : 4;
-  p.head_dim = d;
-  p.kv_len = n;
-  p.q_len = phase == Phase::decode ? 1 : n;
-  p.causal = causal;
-  p.phase = phase;
-  return p;
+  return test::sweep_problem(d, n, causal, gqa, phase);
 }
 
-QKV inputs(const Problem& p, const std::string& gen, uint64_t seed) {
-  return data::generate(p, gen, ParamValues::defaults(data::find_generator(gen)->params), seed);
-}
+QKV inputs(const Problem& p, const std::string& gen, uint64_t seed) { return test::generated(p, gen, seed); }
 
-ParamValues params(std::initializer_list<std::pair<const char*, nlohmann::json>> set) {
-  const VariantSpec v = variants::flash3_fp8();
-  ParamValues pv = ParamValues::defaults(v.params);
-  for (const auto& [name, value] : set) pv.set(v.params, name, value, "flash3_fp8");
-  return pv;
-}
+ParamValues params(test::ParamSettings set) { return test::params_of(variants::flash3_fp8(), set); }
 
 ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& pv, ProbeRequest req = {}) {
   return variants::flash3_fp8().reference(p, in, pv, req);

@@ -35,6 +35,7 @@
 #include "core/quant/kivi.h"
 #include "core/variants/variants.h"
 #include "tests/catch.h"
+#include "tests/support/variant_cases.h"
 #include "tests/support/compare.h"
 #include "tests/support/input_error.h"
 
@@ -51,33 +52,15 @@ constexpr double kU32 = 0x1p-24, kU16 = 0x1p-11;
 constexpr double kFactor = 1.05, kAbs = 4 * kU16;
 
 Problem problem_for(int64_t d, int64_t n, bool causal, bool gqa, Phase phase) {
-  Problem p;
-  p.batch = 2;
-  p.q_heads = 4;
-  p.kv_heads = gqa ? 1 : 4;
-  p.head_dim = d;
-  p.kv_len = n;
-  p.q_len = phase == Phase::decode ? 1 : n;
-  p.causal = causal;
-  p.phase = phase;
-  return p;
+  return test::sweep_problem(d, n, causal, gqa, phase);
 }
 
-QKV inputs(const Problem& p, const std::string& gen, uint64_t seed) {
-  return data::generate(p, gen, ParamValues::defaults(data::find_generator(gen)->params), seed);
-}
+QKV inputs(const Problem& p, const std::string& gen, uint64_t seed) { return test::generated(p, gen, seed); }
 
-ParamValues params(std::initializer_list<std::pair<const char*, nlohmann::json>> set) {
-  const VariantSpec v = variants::kivi();
-  ParamValues pv = ParamValues::defaults(v.params);
-  for (const auto& [name, value] : set) pv.set(v.params, name, value, "kivi");
-  return pv;
-}
+ParamValues params(test::ParamSettings set) { return test::params_of(variants::kivi(), set); }
 
 ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& pv) {
-  const VariantSpec v = variants::kivi();
-  v.validate(p, pv, "kivi");
-  return v.reference(p, in, pv, ProbeRequest{});
+  return test::run_checked(variants::kivi(), p, in, pv);
 }
 
 // The inputs with K and V replaced by what the KIVI cache holds (dequantized FP16 values).
@@ -93,11 +76,7 @@ QKV cached(const Problem& p, const QKV& in, const ParamValues& pv) {
   return c;
 }
 
-Tensor to_float(const TensorF64& t) {
-  Tensor f(t.shape());
-  for (int64_t i = 0; i < t.size(); ++i) f.data()[i] = float(t.data()[i]);
-  return f;
-}
+using test::to_float;
 
 Tensor absolute(const Tensor& t) {
   Tensor a = t;

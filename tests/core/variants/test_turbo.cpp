@@ -20,6 +20,7 @@
 #include "core/variants/turbo_cache.h"
 #include "core/variants/variants.h"
 #include "tests/catch.h"
+#include "tests/support/variant_cases.h"
 #include "tests/support/input_error.h"
 
 #include <fmt/format.h>
@@ -35,33 +36,15 @@ namespace {
 constexpr double kFactor = 2.5;
 
 Problem problem_for(int64_t d, int64_t n, bool causal, bool gqa, Phase phase) {
-  Problem p;
-  p.batch = 2;
-  p.q_heads = 4;
-  p.kv_heads = gqa ? 1 : 4;
-  p.head_dim = d;
-  p.kv_len = n;
-  p.q_len = phase == Phase::decode ? 1 : n;
-  p.causal = causal;
-  p.phase = phase;
-  return p;
+  return test::sweep_problem(d, n, causal, gqa, phase);
 }
 
-QKV inputs(const Problem& p, const std::string& gen, uint64_t seed) {
-  return data::generate(p, gen, ParamValues::defaults(data::find_generator(gen)->params), seed);
-}
+QKV inputs(const Problem& p, const std::string& gen, uint64_t seed) { return test::generated(p, gen, seed); }
 
-ParamValues params(std::initializer_list<std::pair<const char*, nlohmann::json>> set) {
-  const VariantSpec v = variants::turbo();
-  ParamValues pv = ParamValues::defaults(v.params);
-  for (const auto& [name, value] : set) pv.set(v.params, name, value, "turbo");
-  return pv;
-}
+ParamValues params(test::ParamSettings set) { return test::params_of(variants::turbo(), set); }
 
 ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& pv) {
-  const VariantSpec v = variants::turbo();
-  v.validate(p, pv, "turbo");
-  return v.reference(p, in, pv, ProbeRequest{});
+  return test::run_checked(variants::turbo(), p, in, pv);
 }
 
 // x (B, H, N, d) quantized per `block` rows of each head to INT8 (max|·|/119) and dequantized.

@@ -1,0 +1,57 @@
+// attnlab tests: what the variant tests share — the skeleton issue's sweep problem, generated inputs,
+// a variant's parameters with some set, a checked reference run, and FP64 → FP32 tensors.
+#pragma once
+
+#include "core/data/generators.h"
+#include "core/variant.h"
+
+#include <nlohmann/json.hpp>
+
+#include <initializer_list>
+#include <string>
+#include <utility>
+
+namespace attnlab::test {
+
+// Batch 2, 4 query heads over 1 (GQA) or 4 KV heads; decode attends one query to the n keys.
+inline Problem sweep_problem(int64_t d, int64_t n, bool causal, bool gqa, Phase phase) {
+  Problem p;
+  p.batch = 2;
+  p.q_heads = 4;
+  p.kv_heads = gqa ? 1 : 4;
+  p.head_dim = d;
+  p.kv_len = n;
+  p.q_len = phase == Phase::decode ? 1 : n;
+  p.causal = causal;
+  p.phase = phase;
+  return p;
+}
+
+// Inputs from generator `gen` with its default parameters.
+inline QKV generated(const Problem& p, const std::string& gen, uint64_t seed) {
+  return data::generate(p, gen, ParamValues::defaults(data::find_generator(gen)->params), seed);
+}
+
+using ParamSettings = std::initializer_list<std::pair<const char*, nlohmann::json>>;
+
+// v's defaults with `set` applied through the same validation a config gets (errors name v.id).
+inline ParamValues params_of(const VariantSpec& v, ParamSettings set) {
+  ParamValues pv = ParamValues::defaults(v.params);
+  for (const auto& [name, value] : set) pv.set(v.params, name, value, v.id);
+  return pv;
+}
+
+// v's cross-parameter check (when it has one), then its reference.
+inline ReferenceOutput run_checked(const VariantSpec& v, const Problem& p, const QKV& in, const ParamValues& pv,
+                                   const ProbeRequest& req = {}) {
+  if (v.validate) v.validate(p, pv, v.id);
+  return v.reference(p, in, pv, req);
+}
+
+inline Tensor to_float(const TensorF64& t) {
+  Tensor f(t.shape());
+  for (int64_t i = 0; i < t.size(); ++i) f.data()[i] = float(t.data()[i]);
+  return f;
+}
+
+}  // namespace attnlab::test
