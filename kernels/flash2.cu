@@ -95,17 +95,17 @@ __global__ void __launch_bounds__(Tile<D>::kThreads) flash2_kernel(Flash2Args a)
 
   for (int j = j_begin; j < j_end; ++j) {
     const int stage = (j - j_begin) & 1;
-    if (j + 1 < j_end) {  // prefetch tile j + 1 into the other stage
+    // One barrier per tile: wait for tile j, then sync — after which every warp has left tile j − 1, so
+    // its stage can take the prefetch of tile j + 1, which then loads under tile j's compute.
+    cp_async_wait<0>();
+    __syncthreads();
+    if (j + 1 < j_end) {
       const int col1 = (j + 1) * T::kBc;
       __half* next = sKV + 2 * (stage ^ 1) * T::kKV;
       load_tile<D, T::kThreads>(next, k + size_t(col1) * D, T::kBc, a.kv_len - col1);
       load_tile<D, T::kThreads>(next + T::kKV, v + size_t(col1) * D, T::kBc, a.kv_len - col1);
       cp_async_commit();
-      cp_async_wait<1>();
-    } else {
-      cp_async_wait<0>();
     }
-    __syncthreads();
     const __half* sK = sKV + 2 * stage * T::kKV;
     const __half* sV = sK + T::kKV;
     const int col0 = j * T::kBc;
@@ -202,7 +202,6 @@ __global__ void __launch_bounds__(Tile<D>::kThreads) flash2_kernel(Flash2Args a)
         }
       }
     }
-    __syncthreads();  // the next iteration's prefetch overwrites this stage
   }
 
   // Epilogue: ℓ summed over the quad, O = G/ℓ, L = m + log ℓ (natural units).

@@ -104,14 +104,12 @@ __global__ void __launch_bounds__(IntTile<D, VHalf>::kThreads) int_flash_kernel(
 
   for (int j = 0; j < tiles; ++j) {
     const int stage = j & 1;
+    cp_async_wait<0>();  // one barrier per tile, as in flash2.cu
+    __syncthreads();
     if (j + 1 < tiles) {
       load_stage(stage ^ 1, j + 1);
       cp_async_commit();
-      cp_async_wait<1>();
-    } else {
-      cp_async_wait<0>();
     }
-    __syncthreads();
     const int8_t* sK = sStage + stage * T::kStage;
     const int8_t* sV = sK + T::kK;
     const float* sSk = reinterpret_cast<const float*>(sV + T::kV);
@@ -256,7 +254,6 @@ __global__ void __launch_bounds__(IntTile<D, VHalf>::kThreads) int_flash_kernel(
           }
       }
     }
-    __syncthreads();
   }
 
   // l. 16: O = (O/ℓ)·s_V; L = m + log ℓ − log R (natural units). Half-INT8: O/ℓ, L = m + log ℓ.
