@@ -25,6 +25,7 @@ const char* to_string(Unit u) {
     case Unit::sfu: return "exp_sfu";
     case Unit::int32: return "int32";
     case Unit::cvt: return "cvt";
+    case Unit::issue: return "issue";
   }
   return "?";
 }
@@ -44,6 +45,7 @@ double GpuSpec::peak(Unit u) const {
     case Unit::sfu: return sfu_exp2_per_clk_per_sm * per_clk;
     case Unit::int32: return int32_per_clk_per_sm * per_clk;
     case Unit::cvt: return cvt_per_clk_per_sm * per_clk;
+    case Unit::issue: return issue_per_clk_per_sm * per_clk;
   }
   return 0;
 }
@@ -131,6 +133,7 @@ GpuSpec load_gpu_spec_file(const std::string& path) {
   s.sfu_exp2_per_clk_per_sm = positive(j, "sfu_exp2_per_clk_per_sm", w, s);
   s.int32_per_clk_per_sm = positive(j, "int32_per_clk_per_sm", w, s);
   s.cvt_per_clk_per_sm = positive(j, "cvt_per_clk_per_sm", w, s);
+  s.issue_per_clk_per_sm = positive(j, "issue_per_clk_per_sm", w, s);
   if (j.contains("measured")) {
     if (!j["measured"].is_object()) fail_input(w + ".measured", "expected an object");
     s.measured = j["measured"];

@@ -13,11 +13,12 @@ namespace attnlab::sim {
 
 // The execution units the model charges work to (what runs in parallel with what: cost_model.h). Their
 // names (to_string) are the keys of results.json's model "ops": mma_fp16, mma_fp8, mma_int8, fma_fp32,
-// exp_sfu, int32, cvt; and hbm for bandwidth.
-enum class Unit { hbm, tensor_fp16, tensor_fp8, tensor_int8, fp32_fma, sfu, int32, cvt };
+// exp_sfu, int32, cvt, issue (every instruction takes an issue slot of its warp scheduler, whatever pipe
+// executes it); and hbm for bandwidth.
+enum class Unit { hbm, tensor_fp16, tensor_fp8, tensor_int8, fp32_fma, sfu, int32, cvt, issue };
 const char* to_string(Unit u);
-inline constexpr Unit kUnits[] = {Unit::hbm,      Unit::tensor_fp16, Unit::tensor_fp8, Unit::tensor_int8,
-                                  Unit::fp32_fma, Unit::sfu,         Unit::int32,      Unit::cvt};
+inline constexpr Unit kUnits[] = {Unit::hbm,   Unit::tensor_fp16, Unit::tensor_fp8, Unit::tensor_int8, Unit::fp32_fma,
+                                  Unit::sfu,   Unit::int32,       Unit::cvt,        Unit::issue};
 
 struct GpuSpec {
   std::string id, name, arch;
@@ -29,6 +30,7 @@ struct GpuSpec {
   double mma_sync_fraction = 1;                 // of the tensor peak reachable with warp-level mma.sync
   double fp32_tflops = 0;                       // non-tensor FP32, 2 flops per FMA
   double sfu_exp2_per_clk_per_sm = 0, int32_per_clk_per_sm = 0, cvt_per_clk_per_sm = 0;
+  double issue_per_clk_per_sm = 0;  // thread-instructions issued per clock per SM (4 schedulers × 32 lanes)
   std::map<std::string, std::string> sources;   // field → where the number comes from
   std::map<std::string, double> efficiency;     // measured: unit name → achieved fraction of peak (≤ 1)
   // Fixed time per CTA slot and wave that no throughput hides: filling the tile pipeline before the

@@ -108,6 +108,16 @@ const Format* format_of(const std::string& id) {
   return nullptr;
 }
 
+double issue_slots(const std::map<Unit, double>& ops) {
+  double slots = 0;
+  for (const auto& [u, n] : ops) {
+    if (u == Unit::tensor_fp16 || u == Unit::tensor_fp8) slots += n / 4096.0 * 32;
+    else if (u == Unit::tensor_int8) slots += n / 8192.0 * 32;
+    else if (u != Unit::issue) slots += n;
+  }
+  return slots;
+}
+
 bool declares(const VariantRequest& v, const char* name) {
   return v.params.values().count(name) > 0;
 }
@@ -205,6 +215,9 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
   s.per_tile.ops[Unit::cvt] += 2 * Bc * d * f->cvt_per_kv;
   if (f->int32_per_kv > 0) s.per_tile.ops[Unit::int32] += 2 * Bc * d * f->int32_per_kv;
   if (v.id == "turbo" && !decode) s.per_tile.ops[Unit::fp32_fma] += 2 * Bc * d * 2;  // per-tile max|·| and divide
+  // Issue slots: every thread-instruction takes one, whichever pipe runs it; an MMA is one warp
+  // instruction (32 slots) per m16n8k16 (FP16, FP8: 4096 flops) or m16n8k32 (INT8: 8192 flops).
+  s.per_tile.ops[Unit::issue] = issue_slots(s.per_tile.ops);
 
   // Per query row: Q (and its scale) in, O and the logsumexp out. Per CTA: Q's scaling, O / ℓ.
   s.per_row.bytes = {{"q", d * f->q}, {"o", d * f->o}, {"lse", 4}};

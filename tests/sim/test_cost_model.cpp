@@ -119,6 +119,7 @@ TEST_CASE("time scales with the bounding resource", "[sim][model]") {
   for (auto& [_, v] : fast_compute.tensor_tflops) v *= 2;
   fast_compute.fp32_tflops *= 2, fast_compute.sfu_exp2_per_clk_per_sm *= 2;
   fast_compute.cvt_per_clk_per_sm *= 2, fast_compute.int32_per_clk_per_sm *= 2;
+  fast_compute.issue_per_clk_per_sm *= 2;
   // The fixed terms (launches, per-wave CTA overhead) do not scale; the body does.
   const auto fixed = [](const Prediction& p, int launches) {
     return launches * kLaunchUs * 1e-3 + p.waves * load_gpu_spec("h100-sxm5").cta_overhead_us * 1e-3;
@@ -149,6 +150,8 @@ TEST_CASE("SAS moves the exponential from the SFU to the FMA units", "[sim][mode
   CHECK(exact.ops.at(Unit::sfu) == scores);
   CHECK(sas.ops.at(Unit::fp32_fma) - exact.ops.at(Unit::fp32_fma) == scores * (6 - 0));
   CHECK(sas.ops.at(Unit::cvt) - exact.ops.at(Unit::cvt) == scores);  // floor
+  // Every instruction takes an issue slot: SAS's 6 FMA, floor and LUT address replace one ex2.
+  CHECK(sas.ops.at(Unit::issue) - exact.ops.at(Unit::issue) == scores * (6 + 1 + 1 - 1));
 }
 
 TEST_CASE("GPU specs: every shipped spec loads; bad specs name the field", "[sim][model][bad-input]") {
