@@ -1,0 +1,63 @@
+// Throughput of the instruction pipes the cost model charges (sim/specs: sfu, cvt, fma_fp32), measured:
+// each thread runs 8 independent chains of one instruction for many iterations; results per clock per
+// SM = instructions / (time · SM clock · SMs). Build and run on the GPU machine:
+//   nvcc -O3 -arch=sm_90a kernels/bench/pipe_rates.cu -o /tmp/pipe_rates && /tmp/pipe_rates
+#include <cuda_runtime.h>
+
+#include <cstdio>
+
+constexpr int kIters = 4096, kChains = 8;
+
+template <int Op>
+__global__ void pipe(float* out, int seed) {
+  float f[kChains];
+  int n[kChains];
+  for (int c = 0; c < kChains; ++c) f[c] = float(threadIdx.x + c + seed) * 1e-3f, n[c] = threadIdx.x * 7 + c + seed;
+  for (int i = 0; i < kIters; ++i)
+#pragma unroll
+    for (int c = 0; c < kChains; ++c) {
+      if constexpr (Op == 0) f[c] = fmaf(f[c], 1.0001f, 1e-7f);                          // FFMA
+      if constexpr (Op == 1) asm volatile("ex2.approx.ftz.f32 %0, %0;" : "+f"(f[c]));     // MUFU.EX2
+      if constexpr (Op == 2) asm volatile("cvt.rn.f32.s32 %0, %1;" : "=f"(f[c]) : "r"(n[c]));  // I2F
+      if constexpr (Op == 3) asm volatile("cvt.rni.s32.f32 %0, %1;" : "=r"(n[c]) : "f"(f[c]));  // F2I
+    }
+  float acc = 0;
+  for (int c = 0; c < kChains; ++c) acc += f[c] + float(n[c]);
+  if (acc == 12345.f) out[0] = acc;
+}
+
+template <int Op>
+double rate(int sms, double clock_ghz, const char* name, double extra_per_op) {
+  float* out;
+  cudaMalloc(&out, 4);
+  const int blocks = sms * 8, threads = 256;
+  pipe<Op><<<blocks, threads>>>(out, 1);
+  cudaEvent_t a, b;
+  cudaEventCreate(&a), cudaEventCreate(&b);
+  cudaEventRecord(a);
+  for (int r = 0; r < 5; ++r) pipe<Op><<<blocks, threads>>>(out, r);
+  cudaEventRecord(b);
+  cudaEventSynchronize(b);
+  float ms = 0;
+  cudaEventElapsedTime(&ms, a, b);
+  const double ops = 5.0 * blocks * threads * double(kIters) * kChains;
+  const double per_clk_sm = ops / (ms * 1e-3) / (clock_ghz * 1e9) / sms;
+  std::printf("%-28s %8.1f results/clk/SM  (%.2f ms; includes %.0f helper ops per result)\n", name, per_clk_sm, ms,
+              extra_per_op);
+  cudaFree(out);
+  return per_clk_sm;
+}
+
+int main() {
+  cudaDeviceProp p{};
+  cudaGetDeviceProperties(&p, 0);
+  int clock_khz = 0;
+  cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0);
+  const double ghz = clock_khz / 1e6;
+  std::printf("%s: %d SMs, clock %.2f GHz (max, as the runtime reports it)\n", p.name, p.multiProcessorCount, ghz);
+  rate<0>(p.multiProcessorCount, ghz, "FFMA (fma_fp32)", 0);
+  rate<1>(p.multiProcessorCount, ghz, "MUFU.EX2 (exp_sfu)", 0);
+  rate<2>(p.multiProcessorCount, ghz, "I2F s32->f32 (cvt)", 0);
+  rate<3>(p.multiProcessorCount, ghz, "F2I f32->s32 rni (cvt)", 0);
+  return cudaGetLastError() == cudaSuccess ? 0 : 1;
+}
