@@ -22,9 +22,9 @@ struct KernelTraits {
 
 inline constexpr KernelTraits kKernelTraits[] = {
     //  variant      d   B_r  B_c  warps stages regs splits
-    {"flash2",      64,  128, 64,  4,    2,     255, 128},
+    {"flash2",      64,  128, 64,  4,    2,     218, 128},
     {"flash2",      128, 128, 64,  4,    2,     255, 128},
-    {"int_flash",   64,  128, 64,  4,    2,     255, 1},
+    {"int_flash",   64,  128, 64,  4,    2,     215, 1},
     {"int_flash",   128, 128, 64,  4,    2,     255, 1},
 };
 

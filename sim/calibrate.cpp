@@ -97,6 +97,23 @@ struct Fitter {
 
 }  // namespace
 
+json measurements_json(const std::vector<Results>& runs) {
+  json list = json::array();
+  std::string device;
+  for (const Results& r : runs) {
+    if (r.environment.gpu) device = *r.environment.gpu;
+    for (const VariantResult& v : r.variants) {
+      if (!v.kernel) continue;
+      const KernelResult& k = *v.kernel;
+      list.push_back({{"variant", v.id}, {"label", v.label}, {"params", v.params}, {"problem", r.problem},
+                      {"median_ms", k.median_ms}, {"p10_ms", k.p10_ms}, {"p90_ms", k.p90_ms}, {"tops", k.tops},
+                      {"hbm_gbps", k.hbm_gbps}});
+    }
+  }
+  return {{"schema", "attnlab.measurements/1"}, {"gpu", spec_id_for_device(device)}, {"device", device},
+          {"measurements", list}};
+}
+
 std::vector<Measurement> load_measurements(const std::string& path, std::string* gpu) {
   std::ifstream in(path);
   if (!in) fail_input(path, "cannot open the measurements file");

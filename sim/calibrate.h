@@ -16,6 +16,7 @@
 #pragma once
 
 #include "core/config.h"
+#include "core/results.h"
 #include "sim/cost_model.h"
 #include "sim/gpu_spec.h"
 
@@ -31,6 +32,10 @@ struct Measurement {
   VariantRequest variant;
   double median_ms = 0;
 };
+
+// The measurements file `attnlab bench --out` writes: every kernel timing in `runs`, with the spec id of the
+// GPU that ran them (sim/gpu_spec.h spec_id_for_device; "" when unknown).
+nlohmann::json measurements_json(const std::vector<Results>& runs);
 
 // Reads a measurements file; errors name the file, the entry and the field (unknown variant, bad shape).
 std::vector<Measurement> load_measurements(const std::string& path, std::string* gpu = nullptr);

@@ -5,6 +5,7 @@
 #include "app/report/atomic_dir.h"
 #include "app/report/report.h"
 #include "app/report/csv.h"
+#include "app/views/bench.h"
 #include "app/views/sweep.h"
 #include "app/views/table.h"
 #include "core/config.h"
@@ -236,12 +237,8 @@ int bench_command(const BenchOptions& o) {
     if (!fs::is_directory(folder)) throw InputError(fmt::format("--out: {}: the folder does not exist", folder.string()));
   }
   Runner runner = make_runner();
-  views::Table t;
-  t.columns = {{"variant", "variant", ""},    {"shape", "shape", ""},        {"median_ms", "median", "ms"},
-               {"p10_ms", "p10", "ms"},        {"p90_ms", "p90", "ms"},       {"tops", "rate", "TFLOP/s"},
-               {"gbps", "HBM", "GB/s"},        {"model_ms", "model", "ms"},   {"model_ratio", "model / measured", ""}};
-  nlohmann::json measurements = nlohmann::json::array();
-  std::string device, skipped;
+  std::vector<Results> runs;
+  std::string skipped;
   ProgressBar bar;
   for (size_t i = 0; i < points.size(); ++i) {
     Experiment x = points[i].experiment;
@@ -251,36 +248,18 @@ int bench_command(const BenchOptions& o) {
     control.progress = [&](double f, const std::string& stage) {
       bar.update((double(i) + f) / double(points.size()), fmt::format("point {}/{}: {}", i + 1, points.size(), stage));
     };
-    const Results r = runner.run(x, control);
-    if (r.environment.gpu) device = *r.environment.gpu;
-    for (const auto& s : r.environment.skipped)
+    runs.push_back(runner.run(x, control));
+    for (const auto& s : runs.back().environment.skipped)
       if (s.backend == "kernel" && skipped.empty()) skipped = s.reason;
-    const Problem& p = x.problem;
-    const std::string shape = fmt::format("B{} H{}/{} N{}/{} d{}{}", p.batch, p.q_heads, p.kv_heads, p.q_len, p.kv_len,
-                                          p.head_dim, p.causal ? " causal" : "");
-    for (size_t k = 0; k < r.variants.size(); ++k) {
-      const VariantResult& v = r.variants[k];
-      if (!v.kernel) continue;
-      const KernelResult& kr = *v.kernel;
-      const double model = v.model ? v.model->time_ms : std::nan("");
-      auto num = [](double x, const char* f) { return views::Cell{fmt::format(fmt::runtime(f), x), x}; };
-      t.rows.push_back({views::Cell{v.label, std::nan("")}, views::Cell{shape, std::nan("")}, num(kr.median_ms, "{:.4f}"),
-                        num(kr.p10_ms, "{:.4f}"), num(kr.p90_ms, "{:.4f}"), num(kr.tops, "{:.1f}"),
-                        num(kr.hbm_gbps, "{:.0f}"), num(model, "{:.4f}"), num(model / kr.median_ms, "{:.2f}")});
-      measurements.push_back({{"variant", v.id}, {"label", v.label}, {"params", v.params}, {"problem", to_json(p)},
-                              {"median_ms", kr.median_ms}, {"p10_ms", kr.p10_ms}, {"p90_ms", kr.p90_ms},
-                              {"tops", kr.tops}, {"hbm_gbps", kr.hbm_gbps}});
-    }
   }
+  const views::Table t = views::bench_table(runs);
   if (t.rows.empty()) {
     fmt::print("attnlab bench: no kernel ran: {}\n", skipped.empty() ? "no variant has a kernel" : skipped);
     return 0;
   }
   print_table(t);
   if (!o.out.empty()) {
-    const nlohmann::json file = {{"schema", "attnlab.measurements/1"}, {"gpu", sim::spec_id_for_device(device)},
-                                 {"device", device}, {"measurements", measurements}};
-    report::write_file_atomically(o.out, file.dump(1) + "\n");
+    report::write_file_atomically(o.out, sim::measurements_json(runs).dump(1) + "\n");
     fmt::print("wrote {}\n", o.out);
   }
   return 0;

@@ -65,7 +65,8 @@
 //     it as stored in FP8, like the KV cache in INT4), K and V as packed INT4 with one scale per token
 //     (1 byte in E4M3, 4 in FP32) once per row block that needs them, O written in BF16, L in FP32.
 //     The d smoothing factors per head are not counted.
-#include "core/variants/trace.h"
+#include "core/quant/head_priority.h"
+#include "core/variants/shared_probes.h"
 #include "core/variants/variants.h"
 
 #include "core/error.h"
@@ -126,7 +127,7 @@ struct KvHead {
   std::vector<float> s_k, s_v;     // (N) per-token scales σ (E4M3 or FP32 values)
   RowMatrix<float> k, v;           // (N + kPad, d) FP8 operands (LUT entries or exact, see the head comment)
   Eigen::VectorXf k_col;           // (N + kPad) int4_to_fp8 = exact: σ_K per key column (0 in the padding)
-  std::vector<float> k_min, k_max, ks_min, ks_max, v_min, v_max;  // (d) channel ranges
+  std::vector<float> ks_min, ks_max;  // (d) channel ranges of the smoothed K
   int64_t clamped_k = 0, clamped_v = 0, lut_k = 0, lut_v = 0;     // INT4 clamps; LUT entries out of E4M3
   int64_t under_k = 0, under_v = 0, sat_k = 0, sat_v = 0;         // token scales underflowed / saturated
   int64_t sub_k = 0, sub_v = 0;                                   // token scales below the normal range
@@ -170,14 +171,6 @@ RowMatrix<float> operand(const fireq::TokenInt4& t, bool lut, bool fold, int64_t
   return m;
 }
 
-// Per-channel min and max over tokens of x (tokens, d), for the probes.
-void channel_range(const float* x, int64_t n, int64_t d, std::vector<float>& lo, std::vector<float>& hi) {
-  const Eigen::Map<const RowMatrix<float>> m(x, n, d);
-  const Eigen::RowVectorXf mn = m.colwise().minCoeff(), mx = m.colwise().maxCoeff();
-  lo.assign(mn.data(), mn.data() + d);
-  hi.assign(mx.data(), mx.data() + d);
-}
-
 KvHead prepare_kv(const float* k, const float* v, int64_t n, int64_t d, const Settings& st) {
   KvHead x;
   // §3.2.1: the smoothing factors of this head (the fireq functions also reject non-finite keys).
@@ -212,9 +205,8 @@ KvHead prepare_kv(const float* k, const float* v, int64_t n, int64_t d, const Se
     x.k_col = Eigen::VectorXf::Zero(n + kPad);
     for (int64_t t = 0; t < n; ++t) x.k_col[t] = qk.scale[t];
   }
-  channel_range(k, n, d, x.k_min, x.k_max);
-  channel_range(ks.data(), n, d, x.ks_min, x.ks_max);
-  channel_range(v, n, d, x.v_min, x.v_max);
+  quant::HeadRange smoothed = quant::head_range(ks.data(), n, d);  // for the probes
+  x.ks_min = std::move(smoothed.channel_min), x.ks_max = std::move(smoothed.channel_max);
   return x;
 }
 
@@ -305,14 +297,6 @@ void attend(const Problem& p, const QHead& q, const KvHead& kv, const Settings& 
   rec.zeroed += rec.visible;
 }
 
-ProbeArray per_head(const Problem& p, int64_t heads, int64_t n, const std::vector<const std::vector<float>*>& rows,
-                    std::string unit, std::string help) {
-  ProbeArray a{{p.batch, heads, n}, {}, {}, std::move(unit), std::move(help)};
-  a.values.reserve(static_cast<size_t>(p.batch * heads * n));
-  for (const auto* r : rows) a.values.insert(a.values.end(), r->begin(), r->end());
-  return a;
-}
-
 ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, const ProbeRequest& req) {
   const Settings st(params);
   const int64_t d = p.head_dim, kv_heads = p.batch * p.kv_heads, q_heads = p.batch * p.q_heads;
@@ -342,14 +326,13 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, 
   });
 
   // Probes.
-  std::vector<const std::vector<float>*> sq, sk, sv, s, kmin, kmax, ksmin, ksmax, vmin, vmax;
+  std::vector<const std::vector<float>*> sq, sk, sv, s, ksmin, ksmax;
   for (const QHead& q : qh) sq.push_back(&q.beta);
   double clamped[3] = {0, 0, 0}, lut[2] = {0, 0}, under[2] = {0, 0}, sat[2] = {0, 0}, sub[2] = {0, 0};
   std::vector<double> pairs;
   for (const KvHead& x : kv) {
     sk.push_back(&x.s_k), sv.push_back(&x.s_v), s.push_back(&x.s);
-    kmin.push_back(&x.k_min), kmax.push_back(&x.k_max), ksmin.push_back(&x.ks_min), ksmax.push_back(&x.ks_max);
-    vmin.push_back(&x.v_min), vmax.push_back(&x.v_max);
+    ksmin.push_back(&x.ks_min), ksmax.push_back(&x.ks_max);
     clamped[1] += double(x.clamped_k), clamped[2] += double(x.clamped_v);
     lut[0] += double(x.lut_k), lut[1] += double(x.lut_v);
     under[0] += double(x.under_k), under[1] += double(x.under_v), sat[0] += double(x.sat_k), sat[1] += double(x.sat_v);
@@ -362,12 +345,9 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, 
   out.probes["scales.k"] = per_head(p, p.kv_heads, p.kv_len, sk, "",
                                     "σ per key token: max|k̃|/7 stored in E4M3 (or FP32) (Eq. 1), after smoothing");
   out.probes["scales.v"] = per_head(p, p.kv_heads, p.kv_len, sv, "", "σ per value token: max|v|/7 stored in E4M3 (or FP32)");
-  out.probes["channels.k.min"] = per_head(p, p.kv_heads, d, kmin, "", "per-channel minimum of K as received (post-RoPE)");
-  out.probes["channels.k.max"] = per_head(p, p.kv_heads, d, kmax, "", "per-channel maximum of K as received (post-RoPE)");
+  add_channel_probes(out.probes, p, in);  // K as received (post-RoPE), V (never smoothed)
   out.probes["channels.k_smoothed.min"] = per_head(p, p.kv_heads, d, ksmin, "", "per-channel minimum of K̃ = K/s (after the chosen smoothing)");
   out.probes["channels.k_smoothed.max"] = per_head(p, p.kv_heads, d, ksmax, "", "per-channel maximum of K̃ = K/s (after the chosen smoothing)");
-  out.probes["channels.v.min"] = per_head(p, p.kv_heads, d, vmin, "", "per-channel minimum of V (not smoothed)");
-  out.probes["channels.v.max"] = per_head(p, p.kv_heads, d, vmax, "", "per-channel maximum of V (not smoothed)");
   out.probes["fireq.smoothing"] = per_head(p, p.kv_heads, d, s, "",
                                            "smoothing factor s per channel: RPN α·max pair norm on regular pairs, CRS "
                                            "β·max|k_c| on outlier pairs; K ← K/s, Q ← Q·s");

@@ -7,7 +7,7 @@
 //   - O is accumulated in FP32 and stored in FP16; the logsumexp L = m + log ℓ in FP32.
 // Outer loop over row blocks Qᵢ (B_r rows), inner loop over KV tiles (B_c keys); under causal masking
 // the tiles entirely above the diagonal are skipped (FA2's causal saving).
-#include "core/variants/trace.h"
+#include "core/variants/shared_probes.h"
 #include "core/variants/variants.h"
 
 #include "core/error.h"

@@ -44,7 +44,7 @@
 // Probes: scales.q [B, H_q, ⌈q_len/B_r⌉], scales.k and scales.v [B, H_kv, ⌈kv_len/B_c⌉], channels.{k,v}.
 // {min,max}, clamped and underflow (labels q, k, v, p), hbm_bytes, kv_tiles_loaded, kv_cache.bytes,
 // trace.*, lse.
-#include "core/variants/trace.h"
+#include "core/variants/shared_probes.h"
 #include "core/variants/variants.h"
 
 #include "core/formats/fp8.h"
@@ -102,7 +102,6 @@ Fp8Blocks fp8_blocks(const Tensor::ConstMap& in, int64_t block, const char* wher
 
 struct KvHead {
   Fp8Blocks k, v;
-  quant::HeadRange range_k, range_v;
 };
 
 struct HeadRecord {
@@ -166,13 +165,6 @@ void attend(const Problem& p, const Tensor::ConstMap& q, const KvHead& kv, const
   }
 }
 
-ProbeArray per_head(const Problem& p, int64_t heads, const std::vector<std::vector<float>>& rows, std::string help) {
-  const int64_t n = rows.empty() ? 0 : static_cast<int64_t>(rows[0].size());
-  ProbeArray a{{p.batch, heads, n}, {}, {}, "", std::move(help)};
-  for (const auto& r : rows) a.values.insert(a.values.end(), r.begin(), r.end());
-  return a;
-}
-
 ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, const ProbeRequest& req) {
   const Settings s(params);
   const int64_t d = p.head_dim, kv_heads = p.batch * p.kv_heads, q_heads = p.batch * p.q_heads;
@@ -182,8 +174,6 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, 
     const int64_t b = bh / p.kv_heads, h = bh % p.kv_heads;
     kv[bh].k = fp8_blocks(in.k.head(b, h), s.block_c, "flash3_fp8.k");
     kv[bh].v = fp8_blocks(in.v.head(b, h), s.block_c, "flash3_fp8.v");
-    kv[bh].range_k = quant::head_range(in.k.head(b, h).data(), p.kv_len, d);
-    kv[bh].range_v = quant::head_range(in.v.head(b, h).data(), p.kv_len, d);
   });
 
   ReferenceOutput out;
@@ -200,20 +190,15 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, 
   });
 
   // Probes.
-  std::vector<std::vector<float>> s_q, s_k, s_v, ch[4];
+  std::vector<std::vector<float>> s_q, s_k, s_v;
   for (const auto& r : rec) s_q.push_back(r.s_q);
   for (const auto& e : kv) {
     s_k.push_back(e.k.scale), s_v.push_back(e.v.scale);
-    ch[0].push_back(e.range_k.channel_min), ch[1].push_back(e.range_k.channel_max);
-    ch[2].push_back(e.range_v.channel_min), ch[3].push_back(e.range_v.channel_max);
   }
   out.probes["scales.q"] = per_head(p, p.q_heads, s_q, "s_Q = max|Qᵢ|/448 per query row block (B_r rows)");
   out.probes["scales.k"] = per_head(p, p.kv_heads, s_k, "s_K = max|Kⱼ|/448 per KV block (B_c rows)");
   out.probes["scales.v"] = per_head(p, p.kv_heads, s_v, "s_V = max|Vⱼ|/448 per KV block (B_c rows)");
-  out.probes["channels.k.min"] = per_head(p, p.kv_heads, ch[0], "per-channel minimum of K over tokens");
-  out.probes["channels.k.max"] = per_head(p, p.kv_heads, ch[1], "per-channel maximum of K over tokens");
-  out.probes["channels.v.min"] = per_head(p, p.kv_heads, ch[2], "per-channel minimum of V over tokens");
-  out.probes["channels.v.max"] = per_head(p, p.kv_heads, ch[3], "per-channel maximum of V over tokens");
+  add_channel_probes(out.probes, p, in);
   double sat[3] = {0, 0, 0}, zero[4] = {0, 0, 0, 0}, visible = 0, kv_rows = 0, kv_tiles = 0;
   for (const auto& r : rec)
     sat[0] += double(r.saturated_q), zero[0] += double(r.zeroed_q), zero[3] += double(r.zeroed_p),

@@ -55,7 +55,7 @@
 // most max(d, B_c) ≤ 256 terms, so each partial sum is an integer of magnitude ≤ 127·127·256 < 2²⁴ and
 // Eigen's FP32 GEMM on integer-valued floats returns the INT32 result of the tensor cores bit for bit.
 // Likewise rowsum P (≤ 256 integers ≤ 127) is exact.
-#include "core/variants/trace.h"
+#include "core/variants/shared_probes.h"
 #include "core/variants/variants.h"
 
 #include "core/formats/round.h"
@@ -123,7 +123,6 @@ struct KvHead {
   std::vector<float> s_k;     // (kv_len) S_K, per token
   float s_v = 1.0f;           // S_V, per tensor (1 under v_fp16: no scale)
   int64_t clamped_k = 0, clamped_v = 0, zeroed_k = 0, zeroed_v = 0;
-  quant::HeadRange range_k, range_v;
 };
 
 // What one query head records for the probes.
@@ -203,13 +202,6 @@ void attend(const Problem& p, const Tensor::ConstMap& q, const KvHead& kv, const
   }
 }
 
-ProbeArray per_head(const Problem& p, int64_t heads, const std::vector<std::vector<float>>& rows, std::string help) {
-  const int64_t n = rows.empty() ? 0 : static_cast<int64_t>(rows[0].size());
-  ProbeArray a{{p.batch, heads, n}, {}, {}, "", std::move(help)};
-  for (const auto& r : rows) a.values.insert(a.values.end(), r.begin(), r.end());
-  return a;
-}
-
 ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, const ProbeRequest& req) {
   const Settings s(params);
   const int64_t d = p.head_dim, kv_heads = p.batch * p.kv_heads, q_heads = p.batch * p.q_heads;
@@ -238,8 +230,6 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, 
       e.clamped_v = vq.stats.clamped;
       e.zeroed_v = zeroed(v, vq);
     }
-    e.range_k = quant::head_range(k, p.kv_len, d);
-    e.range_v = quant::head_range(v, p.kv_len, d);
   });
 
   ReferenceOutput out;
@@ -267,15 +257,7 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, 
   out.probes["scales.k"] = per_head(p, p.kv_heads, s_k, "S_K = rowmax|K|/127 per key token (§3.2)");
   if (!s.v_fp16)
     out.probes["scales.v"] = per_head(p, p.kv_heads, s_v, "S_V = max|V|/127, one per (batch, KV head) (§3.2)");
-  std::vector<std::vector<float>> ch[4];
-  for (const auto& e : kv) {
-    ch[0].push_back(e.range_k.channel_min), ch[1].push_back(e.range_k.channel_max);
-    ch[2].push_back(e.range_v.channel_min), ch[3].push_back(e.range_v.channel_max);
-  }
-  out.probes["channels.k.min"] = per_head(p, p.kv_heads, ch[0], "per-channel minimum of K over tokens");
-  out.probes["channels.k.max"] = per_head(p, p.kv_heads, ch[1], "per-channel maximum of K over tokens");
-  out.probes["channels.v.min"] = per_head(p, p.kv_heads, ch[2], "per-channel minimum of V over tokens");
-  out.probes["channels.v.max"] = per_head(p, p.kv_heads, ch[3], "per-channel maximum of V over tokens");
+  add_channel_probes(out.probes, p, in);
   double clamped[3] = {0, 0, 0}, zero[4] = {0, 0, 0, 0}, visible = 0, kv_rows = 0;
   for (const auto& r : rec)
     clamped[0] += double(r.clamped_q), zero[0] += double(r.zeroed_q), zero[3] += double(r.zeroed_p),

@@ -26,7 +26,7 @@
 //   - Head bits (Eq. 11–12) are chosen per (sequence, KV head) from that sequence's prefill keys, the
 //     n_h = two_bit_heads lowest-priority KV heads getting bits_lo, the others bits_hi, for both K and V.
 //     The paper ranks "the heads of each layer"; under GQA the cache belongs to the KV heads.
-#include "core/variants/trace.h"
+#include "core/variants/shared_probes.h"
 #include "core/variants/variants.h"
 
 #include "core/error.h"
@@ -209,13 +209,6 @@ Priorities choose_bits(const Problem& p, const QKV& in, const Settings& s) {
   return pr;
 }
 
-ProbeArray per_head(const Problem& p, int64_t heads, const std::vector<std::vector<float>>& rows, std::string help) {
-  const int64_t n = rows.empty() ? 0 : static_cast<int64_t>(rows[0].size());
-  ProbeArray a{{p.batch, heads, n}, {}, {}, "", std::move(help)};
-  for (const auto& r : rows) a.values.insert(a.values.end(), r.begin(), r.end());
-  return a;
-}
-
 ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, const ProbeRequest& req) {
   const Settings s(params);
   const bool decode = p.phase == Phase::decode;
@@ -225,7 +218,6 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, 
   // The INT8 tiles of every KV head, and the cache each writes (prefill) or holds (decode).
   std::vector<Int8Tiles> tiles(static_cast<size_t>(kv_heads));
   std::vector<CacheStats> cache(static_cast<size_t>(kv_heads));
-  std::vector<std::vector<float>> ch_min(2 * kv_heads), ch_max(2 * kv_heads);  // [tensor·kv_heads + bh]
   parallel_for(kv_heads, [&](int64_t bh) {
     const int64_t b = bh / p.kv_heads, h = bh % p.kv_heads;
     const float* k = in.k.head(b, h).data();
@@ -236,11 +228,6 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, 
     } else {
       tiles[bh] = turbo_detail::prefill_tiles(k, v, p.kv_len, d, s.block_c, kQMax8);
       cache[bh] = turbo_detail::cache_of(tiles[bh], pr.bits[bh], s.rule);
-    }
-    for (int t = 0; t < 2; ++t) {
-      const quant::HeadRange r = quant::head_range(t == 0 ? k : v, p.kv_len, d);
-      ch_min[t * kv_heads + bh] = r.channel_min;
-      ch_max[t * kv_heads + bh] = r.channel_max;
     }
   });
 
@@ -272,15 +259,7 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, 
                                                            : "s_P = max P̃/119 of each (row block, KV tile) (Alg. 1 l. 10); 0 = skipped");
   sp.shape = {p.batch, p.q_heads, Tr, tiles[0].tiles()};
   out.probes["scales.p"] = std::move(sp);
-  const char* tensor_names[2] = {"k", "v"};
-  for (int t = 0; t < 2; ++t) {
-    const auto first = ch_min.begin() + t * kv_heads;
-    out.probes[fmt::format("channels.{}.min", tensor_names[t])] =
-        per_head(p, p.kv_heads, {first, first + kv_heads}, "per-channel minimum over tokens (TurboAttention Fig. 4)");
-    const auto first_max = ch_max.begin() + t * kv_heads;
-    out.probes[fmt::format("channels.{}.max", tensor_names[t])] =
-        per_head(p, p.kv_heads, {first_max, first_max + kv_heads}, "per-channel maximum over tokens");
-  }
+  add_channel_probes(out.probes, p, in);
   for (size_t m = 0; m < kMetrics.size(); ++m) {
     const std::vector<double>& v = pr.by_metric[m];
     out.probes[fmt::format("priority.{}", kMetrics[m].name)] = {

@@ -261,3 +261,35 @@ TEST_CASE("the shipped H100 calibration: FlashAttention-2 times within 10% (medi
 
 }  // namespace
 }  // namespace attnlab::sim
+
+namespace attnlab::sim {
+namespace {
+
+TEST_CASE("the measurements bench writes are what calibrate reads", "[sim][calibrate]") {
+  Problem p = prefill(4096, 128, true, 16, 16);
+  Results r;
+  r.problem = to_json(p);
+  r.environment.gpu = "NVIDIA H100 80GB HBM3";
+  VariantResult v;
+  v.id = "flash2", v.label = "flash2", v.params = ParamValues::defaults(find_variant("flash2")->params).to_json();
+  v.kernel = KernelResult{};
+  v.kernel->median_ms = 1.25;
+  r.variants.push_back(v);
+  r.variants.push_back(VariantResult{"naive", "naive", {}, std::nullopt, std::nullopt, std::nullopt});  // no kernel
+  const nlohmann::json j = measurements_json({r});
+  CHECK(j["gpu"] == "h100-sxm5");
+  const std::string path = std::string(ATTNLAB_TEST_TMP) + "/bench-out.json";
+  std::filesystem::create_directories(ATTNLAB_TEST_TMP);
+  std::ofstream(path) << j.dump();
+  std::string gpu;
+  const std::vector<Measurement> m = load_measurements(path, &gpu);
+  REQUIRE(m.size() == 1);
+  CHECK(gpu == "h100-sxm5");
+  CHECK(m[0].median_ms == 1.25);
+  CHECK(m[0].problem.kv_len == 4096);
+  CHECK(m[0].problem.causal);
+  CHECK(m[0].variant.id == "flash2");
+}
+
+}  // namespace
+}  // namespace attnlab::sim

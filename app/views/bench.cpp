@@ -1,0 +1,42 @@
+#include "app/views/bench.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <limits>
+
+namespace attnlab::views {
+
+namespace {
+
+constexpr double kNoValue = std::numeric_limits<double>::quiet_NaN();
+
+Cell number(double x, const char* format) { return {fmt::format(fmt::runtime(format), x), x}; }
+
+std::string shape_of(const nlohmann::json& p) {
+  return fmt::format("B{} H{}/{} N{}/{} d{}{}", p.value("batch", 0), p.value("q_heads", 0), p.value("kv_heads", 0),
+                     p.value("q_len", 0), p.value("kv_len", 0), p.value("head_dim", 0),
+                     p.value("causal", false) ? " causal" : "");
+}
+
+}  // namespace
+
+Table bench_table(const std::vector<Results>& runs) {
+  Table t;
+  t.title = "GPU kernel timings (CUDA events, median of the timed runs) and the cost model's prediction";
+  t.columns = {{"variant", "variant", ""},    {"shape", "shape", ""},         {"median_ms", "median", "ms"},
+               {"p10_ms", "p10", "ms"},       {"p90_ms", "p90", "ms"},        {"tflops", "rate", "TFLOP/s"},
+               {"hbm_gbps", "HBM", "GB/s"},   {"model_ms", "model", "ms"},    {"model_ratio", "model / measured", ""}};
+  for (const Results& r : runs)
+    for (const VariantResult& v : r.variants) {
+      if (!v.kernel) continue;
+      const KernelResult& k = *v.kernel;
+      const double model = v.model ? v.model->time_ms : kNoValue;
+      t.rows.push_back({Cell{v.label, kNoValue}, Cell{shape_of(r.problem), kNoValue}, number(k.median_ms, "{:.4f}"),
+                        number(k.p10_ms, "{:.4f}"), number(k.p90_ms, "{:.4f}"), number(k.tops, "{:.1f}"),
+                        number(k.hbm_gbps, "{:.0f}"), number(model, "{:.4f}"), number(model / k.median_ms, "{:.2f}")});
+    }
+  return t;
+}
+
+}  // namespace attnlab::views
