@@ -12,20 +12,25 @@ namespace attnlab {
 struct KernelTraits {
   const char* variant;    // registry id
   int head_dim;           // d the kernel is compiled for
+  int arch;               // lowest compute capability × 10 it runs on: 80 = mma.sync (sm_80 and later),
+                          // 90 = warpgroup MMA (sm_90a, compute capability 9.0 only)
   int block_r, block_c;   // B_r query rows per CTA, B_c keys per KV tile
-  int warps;              // warps per CTA; each owns B_r / warps query rows (FlashAttention-2's split: Q
-                          // across warps, K and V shared)
-  int stages;             // K/V tiles in flight: 2 = double-buffered cp.async
+  int warps;              // warps per CTA; each warp (mma.sync) or warpgroup of 4 (wgmma) owns its share
+                          // of the B_r query rows (FlashAttention-2's split: Q across warps, K/V shared)
+  int stages;             // K/V tiles resident: 2 = double-buffered cp.async, 3 = one more in flight
   int regs_per_thread;    // from ptxas -v of the kernel (bounds CTAs per SM); 255 until measured
-  int decode_splits_max;  // split-KV decode: at most this many CTAs share one (batch, KV head)
+  int decode_splits_max;  // split-KV decode: at most this many CTAs share one (batch, KV head); 1 = the
+                          // kernel does not split (decode then runs on the arch-80 row's kernel)
 };
 
 inline constexpr KernelTraits kKernelTraits[] = {
-    //  variant      d   B_r  B_c  warps stages regs splits
-    {"flash2",      64,  128, 64,  4,    2,     218, 128},
-    {"flash2",      128, 128, 64,  4,    2,     255, 128},
-    {"int_flash",   64,  128, 64,  4,    2,     215, 1},
-    {"int_flash",   128, 128, 64,  4,    2,     255, 1},
+    //  variant      d   arch B_r  B_c  warps stages regs splits
+    {"flash2",      64,  80,  128, 64,  4,    2,     218, 128},
+    {"flash2",      128, 80,  128, 64,  4,    2,     255, 128},
+    {"flash2",      64,  90,  128, 128, 8,    3,     158, 1},
+    {"flash2",      128, 90,  128, 128, 8,    3,     197, 1},
+    {"int_flash",   64,  80,  128, 64,  4,    2,     215, 1},
+    {"int_flash",   128, 80,  128, 64,  4,    2,     255, 1},
 };
 
 // Split-KV decode (flash-decoding): how many CTAs share one (batch, head)'s keys. FlashAttention-2's
@@ -48,10 +53,23 @@ constexpr int decode_splits(long blocks, long slots, long tiles, int max_splits)
   return 1;
 }
 
-constexpr const KernelTraits* find_kernel_traits(std::string_view variant, int head_dim) {
-  for (const auto& t : kKernelTraits)
-    if (variant == t.variant && head_dim == t.head_dim) return &t;
-  return nullptr;
+// Which kernel generation runs a problem: the warpgroup-MMA one (arch 90) on a compute-capability-9.0 GPU
+// when the problem needs no KV split and has at least one warpgroup's 64 query rows per head; the
+// mma.sync one (arch 80) otherwise — decode included, where 64-row tiles would be mostly padding.
+constexpr int kernel_arch(int gpu_arch, long q_len, int splits) {
+  return gpu_arch == 90 && splits == 1 && q_len >= 64 ? 90 : 80;
+}
+
+// The row of (variant, d) for kernel generation `arch` (kernel_arch), falling back to the arch-80 row
+// where the variant has no kernel of that generation.
+constexpr const KernelTraits* find_kernel_traits(std::string_view variant, int head_dim, int arch = 80) {
+  const KernelTraits* fallback = nullptr;
+  for (const auto& t : kKernelTraits) {
+    if (variant != t.variant || head_dim != t.head_dim) continue;
+    if (t.arch == arch) return &t;
+    if (t.arch == 80) fallback = &t;
+  }
+  return fallback;
 }
 
 }  // namespace attnlab

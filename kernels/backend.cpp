@@ -4,6 +4,7 @@
 #include "core/metrics.h"
 #include "kernels/cuda_check.h"
 #include "kernels/flash2_host.h"
+#include "kernels/flash2_sm90.h"
 #include "kernels/int_flash_host.h"
 
 #include <cuda_fp16.h>
@@ -66,7 +67,12 @@ KernelBackend::KernelBackend() : device_(probe_device()) {}
 std::string KernelBackend::cannot_run(const VariantRequest& v, const Experiment& e) const {
   const int d = static_cast<int>(e.problem.head_dim);
   if (device_.sm_major < 8) return "the kernels need sm_80 or newer";
-  if (v.id == "flash2") return flash2_supports(d) ? "" : fmt::format("no flash2 kernel for head_dim {} (compiled: 64, 128)", d);
+  if (v.id == "flash2") {
+    if (!flash2_supports(d)) return fmt::format("no flash2 kernel for head_dim {} (compiled: 64, 128)", d);
+    if (v.params.choice("kernel") == "wgmma" && !flash2_sm90_available(0))
+      return "kernel = wgmma needs a compute-capability-9.0 GPU and a build for sm_90a";
+    return "";
+  }
   if (v.id == "int_flash") {
     if (!int_flash_supports(d)) return fmt::format("no int_flash kernel for head_dim {} (compiled: 64, 128)", d);
     if (v.params.integer("r_p") != 127) return "the kernel implements Alg. 1's R = 127 (r_p = 127)";
@@ -101,16 +107,25 @@ void KernelBackend::run(const Experiment& e, const VariantRequest& v, const QKV&
   sets.push_back(upload_fp16(in));
   const size_t copies = input_copies(sets[0].bytes());
   while (sets.size() < copies) sets.push_back(upload_fp16(in));
-  const Flash2Output once = flash2_once(p, sets[0], device_.sm_count);
+  const std::string& choice = v.params.choice("kernel");
+  const Flash2Path path = choice == "wgmma"      ? Flash2Path::warpgroup_mma
+                          : choice == "mma_sync" ? Flash2Path::warp_mma
+                                                 : Flash2Path::automatic;
+  const Flash2Output once = flash2_once(p, sets[0], device_.sm_count, path);
   std::vector<Flash2Args> args;
-  for (const auto& s : sets) args.push_back(flash2_args(p, s, o.as<__half>(), lse.as<float>(), device_.sm_count));
+  for (const auto& s : sets) {
+    args.push_back(flash2_args(p, s, o.as<__half>(), lse.as<float>(), device_.sm_count));
+    args.back().path = once.path;
+    args.back().splits = once.splits;
+  }
   DeviceBuffer workspace(flash2_workspace_bytes(args[0]));
   for (auto& a : args) a.workspace = workspace.as<float>();
   const auto ms = time_launches([&](size_t c) { ATTNLAB_CUDA(flash2_forward(args[c], nullptr)); }, copies);
   into.kernel = result_of(p, once.o, once.lse, truth, ms, double(sets[0].bytes() + o.bytes() + lse.bytes()));
-  into.kernel->probes["kernel.launch"] = labelled({"splits", "input_sets", "timed_runs"},
-                                                  {double(once.splits), double(copies), double(kTimedRuns)}, "",
-                                                  "split-KV CTAs per head, rotating input copies, timed launches");
+  into.kernel->probes["kernel.launch"] = labelled(
+      {"splits", "input_sets", "timed_runs", "arch"},
+      {double(once.splits), double(copies), double(kTimedRuns), once.path == Flash2Path::warpgroup_mma ? 90.0 : 80.0},
+      "", "split-KV CTAs per head, rotating input copies, timed launches, kernel generation (80 mma.sync, 90 wgmma)");
 }
 
 }  // namespace attnlab::kernels

@@ -33,19 +33,21 @@ Flash2Args flash2_args(const Problem& p, const Flash2Inputs& inputs, __half* o, 
   return a;
 }
 
-Flash2Output flash2_once(const Problem& p, const Flash2Inputs& inputs, int sm_count) {
+Flash2Output flash2_once(const Problem& p, const Flash2Inputs& inputs, int sm_count, Flash2Path path) {
   const size_t n_out = size_t(p.q_shape().count()), n_rows = size_t(p.batch * p.q_heads * p.q_len);
   DeviceBuffer o(n_out * sizeof(__half)), lse(n_rows * sizeof(float));
   Flash2Args a = flash2_args(p, inputs, o.as<__half>(), lse.as<float>(), sm_count);
+  if (path == Flash2Path::warpgroup_mma) a.splits = 1;  // the warpgroup kernel does not split the keys
   DeviceBuffer workspace(flash2_workspace_bytes(a));
   a.workspace = workspace.as<float>();
+  a.path = path;
   // Poison: all-ones bits are NaN in FP16 and FP32, so an element the kernel skips cannot pass.
   ATTNLAB_CUDA(cudaMemset(o.as<void>(), 0xff, o.bytes()));
   ATTNLAB_CUDA(cudaMemset(lse.as<void>(), 0xff, lse.bytes()));
   ATTNLAB_CUDA(flash2_forward(a, nullptr));
   ATTNLAB_CUDA(cudaDeviceSynchronize());
   std::vector<__half> oh(n_out);
-  Flash2Output out{Tensor(p.q_shape()), std::vector<float>(n_rows), a.splits};
+  Flash2Output out{Tensor(p.q_shape()), std::vector<float>(n_rows), a.splits, flash2_resolved_path(a)};
   ATTNLAB_CUDA(cudaMemcpy(oh.data(), o.as<void>(), o.bytes(), cudaMemcpyDeviceToHost));
   ATTNLAB_CUDA(cudaMemcpy(out.lse.data(), lse.as<void>(), lse.bytes(), cudaMemcpyDeviceToHost));
   int64_t unwritten = 0;

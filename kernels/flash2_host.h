@@ -25,12 +25,14 @@ struct Flash2Output {
   Tensor o;                // (B, Hq, Nq, d), FP16 values
   std::vector<float> lse;  // (B, Hq, Nq)
   int splits = 1;
+  Flash2Path path = Flash2Path::warp_mma;  // the kernel generation that ran
 };
 
 // Arguments for problem p on `inputs` writing to `o`/`lse`, with the split rule for `sm_count` SMs.
 Flash2Args flash2_args(const Problem& p, const Flash2Inputs& inputs, __half* o, float* lse, int sm_count);
 
 // One launch with poisoned outputs; throws std::runtime_error if any output stays unwritten (NaN).
-Flash2Output flash2_once(const Problem& p, const Flash2Inputs& inputs, int sm_count);
+Flash2Output flash2_once(const Problem& p, const Flash2Inputs& inputs, int sm_count,
+                         Flash2Path path = Flash2Path::automatic);
 
 }  // namespace attnlab::kernels

@@ -64,9 +64,11 @@ Layout layout(const Schedule& s, const GpuSpec& g, const ModelOptions& o, std::v
   Layout l;
   l.variant = s.variant;
   l.stages = s.stages;
+  l.warpgroup_mma = s.warpgroup_mma;
   l.work = s.total();
   l.ctas_per_sm = ctas_per_sm(s, g, ex);
   l.slots = double(g.sm_count) * l.ctas_per_sm;
+  l.interleave = l.ctas_per_sm * (s.warpgroup_mma ? std::max(1, s.warps / 4) : 1);
   // DRAM bytes. With L2 reuse, the row blocks of one head re-read its K/V tiles at about the same time,
   // so only the first read reaches DRAM — as long as the K/V of the heads in flight fit in L2 (else the
   // reuse shrinks in proportion).
@@ -94,7 +96,7 @@ Timing timing(const Layout& l, const GpuSpec& g) {
   for (const auto& [u, ops] : l.work.ops) {
     if (ops <= 0) continue;
     double rate = g.peak(u) * g.efficiency_of(u);
-    if (is_tensor(u)) rate *= g.mma_sync_fraction;
+    if (is_tensor(u) && !l.warpgroup_mma) rate *= g.mma_sync_fraction;
     if (!(rate > 0))
       fail_input("model", fmt::format("{} needs {} units, which the {} does not have", l.variant, to_string(u), g.name));
     const double tu = ops / rate;
@@ -108,7 +110,7 @@ Timing timing(const Layout& l, const GpuSpec& g) {
   const double t_kv = t.t_mem - t.t_rows;
   t.unit_ms["hbm"] = t.t_mem * 1e3;
   const double t_compute =
-      (std::max(t.t_tensor, t.t_simt) + std::min(t.t_tensor, t.t_simt) / l.ctas_per_sm) * l.tail_factor;
+      (std::max(t.t_tensor, t.t_simt) + std::min(t.t_tensor, t.t_simt) / l.interleave) * l.tail_factor;
   t.t_body = t.t_rows + (l.stages >= 2 ? std::max(t_kv, t_compute) : t_kv + t_compute);
   t.time_ms = t.t_body * 1e3 + l.waves * g.cta_overhead_us * 1e-3 + l.launches * kLaunchUs * 1e-3;
   if (t_kv + t.t_rows >= t_compute) t.bound = "memory";

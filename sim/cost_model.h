@@ -4,12 +4,13 @@
 //   1. Occupancy: CTAs per SM k = min(⌊smem/SM ÷ smem/CTA⌋, ⌊threads/SM ÷ threads/CTA⌋,
 //      ⌊regs/SM ÷ (regs/thread · threads/CTA)⌋, max CTAs/SM); slots S = SMs · k.
 //   2. Unit times over the whole grid: t_u = ops_u / (peak_u · eff_u) for each execution unit, and
-//      t_mem = DRAM bytes / (bandwidth · eff_hbm). Tensor peaks are scaled by mma_sync_fraction (our
-//      kernels issue warp-level mma.sync). eff_* = 1 until calibrated (calibrate.h).
+//      t_mem = DRAM bytes / (bandwidth · eff_hbm). Tensor peaks are scaled by mma_sync_fraction where the
+//      kernel issues warp-level mma.sync (not for the wgmma kernels). eff_* = 1 until calibrated (calibrate.h).
 //   3. Overlap rule: the non-tensor units (FMA, SFU, INT32, CVT) issue from separate pipes and overlap
 //      each other: t_simt = max of them. Within a warp the MMAs and the softmax alternate (FlashAttention-2
 //      does not overlap them), but k resident CTAs interleave their phases:
-//      t_compute = max(t_tensor, t_simt) + min(t_tensor, t_simt) / k.
+//      t_compute = max(t_tensor, t_simt) + min(t_tensor, t_simt) / k, with k counting each of a wgmma
+//      kernel's warpgroups (their MMAs are asynchronous, so one's softmax runs under another's MMAs).
 //   4. Tail: CTAs run in waves over the S slots; uneven loops (causal) are placed longest first. The
 //      makespan of that placement over the ideal Σ work / S multiplies t_compute (the per-SM units sit
 //      idle in a ragged last wave; HBM bandwidth is shared by whoever runs, so t_mem is not multiplied).
@@ -60,6 +61,8 @@ struct Layout {
   std::string variant;
   Work work;
   int ctas_per_sm = 1, stages = 2, launches = 1;
+  bool warpgroup_mma = false;  // wgmma kernel: mma_sync_fraction does not apply
+  int interleave = 1;          // MMA/softmax streams that overlap per SM: CTAs, × warpgroups per CTA for wgmma
   double slots = 1, dram_bytes = 0, tail_factor = 1, waves = 0;
   double serial_bytes = 0;  // of dram_bytes: Q in, O out, partials — not overlapped with the loop
 };

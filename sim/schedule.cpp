@@ -126,6 +126,15 @@ int64_t param_or(const VariantRequest& v, const char* name, int64_t fallback) {
   return declares(v, name) ? v.params.integer(name) : fallback;
 }
 
+// The kernel generation that would run (core/kernel_traits.h): a variant's `kernel` parameter pins it;
+// otherwise wgmma on an sm_90 GPU for prefill, mma.sync for decode (it splits the keys) and elsewhere.
+int kernel_generation(const Problem& p, const VariantRequest& v, const GpuSpec& gpu) {
+  const std::string pinned = v.params.values().count("kernel") ? v.params.choice("kernel") : "auto";
+  if (pinned == "mma_sync") return 80;
+  if (pinned == "wgmma") return 90;
+  return kernel_arch(gpu.arch == "sm_90" ? 90 : 80, long(p.q_len), p.phase == Phase::decode ? 2 : 1);
+}
+
 // Average cache bits per element of turbo's progressive cache (Eq. 12: n_h heads at bits_lo).
 double turbo_bits(const Problem& p, const VariantRequest& v) {
   const double lo = double(v.params.integer("bits_lo")), hi = double(v.params.integer("bits_hi"));
@@ -157,11 +166,12 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
   Schedule s;
   s.variant = v.id;
   s.explain.push_back(f->note);
-  if (const KernelTraits* t = find_kernel_traits(v.id, static_cast<int>(p.head_dim))) {
+  if (const KernelTraits* t = find_kernel_traits(v.id, static_cast<int>(p.head_dim), kernel_generation(p, v, gpu))) {
     s.tiles_from = "kernel traits";
     s.block_r = t->block_r, s.block_c = t->block_c, s.warps = t->warps, s.stages = t->stages;
     s.regs_per_thread = t->regs_per_thread;
     s.splits = t->decode_splits_max;
+    s.warpgroup_mma = t->arch == 90;
   } else {
     s.tiles_from = "variant parameters";
     s.block_r = static_cast<int>(param_or(v, "block_r", 128));

@@ -42,6 +42,7 @@ struct Schedule {
   std::string variant;
   std::string tiles_from;  // "kernel traits" or "variant parameters"
   int block_r = 0, block_c = 0, warps = 4, stages = 2, regs_per_thread = 255, splits = 1;
+  bool warpgroup_mma = false;     // the kernel issues wgmma (sm_90a): the full tensor peak applies
   std::vector<CtaClass> classes;  // the grid, grouped by loop length
   // Bytes follow the real rows and keys (a kernel predicates its loads); operations follow full tiles
   // (the tensor cores compute on whole fragments, padding included).

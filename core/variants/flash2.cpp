@@ -123,6 +123,9 @@ VariantSpec flash2() {
   v.params = {
       ParamSpec::integer("block_r", 128, 16, 256, "B_r: query rows per block (one CTA each)"),
       ParamSpec::integer("block_c", 64, 16, 256, "B_c: keys per KV tile of the inner loop"),
+      ParamSpec::choice("kernel", "auto", {"auto", "mma_sync", "wgmma"},
+                        "which CUDA kernel the kernel backend runs: mma.sync (sm_80+), wgmma (sm_90a, prefill), or "
+                        "the fastest that applies; the reference and its numbers do not depend on it"),
   };
   v.reference = run;
   return v;

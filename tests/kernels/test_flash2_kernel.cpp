@@ -14,6 +14,7 @@
 #include "core/registry.h"
 #include "kernels/device.h"
 #include "kernels/flash2_host.h"
+#include "kernels/flash2_sm90.h"
 #include "tests/catch.h"
 
 #include <fmt/format.h>
@@ -29,8 +30,17 @@ constexpr double kU16 = 0x1p-11;
 
 uint64_t fresh_seed() { return uint64_t(std::chrono::steady_clock::now().time_since_epoch().count()); }
 
+// The kernel generations this GPU runs: mma.sync always, wgmma where the sm_90a kernel can run (its
+// decode cases force one KV split, a shape the automatic choice gives to mma.sync).
+std::vector<kernels::Flash2Path> paths_here() {
+  std::vector<kernels::Flash2Path> paths{kernels::Flash2Path::warp_mma};
+  if (kernels::flash2_sm90_available(0)) paths.push_back(kernels::Flash2Path::warpgroup_mma);
+  else WARN("no sm_90a kernel on this GPU: only the mma.sync kernel is tested");
+  return paths;
+}
+
 void check_case(const kernels::DeviceInfo& dev, int64_t d, int64_t n, bool causal, bool gqa, Phase phase,
-                uint64_t seed) {
+                uint64_t seed, kernels::Flash2Path path) {
   Problem p;
   p.batch = 2, p.q_heads = 4, p.kv_heads = gqa ? 1 : 4, p.head_dim = d, p.kv_len = n;
   p.q_len = phase == Phase::decode ? 1 : n;
@@ -39,9 +49,10 @@ void check_case(const kernels::DeviceInfo& dev, int64_t d, int64_t n, bool causa
   const TensorF64 truth = attention_fp64(p, in);
   const VariantSpec& f = *find_variant("flash2");
   const ReferenceOutput ref = f.reference(p, in, ParamValues::defaults(f.params), {});
-  const kernels::Flash2Output out = kernels::flash2_once(p, kernels::upload_fp16(in), dev.sm_count);
-  INFO(fmt::format("d={} N={} causal={} gqa={} {} seed={} splits={}", d, n, causal, gqa, to_string(phase), seed,
-                   out.splits));
+  const kernels::Flash2Output out = kernels::flash2_once(p, kernels::upload_fp16(in), dev.sm_count, path);
+  INFO(fmt::format("{} d={} N={} causal={} gqa={} {} seed={} splits={}", kernels::to_string(out.path), d, n, causal,
+                   gqa, to_string(phase), seed, out.splits));
+  REQUIRE(out.path == path);
   double max_v = 0;
   for (float x : in.v.values()) max_v = std::max(max_v, double(std::abs(x)));
   int64_t bad = 0;
@@ -63,11 +74,13 @@ TEST_CASE("flash2 kernel equals the flash2 reference within FP32 rounding", "[gp
   const kernels::DeviceInfo dev = kernels::probe_device();
   if (!dev.usable) ATTNLAB_SKIP(dev.reason);
   const uint64_t seed = fresh_seed();
-  for (int64_t d : {64, 128})
-    for (int64_t n : {1, 100, 1024, 4097})
-      for (bool causal : {false, true})
-        for (bool gqa : {false, true})
-          for (Phase phase : {Phase::prefill, Phase::decode}) check_case(dev, d, n, causal, gqa, phase, seed + n + d);
+  for (kernels::Flash2Path path : paths_here())
+    for (int64_t d : {64, 128})
+      for (int64_t n : {1, 100, 1024, 4097})
+        for (bool causal : {false, true})
+          for (bool gqa : {false, true})
+            for (Phase phase : {Phase::prefill, Phase::decode})
+              check_case(dev, d, n, causal, gqa, phase, seed + n + d, path);
 }
 
 TEST_CASE("flash2 kernel: rows that see no key are zero with logsumexp −∞", "[gpu][kernels]") {
@@ -76,14 +89,17 @@ TEST_CASE("flash2 kernel: rows that see no key are zero with logsumexp −∞", 
   Problem p;
   p.batch = 1, p.q_heads = 2, p.kv_heads = 1, p.q_len = 200, p.kv_len = 70, p.head_dim = 64, p.causal = true;
   const QKV in = data::generate(p, "normal", ParamValues::defaults(data::find_generator("normal")->params), fresh_seed());
-  const kernels::Flash2Output out = kernels::flash2_once(p, kernels::upload_fp16(in), dev.sm_count);
-  for (int64_t h = 0; h < 2; ++h)
-    for (int64_t r = 0; r < 200; ++r) {
-      const bool sees = p.visible_keys(r) > 0;
-      CHECK(std::isinf(out.lse[size_t(h * 200 + r)]) != sees);
-      if (!sees)
-        for (int64_t c = 0; c < 64; ++c) CHECK(out.o.at(0, h, r, c) == 0.0f);
-    }
+  for (kernels::Flash2Path path : paths_here()) {
+    const kernels::Flash2Output out = kernels::flash2_once(p, kernels::upload_fp16(in), dev.sm_count, path);
+    INFO(kernels::to_string(out.path));
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t r = 0; r < 200; ++r) {
+        const bool sees = p.visible_keys(r) > 0;
+        CHECK(std::isinf(out.lse[size_t(h * 200 + r)]) != sees);
+        if (!sees)
+          for (int64_t c = 0; c < 64; ++c) CHECK(out.o.at(0, h, r, c) == 0.0f);
+      }
+  }
 }
 
 }  // namespace
@@ -93,13 +109,15 @@ namespace attnlab {
 namespace {
 
 // Small shapes for compute-sanitizer (memcheck, racecheck): ragged causal GQA prefill at both head dims,
-// and a split-KV decode that goes through the combine kernel.
+// a split-KV decode that goes through the combine kernel, and the wgmma kernel's three-stage pipeline
+// (300 keys: three tiles, the last ragged).
 TEST_CASE("flash2 kernel: small shapes for the sanitizers", "[gpu][sanitize]") {
   const kernels::DeviceInfo dev = kernels::probe_device();
   if (!dev.usable) ATTNLAB_SKIP(dev.reason);
   for (int64_t d : {64, 128}) {
-    check_case(dev, d, 100, true, true, Phase::prefill, 5);
-    check_case(dev, d, 600, false, false, Phase::decode, 6);
+    check_case(dev, d, 100, true, true, Phase::prefill, 5, kernels::Flash2Path::warp_mma);
+    check_case(dev, d, 600, false, false, Phase::decode, 6, kernels::Flash2Path::warp_mma);
+    if (kernels::flash2_sm90_available(0)) check_case(dev, d, 300, true, true, Phase::prefill, 7, kernels::Flash2Path::warpgroup_mma);
   }
 }
 

@@ -1,0 +1,291 @@
+// attnlab kernels: FlashAttention-2's forward on Hopper's warpgroup MMA (wgmma, sm_90a) — the same
+// function as flash2.cu (flash2.h states the contract), for prefill on an sm_90 GPU.
+//
+// CTA = 2 warpgroups × 64 query rows (B_r = 128) sharing each K/V tile (B_c = 128 keys); K/V tiles are
+// three-deep in shared memory (cp.async by all 256 threads, 128-byte swizzle, wgmma.cuh). Per warpgroup,
+// FlashAttention-3's intra-warpgroup pipelining (Shah et al. 2024, §3.2) overlaps the softmax of tile
+// j + 1 with the P̃·V product of tile j:
+//   issue  S_{j+1} = Q·K_{j+1}ᵀ                  wgmma, A = Q and B = K from shared memory (K-major)
+//   issue  O += P̃_j·V_j                          wgmma, A = P̃_j from registers, B = V (MN-major)
+//   wait for S_{j+1}; m, ℓ, P̃_{j+1} = 2^{S·scale·log₂e − m}   (online softmax, App. D; FP32, ex2)
+//   wait for O; O ·= 2^{m_j − m_{j+1}}; round P̃_{j+1} to FP16 A fragments
+// so the tensor cores are busy while the FP32 pipes run the exponentials. The second warpgroup's work
+// interleaves with the first's as the schedulers find it. Rows and keys past the ends are zero-filled
+// by cp.async and masked in the softmax; causal CTAs stop at the last tile their last row sees.
+#include "kernels/flash2_sm90.h"
+
+#include "core/kernel_traits.h"
+#include "kernels/wgmma.cuh"
+
+#include <cmath>
+
+namespace attnlab::kernels {
+
+namespace {
+
+template <int D>
+struct HopperTile {
+  static constexpr KernelTraits kTraits = *find_kernel_traits("flash2", D, 90);
+  static constexpr int kBr = kTraits.block_r, kBc = kTraits.block_c, kStages = kTraits.stages;
+  static constexpr int kThreads = 32 * kTraits.warps, kGroups = kTraits.warps / 4;
+  static constexpr int kQBytes = kBr * D * 2, kKVBytes = kBc * D * 2;
+  static constexpr size_t kSmemBytes = size_t(kQBytes) + size_t(kStages) * 2 * kKVBytes + 1024;  // + alignment
+  static_assert(kBr == 64 * kGroups, "each warpgroup owns one m64 tile of query rows");
+  static_assert(kBc == 128, "S is one m64n128 accumulator");
+  static_assert(D % 64 == 0, "whole 128-byte swizzle rows");
+  static_assert(kStages == 3, "the pipeline below loads tile j + 2 while tiles j and j + 1 are read");
+};
+
+// rows × D halves from global (row stride D) into the swizzled block layout (wgmma.cuh); rows ≥ valid are 0.
+template <int D, int Rows, int Threads>
+__device__ __forceinline__ void load_tile_sw128(char* smem, const __half* gmem, int valid) {
+  constexpr int kChunks = D / 8;  // 16-byte chunks per row
+#pragma unroll 4
+  for (int i = threadIdx.x; i < Rows * kChunks; i += Threads) {
+    const int r = i / kChunks, c = i % kChunks;
+    const bool ok = r < valid;
+    cp_async_16(smem + (c / 8) * (Rows * 128) + sw128_offset(r, c % 8), gmem + (ok ? size_t(r) * D + c * 8 : 0), ok);
+  }
+}
+
+template <int D>
+__global__ void __launch_bounds__(HopperTile<D>::kThreads, 1) flash2_sm90_kernel(Flash2Args a) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using T = HopperTile<D>;
+  constexpr int kBc = T::kBc;
+  constexpr float kLog2e = 1.4426950408889634f;
+  extern __shared__ char smem_raw[];
+  char* smem = smem_raw + ((1024u - (smem_addr(smem_raw) & 1023u)) & 1023u);
+  char* sQ = smem;
+  auto stage_k = [&](int s) { return smem + T::kQBytes + s * 2 * T::kKVBytes; };
+
+  const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, group = threadIdx.x / 128;
+  const int g = lane / 4, t = lane % 4;
+  const int bh = blockIdx.y, b = bh / a.q_heads, h = bh % a.q_heads;
+  const int kvh = h / (a.q_heads / a.kv_heads);  // notes §3.1: query head h reads KV head ⌈h/R⌉
+  const int row0 = blockIdx.x * T::kBr;
+  const __half* q = a.q + (size_t(bh) * a.q_len + row0) * D;
+  const __half* k = a.k + (size_t(b) * a.kv_heads + kvh) * size_t(a.kv_len) * D;
+  const __half* v = a.v + (size_t(b) * a.kv_heads + kvh) * size_t(a.kv_len) * D;
+  const int last_row = min(row0 + T::kBr, a.q_len) - 1;
+  const int tiles = (visible_keys(last_row, a.q_len, a.kv_len, a.causal) + kBc - 1) / kBc;
+  auto load_kv = [&](int j) {
+    const int col0 = j * kBc;
+    load_tile_sw128<D, kBc, T::kThreads>(stage_k(j % T::kStages), k + size_t(col0) * D, a.kv_len - col0);
+    load_tile_sw128<D, kBc, T::kThreads>(stage_k(j % T::kStages) + T::kKVBytes, v + size_t(col0) * D, a.kv_len - col0);
+  };
+
+  // This thread's rows: group·64 + warp·16 + g + 8i, i = 0, 1 (the accumulator layout, wgmma.cuh).
+  const int my_row0 = row0 + group * 64 + warp * 16 + g;
+  const int all_see = visible_keys(row0, a.q_len, a.kv_len, a.causal);  // tiles below need no mask
+  const float scale_log2 = a.scale * kLog2e;
+
+  // Descriptors. Q (A, K-major): this group's 64 rows of each column block; k-step kk reads 16 halves
+  // = 32 bytes at column block kk / 4. K (B, K-major): all kBc rows. V (B, MN-major): k-step ks reads
+  // keys 16ks..16ks + 15 = 2048 bytes on; its column blocks (64 of d each) lie kKVBytes / kBlocks apart.
+  auto desc_q = [&](int kk) { return sw128_desc(sQ + (kk / 4) * (T::kBr * 128) + group * 64 * 128 + (kk % 4) * 32, 16, 1024); };
+  auto desc_k = [&](int j, int kk) { return sw128_desc(stage_k(j % T::kStages) + (kk / 4) * (kBc * 128) + (kk % 4) * 32, 16, 1024); };
+  auto desc_v = [&](int j, int ks) {
+    return sw128_desc(stage_k(j % T::kStages) + T::kKVBytes + ks * 16 * 128, kBc * 128, 1024);
+  };
+
+  float s[kBc / 2];      // S (then P̃ in FP32) of the tile in the softmax: m64n128 accumulator
+  float o[D / 2] = {};   // O: m64nD accumulator
+  uint32_t p[kBc / 16][4];  // P̃ in FP16 as A fragments, one per 16-key k-step
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};  // running max (scaled, log₂) and partial ℓ
+
+  // S ← Q·K_jᵀ (issued, not waited for).
+  auto issue_scores = [&](int j) {
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) wgmma_m64n128k16_f16_ss(s, desc_q(kk), desc_k(j, kk), kk > 0);
+  };
+  // The online softmax of tile j on s (App. D): masks, new running max, P̃ in place; returns α per row.
+  auto softmax = [&](int j, float (&alpha)[2]) {
+    const int col0 = j * kBc;
+    if (col0 + kBc > all_see) {  // the diagonal or the ragged end
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const int row = my_row0 + 8 * i;
+        const int vis = row < a.q_len ? visible_keys(row, a.q_len, a.kv_len, a.causal) : a.kv_len;
+#pragma unroll
+        for (int n = 0; n < kBc / 8; ++n)
+#pragma unroll
+          for (int e = 0; e < 2; ++e)
+            if (col0 + n * 8 + 2 * t + e >= vis) s[4 * n + 2 * i + e] = -INFINITY;
+      }
+    }
+    float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int n = 0; n < kBc / 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) mx[e / 2] = fmaxf(mx[e / 2], s[4 * n + e]);
+    float shift[2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
+      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
+      const float m_new = fmaxf(m[i], mx[i] * scale_log2);
+      shift[i] = m_new == -INFINITY ? 0.f : m_new;  // a row that has seen nothing yet stays empty
+      alpha[i] = m[i] == -INFINITY ? 0.f : ex2(m[i] - m_new);
+      m[i] = m_new;
+      l[i] *= alpha[i];
+    }
+#pragma unroll
+    for (int n = 0; n < kBc / 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        s[4 * n + e] = ex2(fmaf(s[4 * n + e], scale_log2, -shift[e / 2]));  // −∞ → 0
+        l[e / 2] += s[4 * n + e];
+      }
+  };
+  // P̃ rounded to FP16 into the A fragments: k-step ks covers accumulator chunks 2ks and 2ks + 1.
+  auto round_p = [&]() {
+#pragma unroll
+    for (int ks = 0; ks < kBc / 16; ++ks) {
+      p[ks][0] = pack_half2(s[8 * ks + 0], s[8 * ks + 1]);
+      p[ks][1] = pack_half2(s[8 * ks + 2], s[8 * ks + 3]);
+      p[ks][2] = pack_half2(s[8 * ks + 4], s[8 * ks + 5]);
+      p[ks][3] = pack_half2(s[8 * ks + 6], s[8 * ks + 7]);
+    }
+  };
+
+  if (tiles > 0) {
+    load_tile_sw128<D, T::kBr, T::kThreads>(sQ, q, a.q_len - row0);
+    load_kv(0);
+    cp_async_commit();
+    if (tiles > 1) load_kv(1);
+    cp_async_commit();
+    cp_async_wait<1>();  // Q and tile 0
+    fence_proxy_async();
+    __syncthreads();
+    wgmma_fence();
+    issue_scores(0);
+    wgmma_commit();
+    wgmma_wait<0>();
+    pin_registers(s);
+    float alpha[2];
+    softmax(0, alpha);
+    round_p();
+
+    // O += P̃_j·V_j (issued and committed, not waited for).
+    auto issue_pv = [&](int j) {
+#pragma unroll
+      for (int ks = 0; ks < kBc / 16; ++ks) {
+        if constexpr (D == 128) wgmma_m64n128k16_f16_rs_tb(o, p[ks], desc_v(j, ks), j > 0 || ks > 0);
+        else wgmma_m64n64k16_f16_rs_tb(o, p[ks], desc_v(j, ks), j > 0 || ks > 0);
+      }
+      wgmma_commit();
+    };
+    // Every tile but the last: no branch between a wgmma and its accumulator (ptxas would serialize).
+    for (int j = 0; j + 1 < tiles; ++j) {
+      // Tile j + 1 has landed and is visible to the tensor cores; every thread has finished P̃·V of
+      // tile j − 1, so its stage can take tile j + 2.
+      cp_async_wait<0>();
+      fence_proxy_async();
+      __syncthreads();
+      if (j + 2 < tiles) load_kv(j + 2);
+      cp_async_commit();
+
+      pin_registers(o);
+      pin_registers(p);
+      wgmma_fence();
+      issue_scores(j + 1);
+      wgmma_commit();
+      issue_pv(j);
+      wgmma_wait<1>();  // S_{j+1}; O += P̃_j·V_j may still run
+      pin_registers(s);
+      softmax(j + 1, alpha);
+      wgmma_wait<0>();
+      pin_registers(o);
+      // Once the running maxima settle, α = 1 for every row of the warp: skipping the multiply by 1 is
+      // exact.
+      if (__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) {
+#pragma unroll
+        for (int n = 0; n < D / 8; ++n) {
+          o[4 * n + 0] *= alpha[0], o[4 * n + 1] *= alpha[0];
+          o[4 * n + 2] *= alpha[1], o[4 * n + 3] *= alpha[1];
+        }
+      }
+      round_p();
+    }
+    // The last tile's P̃·V (its V landed with Q when tiles = 1, else before the loop's last barrier).
+    pin_registers(o);
+    pin_registers(p);
+    wgmma_fence();
+    issue_pv(tiles - 1);
+    wgmma_wait<0>();
+    pin_registers(o);
+  }
+
+  // Epilogue: ℓ summed over the quad, O = G/ℓ, L = m + log ℓ (natural units).
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
+    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
+    const int row = my_row0 + 8 * i;
+    if (row >= a.q_len) continue;
+    const bool empty = !(l[i] > 0.f);
+    const size_t out_row = size_t(bh) * a.q_len + row;
+    __half* orow = a.o + out_row * D;
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n) {
+      const float x0 = empty ? 0.f : o[4 * n + 2 * i] / l[i], x1 = empty ? 0.f : o[4 * n + 2 * i + 1] / l[i];
+      *reinterpret_cast<__half2*>(orow + n * 8 + 2 * t) = __floats2half2_rn(x0, x1);
+    }
+    if (t == 0) a.lse[out_row] = empty ? -INFINITY : (m[i] + log2f(l[i])) / kLog2e;
+  }
+#endif
+}
+
+template <int D>
+cudaError_t launch(const Flash2Args& a, cudaStream_t stream) {
+  using T = HopperTile<D>;
+  if (const cudaError_t e = cudaFuncSetAttribute(flash2_sm90_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                 static_cast<int>(T::kSmemBytes));
+      e != cudaSuccess)
+    return e;
+  const dim3 grid((a.q_len + T::kBr - 1) / T::kBr, a.batch * a.q_heads);
+  flash2_sm90_kernel<D><<<grid, T::kThreads, T::kSmemBytes, stream>>>(a);
+  return cudaGetLastError();
+}
+
+// Writes 1 where the sm_90a image runs (the wgmma code above is compiled only there), 0 elsewhere.
+__global__ void sm90a_probe(int* out) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  *out = 1;
+#else
+  *out = 0;
+#endif
+}
+
+}  // namespace
+
+bool flash2_sm90_available(int device) {
+  static int cached[64] = {};  // per device: 0 unknown, 1 yes, 2 no
+  if (device < 0 || device >= 64) return false;
+  if (cached[device] == 0) {
+    int major = 0, minor = 0, yes = 0;
+    int* flag = nullptr;
+    const bool ok = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
+                    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) == cudaSuccess &&
+                    major == 9 && minor == 0 && cudaMalloc(&flag, sizeof(int)) == cudaSuccess;
+    if (ok) {
+      sm90a_probe<<<1, 1>>>(flag);
+      if (cudaMemcpy(&yes, flag, sizeof(int), cudaMemcpyDeviceToHost) != cudaSuccess) yes = 0;
+      cudaFree(flag);
+    }
+    cached[device] = yes == 1 ? 1 : 2;
+  }
+  return cached[device] == 1;
+}
+
+cudaError_t flash2_sm90_forward(const Flash2Args& a, cudaStream_t stream) {
+  if (a.splits != 1) return cudaErrorInvalidValue;
+  switch (a.head_dim) {
+    case 64: return launch<64>(a, stream);
+    case 128: return launch<128>(a, stream);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace attnlab::kernels
