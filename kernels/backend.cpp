@@ -5,6 +5,7 @@
 #include "kernels/cuda_check.h"
 #include "kernels/flash2_host.h"
 #include "kernels/flash2_sm90.h"
+#include "kernels/int_flash_sm90.h"
 #include "kernels/int_flash_host.h"
 
 #include <cuda_fp16.h>
@@ -60,6 +61,8 @@ KernelResult result_of(const Problem& p, const Tensor& o, const std::vector<floa
   return kr;
 }
 
+double arch_of(KernelPath path) { return path == KernelPath::warpgroup_mma ? 90.0 : 80.0; }
+
 }  // namespace
 
 KernelBackend::KernelBackend() : device_(probe_device()) {}
@@ -69,13 +72,15 @@ std::string KernelBackend::cannot_run(const VariantRequest& v, const Experiment&
   if (device_.sm_major < 8) return "the kernels need sm_80 or newer";
   if (v.id == "flash2") {
     if (!flash2_supports(d)) return fmt::format("no flash2 kernel for head_dim {} (compiled: 64, 128)", d);
-    if (v.params.choice("kernel") == "wgmma" && !flash2_sm90_available(0))
+    if (v.params.choice("kernel") == "wgmma" && !warpgroup_mma_available())
       return "kernel = wgmma needs a compute-capability-9.0 GPU and a build for sm_90a";
     return "";
   }
   if (v.id == "int_flash") {
     if (!int_flash_supports(d)) return fmt::format("no int_flash kernel for head_dim {} (compiled: 64, 128)", d);
     if (v.params.integer("r_p") != 127) return "the kernel implements Alg. 1's R = 127 (r_p = 127)";
+    if (v.params.choice("kernel") == "wgmma" && !(warpgroup_mma_available() && int_flash_sm90_supports(d)))
+      return "kernel = wgmma needs head_dim 128, a compute-capability-9.0 GPU and a build for sm_90a";
     return "";
   }
   return "no kernel for this variant yet";
@@ -86,6 +91,10 @@ void KernelBackend::run(const Experiment& e, const VariantRequest& v, const QKV&
   const Problem& p = e.problem;
   const size_t rows = size_t(p.batch * p.q_heads * p.q_len);
   DeviceBuffer o(size_t(p.q_shape().count()) * sizeof(__half)), lse(rows * sizeof(float));
+  const std::string& choice = v.params.choice("kernel");
+  const KernelPath path = choice == "wgmma"      ? KernelPath::warpgroup_mma
+                          : choice == "mma_sync" ? KernelPath::warp_mma
+                                                 : KernelPath::automatic;
   if (v.id == "int_flash") {
     // Alg. 1's storage format: INT8 Q, K, V and FP32 scales in HBM before the kernel starts.
     std::vector<IntFlashInputs> sets;
@@ -93,13 +102,17 @@ void KernelBackend::run(const Experiment& e, const VariantRequest& v, const QKV&
     sets.push_back(upload_int8(p, in, half));
     const size_t copies = input_copies(sets[0].bytes());
     while (sets.size() < copies) sets.push_back(upload_int8(p, in, half));
-    const IntFlashOutput once = int_flash_once(p, sets[0]);
+    const IntFlashOutput once = int_flash_once(p, sets[0], path);
     std::vector<IntFlashArgs> args;
-    for (const auto& s : sets) args.push_back(int_flash_args(p, s, o.as<__half>(), lse.as<float>()));
+    for (const auto& s : sets) {
+      args.push_back(int_flash_args(p, s, o.as<__half>(), lse.as<float>()));
+      args.back().path = once.path;
+    }
     const auto ms = time_launches([&](size_t c) { ATTNLAB_CUDA(int_flash_forward(args[c], nullptr)); }, copies);
     into.kernel = result_of(p, once.o, once.lse, truth, ms, double(sets[0].bytes() + o.bytes() + lse.bytes()));
-    into.kernel->probes["kernel.launch"] = labelled({"input_sets", "timed_runs"}, {double(copies), double(kTimedRuns)},
-                                                    "", "rotating input copies, timed launches");
+    into.kernel->probes["kernel.launch"] = labelled(
+        {"input_sets", "timed_runs", "arch"}, {double(copies), double(kTimedRuns), arch_of(once.path)}, "",
+        "rotating input copies, timed launches, kernel generation (80 mma.sync, 90 wgmma)");
     return;
   }
   // flash2's storage format: Q, K, V in FP16 in HBM before the kernel starts.
@@ -107,10 +120,6 @@ void KernelBackend::run(const Experiment& e, const VariantRequest& v, const QKV&
   sets.push_back(upload_fp16(in));
   const size_t copies = input_copies(sets[0].bytes());
   while (sets.size() < copies) sets.push_back(upload_fp16(in));
-  const std::string& choice = v.params.choice("kernel");
-  const Flash2Path path = choice == "wgmma"      ? Flash2Path::warpgroup_mma
-                          : choice == "mma_sync" ? Flash2Path::warp_mma
-                                                 : Flash2Path::automatic;
   const Flash2Output once = flash2_once(p, sets[0], device_.sm_count, path);
   std::vector<Flash2Args> args;
   for (const auto& s : sets) {
@@ -124,7 +133,7 @@ void KernelBackend::run(const Experiment& e, const VariantRequest& v, const QKV&
   into.kernel = result_of(p, once.o, once.lse, truth, ms, double(sets[0].bytes() + o.bytes() + lse.bytes()));
   into.kernel->probes["kernel.launch"] = labelled(
       {"splits", "input_sets", "timed_runs", "arch"},
-      {double(once.splits), double(copies), double(kTimedRuns), once.path == Flash2Path::warpgroup_mma ? 90.0 : 80.0},
+      {double(once.splits), double(copies), double(kTimedRuns), arch_of(once.path)},
       "", "split-KV CTAs per head, rotating input copies, timed launches, kernel generation (80 mma.sync, 90 wgmma)");
 }
 

@@ -290,28 +290,16 @@ size_t flash2_workspace_bytes(const Flash2Args& a) {
   return size_t(a.splits) * rows * (size_t(a.head_dim) + 1) * sizeof(float);
 }
 
-const char* to_string(Flash2Path path) {
-  switch (path) {
-    case Flash2Path::automatic: return "automatic";
-    case Flash2Path::warp_mma: return "mma.sync";
-    case Flash2Path::warpgroup_mma: return "wgmma";
-  }
-  return "?";
-}
-
-Flash2Path flash2_resolved_path(const Flash2Args& a) {
-  if (a.path != Flash2Path::automatic) return a.path;
-  int device = 0;
-  const int arch = cudaGetDevice(&device) == cudaSuccess && flash2_sm90_available(device) ? 90 : 80;
-  return kernel_arch(arch, a.q_len, a.splits) == 90 ? Flash2Path::warpgroup_mma : Flash2Path::warp_mma;
+KernelPath flash2_resolved_path(const Flash2Args& a) {
+  if (a.path != KernelPath::automatic) return a.path;
+  const int arch = warpgroup_mma_available() ? 90 : 80;
+  return kernel_arch(arch, a.q_len, a.splits) == 90 ? KernelPath::warpgroup_mma : KernelPath::warp_mma;
 }
 
 cudaError_t flash2_forward(const Flash2Args& a, cudaStream_t stream) {
   if (a.splits > 1 && a.workspace == nullptr) return cudaErrorInvalidValue;
-  if (flash2_resolved_path(a) == Flash2Path::warpgroup_mma) {
-    int device = 0;
-    if (cudaGetDevice(&device) != cudaSuccess || !flash2_sm90_available(device) || a.splits != 1)
-      return cudaErrorNotSupported;
+  if (flash2_resolved_path(a) == KernelPath::warpgroup_mma) {
+    if (!warpgroup_mma_available() || a.splits != 1) return cudaErrorNotSupported;
     return flash2_sm90_forward(a, stream);
   }
   switch (a.head_dim) {

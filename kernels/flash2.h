@@ -12,15 +12,12 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include "kernels/kernel_path.h"
+
 #include <cstddef>
 #include <cstdint>
 
 namespace attnlab::kernels {
-
-// Which kernel generation runs: mma.sync (any sm_80+ GPU, every shape) or warpgroup MMA (sm_90a,
-// prefill without a KV split: flash2_sm90.h). `automatic` takes the latter wherever it applies
-// (core/kernel_traits.h: kernel_arch).
-enum class Flash2Path { automatic, warp_mma, warpgroup_mma };
 
 struct Flash2Args {
   const __half* q = nullptr;  // (B, Hq, Nq, d)
@@ -33,7 +30,7 @@ struct Flash2Args {
   float scale = 0;            // softmax scale (1/√d by default)
   int splits = 1;             // KV splits (flash2_splits); > 1 needs `workspace`
   float* workspace = nullptr; // flash2_workspace_bytes(args) bytes when splits > 1
-  Flash2Path path = Flash2Path::automatic;
+  KernelPath path = KernelPath::automatic;
 };
 
 bool flash2_supports(int head_dim);  // a compiled kernel exists for this d (64 and 128)
@@ -43,8 +40,7 @@ int flash2_splits(const Flash2Args& a, int sm_count);
 size_t flash2_workspace_bytes(const Flash2Args& a);
 
 // The generation flash2_forward runs for `a` on the current device (never `automatic`).
-Flash2Path flash2_resolved_path(const Flash2Args& a);
-const char* to_string(Flash2Path path);
+KernelPath flash2_resolved_path(const Flash2Args& a);
 
 // Launches on `stream`; returns the launch error (cudaSuccess when queued). cudaErrorNotSupported when
 // the warpgroup path is asked for where it cannot run.

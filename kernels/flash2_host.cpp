@@ -33,11 +33,11 @@ Flash2Args flash2_args(const Problem& p, const Flash2Inputs& inputs, __half* o, 
   return a;
 }
 
-Flash2Output flash2_once(const Problem& p, const Flash2Inputs& inputs, int sm_count, Flash2Path path) {
+Flash2Output flash2_once(const Problem& p, const Flash2Inputs& inputs, int sm_count, KernelPath path) {
   const size_t n_out = size_t(p.q_shape().count()), n_rows = size_t(p.batch * p.q_heads * p.q_len);
   DeviceBuffer o(n_out * sizeof(__half)), lse(n_rows * sizeof(float));
   Flash2Args a = flash2_args(p, inputs, o.as<__half>(), lse.as<float>(), sm_count);
-  if (path == Flash2Path::warpgroup_mma) a.splits = 1;  // the warpgroup kernel does not split the keys
+  if (path == KernelPath::warpgroup_mma) a.splits = 1;  // the warpgroup kernel does not split the keys
   DeviceBuffer workspace(flash2_workspace_bytes(a));
   a.workspace = workspace.as<float>();
   a.path = path;

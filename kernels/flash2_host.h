@@ -25,7 +25,7 @@ struct Flash2Output {
   Tensor o;                // (B, Hq, Nq, d), FP16 values
   std::vector<float> lse;  // (B, Hq, Nq)
   int splits = 1;
-  Flash2Path path = Flash2Path::warp_mma;  // the kernel generation that ran
+  KernelPath path = KernelPath::warp_mma;  // the kernel generation that ran
 };
 
 // Arguments for problem p on `inputs` writing to `o`/`lse`, with the split rule for `sm_count` SMs.
@@ -33,6 +33,6 @@ Flash2Args flash2_args(const Problem& p, const Flash2Inputs& inputs, __half* o, 
 
 // One launch with poisoned outputs; throws std::runtime_error if any output stays unwritten (NaN).
 Flash2Output flash2_once(const Problem& p, const Flash2Inputs& inputs, int sm_count,
-                         Flash2Path path = Flash2Path::automatic);
+                         KernelPath path = KernelPath::automatic);
 
 }  // namespace attnlab::kernels

@@ -36,18 +36,6 @@ struct HopperTile {
   static_assert(kStages == 3, "the pipeline below loads tile j + 2 while tiles j and j + 1 are read");
 };
 
-// rows × D halves from global (row stride D) into the swizzled block layout (wgmma.cuh); rows ≥ valid are 0.
-template <int D, int Rows, int Threads>
-__device__ __forceinline__ void load_tile_sw128(char* smem, const __half* gmem, int valid) {
-  constexpr int kChunks = D / 8;  // 16-byte chunks per row
-#pragma unroll 4
-  for (int i = threadIdx.x; i < Rows * kChunks; i += Threads) {
-    const int r = i / kChunks, c = i % kChunks;
-    const bool ok = r < valid;
-    cp_async_16(smem + (c / 8) * (Rows * 128) + sw128_offset(r, c % 8), gmem + (ok ? size_t(r) * D + c * 8 : 0), ok);
-  }
-}
-
 template <int D>
 __global__ void __launch_bounds__(HopperTile<D>::kThreads, 1) flash2_sm90_kernel(Flash2Args a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -69,10 +57,11 @@ __global__ void __launch_bounds__(HopperTile<D>::kThreads, 1) flash2_sm90_kernel
   const __half* v = a.v + (size_t(b) * a.kv_heads + kvh) * size_t(a.kv_len) * D;
   const int last_row = min(row0 + T::kBr, a.q_len) - 1;
   const int tiles = (visible_keys(last_row, a.q_len, a.kv_len, a.causal) + kBc - 1) / kBc;
+  const SwizzledCopier<2 * D, kBc, T::kThreads> kv_copier(threadIdx.x);
   auto load_kv = [&](int j) {
     const int col0 = j * kBc;
-    load_tile_sw128<D, kBc, T::kThreads>(stage_k(j % T::kStages), k + size_t(col0) * D, a.kv_len - col0);
-    load_tile_sw128<D, kBc, T::kThreads>(stage_k(j % T::kStages) + T::kKVBytes, v + size_t(col0) * D, a.kv_len - col0);
+    kv_copier.copy(stage_k(j % T::kStages), k + size_t(col0) * D, 2 * D, a.kv_len - col0);
+    kv_copier.copy(stage_k(j % T::kStages) + T::kKVBytes, v + size_t(col0) * D, 2 * D, a.kv_len - col0);
   };
 
   // This thread's rows: group·64 + warp·16 + g + 8i, i = 0, 1 (the accumulator layout, wgmma.cuh).
@@ -150,7 +139,7 @@ __global__ void __launch_bounds__(HopperTile<D>::kThreads, 1) flash2_sm90_kernel
   };
 
   if (tiles > 0) {
-    load_tile_sw128<D, T::kBr, T::kThreads>(sQ, q, a.q_len - row0);
+    SwizzledCopier<2 * D, T::kBr, T::kThreads>(threadIdx.x).copy(sQ, q, 2 * D, a.q_len - row0);
     load_kv(0);
     cp_async_commit();
     if (tiles > 1) load_kv(1);
@@ -249,35 +238,7 @@ cudaError_t launch(const Flash2Args& a, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
-// Writes 1 where the sm_90a image runs (the wgmma code above is compiled only there), 0 elsewhere.
-__global__ void sm90a_probe(int* out) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  *out = 1;
-#else
-  *out = 0;
-#endif
-}
-
 }  // namespace
-
-bool flash2_sm90_available(int device) {
-  static int cached[64] = {};  // per device: 0 unknown, 1 yes, 2 no
-  if (device < 0 || device >= 64) return false;
-  if (cached[device] == 0) {
-    int major = 0, minor = 0, yes = 0;
-    int* flag = nullptr;
-    const bool ok = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
-                    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) == cudaSuccess &&
-                    major == 9 && minor == 0 && cudaMalloc(&flag, sizeof(int)) == cudaSuccess;
-    if (ok) {
-      sm90a_probe<<<1, 1>>>(flag);
-      if (cudaMemcpy(&yes, flag, sizeof(int), cudaMemcpyDeviceToHost) != cudaSuccess) yes = 0;
-      cudaFree(flag);
-    }
-    cached[device] = yes == 1 ? 1 : 2;
-  }
-  return cached[device] == 1;
-}
 
 cudaError_t flash2_sm90_forward(const Flash2Args& a, cudaStream_t stream) {
   if (a.splits != 1) return cudaErrorInvalidValue;

@@ -10,6 +10,8 @@
 //   l. 16  O = (O / ℓ)·s_V → FP16
 #include "kernels/int_flash.h"
 
+#include "kernels/int_flash_sm90.h"
+
 #include "core/kernel_traits.h"
 #include "kernels/mma.cuh"
 
@@ -298,8 +300,18 @@ cudaError_t launch(const IntFlashArgs& a, cudaStream_t stream) {
 
 bool int_flash_supports(int head_dim) { return find_kernel_traits("int_flash", head_dim) != nullptr; }
 
+KernelPath int_flash_resolved_path(const IntFlashArgs& a) {
+  if (a.path != KernelPath::automatic) return a.path;
+  const int arch = warpgroup_mma_available() && int_flash_sm90_supports(a.head_dim) ? 90 : 80;
+  return kernel_arch(arch, a.q_len, 1) == 90 ? KernelPath::warpgroup_mma : KernelPath::warp_mma;
+}
+
 cudaError_t int_flash_forward(const IntFlashArgs& a, cudaStream_t stream) {
   if (a.kv_pad % 16 != 0 || a.kv_pad < a.kv_len || (a.v_fp16 && a.v16 == nullptr)) return cudaErrorInvalidValue;
+  if (int_flash_resolved_path(a) == KernelPath::warpgroup_mma) {
+    if (!warpgroup_mma_available() || !int_flash_sm90_supports(a.head_dim)) return cudaErrorNotSupported;
+    return int_flash_sm90_forward(a, stream);
+  }
   switch (a.head_dim) {
     case 64: return a.v_fp16 ? launch<64, true>(a, stream) : launch<64, false>(a, stream);
     case 128: return a.v_fp16 ? launch<128, true>(a, stream) : launch<128, false>(a, stream);

@@ -15,6 +15,8 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include "kernels/kernel_path.h"
+
 #include <cstdint>
 
 namespace attnlab::kernels {
@@ -33,9 +35,15 @@ struct IntFlashArgs {
   int batch = 0, q_heads = 0, kv_heads = 0, q_len = 0, kv_len = 0, kv_pad = 0, head_dim = 0;
   bool causal = false;
   float scale = 0;
+  KernelPath path = KernelPath::automatic;  // wgmma (int_flash_sm90.h) at d = 128 on sm_90a, else mma.sync
 };
 
 bool int_flash_supports(int head_dim);  // 64 and 128
+
+// The generation int_flash_forward runs for `a` on the current device (never `automatic`).
+KernelPath int_flash_resolved_path(const IntFlashArgs& a);
+
+// Launches on `stream`; cudaErrorNotSupported when the warpgroup path is asked for where it cannot run.
 cudaError_t int_flash_forward(const IntFlashArgs& a, cudaStream_t stream);
 
 }  // namespace attnlab::kernels

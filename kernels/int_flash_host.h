@@ -34,7 +34,8 @@ IntFlashArgs int_flash_args(const Problem& p, const IntFlashInputs& in, __half* 
 struct IntFlashOutput {
   Tensor o;
   std::vector<float> lse;
+  KernelPath path = KernelPath::warp_mma;  // the kernel generation that ran
 };
-IntFlashOutput int_flash_once(const Problem& p, const IntFlashInputs& in);
+IntFlashOutput int_flash_once(const Problem& p, const IntFlashInputs& in, KernelPath path = KernelPath::automatic);
 
 }  // namespace attnlab::kernels

@@ -40,6 +40,33 @@ __device__ __forceinline__ uint64_t sw128_desc(const void* smem, uint32_t lbo_by
          (uint64_t((sbo_bytes >> 4) & 0x3FFFu) << 32) | (uint64_t(1) << 62);
 }
 
+// One thread's share of copying a Rows × RowBytes tile from global memory (rows `stride` bytes apart)
+// into the swizzled layout above, with cp.async. Thread i copies 16-byte chunk i mod (RowBytes/16) of
+// rows i/(RowBytes/16) + k·kRowStep: its chunk, and so its row mod 8 and its swizzle, never change
+// (kRowStep is a multiple of 8), so the offsets are computed once and each copy is one cp.async at a
+// constant stride. Rows ≥ valid_rows and chunks ≥ valid_chunks are zero-filled.
+template <int RowBytes, int Rows, int Threads>
+struct SwizzledCopier {
+  static constexpr int kChunks = RowBytes / 16, kRowStep = Threads / kChunks, kCopies = Rows / kRowStep;
+  static_assert(RowBytes % 128 == 0, "whole 128-byte swizzle blocks");
+  static_assert(Threads % kChunks == 0 && kRowStep % 8 == 0 && Rows % kRowStep == 0, "a fixed chunk per thread");
+  uint32_t smem_offset;  // bytes from the tile's base
+  int row, chunk;        // this thread's first row and its chunk
+
+  __device__ explicit SwizzledCopier(int tid) : row(tid / kChunks), chunk(tid % kChunks) {
+    smem_offset = uint32_t((chunk / 8) * (Rows * 128)) + sw128_offset(row, chunk % 8);
+  }
+  __device__ __forceinline__ void copy(char* smem, const void* gmem, int stride, int valid_rows,
+                                       int valid_chunks = kChunks) const {
+    const char* src = static_cast<const char*>(gmem) + size_t(row) * stride + chunk * 16;
+#pragma unroll
+    for (int k = 0; k < kCopies; ++k) {
+      const bool ok = row + k * kRowStep < valid_rows && chunk < valid_chunks;
+      cp_async_16(smem + smem_offset + k * kRowStep * 128, ok ? src + size_t(k) * kRowStep * stride : gmem, ok);
+    }
+  }
+};
+
 // Orders this thread's register writes (accumulators, A fragments) before the next wgmma reads them.
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }

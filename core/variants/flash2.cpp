@@ -7,6 +7,7 @@
 //   - O is accumulated in FP32 and stored in FP16; the logsumexp L = m + log ℓ in FP32.
 // Outer loop over row blocks Qᵢ (B_r rows), inner loop over KV tiles (B_c keys); under causal masking
 // the tiles entirely above the diagonal are skipped (FA2's causal saving).
+#include "core/variants/kernel_param.h"
 #include "core/variants/shared_probes.h"
 #include "core/variants/variants.h"
 
@@ -123,9 +124,7 @@ VariantSpec flash2() {
   v.params = {
       ParamSpec::integer("block_r", 128, 16, 256, "B_r: query rows per block (one CTA each)"),
       ParamSpec::integer("block_c", 64, 16, 256, "B_c: keys per KV tile of the inner loop"),
-      ParamSpec::choice("kernel", "auto", {"auto", "mma_sync", "wgmma"},
-                        "which CUDA kernel the kernel backend runs: mma.sync (sm_80+), wgmma (sm_90a, prefill), or "
-                        "the fastest that applies; the reference and its numbers do not depend on it"),
+      kernel_generation_param(),
   };
   v.reference = run;
   return v;

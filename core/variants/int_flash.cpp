@@ -55,6 +55,7 @@
 // most max(d, B_c) ≤ 256 terms, so each partial sum is an integer of magnitude ≤ 127·127·256 < 2²⁴ and
 // Eigen's FP32 GEMM on integer-valued floats returns the INT32 result of the tensor cores bit for bit.
 // Likewise rowsum P (≤ 256 integers ≤ 127) is exact.
+#include "core/variants/kernel_param.h"
 #include "core/variants/shared_probes.h"
 #include "core/variants/variants.h"
 
@@ -315,6 +316,7 @@ VariantSpec int_flash() {
       ParamSpec::integer("block_c", 64, 16, 256, "B_c: keys per KV tile; ≤ 256 keeps the INT32 P·V exact in FP32"),
       ParamSpec::integer("r_p", 127, 1, 127, "R of Alg. 1 l. 11: P = round(R·exp(S − m)) in [0, R]"),
       ParamSpec::boolean("v_fp16", false, "half-INT8 (§4): V in FP16, P̃ in FP16, no S_V"),
+      kernel_generation_param(),
   };
   v.reference = run;
   return v;

@@ -32,15 +32,15 @@ uint64_t fresh_seed() { return uint64_t(std::chrono::steady_clock::now().time_si
 
 // The kernel generations this GPU runs: mma.sync always, wgmma where the sm_90a kernel can run (its
 // decode cases force one KV split, a shape the automatic choice gives to mma.sync).
-std::vector<kernels::Flash2Path> paths_here() {
-  std::vector<kernels::Flash2Path> paths{kernels::Flash2Path::warp_mma};
-  if (kernels::flash2_sm90_available(0)) paths.push_back(kernels::Flash2Path::warpgroup_mma);
+std::vector<kernels::KernelPath> paths_here() {
+  std::vector<kernels::KernelPath> paths{kernels::KernelPath::warp_mma};
+  if (kernels::warpgroup_mma_available()) paths.push_back(kernels::KernelPath::warpgroup_mma);
   else WARN("no sm_90a kernel on this GPU: only the mma.sync kernel is tested");
   return paths;
 }
 
 void check_case(const kernels::DeviceInfo& dev, int64_t d, int64_t n, bool causal, bool gqa, Phase phase,
-                uint64_t seed, kernels::Flash2Path path) {
+                uint64_t seed, kernels::KernelPath path) {
   Problem p;
   p.batch = 2, p.q_heads = 4, p.kv_heads = gqa ? 1 : 4, p.head_dim = d, p.kv_len = n;
   p.q_len = phase == Phase::decode ? 1 : n;
@@ -74,7 +74,7 @@ TEST_CASE("flash2 kernel equals the flash2 reference within FP32 rounding", "[gp
   const kernels::DeviceInfo dev = kernels::probe_device();
   if (!dev.usable) ATTNLAB_SKIP(dev.reason);
   const uint64_t seed = fresh_seed();
-  for (kernels::Flash2Path path : paths_here())
+  for (kernels::KernelPath path : paths_here())
     for (int64_t d : {64, 128})
       for (int64_t n : {1, 100, 1024, 4097})
         for (bool causal : {false, true})
@@ -89,7 +89,7 @@ TEST_CASE("flash2 kernel: rows that see no key are zero with logsumexp −∞", 
   Problem p;
   p.batch = 1, p.q_heads = 2, p.kv_heads = 1, p.q_len = 200, p.kv_len = 70, p.head_dim = 64, p.causal = true;
   const QKV in = data::generate(p, "normal", ParamValues::defaults(data::find_generator("normal")->params), fresh_seed());
-  for (kernels::Flash2Path path : paths_here()) {
+  for (kernels::KernelPath path : paths_here()) {
     const kernels::Flash2Output out = kernels::flash2_once(p, kernels::upload_fp16(in), dev.sm_count, path);
     INFO(kernels::to_string(out.path));
     for (int64_t h = 0; h < 2; ++h)
@@ -115,9 +115,9 @@ TEST_CASE("flash2 kernel: small shapes for the sanitizers", "[gpu][sanitize]") {
   const kernels::DeviceInfo dev = kernels::probe_device();
   if (!dev.usable) ATTNLAB_SKIP(dev.reason);
   for (int64_t d : {64, 128}) {
-    check_case(dev, d, 100, true, true, Phase::prefill, 5, kernels::Flash2Path::warp_mma);
-    check_case(dev, d, 600, false, false, Phase::decode, 6, kernels::Flash2Path::warp_mma);
-    if (kernels::flash2_sm90_available(0)) check_case(dev, d, 300, true, true, Phase::prefill, 7, kernels::Flash2Path::warpgroup_mma);
+    check_case(dev, d, 100, true, true, Phase::prefill, 5, kernels::KernelPath::warp_mma);
+    check_case(dev, d, 600, false, false, Phase::decode, 6, kernels::KernelPath::warp_mma);
+    if (kernels::warpgroup_mma_available()) check_case(dev, d, 300, true, true, Phase::prefill, 7, kernels::KernelPath::warpgroup_mma);
   }
 }
 

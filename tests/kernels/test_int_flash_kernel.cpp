@@ -13,6 +13,7 @@
 #include "core/registry.h"
 #include "kernels/device.h"
 #include "kernels/int_flash_host.h"
+#include "kernels/int_flash_sm90.h"
 #include "tests/catch.h"
 
 #include <fmt/format.h>
@@ -24,7 +25,16 @@
 namespace attnlab {
 namespace {
 
-void check_case(int64_t d, int64_t n, bool causal, bool gqa, uint64_t seed, bool half = false) {
+// The kernel generations that run (d, …) here: mma.sync always; wgmma at d = 128 where the sm_90a kernel
+// can run.
+std::vector<kernels::KernelPath> paths_for(int64_t d) {
+  std::vector<kernels::KernelPath> paths{kernels::KernelPath::warp_mma};
+  if (kernels::warpgroup_mma_available() && kernels::int_flash_sm90_supports(int(d)))
+    paths.push_back(kernels::KernelPath::warpgroup_mma);
+  return paths;
+}
+
+void check_case(int64_t d, int64_t n, bool causal, bool gqa, uint64_t seed, bool half, kernels::KernelPath path) {
   Problem p;
   p.batch = 2, p.q_heads = 4, p.kv_heads = gqa ? 1 : 4, p.head_dim = d, p.q_len = n, p.kv_len = n, p.causal = causal;
   const QKV in = data::generate(p, "normal", ParamValues::defaults(data::find_generator("normal")->params), seed);
@@ -33,8 +43,10 @@ void check_case(int64_t d, int64_t n, bool causal, bool gqa, uint64_t seed, bool
   ParamValues params = ParamValues::defaults(f.params);
   params.set(f.params, "v_fp16", half, "test");
   const ReferenceOutput ref = f.reference(p, in, params, {});
-  const kernels::IntFlashOutput out = kernels::int_flash_once(p, kernels::upload_int8(p, in, half));
-  INFO(fmt::format("d={} N={} causal={} gqa={} half={} seed={}", d, n, causal, gqa, half, seed));
+  const kernels::IntFlashOutput out = kernels::int_flash_once(p, kernels::upload_int8(p, in, half), path);
+  INFO(fmt::format("{} d={} N={} causal={} gqa={} half={} seed={}", kernels::to_string(out.path), d, n, causal, gqa,
+                   half, seed));
+  REQUIRE(out.path == path);
   double max_v = 0;
   for (float x : in.v.values()) max_v = std::max(max_v, double(std::abs(x)));
   int64_t bad = 0;
@@ -58,18 +70,21 @@ TEST_CASE("int_flash kernel equals the int_flash reference up to rare P-code fli
   const kernels::DeviceInfo dev = kernels::probe_device();
   if (!dev.usable) ATTNLAB_SKIP(dev.reason);
   const uint64_t seed = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+  if (!kernels::warpgroup_mma_available()) WARN("no sm_90a kernel on this GPU: only the mma.sync kernels are tested");
   for (int64_t d : {64, 128})
-    for (int64_t n : {1, 100, 1024, 4097})
-      for (bool causal : {false, true})
-        for (bool gqa : {false, true})
-          for (bool half : {false, true}) check_case(d, n, causal, gqa, seed + n + d, half);
+    for (kernels::KernelPath path : paths_for(d))
+      for (int64_t n : {1, 100, 1024, 4097})
+        for (bool causal : {false, true})
+          for (bool gqa : {false, true})
+            for (bool half : {false, true}) check_case(d, n, causal, gqa, seed + n + d, half, path);
 }
 
 TEST_CASE("int_flash kernel: small shapes for the sanitizers", "[gpu][sanitize]") {
   const kernels::DeviceInfo dev = kernels::probe_device();
   if (!dev.usable) ATTNLAB_SKIP(dev.reason);
   for (int64_t d : {64, 128})
-    for (bool half : {false, true}) check_case(d, 100, true, true, 7, half);
+    for (kernels::KernelPath path : paths_for(d))
+      for (bool half : {false, true}) check_case(d, d == 128 ? 300 : 100, true, true, 7, half, path);
 }
 
 TEST_CASE("Vᵀ key permutation is a permutation of each 16-key group", "[kernels]") {

@@ -1,0 +1,310 @@
+// attnlab kernels: INT-FlashAttention (full and half INT8) on Hopper's warpgroup MMA (wgmma, sm_90a) —
+// the same function as int_flash.cu (int_flash.h states the contract), at d = 128.
+//
+// The loop nest and pipeline of flash2_sm90.cu (2 warpgroups × 64 query rows, B_c = 128, three cp.async
+// stages with the 128-byte swizzle, S_{j+1} issued before P·V_j so the softmax of one tile runs under the
+// other's MMA); what changes is Alg. 1's arithmetic:
+//   l. 9   S = ((QKᵀ)_int32·(s_Q·scale·log₂e))·s_K     wgmma s8·s8 → s32 (m64n128k32), Q and K K-major
+//   l. 11  P = ⌊127·2^{S − m}⌉ (cvt.rni)                 codes packed from the S registers into A fragments
+//   l. 12  ℓ = 2^{m_old − m}·ℓ + rowsum P                the quantized P
+//   l. 13  O = 2^{m_old − m}·O + float(P·Vᵀ_int32)       wgmma s8 with A = P from registers, B = Vᵀ
+//   l. 16  O = (O / ℓ)·s_V → FP16
+// 8-bit wgmma reads B K-major only, so V arrives transposed (Vᵀ: d × keys, key-contiguous), with int_flash.h's
+// 16-key permutation: a wgmma's A fragment per warp is mma.m16n8k32's, so the codes pack exactly as there.
+// P·V_j accumulates in its own INT32 registers (fresh per tile) and is added to the FP32 O once it lands.
+// Half-INT8 (v_fp16): S as above, P̃ = 2^{S − m} in FP32, ℓ from it, P̃ rounded to FP16 for an FP16 wgmma
+// with V (keys × d) read MN-major, as flash2_sm90.cu does; O accumulates there directly.
+#include "kernels/int_flash_sm90.h"
+
+#include "core/kernel_traits.h"
+#include "kernels/wgmma.cuh"
+
+#include <cmath>
+
+namespace attnlab::kernels {
+
+namespace {
+
+template <bool VHalf>
+struct IntHopperTile {
+  static constexpr int kD = 128;
+  static constexpr KernelTraits kTraits = *find_kernel_traits("int_flash", kD, 90);
+  static constexpr int kBr = kTraits.block_r, kBc = kTraits.block_c, kStages = kTraits.stages;
+  static constexpr int kThreads = 32 * kTraits.warps;
+  static constexpr int kQBytes = kBr * kD, kKBytes = kBc * kD;
+  static constexpr int kVBytes = VHalf ? kBc * kD * 2 : kD * kBc;  // V in FP16 (keys × d) or Vᵀ in INT8 (d × keys)
+  static constexpr int kScaleBytes = 1024;                          // s_K (kBc floats), keeps stages 1024-aligned
+  static constexpr int kStageBytes = kKBytes + kVBytes + kScaleBytes;
+  static constexpr size_t kSmemBytes = size_t(kQBytes) + size_t(kStages) * kStageBytes + 1024;  // + alignment
+  static_assert(kBr == 128 && kTraits.warps == 8, "two warpgroups of 64 query rows");
+  static_assert(kBc == 128 && kBc * 4 <= kScaleBytes, "S is one m64n128 accumulator; Vᵀ rows are one swizzle row");
+  static_assert(kStages == 3, "the pipeline loads tile j + 2 while tiles j and j + 1 are read");
+};
+
+template <bool VHalf>
+__global__ void __launch_bounds__(IntHopperTile<VHalf>::kThreads, 1) int_flash_sm90_kernel(IntFlashArgs a) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using T = IntHopperTile<VHalf>;
+  constexpr int D = T::kD, kBc = T::kBc;
+  constexpr float kLog2e = 1.4426950408889634f;
+  constexpr float kR = 127.f;  // Alg. 1: INT8 maximum R, the scale of P's codes
+  extern __shared__ char smem_raw[];
+  char* smem = smem_raw + ((1024u - (smem_addr(smem_raw) & 1023u)) & 1023u);
+  char* sQ = smem;
+  auto stage = [&](int j) { return smem + T::kQBytes + (j % T::kStages) * T::kStageBytes; };  // K, V, s_K
+
+  const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, group = threadIdx.x / 128;
+  const int g = lane / 4, t = lane % 4;
+  const int bh = blockIdx.y, b = bh / a.q_heads, h = bh % a.q_heads;
+  const int kvh = h / (a.q_heads / a.kv_heads), bkv = b * a.kv_heads + kvh;  // notes §3.1
+  const int row0 = blockIdx.x * T::kBr;
+  const int8_t* k = a.k + size_t(bkv) * a.kv_len * D;
+  const int8_t* vt = VHalf ? nullptr : a.vt + size_t(bkv) * D * a.kv_pad;
+  const __half* v16 = VHalf ? a.v16 + size_t(bkv) * a.kv_len * D : nullptr;
+  const float* s_k = a.s_k + size_t(bkv) * a.kv_pad;
+  const int last_row = min(row0 + T::kBr, a.q_len) - 1;
+  const int tiles = (visible_keys(last_row, a.q_len, a.kv_len, a.causal) + kBc - 1) / kBc;
+
+  const SwizzledCopier<D, kBc, T::kThreads> k_copier(threadIdx.x);
+  const SwizzledCopier<VHalf ? 2 * D : kBc, VHalf ? kBc : D, T::kThreads> v_copier(threadIdx.x);
+  auto load_kv = [&](int j) {
+    const int col0 = j * kBc;
+    char* st = stage(j);
+    k_copier.copy(st, k + size_t(col0) * D, D, a.kv_len - col0);
+    if constexpr (VHalf) v_copier.copy(st + T::kKBytes, v16 + size_t(col0) * D, 2 * D, a.kv_len - col0);
+    else v_copier.copy(st + T::kKBytes, vt + col0, a.kv_pad, D, (a.kv_pad - col0) / 16);  // Vᵀ: keys are columns
+    if (threadIdx.x < kBc / 4)  // s_K, zero past kv_pad
+      cp_async_16(st + T::kKBytes + T::kVBytes + threadIdx.x * 16, s_k + col0 + 4 * threadIdx.x,
+                  col0 + 4 * int(threadIdx.x) < a.kv_pad);
+  };
+
+  const int my_row0 = row0 + group * 64 + warp * 16 + g;  // rows my_row0 + 8i (wgmma.cuh's layout)
+  const int all_see = visible_keys(row0, a.q_len, a.kv_len, a.causal);
+  const float scale_log2 = a.scale * kLog2e;
+  float row_scale[2];  // l. 9 with s_Q and the scale folded per row (≤ 2 ulp from the reference's order)
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int row = my_row0 + 8 * i;
+    row_scale[i] = row < a.q_len ? a.s_q[size_t(bh) * a.q_len + row] * scale_log2 : 0.f;
+  }
+
+  // Descriptors (wgmma.cuh). Q, K: one 128-byte block per row; k-step kk reads bytes 32kk.. of it. Vᵀ
+  // (full): d rows × 128 keys, k-step ks reads keys 32ks... V (half): as in flash2_sm90.cu.
+  auto desc_q = [&](int kk) { return sw128_desc(sQ + group * 64 * 128 + kk * 32, 16, 1024); };
+  auto desc_k = [&](int j, int kk) { return sw128_desc(stage(j) + kk * 32, 16, 1024); };
+  auto desc_v = [&](int j, int ks) {
+    if constexpr (VHalf) return sw128_desc(stage(j) + T::kKBytes + ks * 16 * 128, kBc * 128, 1024);
+    else return sw128_desc(stage(j) + T::kKBytes + ks * 32, 16, 1024);
+  };
+
+  constexpr int kSteps = VHalf ? kBc / 16 : kBc / 32;  // k-steps of P·V: 16 keys (FP16) or 32 (INT8)
+  int si[kBc / 2];            // S in INT32: m64n128 accumulator
+  float o[D / 2] = {};        // O in FP32
+  int acc[VHalf ? 1 : D / 2];  // P·V_j in INT32 (full INT8)
+  uint32_t p[kSteps][4];      // P as A fragments: INT8 codes or FP16 P̃, read by the P·V in flight
+  // The next tile's P, computed while that P·V runs and packed into p only once it has landed (the A
+  // registers of an in-flight wgmma may not be written; a second packed copy would cost register moves
+  // that ptxas answers by serializing the wgmmas).
+  float p_real[VHalf ? kBc / 2 : 1];  // half-INT8: P̃ in FP32
+  int p_code[VHalf ? 1 : kBc / 2];    // full INT8: P's codes
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+
+  auto issue_scores = [&](int j) {
+#pragma unroll
+    for (int kk = 0; kk < D / 32; ++kk) wgmma_m64n128k32_s8_ss(si, desc_q(kk), desc_k(j, kk), kk > 0);
+  };
+  auto issue_pv = [&](int j) {
+#pragma unroll
+    for (int ks = 0; ks < kSteps; ++ks) {
+      if constexpr (VHalf) wgmma_m64n128k16_f16_rs_tb(o, p[ks], desc_v(j, ks), j > 0 || ks > 0);
+      else wgmma_m64n128k32_s8_rs(acc, p[ks], desc_v(j, ks), ks > 0);
+    }
+    wgmma_commit();
+  };
+  // Lines 9–12 for tile j on si: scores, masks, running max, P into p_real / p_code, ℓ; returns α per row.
+  auto softmax = [&](int j, float (&alpha)[2]) {
+    const int col0 = j * kBc;
+    const float* sk = reinterpret_cast<const float*>(stage(j) + T::kKBytes + T::kVBytes);
+    float s[kBc / 2];
+#pragma unroll
+    for (int n = 0; n < kBc / 8; ++n) {
+      const float2 skn = *reinterpret_cast<const float2*>(sk + n * 8 + 2 * t);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[4 * n + e] = (float(si[4 * n + e]) * row_scale[e / 2]) * (e % 2 ? skn.y : skn.x);
+    }
+    if (col0 + kBc > all_see) {  // the diagonal or the ragged end
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const int row = my_row0 + 8 * i;
+        const int vis = row < a.q_len ? visible_keys(row, a.q_len, a.kv_len, a.causal) : a.kv_len;
+#pragma unroll
+        for (int n = 0; n < kBc / 8; ++n)
+#pragma unroll
+          for (int e = 0; e < 2; ++e)
+            if (col0 + n * 8 + 2 * t + e >= vis) s[4 * n + 2 * i + e] = -INFINITY;
+      }
+    }
+    float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int n = 0; n < kBc / 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) mx[e / 2] = fmaxf(mx[e / 2], s[4 * n + e]);
+    float shift[2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
+      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
+      const float m_new = fmaxf(m[i], mx[i]);
+      shift[i] = m_new == -INFINITY ? 0.f : m_new;
+      alpha[i] = m[i] == -INFINITY ? 0.f : ex2(m[i] - m_new);
+      m[i] = m_new;
+      l[i] *= alpha[i];
+    }
+#pragma unroll
+    for (int n = 0; n < kBc / 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        if constexpr (VHalf) {
+          p_real[4 * n + e] = ex2(s[4 * n + e] - shift[e / 2]);
+          l[e / 2] += p_real[4 * n + e];
+        } else {
+          p_code[4 * n + e] = __float2int_rn(kR * ex2(s[4 * n + e] - shift[e / 2]));
+          l[e / 2] += float(p_code[4 * n + e]);
+        }
+      }
+  };
+  // After P·V_j has landed: O += float(P·V_j) (full INT8), then O ·= α of the next tile.
+  auto finish_tile = [&](const float (&alpha)[2], bool rescale) {
+    if constexpr (!VHalf) {
+#pragma unroll
+      for (int e = 0; e < D / 2; ++e) o[e] += float(acc[e]);
+    }
+    if (rescale && __any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) {
+#pragma unroll
+      for (int n = 0; n < D / 8; ++n) {
+        o[4 * n + 0] *= alpha[0], o[4 * n + 1] *= alpha[0];
+        o[4 * n + 2] *= alpha[1], o[4 * n + 3] *= alpha[1];
+      }
+    }
+  };
+  // P into the A fragments. FP16: k-step ks covers accumulator chunks 2ks, 2ks + 1 (flash2_sm90.cu).
+  // INT8, C layout → A layout (k32) as in int_flash.cu: a0/a1 take chunks 4ks, 4ks+1 (rows g, g+8), a2/a3
+  // chunks 4ks+2, 4ks+3; the keys land in the order of Vᵀ's permutation (int_flash_host.h).
+  auto pack_p = [&]() {
+#pragma unroll
+    for (int ks = 0; ks < kSteps; ++ks) {
+      if constexpr (VHalf) {
+        const float* r = p_real + 8 * ks;
+        p[ks][0] = pack_half2(r[0], r[1]), p[ks][1] = pack_half2(r[2], r[3]);
+        p[ks][2] = pack_half2(r[4], r[5]), p[ks][3] = pack_half2(r[6], r[7]);
+      } else {
+        const int* c = p_code + 16 * ks;  // chunk 4ks's first register
+        p[ks][0] = pack_s8x4(c[0], c[1], c[4], c[5]);
+        p[ks][1] = pack_s8x4(c[2], c[3], c[6], c[7]);
+        p[ks][2] = pack_s8x4(c[8], c[9], c[12], c[13]);
+        p[ks][3] = pack_s8x4(c[10], c[11], c[14], c[15]);
+      }
+    }
+  };
+
+  if (tiles > 0) {
+    SwizzledCopier<D, T::kBr, T::kThreads>(threadIdx.x).copy(sQ, a.q + (size_t(bh) * a.q_len + row0) * D, D,
+                                                             a.q_len - row0);
+    load_kv(0);
+    cp_async_commit();
+    if (tiles > 1) load_kv(1);
+    cp_async_commit();
+    cp_async_wait<1>();  // Q and tile 0
+    fence_proxy_async();
+    __syncthreads();
+    wgmma_fence();
+    issue_scores(0);
+    wgmma_commit();
+    wgmma_wait<0>();
+    pin_registers(si);
+    float alpha[2];
+    softmax(0, alpha);
+    pack_p();
+
+    for (int j = 0; j + 1 < tiles; ++j) {
+      cp_async_wait<0>();  // tile j + 1 landed; every thread is past P·V_{j−1}: tile j + 2 may overwrite it
+      fence_proxy_async();
+      __syncthreads();
+      if (j + 2 < tiles) load_kv(j + 2);
+      cp_async_commit();
+
+      pin_registers(o);
+      if constexpr (!VHalf) pin_registers(acc);
+      pin_registers(p);
+      wgmma_fence();
+      issue_scores(j + 1);
+      wgmma_commit();
+      issue_pv(j);
+      wgmma_wait<1>();  // S_{j+1}; P·V_j may still run
+      pin_registers(si);
+      softmax(j + 1, alpha);
+      wgmma_wait<0>();
+      pin_registers(o);
+      if constexpr (!VHalf) pin_registers(acc);
+      finish_tile(alpha, true);
+      pack_p();
+    }
+    pin_registers(o);
+    if constexpr (!VHalf) pin_registers(acc);
+    pin_registers(p);
+    wgmma_fence();
+    issue_pv(tiles - 1);
+    wgmma_wait<0>();
+    pin_registers(o);
+    if constexpr (!VHalf) pin_registers(acc);
+    finish_tile(alpha, false);
+  }
+
+  // l. 16: O = (O/ℓ)·s_V; L = m + log ℓ − log R (natural units). Half-INT8: O/ℓ, L = m + log ℓ.
+  const float s_v = VHalf ? 1.f : a.s_v[bkv];
+  const float log_r = VHalf ? 0.f : logf(kR);
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
+    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
+    const int row = my_row0 + 8 * i;
+    if (row >= a.q_len) continue;
+    const bool empty = !(l[i] > 0.f);
+    const size_t out_row = size_t(bh) * a.q_len + row;
+    __half* orow = a.o + out_row * D;
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n) {
+      const float x0 = empty ? 0.f : (VHalf ? o[4 * n + 2 * i] / l[i] : (o[4 * n + 2 * i] / l[i]) * s_v);
+      const float x1 = empty ? 0.f : (VHalf ? o[4 * n + 2 * i + 1] / l[i] : (o[4 * n + 2 * i + 1] / l[i]) * s_v);
+      *reinterpret_cast<__half2*>(orow + n * 8 + 2 * t) = __floats2half2_rn(x0, x1);
+    }
+    if (t == 0) a.lse[out_row] = empty ? -INFINITY : (m[i] + log2f(l[i])) / kLog2e - log_r;
+  }
+#endif
+}
+
+template <bool VHalf>
+cudaError_t launch(const IntFlashArgs& a, cudaStream_t stream) {
+  using T = IntHopperTile<VHalf>;
+  if (const cudaError_t e = cudaFuncSetAttribute(int_flash_sm90_kernel<VHalf>,
+                                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                 static_cast<int>(T::kSmemBytes));
+      e != cudaSuccess)
+    return e;
+  const dim3 grid((a.q_len + T::kBr - 1) / T::kBr, a.batch * a.q_heads);
+  int_flash_sm90_kernel<VHalf><<<grid, T::kThreads, T::kSmemBytes, stream>>>(a);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+bool int_flash_sm90_supports(int head_dim) { return head_dim == IntHopperTile<false>::kD; }
+
+cudaError_t int_flash_sm90_forward(const IntFlashArgs& a, cudaStream_t stream) {
+  if (a.head_dim != IntHopperTile<false>::kD || a.kv_pad % 16 != 0 || a.kv_pad < a.kv_len ||
+      (a.v_fp16 && a.v16 == nullptr))
+    return cudaErrorInvalidValue;
+  return a.v_fp16 ? launch<true>(a, stream) : launch<false>(a, stream);
+}
+
+}  // namespace attnlab::kernels

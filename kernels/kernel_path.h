@@ -1,0 +1,23 @@
+// attnlab kernels: which kernel generation runs a variant — mma.sync (any sm_80+ GPU, every shape) or
+// warpgroup MMA (sm_90a, prefill without a KV split). `automatic` takes the latter wherever it applies
+// (core/kernel_traits.h: kernel_arch); the others pin one, e.g. to compare the two in one benchmark.
+#pragma once
+
+namespace attnlab::kernels {
+
+enum class KernelPath { automatic, warp_mma, warpgroup_mma };
+
+inline const char* to_string(KernelPath path) {
+  switch (path) {
+    case KernelPath::automatic: return "automatic";
+    case KernelPath::warp_mma: return "mma.sync";
+    case KernelPath::warpgroup_mma: return "wgmma";
+  }
+  return "?";
+}
+
+// True when the current device is compute capability 9.0 and this binary holds the sm_90a kernels
+// (checked once per device by running a probe kernel).
+bool warpgroup_mma_available();
+
+}  // namespace attnlab::kernels
