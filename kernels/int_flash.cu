@@ -53,7 +53,8 @@ __device__ __forceinline__ void load_bytes(void* smem, const void* gmem, int row
   }
 }
 
-template <int D, bool VHalf>
+// Dump: also write the INT32 scores to a.scores (a test-only instantiation; the timed kernel has none of it).
+template <int D, bool VHalf, bool Dump>
 __global__ void __launch_bounds__(IntTile<D, VHalf>::kThreads) int_flash_kernel(IntFlashArgs a) {
   using T = IntTile<D, VHalf>;
   constexpr int kM = T::kMTiles;
@@ -147,6 +148,16 @@ __global__ void __launch_bounds__(IntTile<D, VHalf>::kThreads) int_flash_kernel(
       // reference's order ((s_Q·S)·s_K)·scale differs by FP32 reassociation, ≤ 2 ulp).
       const float row_scale[2] = {sq[mi][0] * scale_log2, sq[mi][1] * scale_log2};
       const bool masked = col0 + T::kBc > all_see;
+      if constexpr (Dump) {
+#pragma unroll
+        for (int n = 0; n < T::kBc / 8; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int row = warp_row0 + mi * 16 + g + 8 * (e / 2), col = col0 + n * 8 + 2 * t + e % 2;
+            if (row < a.q_len && col < a.kv_len)
+              a.scores[(size_t(bh) * a.q_len + row) * a.kv_len + col] = si[mi][n][e];
+          }
+      }
 #pragma unroll
       for (int n = 0; n < T::kBc / 8; ++n)
 #pragma unroll
@@ -283,16 +294,18 @@ __global__ void __launch_bounds__(IntTile<D, VHalf>::kThreads) int_flash_kernel(
     }
 }
 
-template <int D, bool VHalf>
+template <int D, bool VHalf, bool Dump = false>
 cudaError_t launch(const IntFlashArgs& a, cudaStream_t stream) {
   using T = IntTile<D, VHalf>;
-  if (const cudaError_t e = cudaFuncSetAttribute(int_flash_kernel<D, VHalf>,
+  if constexpr (!Dump)
+    if (a.scores) return launch<D, VHalf, true>(a, stream);
+  if (const cudaError_t e = cudaFuncSetAttribute(int_flash_kernel<D, VHalf, Dump>,
                                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                  static_cast<int>(T::kSmemBytes));
       e != cudaSuccess)
     return e;
   const dim3 grid((a.q_len + T::kBr - 1) / T::kBr, a.batch * a.q_heads);
-  int_flash_kernel<D, VHalf><<<grid, T::kThreads, T::kSmemBytes, stream>>>(a);
+  int_flash_kernel<D, VHalf, Dump><<<grid, T::kThreads, T::kSmemBytes, stream>>>(a);
   return cudaGetLastError();
 }
 

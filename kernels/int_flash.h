@@ -36,6 +36,7 @@ struct IntFlashArgs {
   bool causal = false;
   float scale = 0;
   KernelPath path = KernelPath::automatic;  // wgmma (int_flash_sm90.h) at d = 128 on sm_90a, else mma.sync
+  int32_t* scores = nullptr;  // tests: (B, Hq, Nq, Nkv) receives the INT32 Q·Kᵀ (l. 9 before scaling)
 };
 
 bool int_flash_supports(int head_dim);  // 64 and 128

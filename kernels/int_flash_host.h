@@ -35,7 +35,9 @@ struct IntFlashOutput {
   Tensor o;
   std::vector<float> lse;
   KernelPath path = KernelPath::warp_mma;  // the kernel generation that ran
+  std::vector<int32_t> scores;             // (B, Hq, Nq, Nkv) INT32 Q·Kᵀ when asked for
 };
-IntFlashOutput int_flash_once(const Problem& p, const IntFlashInputs& in, KernelPath path = KernelPath::automatic);
+IntFlashOutput int_flash_once(const Problem& p, const IntFlashInputs& in, KernelPath path = KernelPath::automatic,
+                              bool dump_scores = false);
 
 }  // namespace attnlab::kernels

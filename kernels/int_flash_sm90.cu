@@ -41,7 +41,8 @@ struct IntHopperTile {
   static_assert(kStages == 3, "the pipeline loads tile j + 2 while tiles j and j + 1 are read");
 };
 
-template <bool VHalf>
+// Dump: also write the INT32 scores to a.scores (a test-only instantiation; the timed kernel has none of it).
+template <bool VHalf, bool Dump>
 __global__ void __launch_bounds__(IntHopperTile<VHalf>::kThreads, 1) int_flash_sm90_kernel(IntFlashArgs a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using T = IntHopperTile<VHalf>;
@@ -125,12 +126,22 @@ __global__ void __launch_bounds__(IntHopperTile<VHalf>::kThreads, 1) int_flash_s
   auto softmax = [&](int j, float (&alpha)[2]) {
     const int col0 = j * kBc;
     const float* sk = reinterpret_cast<const float*>(stage(j) + T::kKBytes + T::kVBytes);
+    if constexpr (Dump) {
+#pragma unroll
+      for (int n = 0; n < kBc / 8; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int row = my_row0 + 8 * (e / 2), col = col0 + n * 8 + 2 * t + e % 2;
+          if (row < a.q_len && col < a.kv_len) a.scores[(size_t(bh) * a.q_len + row) * a.kv_len + col] = si[4 * n + e];
+        }
+    }
     float s[kBc / 2];
 #pragma unroll
     for (int n = 0; n < kBc / 8; ++n) {
       const float2 skn = *reinterpret_cast<const float2*>(sk + n * 8 + 2 * t);
 #pragma unroll
-      for (int e = 0; e < 4; ++e) s[4 * n + e] = (float(si[4 * n + e]) * row_scale[e / 2]) * (e % 2 ? skn.y : skn.x);
+      for (int e = 0; e < 4; ++e)
+        s[4 * n + e] = (exact_float(si[4 * n + e]) * row_scale[e / 2]) * (e % 2 ? skn.y : skn.x);
     }
     if (col0 + kBc > all_see) {  // the diagonal or the ragged end
 #pragma unroll
@@ -160,24 +171,35 @@ __global__ void __launch_bounds__(IntHopperTile<VHalf>::kThreads, 1) int_flash_s
       m[i] = m_new;
       l[i] *= alpha[i];
     }
+    if constexpr (VHalf) {
 #pragma unroll
-    for (int n = 0; n < kBc / 8; ++n)
+      for (int n = 0; n < kBc / 8; ++n)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        if constexpr (VHalf) {
+        for (int e = 0; e < 4; ++e) {
           p_real[4 * n + e] = ex2(s[4 * n + e] - shift[e / 2]);
           l[e / 2] += p_real[4 * n + e];
-        } else {
-          p_code[4 * n + e] = __float2int_rn(kR * ex2(s[4 * n + e] - shift[e / 2]));
-          l[e / 2] += float(p_code[4 * n + e]);
         }
-      }
+    } else {
+      // p_code holds the bits of 1.5·2²³ + code (its low byte is the code, which the packing takes). The
+      // row sums add those bits as unsigned integers (mod 2³²) and remove the kBc/4 offsets once, so
+      // ℓ = α·ℓ + rowsum P is one exact integer sum and one rounding, as in the reference.
+      uint32_t row_sum[2] = {0, 0};
+#pragma unroll
+      for (int n = 0; n < kBc / 8; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          p_code[4 * n + e] = rounded_bits(kR * ex2(s[4 * n + e] - shift[e / 2]));
+          row_sum[e / 2] += uint32_t(p_code[4 * n + e]);
+        }
+#pragma unroll
+      for (int i = 0; i < 2; ++i) l[i] += float(int(row_sum[i] - uint32_t(kBc / 4) * uint32_t(kMagicBits)));
+    }
   };
   // After P·V_j has landed: O += float(P·V_j) (full INT8), then O ·= α of the next tile.
   auto finish_tile = [&](const float (&alpha)[2], bool rescale) {
     if constexpr (!VHalf) {
 #pragma unroll
-      for (int e = 0; e < D / 2; ++e) o[e] += float(acc[e]);
+      for (int e = 0; e < D / 2; ++e) o[e] += exact_float(acc[e]);
     }
     if (rescale && __any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) {
 #pragma unroll
@@ -283,16 +305,16 @@ __global__ void __launch_bounds__(IntHopperTile<VHalf>::kThreads, 1) int_flash_s
 #endif
 }
 
-template <bool VHalf>
+template <bool VHalf, bool Dump>
 cudaError_t launch(const IntFlashArgs& a, cudaStream_t stream) {
   using T = IntHopperTile<VHalf>;
-  if (const cudaError_t e = cudaFuncSetAttribute(int_flash_sm90_kernel<VHalf>,
+  if (const cudaError_t e = cudaFuncSetAttribute(int_flash_sm90_kernel<VHalf, Dump>,
                                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                  static_cast<int>(T::kSmemBytes));
       e != cudaSuccess)
     return e;
   const dim3 grid((a.q_len + T::kBr - 1) / T::kBr, a.batch * a.q_heads);
-  int_flash_sm90_kernel<VHalf><<<grid, T::kThreads, T::kSmemBytes, stream>>>(a);
+  int_flash_sm90_kernel<VHalf, Dump><<<grid, T::kThreads, T::kSmemBytes, stream>>>(a);
   return cudaGetLastError();
 }
 
@@ -304,7 +326,8 @@ cudaError_t int_flash_sm90_forward(const IntFlashArgs& a, cudaStream_t stream) {
   if (a.head_dim != IntHopperTile<false>::kD || a.kv_pad % 16 != 0 || a.kv_pad < a.kv_len ||
       (a.v_fp16 && a.v16 == nullptr))
     return cudaErrorInvalidValue;
-  return a.v_fp16 ? launch<true>(a, stream) : launch<false>(a, stream);
+  if (a.scores) return a.v_fp16 ? launch<true, true>(a, stream) : launch<false, true>(a, stream);
+  return a.v_fp16 ? launch<true, false>(a, stream) : launch<false, false>(a, stream);
 }
 
 }  // namespace attnlab::kernels

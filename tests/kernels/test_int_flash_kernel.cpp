@@ -19,11 +19,15 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <cuda_runtime.h>
+
 #include <chrono>
 #include <cmath>
 
 namespace attnlab {
 namespace {
+
+uint64_t fresh_seed() { return uint64_t(std::chrono::steady_clock::now().time_since_epoch().count()); }
 
 // The kernel generations that run (d, …) here: mma.sync always; wgmma at d = 128 where the sm_90a kernel
 // can run.
@@ -69,7 +73,7 @@ void check_case(int64_t d, int64_t n, bool causal, bool gqa, uint64_t seed, bool
 TEST_CASE("int_flash kernel equals the int_flash reference up to rare P-code flips", "[gpu][kernels]") {
   const kernels::DeviceInfo dev = kernels::probe_device();
   if (!dev.usable) ATTNLAB_SKIP(dev.reason);
-  const uint64_t seed = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+  const uint64_t seed = fresh_seed();
   if (!kernels::warpgroup_mma_available()) WARN("no sm_90a kernel on this GPU: only the mma.sync kernels are tested");
   for (int64_t d : {64, 128})
     for (kernels::KernelPath path : paths_for(d))
@@ -77,6 +81,43 @@ TEST_CASE("int_flash kernel equals the int_flash reference up to rare P-code fli
         for (bool causal : {false, true})
           for (bool gqa : {false, true})
             for (bool half : {false, true}) check_case(d, n, causal, gqa, seed + n + d, half, path);
+}
+
+// Alg. 1 l. 9's integer part is deterministic: whatever the MMA shape and order, the kernel's INT32
+// S must equal Q_int·K_intᵀ computed here from the same codes (read back from the device), element for
+// element, at every position a row sees.
+TEST_CASE("int_flash kernel: INT32 scores equal Q_int·K_intᵀ exactly", "[gpu][kernels]") {
+  const kernels::DeviceInfo dev = kernels::probe_device();
+  if (!dev.usable) ATTNLAB_SKIP(dev.reason);
+  for (int64_t d : {64, 128})
+    for (kernels::KernelPath path : paths_for(d))
+      for (bool half : {false, true}) {
+        Problem p;
+        p.batch = 2, p.q_heads = 4, p.kv_heads = 2, p.head_dim = d, p.q_len = 300, p.kv_len = 300, p.causal = true;
+        const uint64_t seed = fresh_seed();
+        const QKV in = data::generate(p, "llm_like", ParamValues::defaults(data::find_generator("llm_like")->params), seed);
+        const kernels::IntFlashInputs dev_in = kernels::upload_int8(p, in, half);
+        const kernels::IntFlashOutput out = kernels::int_flash_once(p, dev_in, path, true);
+        INFO(fmt::format("{} d={} half={} seed={}", kernels::to_string(out.path), d, half, seed));
+        std::vector<int8_t> q(dev_in.q.bytes()), k(dev_in.k.bytes());
+        REQUIRE(cudaMemcpy(q.data(), dev_in.q.as<void>(), q.size(), cudaMemcpyDeviceToHost) == cudaSuccess);
+        REQUIRE(cudaMemcpy(k.data(), dev_in.k.as<void>(), k.size(), cudaMemcpyDeviceToHost) == cudaSuccess);
+        int64_t checked = 0, bad = 0;
+        for (int64_t bh = 0; bh < p.batch * p.q_heads; ++bh) {
+          const int64_t bkv = (bh / p.q_heads) * p.kv_heads + (bh % p.q_heads) / (p.q_heads / p.kv_heads);
+          for (int64_t r = 0; r < p.q_len; ++r)
+            for (int64_t c = 0; c < p.visible_keys(r); ++c) {
+              int64_t dot = 0;
+              for (int64_t x = 0; x < d; ++x)
+                dot += int64_t(q[size_t((bh * p.q_len + r) * d + x)]) * k[size_t((bkv * p.kv_len + c) * d + x)];
+              const int32_t got = out.scores[size_t((bh * p.q_len + r) * p.kv_len + c)];
+              ++checked;
+              if (got != dot && bad++ < 3) FAIL_CHECK(fmt::format("S[{}, {}, {}] = {} vs {}", bh, r, c, got, dot));
+            }
+        }
+        CHECK(bad == 0);
+        CHECK(checked > 0);
+      }
 }
 
 TEST_CASE("int_flash kernel: small shapes for the sanitizers", "[gpu][sanitize]") {
