@@ -1,6 +1,7 @@
 // attnlab kernels: the kernel backend (backend.h states what it does).
 #include "kernels/backend.h"
 
+#include "core/kernel_traits.h"
 #include "core/metrics.h"
 #include "kernels/cuda_check.h"
 #include "kernels/flash2_host.h"
@@ -14,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <stdexcept>
 #include <vector>
 
 namespace attnlab::kernels {
@@ -63,6 +65,31 @@ KernelResult result_of(const Problem& p, const Tensor& o, const std::vector<floa
 
 double arch_of(KernelPath path) { return path == KernelPath::warpgroup_mma ? 90.0 : 80.0; }
 
+KernelPath chosen_path(const VariantRequest& v) {
+  const std::string& choice = v.params.choice("kernel");
+  return choice == "wgmma" ? KernelPath::warpgroup_mma : choice == "mma_sync" ? KernelPath::warp_mma : KernelPath::automatic;
+}
+
+// int_flash's codes P = ⌊127·e^{S − m}⌉ take m as the running max after each B_c-key tile, so a kernel
+// computes the reference's function only at the reference's block_c: the mma.sync kernel's tiles are 64
+// keys, the wgmma kernel's 128 (core/kernel_traits.h). `auto` takes the generation whose B_c matches.
+// Returns "" and sets `path`, or the reason no kernel computes this variant's function.
+std::string int_flash_path(const VariantRequest& v, int d, KernelPath& path) {
+  const int bc = static_cast<int>(v.params.integer("block_c"));
+  const KernelTraits* sync = find_kernel_traits("int_flash", d, 80);
+  const KernelTraits* group = find_kernel_traits("int_flash", d, 90);
+  const bool group_runs = group && group->arch == 90 && warpgroup_mma_available() && int_flash_sm90_supports(d);
+  const KernelPath asked = chosen_path(v);
+  if (asked != KernelPath::warp_mma && group_runs && bc == group->block_c) return path = KernelPath::warpgroup_mma, "";
+  if (asked == KernelPath::warpgroup_mma)
+    return group_runs ? fmt::format("kernel = wgmma computes with B_c = {} keys: set block_c = {}", group->block_c,
+                                    group->block_c)
+                      : "kernel = wgmma needs head_dim 128, a compute-capability-9.0 GPU and a build for sm_90a";
+  if (bc == sync->block_c) return path = KernelPath::warp_mma, "";
+  return fmt::format("the int_flash kernels compute with B_c = {} keys (mma.sync){}: set block_c to match", sync->block_c,
+                     group_runs ? fmt::format(" or {} (wgmma)", group->block_c) : "");
+}
+
 }  // namespace
 
 KernelBackend::KernelBackend() : device_(probe_device()) {}
@@ -79,9 +106,8 @@ std::string KernelBackend::cannot_run(const VariantRequest& v, const Experiment&
   if (v.id == "int_flash") {
     if (!int_flash_supports(d)) return fmt::format("no int_flash kernel for head_dim {} (compiled: 64, 128)", d);
     if (v.params.integer("r_p") != 127) return "the kernel implements Alg. 1's R = 127 (r_p = 127)";
-    if (v.params.choice("kernel") == "wgmma" && !(warpgroup_mma_available() && int_flash_sm90_supports(d)))
-      return "kernel = wgmma needs head_dim 128, a compute-capability-9.0 GPU and a build for sm_90a";
-    return "";
+    KernelPath path;
+    return int_flash_path(v, d, path);
   }
   return "no kernel for this variant yet";
 }
@@ -91,11 +117,10 @@ void KernelBackend::run(const Experiment& e, const VariantRequest& v, const QKV&
   const Problem& p = e.problem;
   const size_t rows = size_t(p.batch * p.q_heads * p.q_len);
   DeviceBuffer o(size_t(p.q_shape().count()) * sizeof(__half)), lse(rows * sizeof(float));
-  const std::string& choice = v.params.choice("kernel");
-  const KernelPath path = choice == "wgmma"      ? KernelPath::warpgroup_mma
-                          : choice == "mma_sync" ? KernelPath::warp_mma
-                                                 : KernelPath::automatic;
   if (v.id == "int_flash") {
+    KernelPath path = KernelPath::warp_mma;
+    if (const std::string why = int_flash_path(v, static_cast<int>(p.head_dim), path); !why.empty())
+      throw std::runtime_error(why);
     // Alg. 1's storage format: INT8 Q, K, V and FP32 scales in HBM before the kernel starts.
     std::vector<IntFlashInputs> sets;
     const bool half = v.params.flag("v_fp16");
@@ -120,7 +145,7 @@ void KernelBackend::run(const Experiment& e, const VariantRequest& v, const QKV&
   sets.push_back(upload_fp16(in));
   const size_t copies = input_copies(sets[0].bytes());
   while (sets.size() < copies) sets.push_back(upload_fp16(in));
-  const Flash2Output once = flash2_once(p, sets[0], device_.sm_count, path);
+  const Flash2Output once = flash2_once(p, sets[0], device_.sm_count, chosen_path(v));
   std::vector<Flash2Args> args;
   for (const auto& s : sets) {
     args.push_back(flash2_args(p, s, o.as<__half>(), lse.as<float>(), device_.sm_count));

@@ -7,7 +7,10 @@
 // can round the other way. One such flip moves ℓ by 1 (ℓ ≥ 127: the row's maximum has code 127) and the
 // output by at most 2·s_V·127/ℓ ≤ 2·max|V| / 127 per row. Flips are rare, so over the whole output the
 // kernel's error against FP64 stays within 1.05× the reference's.
+// The codes use the running max after each B_c-key tile, so the reference runs at the kernel's B_c (64 for
+// mma.sync, 128 for wgmma): at another B_c the two would compute different, equally valid, functions.
 #include "core/ground_truth.h"
+#include "core/kernel_traits.h"
 #include "core/metrics.h"
 #include "core/data/generators.h"
 #include "core/registry.h"
@@ -46,6 +49,9 @@ void check_case(int64_t d, int64_t n, bool causal, bool gqa, uint64_t seed, bool
   const VariantSpec& f = *find_variant("int_flash");
   ParamValues params = ParamValues::defaults(f.params);
   params.set(f.params, "v_fp16", half, "test");
+  // The codes use the running max after each B_c-key tile: the reference runs at the kernel's B_c.
+  const int arch = path == kernels::KernelPath::warpgroup_mma ? 90 : 80;
+  params.set(f.params, "block_c", int64_t(find_kernel_traits("int_flash", int(d), arch)->block_c), "test");
   const ReferenceOutput ref = f.reference(p, in, params, {});
   const kernels::IntFlashOutput out = kernels::int_flash_once(p, kernels::upload_int8(p, in, half), path);
   INFO(fmt::format("{} d={} N={} causal={} gqa={} half={} seed={}", kernels::to_string(out.path), d, n, causal, gqa,
