@@ -27,8 +27,8 @@ inline constexpr KernelTraits kKernelTraits[] = {
     //  variant      d   arch B_r  B_c  warps stages regs splits
     {"flash2",      64,  80,  128, 64,  4,    2,     218, 128},
     {"flash2",      128, 80,  128, 64,  4,    2,     255, 128},
-    {"flash2",      64,  90,  128, 128, 8,    3,     158, 1},
-    {"flash2",      128, 90,  128, 128, 8,    3,     197, 1},
+    {"flash2",      64,  90,  128, 128, 8,    3,     168, 1},
+    {"flash2",      128, 90,  128, 128, 8,    3,     213, 1},
     {"int_flash",   64,  80,  128, 64,  4,    2,     215, 1},
     {"int_flash",   128, 80,  128, 64,  4,    2,     255, 1},
     {"int_flash",   128, 90,  128, 128, 8,    3,     255, 1},

@@ -229,11 +229,22 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
     s.per_tile.ops[Unit::sfu] = scores;
     s.per_tile.ops[Unit::cvt] = scores * f->cvt_per_score;
   }
+  if (v.id == "int_flash" && !v.params.flag("v_fp16") && s.warpgroup_mma) {
+    // The wgmma kernel moves every conversion off the conversion pipe (kernels/mma.cuh: exact int↔float
+    // through 1.5·2²³): per score, S = bits + IADD then FADD, two FMULs for the scales, the softmax's three
+    // FP32 ops, one FFMA that rounds 127·p; IADD for ℓ's integer row sum and ¾ PRMT to pack the codes; per
+    // P·V output element and tile, IADD + 2 FADD to add the INT32 product into O.
+    s.per_tile.ops[Unit::fp32_fma] = scores * (3 + 4) + rows_per_cta * d * (1 + 2);
+    s.per_tile.ops[Unit::int32] = scores * 2.75 + rows_per_cta * d;
+    s.per_tile.ops[Unit::cvt] = 0;
+    s.explain.push_back("int_flash on wgmma: conversions as exact FP32/integer arithmetic (no conversion pipe)");
+  }
   s.per_tile.ops[Unit::cvt] += 2 * Bc * d * f->cvt_per_kv;
   if (f->int32_per_kv > 0) s.per_tile.ops[Unit::int32] += 2 * Bc * d * f->int32_per_kv;
   if (v.id == "turbo" && !decode) s.per_tile.ops[Unit::fp32_fma] += 2 * Bc * d * 2;  // per-tile max|·| and divide
   // Issue slots: every thread-instruction takes one, whichever pipe runs it; an MMA is one warp
-  // instruction (32 slots) per m16n8k16 (FP16, FP8: 4096 flops) or m16n8k32 (INT8: 8192 flops).
+  // instruction (32 slots) per m16n8k16 (FP16, FP8: 4096 flops) or m16n8k32 (INT8: 8192 flops) — for a
+  // wgmma kernel an upper bound (one wgmma does the work of 16 to 64 of those).
   s.per_tile.ops[Unit::issue] = issue_slots(s.per_tile.ops);
 
   // Per query row: Q (and its scale) in, O and the logsumexp out. Per CTA: Q's scaling, O / ℓ.

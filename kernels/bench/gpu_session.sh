@@ -25,6 +25,6 @@ compute-sanitizer --tool racecheck --error-exitcode 9 build-gpu/bin/attnlab_test
 echo "exit $?"; grep -E "RACECHECK SUMMARY|passed|failed" "$out/racecheck.log" | tail -3
 step "attnlab bench (bench.log)"
 build-gpu/bin/attnlab bench --config "${BENCH_CONFIG:-configs/bench-gpu.json}" --out "$out/ours.json" >"$out/bench.log" 2>&1
-echo "exit $?"; awk '{print $1, $2, $3, $4, $5, $(NF-3), $(NF-2), $(NF-1), $NF}' "$out/bench.log" | column -t | cut -c1-150
+echo "exit $?"; awk 'NF > 8 {printf "%-20s %-10s %-12s %s %-7s %9s %9s %9s\n", $1, $2, $4, $5, ($6 == "causal" ? "causal" : ""), $(NF-6), $(NF-1), $NF}' "$out/bench.log"
 step "PyTorch SDPA on the same shapes"
 PYTHONUNBUFFERED=1 python3 kernels/bench/sdpa_bench.py --out-dir "$out" --ours "$out/ours.json" 2>&1 | tee "$out/sdpa.log"
