@@ -3,6 +3,7 @@
 
 #include "core/kernel_traits.h"
 #include "core/metrics.h"
+#include "core/variants/shared_probes.h"
 #include "kernels/cuda_check.h"
 #include "kernels/flash2_host.h"
 #include "kernels/flash2_sm90.h"
@@ -61,6 +62,21 @@ KernelResult result_of(const Problem& p, const Tensor& o, const std::vector<floa
   kr.probes["lse"] = {{p.batch, p.q_heads, p.q_len}, std::vector<double>(lse.begin(), lse.end()), {}, "logit",
                       "logsumexp per row, read back from the GPU"};
   return kr;
+}
+
+// The scales the GPU computed for int_flash's inputs, under the reference's probe names and shapes, so the
+// two backends' values sit side by side.
+void add_gpu_scales(Probes& probes, const Problem& p, const IntFlashInputs& in) {
+  std::vector<std::vector<float>> s_q, s_k, s_v;
+  for (int64_t bh = 0; bh < p.batch * p.q_heads; ++bh)
+    s_q.emplace_back(in.scales_q.begin() + bh * p.q_len, in.scales_q.begin() + (bh + 1) * p.q_len);
+  for (int64_t bkv = 0; bkv < p.batch * p.kv_heads; ++bkv) {
+    s_k.emplace_back(in.scales_k.begin() + bkv * in.kv_pad, in.scales_k.begin() + bkv * in.kv_pad + p.kv_len);
+    if (!in.v_fp16) s_v.push_back({in.scales_v[size_t(bkv)]});
+  }
+  probes["scales.q"] = variants::per_head(p, p.q_heads, s_q, "S_Q per query token, computed on the GPU");
+  probes["scales.k"] = variants::per_head(p, p.kv_heads, s_k, "S_K per key token, computed on the GPU");
+  if (!in.v_fp16) probes["scales.v"] = variants::per_head(p, p.kv_heads, s_v, "S_V per (batch, KV head), computed on the GPU");
 }
 
 double arch_of(KernelPath path) { return path == KernelPath::warpgroup_mma ? 90.0 : 80.0; }
@@ -135,6 +151,7 @@ void KernelBackend::run(const Experiment& e, const VariantRequest& v, const QKV&
     }
     const auto ms = time_launches([&](size_t c) { ATTNLAB_CUDA(int_flash_forward(args[c], nullptr)); }, copies);
     into.kernel = result_of(p, once.o, once.lse, truth, ms, double(sets[0].bytes() + o.bytes() + lse.bytes()));
+    add_gpu_scales(into.kernel->probes, p, sets[0]);
     into.kernel->probes["kernel.launch"] = labelled(
         {"input_sets", "timed_runs", "arch"}, {double(copies), double(kTimedRuns), arch_of(once.path)}, "",
         "rotating input copies, timed launches, kernel generation (80 mma.sync, 90 wgmma)");

@@ -1,6 +1,6 @@
 #include "kernels/int_flash_host.h"
 
-#include "core/quant/quantize.h"
+#include "kernels/quantize_int8.h"
 
 #include <cuda_fp16.h>
 #include <fmt/format.h>
@@ -20,10 +20,6 @@ DeviceBuffer upload(const std::vector<T>& h) {
   return d;
 }
 
-quant::Quantized int8_of(const float* x, int64_t rows, int64_t cols, quant::Granularity g) {
-  return quant::quantize(x, rows, cols, quant::Spec{.bits = 8, .granularity = g, .q_max = 127});
-}
-
 }  // namespace
 
 int vt_key_at(int position) {
@@ -33,38 +29,44 @@ int vt_key_at(int position) {
 
 IntFlashInputs upload_int8(const Problem& p, const QKV& in, bool v_fp16) {
   const int64_t d = p.head_dim, kv_pad = (p.kv_len + 15) / 16 * 16;
-  std::vector<int8_t> q(size_t(p.q_shape().count())), k(size_t(p.kv_shape().count()));
-  std::vector<int8_t> vt(size_t(p.batch * p.kv_heads * d * kv_pad), 0);
-  std::vector<float> s_q(size_t(p.batch * p.q_heads * p.q_len)), s_k(size_t(p.batch * p.kv_heads * kv_pad), 0.f);
-  std::vector<float> s_v(size_t(p.batch * p.kv_heads));
-  for (int64_t b = 0; b < p.batch; ++b) {
-    for (int64_t h = 0; h < p.q_heads; ++h) {  // Q: one scale per token (§3.2)
-      const quant::Quantized x = int8_of(in.q.head(b, h).data(), p.q_len, d, quant::Granularity::token);
-      const size_t at = size_t((b * p.q_heads + h) * p.q_len);
-      std::copy(x.q.begin(), x.q.end(), q.begin() + std::ptrdiff_t(at * d));
-      std::copy(x.scale.begin(), x.scale.end(), s_q.begin() + std::ptrdiff_t(at));
-    }
-    for (int64_t h = 0; h < p.kv_heads; ++h) {  // K per token, V per (batch, KV head)
-      const size_t bkv = size_t(b * p.kv_heads + h);
-      const quant::Quantized x = int8_of(in.k.head(b, h).data(), p.kv_len, d, quant::Granularity::token);
-      std::copy(x.q.begin(), x.q.end(), k.begin() + std::ptrdiff_t(bkv * p.kv_len * d));
-      std::copy(x.scale.begin(), x.scale.end(), s_k.begin() + std::ptrdiff_t(bkv * kv_pad));
-      const quant::Quantized y = int8_of(in.v.head(b, h).data(), p.kv_len, d, quant::Granularity::tensor);
-      s_v[bkv] = y.scale[0];
-      int8_t* vth = vt.data() + bkv * d * kv_pad;
-      for (int64_t pos = 0; pos < kv_pad; ++pos) {
-        const int64_t key = pos / 16 * 16 + vt_key_at(int(pos % 16));
-        if (key >= p.kv_len) continue;
-        for (int64_t c = 0; c < d; ++c) vth[c * kv_pad + pos] = static_cast<int8_t>(y.q[size_t(key * d + c)]);
-      }
-    }
-  }
-  if (v_fp16) {
+  const int64_t q_rows = p.batch * p.q_heads * p.q_len, k_rows = p.batch * p.kv_heads * p.kv_len;
+  const int64_t kv_heads = p.batch * p.kv_heads;
+  const DeviceBuffer xq = upload(in.q.values()), xk = upload(in.k.values());
+  IntFlashInputs r;
+  r.kv_pad = int(kv_pad), r.v_fp16 = v_fp16;
+  r.q = DeviceBuffer(size_t(q_rows * d)), r.k = DeviceBuffer(size_t(k_rows * d));
+  r.s_q = DeviceBuffer(size_t(q_rows) * sizeof(float)), r.s_k = DeviceBuffer(size_t(kv_heads * kv_pad) * sizeof(float));
+  ATTNLAB_CUDA(cudaMemset(r.s_k.as<void>(), 0, r.s_k.bytes()));  // padding keys: scale 0
+  // Q and K: one scale per token (§3.2), computed on the GPU.
+  ATTNLAB_CUDA(quantize_rows_int8(xq.as<float>(), q_rows, int(d), p.q_len, p.q_len, r.q.as<int8_t>(), r.s_q.as<float>(), nullptr));
+  ATTNLAB_CUDA(quantize_rows_int8(xk.as<float>(), k_rows, int(d), p.kv_len, kv_pad, r.k.as<int8_t>(), r.s_k.as<float>(), nullptr));
+  if (v_fp16) {  // half-INT8: V rounded once to FP16, as the reference's v_fp16 keeps it
     std::vector<__half> v16(size_t(p.kv_shape().count()));
     for (size_t i = 0; i < v16.size(); ++i) v16[i] = __float2half_rn(in.v.data()[i]);
-    return {upload(q), upload(k), DeviceBuffer(), upload(s_q), upload(s_k), DeviceBuffer(), upload(v16), int(kv_pad), true};
+    r.v16 = upload(v16);
+  } else {  // V: one scale per (batch, KV head), transposed and key-permuted for the kernel
+    std::vector<int> position_of_key(16);
+    for (int pos = 0; pos < 16; ++pos) position_of_key[size_t(vt_key_at(pos))] = pos;
+    const DeviceBuffer xv = upload(in.v.values()), positions = upload(position_of_key);
+    r.vt = DeviceBuffer(size_t(kv_heads * d * kv_pad));
+    r.s_v = DeviceBuffer(size_t(kv_heads) * sizeof(float));
+    ATTNLAB_CUDA(cudaMemset(r.vt.as<void>(), 0, r.vt.bytes()));  // padding keys: code 0
+    ATTNLAB_CUDA(quantize_heads_int8_vt(xv.as<float>(), int(kv_heads), int(p.kv_len), int(d), int(kv_pad),
+                                        positions.as<int>(), r.vt.as<int8_t>(), r.s_v.as<float>(), nullptr));
   }
-  return {upload(q), upload(k), upload(vt), upload(s_q), upload(s_k), upload(s_v), DeviceBuffer(), int(kv_pad), false};
+  ATTNLAB_CUDA(cudaDeviceSynchronize());
+  // The scales, read back: the probes of the kernel backend, and the check the reference makes on the
+  // host (a non-finite input would give a non-finite scale).
+  auto read = [](const DeviceBuffer& b) {
+    std::vector<float> h(b.bytes() / sizeof(float));
+    ATTNLAB_CUDA(cudaMemcpy(h.data(), b.as<void>(), b.bytes(), cudaMemcpyDeviceToHost));
+    return h;
+  };
+  r.scales_q = read(r.s_q), r.scales_k = read(r.s_k), r.scales_v = read(r.s_v);
+  for (const auto* v : {&r.scales_q, &r.scales_k, &r.scales_v})
+    for (float x : *v)
+      if (!std::isfinite(x)) throw std::runtime_error("int_flash kernel: a non-finite input value (its INT8 scale is not finite)");
+  return r;
 }
 
 IntFlashArgs int_flash_args(const Problem& p, const IntFlashInputs& in, __half* o, float* lse) {

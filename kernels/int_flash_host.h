@@ -1,6 +1,6 @@
 // attnlab kernels: int_flash's inputs as Alg. 1 requires them in HBM — INT8 Q and K with FP32 token
-// scales, INT8 V with one FP32 scale per (batch, KV head) — quantized on the host by the same rules as
-// the reference (core/variants/int_flash.cpp: the generic quantizer, q_max 127), V transposed and
+// scales, INT8 V with one FP32 scale per (batch, KV head) — quantized on the GPU by the reference's rules
+// (quantize_int8.h; the [gpu] tests hold codes and scales equal to the host quantizer's), V transposed and
 // key-permuted for the kernel (int_flash.h). And one launch with poisoned outputs, for the backend and
 // the [gpu] tests.
 #pragma once
@@ -18,6 +18,7 @@ struct IntFlashInputs {
   DeviceBuffer q, k, vt, s_q, s_k, s_v, v16;  // vt and s_v for full INT8; v16 (FP16 V) for half-INT8
   int kv_pad = 0;
   bool v_fp16 = false;
+  std::vector<float> scales_q, scales_k, scales_v;  // s_q, s_k (padded per head), s_v read back from the GPU
   size_t bytes() const {
     return q.bytes() + k.bytes() + vt.bytes() + s_q.bytes() + s_k.bytes() + s_v.bytes() + v16.bytes();
   }

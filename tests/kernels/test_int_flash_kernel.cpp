@@ -13,6 +13,7 @@
 #include "core/kernel_traits.h"
 #include "core/metrics.h"
 #include "core/data/generators.h"
+#include "core/quant/quantize.h"
 #include "core/registry.h"
 #include "kernels/device.h"
 #include "kernels/int_flash_host.h"
@@ -87,6 +88,61 @@ TEST_CASE("int_flash kernel equals the int_flash reference up to rare P-code fli
         for (bool causal : {false, true})
           for (bool gqa : {false, true})
             for (bool half : {false, true}) check_case(d, n, causal, gqa, seed + n + d, half, path);
+}
+
+// The GPU quantizes int_flash's inputs (quantize_int8.h) by the reference quantizer's rules; codes and
+// scales must be identical, element for element, including the edge cases of those rules: an all-zero
+// row (scale 1), a row whose scale would be subnormal (scale 1), outlier channels (llm_like data).
+TEST_CASE("int_flash inputs quantized on the GPU equal the reference quantizer's, bit for bit", "[gpu][kernels]") {
+  const kernels::DeviceInfo dev = kernels::probe_device();
+  if (!dev.usable) ATTNLAB_SKIP(dev.reason);
+  Problem p;
+  p.batch = 2, p.q_heads = 4, p.kv_heads = 2, p.head_dim = 128, p.q_len = 77, p.kv_len = 200;
+  const uint64_t seed = fresh_seed();
+  QKV in = data::generate(p, "llm_like", ParamValues::defaults(data::find_generator("llm_like")->params), seed);
+  for (int64_t c = 0; c < p.head_dim; ++c) in.q.at(0, 1, 5, c) = 0.f, in.k.at(1, 0, 9, c) = 1e-39f * float(c % 3);
+  INFO(fmt::format("seed={}", seed));
+  const kernels::IntFlashInputs gpu = kernels::upload_int8(p, in, false);
+  std::vector<int8_t> q(gpu.q.bytes()), k(gpu.k.bytes()), vt(gpu.vt.bytes());
+  REQUIRE(cudaMemcpy(q.data(), gpu.q.as<void>(), q.size(), cudaMemcpyDeviceToHost) == cudaSuccess);
+  REQUIRE(cudaMemcpy(k.data(), gpu.k.as<void>(), k.size(), cudaMemcpyDeviceToHost) == cudaSuccess);
+  REQUIRE(cudaMemcpy(vt.data(), gpu.vt.as<void>(), vt.size(), cudaMemcpyDeviceToHost) == cudaSuccess);
+  const int64_t d = p.head_dim, pad = gpu.kv_pad;
+  auto host = [](const float* x, int64_t rows, int64_t cols, quant::Granularity g) {
+    return quant::quantize(x, rows, cols, quant::Spec{.bits = 8, .granularity = g, .q_max = 127});
+  };
+  int64_t bad = 0;
+  for (int64_t b = 0; b < p.batch; ++b) {
+    for (int64_t h = 0; h < p.q_heads; ++h) {
+      const quant::Quantized x = host(in.q.head(b, h).data(), p.q_len, d, quant::Granularity::token);
+      const int64_t at = (b * p.q_heads + h) * p.q_len;
+      for (int64_t r = 0; r < p.q_len; ++r) {
+        bad += gpu.scales_q[size_t(at + r)] != x.scale[size_t(r)];
+        for (int64_t c = 0; c < d; ++c) bad += q[size_t((at + r) * d + c)] != x.q[size_t(r * d + c)];
+      }
+    }
+    for (int64_t h = 0; h < p.kv_heads; ++h) {
+      const int64_t bkv = b * p.kv_heads + h;
+      const quant::Quantized x = host(in.k.head(b, h).data(), p.kv_len, d, quant::Granularity::token);
+      const quant::Quantized y = host(in.v.head(b, h).data(), p.kv_len, d, quant::Granularity::tensor);
+      bad += gpu.scales_v[size_t(bkv)] != y.scale[0];
+      for (int64_t r = 0; r < p.kv_len; ++r) {
+        bad += gpu.scales_k[size_t(bkv * pad + r)] != x.scale[size_t(r)];
+        for (int64_t c = 0; c < d; ++c) {
+          bad += k[size_t((bkv * p.kv_len + r) * d + c)] != x.q[size_t(r * d + c)];
+          const int64_t pos = r / 16 * 16 + [&] {  // where key r sits in its group of 16 (int_flash.h)
+            for (int i = 0; i < 16; ++i)
+              if (kernels::vt_key_at(i) == r % 16) return int64_t(i);
+            return int64_t(-1);
+          }();
+          bad += vt[size_t((bkv * d + c) * pad + pos)] != y.q[size_t(r * d + c)];
+        }
+      }
+    }
+  }
+  CHECK(bad == 0);
+  CHECK(gpu.scales_q[size_t(1 * p.q_len + 5)] == 1.0f);  // the zero row: scale 1 by the rule
+  CHECK(gpu.scales_k[size_t(2 * pad + 9)] == 1.0f);      // batch 1, KV head 0, key 9: subnormal span → 1
 }
 
 // Alg. 1 l. 9's integer part is deterministic: whatever the MMA shape and order, the kernel's INT32
