@@ -9,8 +9,8 @@ packages=(
   cmake ninja-build g++ make pkg-config
   # core libraries (DESIGN.md: Debian bookworm packages, nothing vendored)
   libeigen3-dev nlohmann-json3-dev libcli11-dev libfmt-dev
-  # tests
-  catch2
+  # tests: Catch2; stb_image reads the report's browser screenshot; headless Chromium renders the report
+  catch2 libstb-dev chromium fonts-dejavu-core
 )
 
 missing=()

@@ -1,8 +1,12 @@
 #include "app/report/html.h"
 
+#include "app/report/svg.h"
+#include "app/views/chart.h"
 #include "app/views/table.h"
 
 #include <fmt/format.h>
+
+#include <cctype>
 
 namespace attnlab::report {
 
@@ -16,6 +20,8 @@ th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
 th { background: #f2f2f2; } td.text { text-align: left; }
 pre { background: #f7f7f7; padding: 0.8em; overflow-x: auto; }
 .note { color: #666; }
+section.view { margin: 1.2em 0 2em; } section.view h3 { font-size: 1.05em; margin-bottom: 0.2em; }
+svg { max-width: 100%; height: auto; }
 )";
 
 std::string table_html(const views::Table& t) {
@@ -33,7 +39,33 @@ std::string table_html(const views::Table& t) {
   return out + "</table>\n";
 }
 
+// The chart views, grouped under their GUI panel's name, each with its note and a link to its CSV.
+std::string views_html(const std::vector<views::View>& all) {
+  std::string out, panel;
+  for (const auto& v : all) {
+    if (v.panel != panel) out += fmt::format("<h2>{}</h2>\n", escape_html(panel = v.panel));
+    out += fmt::format("<section class=\"view\" id=\"{}\">\n<h3>{}</h3>\n<p class=\"note\">{} "
+                       "<a href=\"views/{}.csv\">CSV</a></p>\n",
+                       escape_html(view_file_stem(v.id)), escape_html(v.title), escape_html(v.note), view_file_stem(v.id));
+    if (const auto* t = std::get_if<views::Table>(&v.body)) {
+      views::Table untitled = *t;
+      const std::string h2 = table_html(untitled);
+      out += h2.substr(h2.find("<table>"));
+    } else {
+      out += render_svg(v);
+    }
+    out += "</section>\n";
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string view_file_stem(const std::string& id) {
+  std::string s;
+  for (char c : id) s += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_') ? c : '_';
+  return s;
+}
 
 std::string escape_html(const std::string& s) {
   std::string out;
@@ -64,6 +96,7 @@ std::string render_html(const Results& r) {
       p.value("batch", 0), p.value("q_heads", 0), p.value("kv_heads", 0), p.value("q_len", 0), p.value("kv_len", 0),
       p.value("head_dim", 0), p.value("causal", false) ? "causal" : "not causal", escape_html(p.value("phase", "")));
   out += table_html(views::results_table(r));
+  out += views_html(views::chart_views(r));
   out += table_html(views::params_table(r));
   out += table_html(views::skipped_table(r));
   const auto& env = r.environment;

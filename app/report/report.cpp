@@ -3,6 +3,7 @@
 #include "app/report/atomic_dir.h"
 #include "app/report/csv.h"
 #include "app/report/html.h"
+#include "app/views/chart.h"
 #include "app/views/table.h"
 #include "core/error.h"
 
@@ -28,6 +29,9 @@ fs::path write_report(const Results& r, const fs::path& dir) {
   write(staged.path() / "index.html", render_html(r));
   write(staged.path() / "results.json", to_json(r).dump(1) + "\n");
   write(staged.path() / "results.csv", to_csv(views::results_table(r)));
+  fs::create_directory(staged.path() / "views");
+  for (const auto& v : views::chart_views(r))
+    write(staged.path() / "views" / (view_file_stem(v.id) + ".csv"), to_csv(views::view_as_table(v)));
   staged.commit();
   return fs::absolute(dir).lexically_normal() / "index.html";
 }

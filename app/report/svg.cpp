@@ -1,0 +1,253 @@
+// attnlab report: chart views (app/views/chart.h) as inline SVG — axes with ticks and units, a colour bar
+// for heatmaps, a legend for series and stacks. Pure string building, no external resources.
+#include "app/report/svg.h"
+
+#include "app/report/html.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+namespace attnlab::report {
+
+namespace {
+
+// Series and stack colours: Okabe–Ito (distinguishable with colour-vision deficiencies), then four of
+// Tol's muted scheme for charts with more stacks than that.
+constexpr std::array<const char*, 12> kPalette = {"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9",
+                                                  "#F0E442", "#000000", "#882255", "#44AA99", "#999933", "#AA4499"};
+// Heatmap colour map: viridis at five anchors, interpolated linearly.
+constexpr std::array<std::array<double, 3>, 5> kViridis = {
+    {{68, 1, 84}, {59, 82, 139}, {33, 145, 140}, {94, 201, 98}, {253, 231, 37}}};
+
+std::string colour_at(double t) {
+  if (!std::isfinite(t)) return "#dddddd";
+  t = std::clamp(t, 0.0, 1.0) * double(kViridis.size() - 1);
+  const size_t i = std::min(size_t(t), kViridis.size() - 2);
+  const double f = t - double(i);
+  auto mix = [&](int c) { return int(std::lround(kViridis[i][size_t(c)] * (1 - f) + kViridis[i + 1][size_t(c)] * f)); };
+  return fmt::format("#{:02x}{:02x}{:02x}", mix(0), mix(1), mix(2));
+}
+
+std::string num(double x) {
+  if (x == 0) return "0";
+  const double a = std::abs(x);
+  if (a >= 1e5 || a < 1e-3) return fmt::format("{:.2g}", x);
+  return fmt::format("{:.4g}", x);
+}
+
+std::string axis_title(const views::Axis& a) { return a.unit.empty() ? a.label : a.label + " (" + a.unit + ")"; }
+
+// A linear or log axis mapping data → pixels, with "nice" ticks (1, 2, 5 × 10^k; decades on log axes).
+struct Scale {
+  double lo, hi;
+  double p0, p1;  // pixel positions of lo and hi
+  bool log;
+  double at(double v) const {
+    const double a = log ? std::log10(lo) : lo, b = log ? std::log10(hi) : hi, x = log ? std::log10(v) : v;
+    return b == a ? (p0 + p1) / 2 : p0 + (x - a) / (b - a) * (p1 - p0);
+  }
+  std::vector<double> ticks(bool integer = false) const {
+    std::vector<double> t;
+    if (log) {
+      for (double d = std::floor(std::log10(lo)); d <= std::ceil(std::log10(hi)); ++d)
+        if (const double v = std::pow(10.0, d); v >= lo * 0.999 && v <= hi * 1.001) t.push_back(v);
+      return t;
+    }
+    const double raw = (hi - lo) / 5, mag = std::pow(10.0, std::floor(std::log10(raw > 0 ? raw : 1)));
+    double step = raw / mag < 1.5 ? mag : raw / mag < 3.5 ? 2 * mag : raw / mag < 7.5 ? 5 * mag : 10 * mag;
+    if (integer) step = std::max(1.0, std::round(step));
+    for (double v = std::ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) t.push_back(std::abs(v) < step * 1e-9 ? 0 : v);
+    return t;
+  }
+};
+
+Scale scale_of(double lo, double hi, double p0, double p1, bool log) {
+  if (!(lo < hi)) lo -= 0.5, hi += 0.5;
+  if (log) lo = std::max(lo, hi * 1e-12);
+  else if (lo > 0 && lo < hi * 0.3) lo = 0;  // include zero when the data nearly reach it
+  if (!log) {
+    const double pad = (hi - lo) * 0.04;
+    hi += pad;
+    if (lo != 0) lo -= pad;
+  }
+  return {lo, hi, p0, p1, log};
+}
+
+struct Frame {
+  int w, h;
+  double left = 70, right = 20, top = 16, bottom = 48;
+  double x0() const { return left; }
+  double x1() const { return w - right; }
+  double y0() const { return h - bottom; }
+  double y1() const { return top; }
+};
+
+std::string open_svg(const Frame& f, const std::string& label) {
+  return fmt::format(
+      "<svg width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" role=\"img\" "
+      "aria-label=\"{2}\" font-family=\"DejaVu Sans, sans-serif\" font-size=\"11\">\n"
+      "<rect x=\"0\" y=\"0\" width=\"{0}\" height=\"{1}\" fill=\"white\"/>\n",
+      f.w, f.h, escape_html(label));
+}
+
+std::string axes(const Frame& f, const Scale& xs, const Scale& ys, const views::Axis& xa, const views::Axis& ya,
+                 bool x_ticks = true) {
+  std::string s = fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#444\"/>\n",
+                              f.x0(), f.y1(), f.x1() - f.x0(), f.y0() - f.y1());
+  for (double t : ys.ticks()) {
+    const double y = ys.at(t);
+    s += fmt::format("<line x1=\"{0}\" x2=\"{1}\" y1=\"{2:.1f}\" y2=\"{2:.1f}\" stroke=\"#e4e4e4\"/>"
+                     "<text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\">{5}</text>\n",
+                     f.x0(), f.x1(), y, f.x0() - 4, y + 4, num(t));
+  }
+  if (x_ticks)
+    for (double t : xs.ticks()) {
+      const double x = xs.at(t);
+      s += fmt::format("<line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#e4e4e4\"/>"
+                       "<text x=\"{0:.1f}\" y=\"{3}\" text-anchor=\"middle\">{4}</text>\n",
+                       x, f.y1(), f.y0(), f.y0() + 14, num(t));
+    }
+  s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", (f.x0() + f.x1()) / 2, f.h - 8,
+                   escape_html(axis_title(xa)));
+  s += fmt::format("<text transform=\"translate(14 {:.1f}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n",
+                   (f.y0() + f.y1()) / 2, escape_html(axis_title(ya)));
+  return s;
+}
+
+std::string legend(const Frame& f, const std::vector<std::pair<std::string, std::string>>& entries) {
+  std::string s;
+  double y = f.y1() + 6;
+  for (const auto& [name, colour] : entries) {
+    s += fmt::format("<rect x=\"{0}\" y=\"{1:.1f}\" width=\"10\" height=\"10\" fill=\"{2}\"/>"
+                     "<text x=\"{3}\" y=\"{4:.1f}\">{5}</text>\n",
+                     f.x1() - 150, y, colour, f.x1() - 136, y + 9, escape_html(name));
+    y += 14;
+  }
+  return s;
+}
+
+std::string heatmap_svg(const views::Heatmap& h, const std::string& label, int w, int height) {
+  Frame f{w, height};
+  f.left = 80, f.right = 90;
+  std::string s = open_svg(f, label);
+  double lo = INFINITY, hi = -INFINITY;
+  for (double v : h.values)
+    if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+  if (!(lo <= hi)) lo = 0, hi = 1;
+  const double cw = (f.x1() - f.x0()) / double(std::max<int64_t>(h.cols, 1));
+  const double ch = (f.y0() - f.y1()) / double(std::max<int64_t>(h.rows, 1));
+  for (int64_t r = 0; r < h.rows; ++r)
+    for (int64_t c = 0; c < h.cols; ++c) {
+      const double v = h.values[size_t(r * h.cols + c)];
+      s += fmt::format("<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" fill=\"{}\"><title>{} · {} {}: "
+                       "{}</title></rect>\n",
+                       f.x0() + double(c) * cw, f.y1() + double(r) * ch, cw + 0.05, ch + 0.05,
+                       colour_at(hi > lo ? (v - lo) / (hi - lo) : 0.5), escape_html(h.row_names.at(size_t(r))),
+                       escape_html(h.x.label), c * h.col_bin, num(v));
+    }
+  const int64_t every = std::max<int64_t>(1, int64_t(std::ceil(12.0 / ch)));  // row labels ≥ 12 px apart
+  for (int64_t r = 0; r < h.rows; r += every)
+    s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", f.x0() - 4,
+                     f.y1() + (double(r) + 0.5) * ch + 4, escape_html(h.row_names.at(size_t(r))));
+  const Scale xs = scale_of(0, double(h.cols * h.col_bin), f.x0(), f.x1(), false);
+  s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#444\"/>\n", f.x0(), f.y1(),
+                   f.x1() - f.x0(), f.y0() - f.y1());
+  const Scale exact{0, double(h.cols * h.col_bin), f.x0(), f.x1(), false};
+  for (double t : xs.ticks(true))
+    if (t <= double(h.cols * h.col_bin))
+      s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", exact.at(t), f.y0() + 14, num(t));
+  s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", (f.x0() + f.x1()) / 2, f.h - 8,
+                   escape_html(axis_title(h.x)));
+  // Colour bar: 40 steps from lo (bottom) to hi (top).
+  const double bx = f.x1() + 16, bh = (f.y0() - f.y1()) / 40;
+  for (int i = 0; i < 40; ++i)
+    s += fmt::format("<rect x=\"{}\" y=\"{:.2f}\" width=\"14\" height=\"{:.2f}\" fill=\"{}\"/>\n", bx,
+                     f.y0() - double(i + 1) * bh, bh + 0.05, colour_at((double(i) + 0.5) / 40));
+  s += fmt::format("<text x=\"{0}\" y=\"{1}\">{2}</text><text x=\"{0}\" y=\"{3:.1f}\">{4}</text>\n", bx + 18, f.y1() + 8,
+                   num(hi), f.y0(), num(lo));
+  s += fmt::format("<text transform=\"translate({} {:.1f}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n", f.w - 6,
+                   (f.y0() + f.y1()) / 2,
+                   escape_html(h.value_unit.empty() ? h.value_label : h.value_label + " (" + h.value_unit + ")"));
+  return s + "</svg>\n";
+}
+
+std::string line_svg(const views::LineChart& c, const std::string& label, int w, int height) {
+  Frame f{w, height};
+  double xl = INFINITY, xh = -INFINITY, yl = INFINITY, yh = -INFINITY;
+  for (const auto& s : c.series)
+    for (size_t i = 0; i < s.x.size(); ++i) {
+      if (!std::isfinite(s.x[i]) || !std::isfinite(s.y[i]) || (c.x.log && s.x[i] <= 0) || (c.y.log && s.y[i] <= 0)) continue;
+      xl = std::min(xl, s.x[i]), xh = std::max(xh, s.x[i]), yl = std::min(yl, s.y[i]), yh = std::max(yh, s.y[i]);
+    }
+  if (!(xl <= xh)) xl = 0, xh = 1, yl = 0, yh = 1;
+  const Scale xs = scale_of(xl, xh, f.x0(), f.x1(), c.x.log), ys = scale_of(yl, yh, f.y0(), f.y1(), c.y.log);
+  std::string s = open_svg(f, label) + axes(f, xs, ys, c.x, c.y);
+  std::vector<std::pair<std::string, std::string>> entries;
+  for (size_t k = 0; k < c.series.size(); ++k) {
+    const auto& se = c.series[k];
+    const std::string colour = kPalette[k % kPalette.size()];
+    entries.emplace_back(se.name, colour);
+    std::string pts;
+    for (size_t i = 0; i < se.x.size(); ++i) {
+      if (!std::isfinite(se.x[i]) || !std::isfinite(se.y[i]) || (c.x.log && se.x[i] <= 0) || (c.y.log && se.y[i] <= 0)) continue;
+      const double x = xs.at(se.x[i]), y = ys.at(se.y[i]);
+      if (se.points)
+        s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"{}\"><title>{}: {}, {}</title></circle>\n", x, y,
+                         colour, escape_html(se.name), num(se.x[i]), num(se.y[i]));
+      else
+        pts += fmt::format("{:.1f},{:.1f} ", x, y);
+    }
+    if (!se.points && !pts.empty())
+      s += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.6\" points=\"{}\"/>\n", colour, pts);
+  }
+  return s + legend(f, entries) + "</svg>\n";
+}
+
+std::string bar_svg(const views::BarChart& c, const std::string& label, int w, int height) {
+  Frame f{w, height};
+  f.bottom = 70;
+  double top = 0;
+  for (const auto& b : c.bars) {
+    double sum = 0;
+    for (double v : b.segments) sum += std::max(0.0, v);
+    top = std::max(top, sum);
+  }
+  const Scale ys = scale_of(0, top > 0 ? top : 1, f.y0(), f.y1(), false);
+  const Scale xs{0, 1, f.x0(), f.x1(), false};
+  std::string s = open_svg(f, label) + axes(f, xs, ys, {c.x_label, ""}, c.y, false);
+  const double slot = (f.x1() - f.x0()) / double(std::max<size_t>(c.bars.size(), 1)), bw = slot * 0.7;
+  for (size_t i = 0; i < c.bars.size(); ++i) {
+    const auto& b = c.bars[i];
+    const double x = f.x0() + double(i) * slot + (slot - bw) / 2;
+    double base = 0;
+    for (size_t k = 0; k < b.segments.size(); ++k) {
+      const double v = std::max(0.0, b.segments[k]);
+      const double y_top = ys.at(base + v), y_bottom = ys.at(base);
+      s += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"{}><title>{} · {}: {}</title></rect>\n",
+                       x, y_top, bw, std::max(0.0, y_bottom - y_top), kPalette[k % kPalette.size()],
+                       b.marked ? " stroke=\"#000\" stroke-width=\"2\"" : "", escape_html(b.label),
+                       escape_html(c.stacks.at(k)), num(b.segments[k]));
+      base += v;
+    }
+    s += fmt::format("<text transform=\"translate({:.1f} {}) rotate(-35)\" text-anchor=\"end\">{}{}</text>\n", x + bw / 2,
+                     f.y0() + 12, escape_html(b.label), b.marked ? " ●" : "");
+  }
+  std::vector<std::pair<std::string, std::string>> entries;
+  for (size_t k = 0; k < c.stacks.size(); ++k) entries.emplace_back(c.stacks[k], kPalette[k % kPalette.size()]);
+  if (!c.mark_meaning.empty()) entries.emplace_back("● outlined: " + c.mark_meaning, "#ffffff");
+  return s + legend(f, entries) + "</svg>\n";
+}
+
+}  // namespace
+
+std::string render_svg(const views::View& v, int width, int height) {
+  if (const auto* h = std::get_if<views::Heatmap>(&v.body)) return heatmap_svg(*h, v.title, width, height);
+  if (const auto* c = std::get_if<views::LineChart>(&v.body)) return line_svg(*c, v.title, width, height);
+  if (const auto* b = std::get_if<views::BarChart>(&v.body)) return bar_svg(*b, v.title, width, height);
+  return "";  // tables are HTML, not SVG
+}
+
+}  // namespace attnlab::report

@@ -1,0 +1,129 @@
+// The report's charts: SVG elements per view kind, a self-contained index.html with a chart in every view's
+// section, a CSV per view, and a page headless Chromium renders to a non-blank image.
+#include "app/report/html.h"
+#include "app/report/report.h"
+#include "app/report/svg.h"
+#include "app/views/chart.h"
+#include "tests/catch.h"
+#include "tests/support/sample_results.h"
+
+#include <fmt/format.h>
+#include <stb/stb_image.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+namespace attnlab::report {
+namespace {
+
+namespace fs = std::filesystem;
+
+int64_t count(const std::string& s, const std::string& what) {
+  int64_t n = 0;
+  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+  return n;
+}
+
+std::string read(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+TEST_CASE("render_svg: a heatmap cell per value with its numbers, a colour bar, escaped labels", "[report]") {
+  views::Heatmap h;
+  h.rows = 2, h.cols = 3, h.values = {1, 2, 3, 4, 5, 6}, h.row_names = {"b0 <h0>", "b0 h1"};
+  h.x = {"block", ""}, h.value_label = "scale";
+  const std::string svg = render_svg({"t", "Block scales", "a & b", "", h});
+  CHECK(svg.rfind("<svg", 0) == 0);
+  CHECK(count(svg, "<title>") == 6);        // one tooltip per cell
+  CHECK(count(svg, "width=\"14\"") == 40);  // the colour bar's steps
+  CHECK(svg.find("b0 &lt;h0&gt;") != std::string::npos);
+  CHECK(svg.find("<h0>") == std::string::npos);
+  CHECK(svg.find("aria-label=\"a &amp; b\"") != std::string::npos);
+}
+
+TEST_CASE("render_svg: one polyline per line series, circles for points, a legend entry each", "[report]") {
+  views::LineChart c;
+  c.x = {"x", ""}, c.y = {"y", "ms"};
+  c.series = {{"one", {0, 1, 2}, {1, 2, 3}}, {"two", {0, 1, 2}, {3, 2, 1}}, {"pts", {1, 2}, {2, 2}, true}};
+  const std::string svg = render_svg({"t", "p", "title", "", c});
+  CHECK(count(svg, "<polyline") == 2);
+  CHECK(count(svg, "<circle") == 2);
+  CHECK(svg.find(">two</text>") != std::string::npos);
+  CHECK(svg.find("y (ms)") != std::string::npos);  // axis title with unit
+  views::LineChart log = c;
+  log.x.log = log.y.log = true;
+  log.series = {{"s", {0, 10, 1000}, {0, 5, 50}}};  // x = 0 cannot sit on a log axis: dropped
+  const std::string log_svg = render_svg({"t", "p", "title", "", log});
+  const size_t at = log_svg.find("points=\"");
+  REQUIRE(at != std::string::npos);
+  CHECK(count(log_svg.substr(at, log_svg.find('"', at + 8) - at), ",") == 2);  // two points in the polyline
+}
+
+TEST_CASE("render_svg: stacked bars, marked bars outlined, and nothing for a table", "[report]") {
+  views::BarChart b;
+  b.y = {"bytes", "bytes"}, b.stacks = {"q", "k"}, b.mark_meaning = "2-bit";
+  b.bars = {{"a", {1, 2}, false}, {"b", {3, 4}, true}};
+  const std::string svg = render_svg({"t", "p", "title", "", b});
+  CHECK(count(svg, "<title>") == 4);  // one per segment
+  CHECK(count(svg, "stroke-width=\"2\"") == 2);
+  CHECK(svg.find("2-bit") != std::string::npos);
+  CHECK(render_svg({"t", "p", "title", "", views::Table{}}).empty());
+}
+
+TEST_CASE("report: self-contained index.html, a chart in every view, a CSV per view", "[report]") {
+  const Results r = test::small_results();
+  const fs::path dir = fs::path(ATTNLAB_TEST_TMP) / "report_charts";
+  fs::remove_all(dir);
+  write_report(r, dir);
+  const std::string html = read(dir / "index.html");
+  // No external resource: no scripts, stylesheets, images, frames or fonts fetched from anywhere.
+  CHECK_FALSE(std::regex_search(html, std::regex(R"(<script|<link|<img|<iframe|@import|url\(|src=)", std::regex::icase)));
+  CHECK_FALSE(std::regex_search(html, std::regex(R"(href="(https?:|//))", std::regex::icase)));
+  const std::vector<views::View> all = views::chart_views(r);
+  REQUIRE(all.size() >= 10);
+  for (const auto& v : all) {
+    INFO(v.id);
+    const size_t at = html.find(fmt::format("<section class=\"view\" id=\"{}\">", view_file_stem(v.id)));
+    REQUIRE(at != std::string::npos);
+    const std::string section = html.substr(at, html.find("</section>", at) - at);
+    const bool table = std::holds_alternative<views::Table>(v.body);
+    CHECK(section.find(table ? "<table>" : "<svg") != std::string::npos);
+    CHECK(fs::file_size(dir / "views" / (view_file_stem(v.id) + ".csv")) > 0);
+  }
+}
+
+// The page as a browser draws it: headless Chromium (installed by scripts/install-deps.sh) screenshots
+// index.html; the image must have the window's size and not be blank (its luminance varies).
+TEST_CASE("report: headless Chromium renders index.html to a non-blank image", "[report][browser]") {
+  const Results r = test::small_results();
+  const fs::path dir = fs::path(ATTNLAB_TEST_TMP) / "report_browser";
+  fs::remove_all(dir);
+  write_report(r, dir);
+  const fs::path png = dir / "shot.png";
+  const std::string cmd = fmt::format(
+      "chromium --headless --no-sandbox --disable-gpu --disable-background-networking --hide-scrollbars "
+      "--window-size=1000,1400 --screenshot='{}' 'file://{}' > '{}' 2>&1",
+      png.string(), fs::absolute(dir / "index.html").string(), (dir / "chromium.log").string());
+  INFO(cmd);
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  int w = 0, h = 0, channels = 0;
+  unsigned char* pixels = stbi_load(png.string().c_str(), &w, &h, &channels, 1);
+  REQUIRE(pixels != nullptr);
+  CHECK(w == 1000);
+  CHECK(h == 1400);
+  double sum = 0, sum2 = 0;
+  for (int i = 0; i < w * h; ++i) sum += pixels[i], sum2 += double(pixels[i]) * pixels[i];
+  stbi_image_free(pixels);
+  const double mean = sum / (w * h), variance = sum2 / (w * h) - mean * mean;
+  INFO(fmt::format("luminance mean {:.1f}, variance {:.1f}", mean, variance));
+  CHECK(variance > 100);  // a blank page is one colour: variance 0; text, tables and charts give thousands
+}
+
+}  // namespace
+}  // namespace attnlab::report
