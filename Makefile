@@ -18,10 +18,14 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
-# With a display the GUI opens on the default experiment (once the GUI exists);
-# otherwise the default report is written to out/report/ and its path printed.
+# With a display the GUI opens on the default experiment; otherwise the default report is written to
+# out/report/ and its path printed. LESSON=name opens configs/lessons/<name>.json instead.
 run: build
-	@$(BUILD)/bin/attnlab report --config configs/default.json --out out/report
+	@if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then \
+	  $(BUILD)/bin/attnlab-gui $(if $(LESSON),--lesson $(LESSON),--config configs/default.json); \
+	else \
+	  $(BUILD)/bin/attnlab report --config $(if $(LESSON),configs/lessons/$(LESSON).json,configs/default.json) --out out/report; \
+	fi
 
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

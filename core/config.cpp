@@ -228,7 +228,8 @@ std::vector<SweepAxis> parse_sweep(const json& j, const std::string& where) {
 Experiment parse_experiment(const json& j, const std::string& base_dir) {
   if (!j.is_object()) fail_input("config", "expected a JSON object");
   reject_unknown(j,
-                 {"title", "description", "problem", "data", "variants", "backends", "gpu_model", "model", "probe", "sweep"},
+                 {"title", "description", "problem", "data", "variants", "backends", "gpu_model", "model", "probe", "sweep",
+                  "lesson"},
                  "config");
   Experiment e;
   auto text = [&](const char* key) -> std::string {
@@ -238,6 +239,15 @@ Experiment parse_experiment(const json& j, const std::string& base_dir) {
   };
   e.title = text("title");
   e.description = text("description");
+  if (j.contains("lesson")) {  // a lesson's explanatory text for the GUI (configs/lessons/)
+    const json& l = j["lesson"];
+    if (!l.is_object()) fail_input("lesson", "expected an object with \"text\" (and optional \"figure\", \"panel\")");
+    reject_unknown(l, {"text", "figure", "panel"}, "lesson");
+    for (const auto& [key, value] : l.items())
+      if (!value.is_string()) fail_input("lesson." + key, "expected a string");
+    if (!l.contains("text")) fail_input("lesson.text", "missing: what the learner should look at");
+    e.lesson = l;
+  }
   const json none;
   e.problem = parse_problem(j.value("problem", none), "problem");
   e.data = parse_data(j.value("data", none), "data", base_dir);
@@ -289,6 +299,7 @@ json to_json(const Experiment& e) {
   json j;
   if (!e.title.empty()) j["title"] = e.title;
   if (!e.description.empty()) j["description"] = e.description;
+  if (!e.lesson.is_null()) j["lesson"] = e.lesson;
   j["problem"] = to_json(e.problem);
   if (!e.data.file.empty()) {
     j["data"] = {{"file", e.data.file}};

@@ -40,6 +40,7 @@ inline const std::vector<std::string> kBackends = {"reference", "kernel", "model
 struct Experiment {
   std::string title;        // optional, for reports and the presets list
   std::string description;  // optional
+  nlohmann::json lesson;    // optional {"text", "figure", "panel"}: a lesson's explanation (the GUI shows it)
   Problem problem;
   DataSpec data;
   std::vector<VariantRequest> variants;

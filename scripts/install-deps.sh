@@ -9,8 +9,11 @@ packages=(
   cmake ninja-build g++ make pkg-config
   # core libraries (DESIGN.md: Debian bookworm packages, nothing vendored)
   libeigen3-dev nlohmann-json3-dev libcli11-dev libfmt-dev
-  # tests: Catch2; stb_image reads the report's browser screenshot; headless Chromium renders the report
-  catch2 libstb-dev chromium fonts-dejavu-core
+  # the GUI: Dear ImGui 1.86 (+ its GLFW/OpenGL 3 backend sources), GLFW, OpenGL headers, stb_image_write
+  libimgui-dev libglfw3-dev libgl-dev libstb-dev
+  # tests: Catch2; Xvfb + Mesa's software OpenGL for the GUI's screenshot test; headless Chromium
+  # renders the report; DejaVu fonts for both (stb_image reads the screenshots back)
+  catch2 xvfb xauth libgl1-mesa-dri chromium fonts-dejavu-core
 )
 
 missing=()

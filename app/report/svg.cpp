@@ -3,78 +3,26 @@
 #include "app/report/svg.h"
 
 #include "app/report/html.h"
+#include "app/views/axis.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 
 namespace attnlab::report {
 
 namespace {
 
-// Series and stack colours: Okabe–Ito (distinguishable with colour-vision deficiencies), then four of
-// Tol's muted scheme for charts with more stacks than that.
-constexpr std::array<const char*, 12> kPalette = {"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9",
-                                                  "#F0E442", "#000000", "#882255", "#44AA99", "#999933", "#AA4499"};
-// Heatmap colour map: viridis at five anchors, interpolated linearly.
-constexpr std::array<std::array<double, 3>, 5> kViridis = {
-    {{68, 1, 84}, {59, 82, 139}, {33, 145, 140}, {94, 201, 98}, {253, 231, 37}}};
-
-std::string colour_at(double t) {
-  if (!std::isfinite(t)) return "#dddddd";
-  t = std::clamp(t, 0.0, 1.0) * double(kViridis.size() - 1);
-  const size_t i = std::min(size_t(t), kViridis.size() - 2);
-  const double f = t - double(i);
-  auto mix = [&](int c) { return int(std::lround(kViridis[i][size_t(c)] * (1 - f) + kViridis[i + 1][size_t(c)] * f)); };
-  return fmt::format("#{:02x}{:02x}{:02x}", mix(0), mix(1), mix(2));
-}
-
-std::string num(double x) {
-  if (x == 0) return "0";
-  const double a = std::abs(x);
-  if (a >= 1e5 || a < 1e-3) return fmt::format("{:.2g}", x);
-  return fmt::format("{:.4g}", x);
-}
+std::string hex(unsigned rgb) { return fmt::format("#{:06x}", rgb); }
+std::string palette(size_t k) { return hex(views::kPalette[k % views::kPalette.size()]); }
+std::string colour_at(double t) { return hex(views::colour_map(t)); }
+std::string num(double x) { return views::tick_label(x); }
 
 std::string axis_title(const views::Axis& a) { return a.unit.empty() ? a.label : a.label + " (" + a.unit + ")"; }
 
-// A linear or log axis mapping data → pixels, with "nice" ticks (1, 2, 5 × 10^k; decades on log axes).
-struct Scale {
-  double lo, hi;
-  double p0, p1;  // pixel positions of lo and hi
-  bool log;
-  double at(double v) const {
-    const double a = log ? std::log10(lo) : lo, b = log ? std::log10(hi) : hi, x = log ? std::log10(v) : v;
-    return b == a ? (p0 + p1) / 2 : p0 + (x - a) / (b - a) * (p1 - p0);
-  }
-  std::vector<double> ticks(bool integer = false) const {
-    std::vector<double> t;
-    if (log) {
-      for (double d = std::floor(std::log10(lo)); d <= std::ceil(std::log10(hi)); ++d)
-        if (const double v = std::pow(10.0, d); v >= lo * 0.999 && v <= hi * 1.001) t.push_back(v);
-      return t;
-    }
-    const double raw = (hi - lo) / 5, mag = std::pow(10.0, std::floor(std::log10(raw > 0 ? raw : 1)));
-    double step = raw / mag < 1.5 ? mag : raw / mag < 3.5 ? 2 * mag : raw / mag < 7.5 ? 5 * mag : 10 * mag;
-    if (integer) step = std::max(1.0, std::round(step));
-    for (double v = std::ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) t.push_back(std::abs(v) < step * 1e-9 ? 0 : v);
-    return t;
-  }
-};
-
-Scale scale_of(double lo, double hi, double p0, double p1, bool log) {
-  if (!(lo < hi)) lo -= 0.5, hi += 0.5;
-  if (log) lo = std::max(lo, hi * 1e-12);
-  else if (lo > 0 && lo < hi * 0.3) lo = 0;  // include zero when the data nearly reach it
-  if (!log) {
-    const double pad = (hi - lo) * 0.04;
-    hi += pad;
-    if (lo != 0) lo -= pad;
-  }
-  return {lo, hi, p0, p1, log};
-}
+using Scale = views::AxisScale;
+Scale scale_of(double lo, double hi, double p0, double p1, bool log) { return views::axis_scale(lo, hi, p0, p1, log); }
 
 struct Frame {
   int w, h;
@@ -188,7 +136,7 @@ std::string line_svg(const views::LineChart& c, const std::string& label, int w,
   std::vector<std::pair<std::string, std::string>> entries;
   for (size_t k = 0; k < c.series.size(); ++k) {
     const auto& se = c.series[k];
-    const std::string colour = kPalette[k % kPalette.size()];
+    const std::string colour = palette(k);
     entries.emplace_back(se.name, colour);
     std::string pts;
     for (size_t i = 0; i < se.x.size(); ++i) {
@@ -227,7 +175,7 @@ std::string bar_svg(const views::BarChart& c, const std::string& label, int w, i
       const double v = std::max(0.0, b.segments[k]);
       const double y_top = ys.at(base + v), y_bottom = ys.at(base);
       s += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"{}><title>{} · {}: {}</title></rect>\n",
-                       x, y_top, bw, std::max(0.0, y_bottom - y_top), kPalette[k % kPalette.size()],
+                       x, y_top, bw, std::max(0.0, y_bottom - y_top), palette(k),
                        b.marked ? " stroke=\"#000\" stroke-width=\"2\"" : "", escape_html(b.label),
                        escape_html(c.stacks.at(k)), num(b.segments[k]));
       base += v;
@@ -236,7 +184,7 @@ std::string bar_svg(const views::BarChart& c, const std::string& label, int w, i
                      f.y0() + 12, escape_html(b.label), b.marked ? " ●" : "");
   }
   std::vector<std::pair<std::string, std::string>> entries;
-  for (size_t k = 0; k < c.stacks.size(); ++k) entries.emplace_back(c.stacks[k], kPalette[k % kPalette.size()]);
+  for (size_t k = 0; k < c.stacks.size(); ++k) entries.emplace_back(c.stacks[k], palette(k));
   if (!c.mark_meaning.empty()) entries.emplace_back("● outlined: " + c.mark_meaning, "#ffffff");
   return s + legend(f, entries) + "</svg>\n";
 }

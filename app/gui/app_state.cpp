@@ -1,0 +1,45 @@
+#include "app/gui/app_state.h"
+
+#include "core/error.h"
+
+#include <cstdio>
+
+namespace attnlab::gui {
+
+AppState::AppState() : experiment(parse_experiment({{"variants", {{{"id", "flash2"}}}}})) {}
+
+bool AppState::load(const std::string& path) {
+  std::snprintf(path_buffer, sizeof(path_buffer), "%s", path.c_str());  // shown for fixing, loaded or not
+  try {
+    Experiment e = load_experiment(path);
+    experiment = std::move(e);
+    config_path = path;
+    error.clear();
+    return true;
+  } catch (const std::exception& ex) {  // InputError names the file and the field
+    error = ex.what();
+    return false;
+  }
+}
+
+void AppState::run() {
+  if (worker.busy()) return;
+  error.clear();
+  worker.start(experiment);
+}
+
+void AppState::poll() {
+  std::optional<Worker::Outcome> done = worker.take();
+  if (!done) return;
+  if (!done->results) {
+    error = done->error;
+    return;
+  }
+  results = std::move(done->results);
+  views = views::chart_views(*results);
+  table = views::results_table(*results);
+  trace_step = 0;
+  device = results->environment.gpu.value_or("no GPU — reference and model only");
+}
+
+}  // namespace attnlab::gui

@@ -1,0 +1,40 @@
+// attnlab gui: what the window shows and edits — the experiment the controls change, the last Results
+// and the views built from them, the last error, the background run, the linked hover, the tile stepper.
+#pragma once
+
+#include "app/gui/plot.h"
+#include "app/gui/worker.h"
+#include "app/views/chart.h"
+#include "app/views/table.h"
+#include "core/config.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attnlab::gui {
+
+struct AppState {
+  AppState();             // starts from a valid experiment (flash2, every default), so the controls always
+                          // have values to show, even when the first config fails to load
+  Experiment experiment;  // what the controls edit; runs start from a copy
+  std::string config_path;
+  std::optional<Results> results;  // the last finished run (kept when a later run or load fails)
+  std::vector<views::View> views;  // chart_views(*results)
+  views::Table table;              // results_table(*results)
+  std::string error;               // the last error, one line (status line); "" when none
+  std::string device;              // the GPU, or why there is none
+  Worker worker;
+  HoverLink link;
+  int trace_step = 0;     // tile stepper: the KV-tile step shown
+  bool playing = false;   // tile stepper: advancing by itself
+  double play_clock = 0;  // seconds until the next step while playing
+  char path_buffer[1024] = {};
+
+  // Loads and validates a config; on error keeps the current experiment and results and sets `error`.
+  bool load(const std::string& path);
+  void run();   // starts a background run of `experiment` (no-op while one runs)
+  void poll();  // takes a finished run's Results or error
+};
+
+}  // namespace attnlab::gui

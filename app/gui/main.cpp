@@ -1,0 +1,168 @@
+// attnlab-gui: the workbench window. Loads a config (or a lesson), runs it on a background thread, and
+// shows every panel at once: the experiment controls and lesson on the left, the status line on top,
+// the results table and the chart panels in a grid.
+//
+//   attnlab-gui [--config F | --lesson NAME] [--screenshot FILE] [--size WxH] [--ui-scale S]
+//
+// --screenshot runs the experiment, renders one frame with all panels, writes it as a PNG, prints the
+// status line (what ran, the last error) on stdout and exits 0 — a bad config included: the error is in
+// the picture, not an exit code.
+#include "app/gui/app_state.h"
+#include "app/gui/panels.h"
+#include "app/gui/screenshot.h"
+#include "app/cli/commands.h"
+
+#include <CLI/CLI.hpp>
+#include <GLFW/glfw3.h>
+#include <fmt/format.h>
+#include <imgui.h>
+#include <imgui_impl_glfw.h>
+#include <imgui_impl_opengl3.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <regex>
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace attnlab;
+
+// The glyphs the labels use beyond Latin: Greek, sub/superscripts, ℓ, arrows, maths, ●.
+const ImWchar kGlyphs[] = {0x0020, 0x00FF, 0x0370, 0x03FF, 0x2000, 0x206F, 0x2070, 0x209F, 0x2100, 0x214F,
+                           0x2190, 0x21FF, 0x2200, 0x22FF, 0x25A0, 0x25FF, 0};
+
+void load_font(float scale) {
+  ImGuiIO& io = ImGui::GetIO();
+  const char* dejavu = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";  // fonts-dejavu-core
+  if (fs::exists(dejavu) && io.Fonts->AddFontFromFileTTF(dejavu, 15.0f * scale, nullptr, kGlyphs)) return;
+  ImFontConfig c;
+  c.SizePixels = 13.0f * scale;
+  io.Fonts->AddFontDefault(&c);
+}
+
+// Windows placed every frame: a fixed layout (no docking in ImGui 1.86) that fits any window size.
+void place(const char* name, float x, float y, float w, float h) {
+  ImGui::SetNextWindowPos(ImVec2(x, y), ImGuiCond_Always);
+  ImGui::SetNextWindowSize(ImVec2(std::max(w, 40.0f), std::max(h, 40.0f)), ImGuiCond_Always);
+  ImGui::Begin(name, nullptr, ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse);
+}
+
+void draw_all(gui::AppState& s, float W, float H) {
+  const float left = std::clamp(W * 0.24f, 180.0f, 420.0f), status = ImGui::GetFontSize() * 3.4f;
+  const bool lesson = s.experiment.lesson.is_object();
+  place("Experiment", 0, 0, left, lesson ? H * 0.62f : H);
+  gui::draw_experiment_panel(s);
+  ImGui::End();
+  if (lesson) {
+    place("Lesson", 0, H * 0.62f, left, H * 0.38f);
+    gui::draw_lesson_panel(s);
+    ImGui::End();
+  }
+  place("Status", left, 0, W - left, status);
+  gui::draw_status_line(s);
+  ImGui::End();
+  // A 4 × 2 grid: results, the five chart panels, the tile stepper.
+  const char* panels[] = {"Block scales", "Channel outliers", "Head priority", "SAS", "HBM traffic"};
+  const float gx = left, gy = status, gw = (W - left) / 4, gh = (H - status) / 2;
+  place("Results", gx, gy, gw * 2, gh);
+  gui::draw_results_table(s);
+  ImGui::End();
+  for (int i = 0; i < 5; ++i) {
+    const int cell = i + 2;
+    place(panels[i], gx + float(cell % 4) * gw, gy + float(cell / 4) * gh, gw, gh);
+    gui::draw_chart_panel(s, panels[i]);
+    ImGui::End();
+  }
+  place("Tile stepper", gx + 3 * gw, gy + gh, gw, gh);
+  gui::draw_tile_stepper(s);
+  ImGui::End();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"attnlab-gui: the quantized-attention workbench"};
+  std::string config, lesson, screenshot, size = "1600x1000";
+  float ui_scale = 1.0f;
+  app.add_option("--config", config, "experiment config (JSON); default: configs/default.json");
+  app.add_option("--lesson", lesson, "open configs/lessons/NAME.json");
+  app.add_option("--screenshot", screenshot, "run, render one frame with all panels to this PNG, exit");
+  app.add_option("--size", size, "window size WxH")->check([](const std::string& v) {
+    return std::regex_match(v, std::regex(R"(\d{2,5}x\d{2,5})")) ? "" : "expected WxH, e.g. 1600x1000";
+  });
+  app.add_option("--ui-scale", ui_scale, "scale of fonts and widgets")->check(CLI::Range(0.5, 4.0));
+  CLI11_PARSE(app, argc, argv);
+  const int W = std::stoi(size.substr(0, size.find('x'))), H = std::stoi(size.substr(size.find('x') + 1));
+  if (config.empty())
+    config = lesson.empty() ? cli::configs_dir() + "/default.json" : cli::configs_dir() + "/lessons/" + lesson + ".json";
+
+  if (!glfwInit()) {
+    std::fprintf(stderr, "attnlab-gui: no display (GLFW could not initialise); use `attnlab report` instead\n");
+    return 1;
+  }
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 0);
+  glfwWindowHint(GLFW_RESIZABLE, screenshot.empty() ? GLFW_TRUE : GLFW_FALSE);
+  GLFWwindow* window = glfwCreateWindow(W, H, "attnlab", nullptr, nullptr);
+  if (!window) {
+    std::fprintf(stderr, "attnlab-gui: could not open an OpenGL 3 window\n");
+    glfwTerminate();
+    return 1;
+  }
+  glfwMakeContextCurrent(window);
+  glfwSwapInterval(1);
+  IMGUI_CHECKVERSION();
+  ImGui::CreateContext();
+  ImGui::GetIO().IniFilename = nullptr;  // the layout is fixed; nothing to remember
+  ImGui::StyleColorsLight();
+  ImGui::GetStyle().ScaleAllSizes(ui_scale);
+  load_font(ui_scale);
+  ImGui_ImplGlfw_InitForOpenGL(window, true);
+  ImGui_ImplOpenGL3_Init("#version 130");
+
+  gui::AppState state;
+  if (state.load(config)) state.run();  // a bad config shows its error; the window stays up
+
+  const auto started = std::chrono::steady_clock::now();
+  int settle = -1;  // screenshot: frames still to draw after the run finished
+  int status = 0;
+  while (!glfwWindowShouldClose(window)) {
+    if (screenshot.empty()) glfwWaitEventsTimeout(state.worker.busy() || state.playing ? 0.05 : 0.5);
+    else glfwPollEvents();
+    state.poll();
+    state.link.next_frame();
+    ImGui_ImplOpenGL3_NewFrame();
+    ImGui_ImplGlfw_NewFrame();
+    ImGui::NewFrame();
+    int fw = 0, fh = 0;
+    glfwGetFramebufferSize(window, &fw, &fh);
+    draw_all(state, float(fw), float(fh));
+    ImGui::Render();
+    glViewport(0, 0, fw, fh);
+    glClearColor(0.94f, 0.94f, 0.94f, 1);
+    glClear(GL_COLOR_BUFFER_BIT);
+    ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+    if (!screenshot.empty()) {
+      const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      if (settle < 0 && (!state.worker.busy() || waited > 300)) settle = 3;  // let the layout settle
+      if (settle == 0) {
+        const std::string why = gui::write_screenshot(screenshot, fw, fh);
+        if (!why.empty()) std::fprintf(stderr, "attnlab-gui: %s\n", why.c_str()), status = 1;
+        std::printf("status: %s%s\n", state.results ? "results shown" : "no results",
+                    state.error.empty() ? "" : ("; error: " + state.error).c_str());
+        break;
+      }
+      if (settle > 0) --settle;
+    }
+    glfwSwapBuffers(window);
+  }
+  state.worker.cancel();
+  ImGui_ImplOpenGL3_Shutdown();
+  ImGui_ImplGlfw_Shutdown();
+  ImGui::DestroyContext();
+  glfwDestroyWindow(window);
+  glfwTerminate();
+  return status;
+}

@@ -1,0 +1,17 @@
+// attnlab gui: the panels, one draw function each (app/gui/panels/<name>.cpp). Each draws into the
+// current ImGui window; main.cpp places the windows.
+#pragma once
+
+#include "app/gui/app_state.h"
+
+namespace attnlab::gui {
+
+void draw_experiment_panel(AppState& s);  // problem, data, backends, GPU model, variants, run/cancel
+void draw_status_line(AppState& s);       // backends that ran, device, progress, last error
+void draw_results_table(AppState& s);     // variants × metrics × backends, sortable
+// Every view of one panel ("Block scales", "Channel outliers", "Head priority", "SAS", "HBM traffic").
+void draw_chart_panel(AppState& s, const char* panel);
+void draw_tile_stepper(AppState& s);      // step/play through the KV loop of the traced row block
+void draw_lesson_panel(AppState& s);      // the lesson's explanation, when the config has one
+
+}  // namespace attnlab::gui

@@ -1,0 +1,182 @@
+// attnlab gui: the Experiment panel — every control edits AppState::experiment through set_value (the
+// config's own validation), so a value the config would reject is never taken; variant parameters get
+// controls generated from their declared specs, clamped to the declared range.
+#include "app/gui/panels.h"
+
+#include "core/data/generators.h"
+#include "core/registry.h"
+#include "sim/gpu_spec.h"
+
+#include <fmt/format.h>
+#include <imgui.h>
+
+#include <algorithm>
+
+namespace attnlab::gui {
+
+namespace {
+
+// Applies one edit on a copy, re-checks the cross-field rules, and keeps it only when both pass.
+void apply(AppState& s, const std::string& path, const nlohmann::json& value) {
+  Experiment e = s.experiment;
+  try {
+    set_value(e, path, value, path);
+    check_experiment(e);
+    s.experiment = std::move(e);
+    s.error.clear();
+  } catch (const std::exception& ex) {
+    s.error = ex.what();
+  }
+}
+
+void int_field(AppState& s, const char* label, const std::string& path, int64_t value, int64_t lo, int64_t hi) {
+  int v = int(value);
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 7);
+  if (ImGui::DragInt(label, &v, 1.0f, int(lo), int(hi), "%d", ImGuiSliderFlags_AlwaysClamp) && v != value)
+    apply(s, path, v);
+}
+
+void param_controls(AppState& s, size_t index, const std::string& prefix, const std::vector<ParamSpec>& specs,
+                    const ParamValues& values) {
+  for (const auto& p : specs) {
+    const std::string path = prefix + p.name, id = fmt::format("{}##{}{}", p.name, index, prefix);
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
+    switch (p.type) {
+      case ParamType::integer: {
+        int v = int(values.integer(p.name));
+        if (ImGui::DragInt(id.c_str(), &v, 0.2f, int(p.min), int(p.max), "%d", ImGuiSliderFlags_AlwaysClamp) &&
+            v != values.integer(p.name))
+          apply(s, path, v);
+        break;
+      }
+      case ParamType::real: {
+        double v = values.real(p.name);
+        const double lo = p.min, hi = p.max;
+        if (ImGui::DragScalar(id.c_str(), ImGuiDataType_Double, &v, float((hi - lo) / 200), &lo, &hi, "%.4g",
+                              ImGuiSliderFlags_AlwaysClamp) && v != values.real(p.name))
+          apply(s, path, v);
+        break;
+      }
+      case ParamType::boolean: {
+        bool v = values.flag(p.name);
+        if (ImGui::Checkbox(id.c_str(), &v)) apply(s, path, v);
+        break;
+      }
+      case ParamType::choice: {
+        const std::string& now = values.choice(p.name);
+        if (ImGui::BeginCombo(id.c_str(), now.c_str())) {
+          for (const auto& c : p.choices)
+            if (ImGui::Selectable(c.c_str(), c == now) && c != now) apply(s, path, c);
+          ImGui::EndCombo();
+        }
+        break;
+      }
+    }
+    if (ImGui::IsItemHovered() && !p.help.empty()) ImGui::SetTooltip("%s", p.help.c_str());
+  }
+}
+
+}  // namespace
+
+void draw_experiment_panel(AppState& s) {
+  Experiment& e = s.experiment;
+  const bool busy = s.worker.busy();
+  ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 4);
+  ImGui::InputText("##config", s.path_buffer, sizeof(s.path_buffer));
+  ImGui::SameLine();
+  if (ImGui::Button("Load") && !busy && s.load(s.path_buffer)) s.run();
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("load a config file (JSON); a bad one keeps the current results");
+
+  if (ImGui::CollapsingHeader("Problem", ImGuiTreeNodeFlags_DefaultOpen)) {
+    const Problem& p = e.problem;
+    int_field(s, "batch", "problem.batch", p.batch, 1, 64);
+    int_field(s, "query heads", "problem.q_heads", p.q_heads, 1, 128);
+    int_field(s, "KV heads", "problem.kv_heads", p.kv_heads, 1, 128);
+    if (p.phase == Phase::prefill) int_field(s, "length", "problem.len", p.kv_len, 1, 65536);
+    else int_field(s, "KV length", "problem.kv_len", p.kv_len, 1, 65536);
+    int_field(s, "head dim", "problem.head_dim", p.head_dim, 8, 256);
+    bool causal = p.causal;
+    if (ImGui::Checkbox("causal", &causal)) apply(s, "problem.causal", causal);
+    int phase = p.phase == Phase::decode ? 1 : 0;
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 7);
+    if (ImGui::Combo("phase", &phase, "prefill\0decode\0")) apply(s, "problem.phase", phase == 1 ? "decode" : "prefill");
+  }
+  if (ImGui::CollapsingHeader("Data", ImGuiTreeNodeFlags_DefaultOpen)) {
+    if (!e.data.file.empty()) {
+      ImGui::TextWrapped("file: %s", e.data.file.c_str());
+    } else {
+      ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
+      if (ImGui::BeginCombo("generator", e.data.generator.c_str())) {
+        for (const auto& g : data::generator_registry())
+          if (ImGui::Selectable(g.name.c_str(), g.name == e.data.generator) && g.name != e.data.generator)
+            apply(s, "data.generator", g.name);
+        ImGui::EndCombo();
+      }
+      int_field(s, "seed", "data.seed", int64_t(e.data.seed), 0, 1 << 30);
+      if (const auto* g = data::find_generator(e.data.generator))
+        param_controls(s, 0, "data.", g->params, e.data.generator_params);
+    }
+  }
+  if (ImGui::CollapsingHeader("Backends and GPU model", ImGuiTreeNodeFlags_DefaultOpen)) {
+    for (const auto& b : kBackends) {
+      bool on = e.wants(b);
+      if (ImGui::Checkbox(b.c_str(), &on)) {
+        std::vector<std::string> next;
+        for (const auto& x : kBackends)
+          if (x == b ? on : e.wants(x)) next.push_back(x);
+        if (next.empty()) s.error = "backends: at least one is needed";
+        else e.backends = next;
+      }
+      ImGui::SameLine();
+    }
+    ImGui::NewLine();
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 9);
+    if (ImGui::BeginCombo("GPU model", e.gpu_model.c_str())) {
+      for (const auto& g : sim::all_gpu_specs())
+        if (ImGui::Selectable(g.id.c_str(), g.id == e.gpu_model)) e.gpu_model = g.id;
+      ImGui::EndCombo();
+    }
+  }
+  if (ImGui::CollapsingHeader("Variants", ImGuiTreeNodeFlags_DefaultOpen)) {
+    std::optional<size_t> remove;
+    for (size_t i = 0; i < e.variants.size(); ++i) {
+      const VariantRequest& v = e.variants[i];
+      const VariantSpec* spec = find_variant(v.id);
+      const std::string name = v.label.empty() ? v.id : v.label;
+      if (ImGui::TreeNode(fmt::format("{}##variant{}", name, i).c_str())) {
+        if (spec) {
+          ImGui::TextWrapped("%s", spec->title.c_str());
+          // Paths address the variant by id; entries sharing an id (labels) change together.
+          param_controls(s, i, v.id + ".", spec->params, v.params);
+        }
+        if (e.variants.size() > 1 && ImGui::SmallButton("remove")) remove = i;
+        ImGui::TreePop();
+      }
+    }
+    if (remove) e.variants.erase(e.variants.begin() + std::ptrdiff_t(*remove));
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 9);
+    if (ImGui::BeginCombo("##add", "add a variant")) {
+      for (const auto& v : variant_registry())
+        if (ImGui::Selectable(v.id.c_str())) {
+          VariantRequest r{v.id, ParamValues::defaults(v.params), ""};
+          Experiment next = e;
+          next.variants.push_back(r);
+          try {
+            check_experiment(next);
+            e = std::move(next);
+          } catch (const std::exception& ex) {
+            s.error = ex.what();
+          }
+        }
+      ImGui::EndCombo();
+    }
+  }
+  ImGui::Separator();
+  if (busy) {
+    if (ImGui::Button("Cancel")) s.worker.cancel();
+  } else if (ImGui::Button("Run")) {
+    s.run();
+  }
+}
+
+}  // namespace attnlab::gui

@@ -1,0 +1,45 @@
+// attnlab gui: the results table (views::results_table: variants × backends × metrics), sortable by any
+// column — numbers by value, text by text.
+#include "app/gui/panels.h"
+
+#include <imgui.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace attnlab::gui {
+
+void draw_results_table(AppState& s) {
+  const views::Table& t = s.table;
+  if (t.columns.empty()) return ImGui::TextUnformatted("no results yet");
+  const ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg |
+                                ImGuiTableFlags_ScrollX | ImGuiTableFlags_ScrollY | ImGuiTableFlags_Resizable;
+  if (!ImGui::BeginTable("results", int(t.columns.size()), flags)) return;
+  for (const auto& c : t.columns)
+    ImGui::TableSetupColumn((c.unit.empty() ? c.title : c.title + " (" + c.unit + ")").c_str());
+  ImGui::TableSetupScrollFreeze(1, 1);
+  ImGui::TableHeadersRow();
+  std::vector<size_t> order(t.rows.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  if (const ImGuiTableSortSpecs* specs = ImGui::TableGetSortSpecs(); specs && specs->SpecsCount > 0) {
+    const int col = specs->Specs[0].ColumnIndex;
+    const bool up = specs->Specs[0].SortDirection == ImGuiSortDirection_Ascending;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      const views::Cell &x = t.rows[a][size_t(col)], &y = t.rows[b][size_t(col)];
+      const bool numbers = !std::isnan(x.value) && !std::isnan(y.value);
+      const bool less = numbers ? x.value < y.value : x.text < y.text;
+      const bool more = numbers ? y.value < x.value : y.text < x.text;
+      return up ? less : more;
+    });
+  }
+  for (size_t i : order) {
+    ImGui::TableNextRow();
+    for (const auto& cell : t.rows[i]) {
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(cell.text.c_str());
+    }
+  }
+  ImGui::EndTable();
+}
+
+}  // namespace attnlab::gui

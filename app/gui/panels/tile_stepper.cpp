@@ -1,0 +1,103 @@
+// attnlab gui: the tile stepper — the traced row block Qᵢ of one variant walking its KV loop (App. D):
+// which tiles are on chip, the running max m and sum ℓ of three of its rows, the bytes loaded so far, and
+// the cost model's tiling beside them. Space steps; Play steps twice a second.
+#include "app/gui/panels.h"
+
+#include "app/views/axis.h"
+
+#include <fmt/format.h>
+#include <imgui.h>
+
+#include <algorithm>
+
+namespace attnlab::gui {
+
+namespace {
+
+const ProbeArray* probe(const VariantResult& v, const char* name) {
+  if (!v.reference) return nullptr;
+  const auto it = v.reference->probes.find(name);
+  return it == v.reference->probes.end() ? nullptr : &it->second;
+}
+
+}  // namespace
+
+void draw_tile_stepper(AppState& s) {
+  static int chosen = 0;  // the variant traced
+  std::vector<const VariantResult*> traced;
+  if (s.results)
+    for (const auto& v : s.results->variants)
+      if (probe(v, "trace.m") && probe(v, "trace.l") && probe(v, "trace.hbm_bytes")) traced.push_back(&v);
+  if (traced.empty()) return ImGui::TextWrapped("%s", s.results ? "no variant of this run records a trace" : "no results yet");
+  chosen = std::clamp(chosen, 0, int(traced.size()) - 1);
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 9);
+  if (ImGui::BeginCombo("variant", traced[size_t(chosen)]->label.c_str())) {
+    for (size_t i = 0; i < traced.size(); ++i)
+      if (ImGui::Selectable(traced[i]->label.c_str(), int(i) == chosen)) chosen = int(i), s.trace_step = 0;
+    ImGui::EndCombo();
+  }
+  const VariantResult& v = *traced[size_t(chosen)];
+  const ProbeArray &m = *probe(v, "trace.m"), &l = *probe(v, "trace.l"), &bytes = *probe(v, "trace.hbm_bytes");
+  const int steps = int(m.shape.at(0)), rows = int(m.shape.at(1));
+  if (steps == 0) return ImGui::TextUnformatted("the traced row block sees no key");
+
+  // Stepping: the slider, Play, and the space bar (unless a text field has the keyboard).
+  const ImGuiIO& io = ImGui::GetIO();
+  if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Space)) && !io.WantTextInput) s.trace_step = (s.trace_step + 1) % steps;
+  if (s.playing && (s.play_clock -= io.DeltaTime) <= 0) s.trace_step = (s.trace_step + 1) % steps, s.play_clock = 0.5;
+  ImGui::SameLine();
+  if (ImGui::Button(s.playing ? "Pause" : "Play")) s.playing = !s.playing, s.play_clock = 0.5;
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 10);
+  ImGui::SliderInt("step (space)", &s.trace_step, 0, steps - 1, "%d", ImGuiSliderFlags_AlwaysClamp);
+  const int j = std::clamp(s.trace_step, 0, steps - 1);
+
+  // The KV tiles of this row block: loaded before (grey), on chip now (orange), not yet (outline).
+  const ProbeArray* block = probe(v, "trace.block");
+  const ProbeArray* tile_ids = probe(v, "trace.kv_tile");
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const float em = ImGui::GetFontSize(), box = em * 1.4f;
+  const ImVec2 at = ImGui::GetCursorScreenPos();
+  ImGui::Dummy(ImVec2(float(steps) * (box + 3) + 4 * em, box + 4));
+  dl->AddText(ImVec2(at.x, at.y + box * 0.2f), IM_COL32(30, 30, 30, 255), "K/V:");
+  for (int i = 0; i < steps; ++i) {
+    const ImVec2 a(at.x + 3 * em + float(i) * (box + 3), at.y), z(a.x + box, a.y + box);
+    if (i < j) dl->AddRectFilled(a, z, IM_COL32(180, 180, 180, 255));
+    else if (i == j) dl->AddRectFilled(a, z, IM_COL32(230, 159, 0, 255));
+    dl->AddRect(a, z, IM_COL32(60, 60, 60, 255));
+  }
+  if (block && block->values.size() >= 7)
+    ImGui::Text("Q block %d (rows %d–%d of head %d), B_r = %d, B_c = %d; KV tile %d on chip with Q_i",
+                int(block->values[2]), int(block->values[3]), int(block->values[3] + block->values[4] - 1),
+                int(block->values[1]), int(block->values[5]), int(block->values[6]),
+                tile_ids ? int(tile_ids->values[size_t(j)]) : j);
+
+  if (ImGui::BeginTable("stepper", 4, ImGuiTableFlags_Borders)) {
+    ImGui::TableSetupColumn("row");
+    ImGui::TableSetupColumn("running max m");
+    ImGui::TableSetupColumn("running sum ℓ");
+    ImGui::TableSetupColumn("m changed this step");
+    ImGui::TableHeadersRow();
+    for (int r : {0, rows / 2, rows - 1}) {
+      const double mj = m.values[size_t(j * rows + r)], lj = l.values[size_t(j * rows + r)];
+      const bool changed = j > 0 && m.values[size_t((j - 1) * rows + r)] != mj;
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn(), ImGui::Text("%d", r);
+      ImGui::TableNextColumn(), ImGui::TextUnformatted(views::tick_label(mj).c_str());
+      ImGui::TableNextColumn(), ImGui::TextUnformatted(views::tick_label(lj).c_str());
+      ImGui::TableNextColumn(), ImGui::TextUnformatted(changed ? "yes: ℓ and O rescaled" : "no");
+    }
+    ImGui::EndTable();
+  }
+  ImGui::Text("bytes loaded by this CTA so far: %s", views::tick_label(bytes.values[size_t(std::min(j, int(bytes.values.size()) - 1))]).c_str());
+  if (v.model) {
+    const nlohmann::json& d = v.model->details;
+    const double ctas = d.value("ctas", 0.0);
+    ImGui::TextWrapped("model (%s): tiles %d × %d from the %s; DRAM bytes per CTA %s; bound by %s", v.model->gpu.c_str(),
+                       d.value("block_r", 0), d.value("block_c", 0), d.value("tiles_from", std::string("?")).c_str(),
+                       ctas > 0 ? views::tick_label(d.value("dram_bytes", 0.0) / ctas).c_str() : "?",
+                       v.model->bound.c_str());
+  }
+}
+
+}  // namespace attnlab::gui

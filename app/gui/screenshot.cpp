@@ -1,0 +1,22 @@
+#include "app/gui/screenshot.h"
+
+#include <GLFW/glfw3.h>
+#include <stb/stb_image_write.h>
+
+#include <vector>
+
+namespace attnlab::gui {
+
+std::string write_screenshot(const std::string& path, int width, int height) {
+  std::vector<unsigned char> pixels(size_t(width) * size_t(height) * 3);
+  glPixelStorei(GL_PACK_ALIGNMENT, 1);
+  glReadBuffer(GL_BACK);
+  glReadPixels(0, 0, width, height, GL_RGB, GL_UNSIGNED_BYTE, pixels.data());
+  if (glGetError() != GL_NO_ERROR) return "could not read the frame back from OpenGL";
+  stbi_flip_vertically_on_write(1);  // OpenGL's rows run bottom-up
+  if (!stbi_write_png(path.c_str(), width, height, 3, pixels.data(), width * 3))
+    return "could not write " + path;
+  return "";
+}
+
+}  // namespace attnlab::gui
