@@ -109,7 +109,7 @@ int report_command(const ReportOptions& o) {
   Experiment e = load_experiment(o.config);
   override_gpu(e, o.gpu);
   const Results r = run_experiment(e);
-  fmt::print("{}\n", report::write_report(r, o.out).string());
+  fmt::print("{}\n", report::write_report(r, o.out, o.pdf).string());
   return 0;
 }
 

@@ -19,6 +19,7 @@ struct ReportOptions {
   std::string config;
   std::string out = "out/report";
   std::string gpu;
+  bool pdf = false;
 };
 int report_command(const ReportOptions& o);
 

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   report_cmd->add_option("--config", report.config, "experiment config (JSON)")->required();
   report_cmd->add_option("--out", report.out, "report folder (replaced atomically)");
   report_cmd->add_option("--gpu", report.gpu, "the GPU the cost model predicts for");
+  report_cmd->add_flag("--pdf", report.pdf, "also print index.html to report.pdf with headless Chromium");
 
   SweepOptions sweep;
   auto* sweep_cmd = app.add_subcommand("sweep", "run an experiment over a grid of one or two varied values; table and CSV");

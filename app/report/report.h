@@ -1,4 +1,5 @@
-// attnlab report: the report folder — index.html, results.json, results.csv — written atomically.
+// attnlab report: the report folder — index.html, results.json, results.csv, views/*.csv and, asked for,
+// report.pdf (index.html printed by headless Chromium) — written atomically: all of it or nothing.
 #pragma once
 
 #include "core/results.h"
@@ -8,6 +9,7 @@
 namespace attnlab::report {
 
 // Returns the path of the written index.html.
-std::filesystem::path write_report(const Results& r, const std::filesystem::path& dir);
+// Throws InputError (nothing written) when `pdf` is asked for and Chromium is missing or fails.
+std::filesystem::path write_report(const Results& r, const std::filesystem::path& dir, bool pdf = false);
 
 }  // namespace attnlab::report

@@ -201,6 +201,27 @@ void sas_views(const VariantResult& v, std::vector<View>& out) {
                  "The step at n_r is the truncation; the ripple beyond it is the polynomial's error.", err});
 }
 
+// The share of visible scores whose weight is exactly 0, one bar per variant that records it: SAS zeroes
+// everything below n_r on purpose, exact exp only what underflows — the sparsity SAS buys (§4).
+void zeroed_view(const Results& r, std::vector<View>& out) {
+  BarChart c;
+  c.y = {"visible scores with P̃ = 0", "%"};
+  c.x_label = "variant (n_r)";
+  c.stacks = {"zeroed"};
+  for (const auto& v : r.variants) {
+    if (!v.reference || !v.reference->probes.count("sas.zeroed_fraction")) continue;
+    const ProbeArray& a = v.reference->probes.at("sas.zeroed_fraction");
+    const bool exact = v.params.value("exact_exp", false);
+    const std::string n_r = exact ? "exact exp" : fmt::format("{}", v.params.value("n_r", int64_t(0)));
+    c.bars.push_back({fmt::format("{} ({})", v.label, n_r), {100.0 * a.values.at(2)}, false});
+  }
+  if (c.bars.empty()) return;
+  out.push_back({"sas.zeroed", "SAS", "Scores SAS sets to zero",
+                 "Eq. 14: SAS keeps only scores within n_r of the row max; lowering n_r keeps more and costs more "
+                 "polynomial work (configs/papers/turbo-sas-threshold.json sweeps it).",
+                 c});
+}
+
 // The online-softmax trace of the traced row block: running max and sum of three rows, bytes so far.
 void trace_views(const VariantResult& v, std::vector<View>& out) {
   if (!v.reference) return;
@@ -252,6 +273,7 @@ std::vector<View> probe_views(const Results& r, int64_t max_heatmap_cols) {
     sas_views(v, sas);
     trace_views(v, trace);
   }
+  zeroed_view(r, sas);
   std::vector<View> out;
   for (auto* group : {&scales, &channels, &priority, &sas, &trace})
     out.insert(out.end(), std::make_move_iterator(group->begin()), std::make_move_iterator(group->end()));

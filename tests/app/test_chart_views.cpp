@@ -62,6 +62,11 @@ TEST_CASE("chart views: channel ranges, |K| heatmap, priority bars, SAS curves, 
   const auto& err = std::get<LineChart>(find(all, "sas.error.turbo")->body);
   CHECK(err.series[0].y[1] == Approx(0.36 - std::exp(-1.0)));
 
+  const auto& zeroed = std::get<BarChart>(find(all, "sas.zeroed")->body);
+  REQUIRE(zeroed.bars.size() == 1);
+  CHECK(zeroed.bars[0].segments[0] == 25.0);  // percent
+  CHECK(zeroed.bars[0].label == "turbo (0)");  // n_r not in the params: 0
+
   const auto& m = std::get<LineChart>(find(all, "trace.m.turbo")->body);
   REQUIRE(m.series.size() == 3);  // rows 0, mid, last
   CHECK(m.series[0].y == std::vector<double>{1, 4});

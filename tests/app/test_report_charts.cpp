@@ -125,5 +125,15 @@ TEST_CASE("report: headless Chromium renders index.html to a non-blank image", "
   CHECK(variance > 100);  // a blank page is one colour: variance 0; text, tables and charts give thousands
 }
 
+TEST_CASE("report --pdf: headless Chromium prints index.html to report.pdf", "[report][browser]") {
+  const fs::path dir = fs::path(ATTNLAB_TEST_TMP) / "report_pdf";
+  fs::remove_all(dir);
+  write_report(test::small_results(), dir, true);
+  const std::string pdf = read(dir / "report.pdf");
+  CHECK(pdf.rfind("%PDF-", 0) == 0);
+  CHECK(pdf.size() > 10000);
+  CHECK_FALSE(fs::exists(dir / "chromium.log"));
+}
+
 }  // namespace
 }  // namespace attnlab::report

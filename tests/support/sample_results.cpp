@@ -24,6 +24,7 @@ Results small_results() {
   ref.probes["kv_bits"] = {{1, 1}, {2}, {}, "bits", ""};
   for (const char* m : {"gap_std", "entropy", "min_max", "variation"})
     ref.probes[std::string("priority.") + m] = {{1, 1}, {0.5}, {}, "", ""};
+  ref.probes["sas.zeroed_fraction"] = labelled({"zeroed", "visible", "fraction"}, {3, 12, 0.25}, "", "");
   ref.probes["sas.curve.t"] = {{3}, {-2, -1, 0}, {}, "", ""};
   ref.probes["sas.curve.exp"] = {{3}, {std::exp(-2.0), std::exp(-1.0), 1}, {}, "", ""};
   ref.probes["sas.curve.sas"] = {{3}, {0, 0.36, 1}, {}, "", ""};

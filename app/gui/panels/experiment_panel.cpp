@@ -102,8 +102,28 @@ void draw_experiment_panel(AppState& s) {
     if (ImGui::Combo("phase", &phase, "prefill\0decode\0")) apply(s, "problem.phase", phase == 1 ? "decode" : "prefill");
   }
   if (ImGui::CollapsingHeader("Data", ImGuiTreeNodeFlags_DefaultOpen)) {
+    // A data file (.safetensors, or a folder of q/k/v .npy) replaces the generator; the config parser
+    // checks it and takes the problem's sizes from it, as for a config that names it.
+    static char file[1024] = {};
+    ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 4);
+    ImGui::InputTextWithHint("##file", "data file or folder", file, sizeof(file));
+    ImGui::SameLine();
+    auto reparse = [&](const nlohmann::json& data) {  // the whole config again, with another data section
+      nlohmann::json j = to_json(e);
+      j["data"] = data;
+      if (data.contains("file"))  // the sizes come from the file (the parser checks any given against it)
+        for (const char* f : {"batch", "q_heads", "kv_heads", "q_len", "kv_len", "head_dim"}) j["problem"].erase(f);
+      try {
+        s.experiment = parse_experiment(j);
+        s.error.clear();
+      } catch (const std::exception& ex) {
+        s.error = ex.what();
+      }
+    };
+    if (ImGui::Button("Use") && file[0]) reparse({{"file", std::string(file)}});
     if (!e.data.file.empty()) {
       ImGui::TextWrapped("file: %s", e.data.file.c_str());
+      if (ImGui::SmallButton("use a generator instead")) reparse({{"generator", "llm_like"}, {"seed", 1}});
     } else {
       ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
       if (ImGui::BeginCombo("generator", e.data.generator.c_str())) {

@@ -89,6 +89,34 @@ void draw_tile_stepper(AppState& s) {
     }
     ImGui::EndTable();
   }
+  // The scales of the tiles on chip now: Q_i's and K_j's/V_j's, from the scale probes (one per block, or
+  // one per token: then the range over the tile's tokens).
+  if (block && block->values.size() >= 7) {
+    const int64_t b = int64_t(block->values[0]), h = int64_t(block->values[1]), i = int64_t(block->values[2]);
+    const int64_t br = int64_t(block->values[5]), bc = int64_t(block->values[6]);
+    const int64_t kv_j = tile_ids ? int64_t(tile_ids->values[size_t(j)]) : j;
+    const int64_t q_heads = s.results->problem.value("q_heads", int64_t(1)), kv_heads = s.results->problem.value("kv_heads", int64_t(1));
+    const int64_t q_len = s.results->problem.value("q_len", int64_t(1)), kv_len = s.results->problem.value("kv_len", int64_t(1));
+    auto describe = [&](const char* name, int64_t head, int64_t heads, int64_t index, int64_t span, int64_t len) -> std::string {
+      const ProbeArray* a = probe(v, name);
+      if (!a || a->shape.size() != 3) return "";
+      const int64_t n = a->shape[2];
+      const double* row = a->values.data() + (b * heads + head) * n;
+      if (n == len) {  // per token: the range over this tile's tokens
+        const int64_t lo = index * span, hi = std::min(len, lo + span);
+        if (lo >= hi) return "";
+        const auto [mn, mx] = std::minmax_element(row + lo, row + hi);
+        return fmt::format("{} {}…{} (per token)", name, views::tick_label(*mn), views::tick_label(*mx));
+      }
+      return index < n ? fmt::format("{} {}", name, views::tick_label(row[index])) : "";
+    };
+    const int64_t kvh = h / std::max<int64_t>(1, q_heads / kv_heads);
+    std::string scales;
+    for (const std::string& part : {describe("scales.q", h, q_heads, i, br, q_len), describe("scales.k", kvh, kv_heads, kv_j, bc, kv_len),
+                                    describe("scales.v", kvh, kv_heads, kv_j, bc, kv_len)})
+      if (!part.empty()) scales += (scales.empty() ? "" : " · ") + part;
+    if (!scales.empty()) ImGui::TextWrapped("scales on chip: %s", scales.c_str());
+  }
   ImGui::Text("bytes loaded by this CTA so far: %s", views::tick_label(bytes.values[size_t(std::min(j, int(bytes.values.size()) - 1))]).c_str());
   if (v.model) {
     const nlohmann::json& d = v.model->details;
