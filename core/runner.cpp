@@ -6,11 +6,13 @@
 #include "core/ground_truth.h"
 #include "core/parallel.h"
 #include "core/registry.h"
+#include "core/variants/shared_probes.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -106,6 +108,23 @@ Results Runner::run(const Experiment& e, const RunControl& control) const {
 
   advance(e.data.file.empty() ? "generating data" : "loading " + e.data.file);
   const QKV in = experiment_inputs(e);
+  // The generator rotates Q and K by RoPE as its last step: the same draws without it are K before RoPE,
+  // whose channel ranges the variants that record channel ranges get beside their own (post-RoPE) ones.
+  // Computed once, when the first such variant has run.
+  std::optional<Probes> pre_rope;
+  const bool rotated =
+      e.data.file.empty() && e.data.generator_params.values().count("rope") && e.data.generator_params.flag("rope");
+  auto pre_rope_probes = [&]() -> const Probes& {
+    if (!pre_rope) {
+      pre_rope.emplace();
+      ParamValues no_rope = e.data.generator_params;
+      no_rope.set(data::find_generator(e.data.generator)->params, "rope", false, "data.rope");
+      const QKV raw = data::generate(e.problem, e.data.generator, no_rope, e.data.seed);
+      variants::add_key_channel_probes(*pre_rope, e.problem, raw.k, "channels.k_pre_rope",
+                                       "of each K channel over tokens before RoPE (the generator's draws, unrotated)");
+    }
+    return *pre_rope;
+  };
   advance("FP64 ground truth");
   const TensorF64 truth = control.ground_truth ? attention_fp64(e.problem, in) : TensorF64();
 
@@ -129,6 +148,8 @@ Results Runner::run(const Experiment& e, const RunControl& control) const {
       ref.gflops = e.problem.flops() / (ref.time_ms * 1e6);
       ref.kv_cache_bytes = out.kv_cache_bytes;
       ref.probes = std::move(out.probes);
+      if (rotated && ref.probes.count("channels.k.max"))
+        for (const auto& [name, a] : pre_rope_probes()) ref.probes[name] = a;
       vr.reference = std::move(ref);
       mark_ran("reference");
     }

@@ -43,13 +43,18 @@ void axes(const Frame& f, const views::AxisScale& xs, const views::AxisScale& ys
     const std::string s = views::tick_label(t);
     dl->AddText(ImVec2(f.min.x - ImGui::CalcTextSize(s.c_str()).x - 4, y - em / 2), kInk, s.c_str());
   }
-  if (x_ticks)
+  if (x_ticks) {
+    float free_from = -1e9f;  // labels that would overlap the previous one are left out
     for (double t : xs.ticks(integer_x)) {
       const float x = float(xs.at(t));
       dl->AddLine(ImVec2(x, f.min.y), ImVec2(x, f.max.y), kGrid);
       const std::string s = views::tick_label(t);
-      dl->AddText(ImVec2(x - ImGui::CalcTextSize(s.c_str()).x / 2, f.max.y + 2), kInk, s.c_str());
+      const float w = ImGui::CalcTextSize(s.c_str()).x;
+      if (x - w / 2 < free_from) continue;
+      dl->AddText(ImVec2(x - w / 2, f.max.y + 2), kInk, s.c_str());
+      free_from = x + w / 2 + em / 2;
     }
+  }
   dl->AddRect(f.min, f.max, kInk);
   const std::string xt = axis_title(xa), yt = axis_title(ya);
   dl->AddText(ImVec2((f.min.x + f.max.x - ImGui::CalcTextSize(xt.c_str()).x) / 2, f.max.y + 1.2f * em), kInk, xt.c_str());
@@ -107,10 +112,14 @@ void heatmap(const views::View& v, const views::Heatmap& h, HoverLink& link, flo
     dl->AddText(ImVec2(f.min.x - ImGui::CalcTextSize(name).x - 4, f.min.y + (float(r) + 0.5f) * ch - em / 2), kInk, name);
   }
   const views::AxisScale xs{0, double(h.cols * h.col_bin), f.min.x, f.max.x, false};
+  float free_from = -1e9f;  // labels that would overlap the previous one are left out
   for (double t : views::axis_scale(0, double(h.cols * h.col_bin), f.min.x, f.max.x, false).ticks(true))
     if (t <= double(h.cols * h.col_bin)) {
       const std::string s = views::tick_label(t);
-      dl->AddText(ImVec2(float(xs.at(t)) - ImGui::CalcTextSize(s.c_str()).x / 2, f.max.y + 2), kInk, s.c_str());
+      const float tw = ImGui::CalcTextSize(s.c_str()).x, x = float(xs.at(t));
+      if (x - tw / 2 < free_from) continue;
+      dl->AddText(ImVec2(x - tw / 2, f.max.y + 2), kInk, s.c_str());
+      free_from = x + tw / 2 + em / 2;
     }
   dl->AddRect(f.min, f.max, kInk);
   const std::string xt = axis_title(h.x);

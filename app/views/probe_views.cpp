@@ -79,7 +79,8 @@ void channel_views(const VariantResult& v, bool first, std::vector<View>& out) {
     const char* prefix;
     const char* name;
   };
-  const std::vector<Pair> pairs = first ? std::vector<Pair>{{"channels.k", "K"}, {"channels.v", "V"}}
+  const std::vector<Pair> pairs = first ? std::vector<Pair>{{"channels.k", "K"}, {"channels.v", "V"},
+                                                             {"channels.k_pre_rope", "K before RoPE"}}
                                         : std::vector<Pair>{{"channels.k_smoothed", "K smoothed"}};
   LineChart chart;
   chart.x = {"channel", ""};
@@ -105,9 +106,10 @@ void channel_views(const VariantResult& v, bool first, std::vector<View>& out) {
   out.push_back({id, "Channel outliers",
                  first ? "K and V channel ranges (batch 0, KV head 0)"
                        : fmt::format("{}: K channel ranges after smoothing (batch 0, KV head 0)", v.label),
-                 first ? "Per-channel min and max over tokens of the attention inputs (after RoPE where the "
-                         "data applies it), as TurboAttention Fig. 4 plots them: a few key channels reach far "
-                         "beyond the rest, which is what per-token INT8/INT4 scales pay for."
+                 first ? "Per-channel min and max over tokens of the attention inputs, as TurboAttention Fig. 4 "
+                         "plots them: a few key channels reach far beyond the rest, which is what per-token "
+                         "INT8/INT4 scales pay for. Where the data applies RoPE, K before it is drawn too: the "
+                         "rotation mixes each outlier channel with its pair partner, spreading it over two."
                        : "FireQ's RPN/CRS smoothing divides the outlier channels down before quantization.",
                  chart});
   if (!first || !k_max) return;

@@ -31,6 +31,19 @@ ProbeArray per_head(const Problem& p, int64_t heads, const std::vector<std::vect
   return per_head(p, heads, n, ptrs, "", std::move(help));
 }
 
+void add_key_channel_probes(Probes& probes, const Problem& p, const Tensor& k, const std::string& prefix,
+                            const std::string& help) {
+  const int64_t heads = p.batch * p.kv_heads;
+  std::vector<quant::HeadRange> r(static_cast<size_t>(heads));
+  parallel_for(heads, [&](int64_t bh) {
+    r[bh] = quant::head_range(k.head(bh / p.kv_heads, bh % p.kv_heads).data(), p.kv_len, p.head_dim);
+  });
+  std::vector<const std::vector<float>*> lo, hi;
+  for (const auto& x : r) lo.push_back(&x.channel_min), hi.push_back(&x.channel_max);
+  probes[prefix + ".min"] = per_head(p, p.kv_heads, p.head_dim, lo, "", "minimum " + help);
+  probes[prefix + ".max"] = per_head(p, p.kv_heads, p.head_dim, hi, "", "maximum " + help);
+}
+
 void add_channel_probes(Probes& probes, const Problem& p, const QKV& in) {
   const int64_t heads = p.batch * p.kv_heads;
   std::vector<quant::HeadRange> k(static_cast<size_t>(heads)), v(static_cast<size_t>(heads));

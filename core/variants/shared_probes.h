@@ -34,6 +34,9 @@ ProbeArray per_head(const Problem& p, int64_t heads, const std::vector<std::vect
 
 // channels.k.min/max and channels.v.min/max, [B, H_kv, d]: the range of each channel over tokens.
 void add_channel_probes(Probes& probes, const Problem& p, const QKV& in);
+// <prefix>.min/max, [B, H_kv, d]: the channel range of one K-shaped tensor (e.g. K before RoPE).
+void add_key_channel_probes(Probes& probes, const Problem& p, const Tensor& k, const std::string& prefix,
+                            const std::string& help);
 
 // Adds trace.kv_tile, trace.m, trace.l, trace.hbm_bytes, trace.block for request `req` on problem p.
 void add_trace_probes(Probes& probes, const Problem& p, const ProbeRequest& req, const TraceProbes& t);

@@ -44,7 +44,9 @@ TEST_CASE("chart views: wide heatmaps are binned by the largest value in each bi
 TEST_CASE("chart views: channel ranges, |K| heatmap, priority bars, SAS curves, trace", "[views]") {
   const std::vector<View> all = chart_views(test::small_results());
   const auto& ch = std::get<LineChart>(find(all, "channels")->body);
-  REQUIRE(ch.series.size() == 4);
+  REQUIRE(ch.series.size() == 6);  // K, V, K before RoPE: max and min each
+  CHECK(ch.series[4].name == "K before RoPE max");
+  CHECK(ch.series[4].y == std::vector<double>{1, 1, 12, 1});
   CHECK(ch.series[0].name == "K max");
   CHECK(ch.series[0].y == std::vector<double>{1, 3, 8, 1});
   CHECK(ch.x.label == "channel");
@@ -129,7 +131,7 @@ TEST_CASE("view_as_table: long-form rows for heatmaps, lines and bars", "[views]
   CHECK(b.rows.size() == 4);
   CHECK(b.rows[0][1].text == "k");
   const Table l = view_as_table(*find(all, "channels"));
-  CHECK(l.rows.size() == 16);  // 4 series × 4 channels
+  CHECK(l.rows.size() == 24);  // 6 series × 4 channels
 }
 
 }  // namespace

@@ -1,11 +1,13 @@
 // The Runner: Results carry every requested backend or the reason it did not run; JSON round-trips;
 // progress, cancel and the memory guard behave; flash2's online-softmax trace is self-consistent.
+#include "core/data/generators.h"
 #include "core/error.h"
 #include "core/runner.h"
 #include "tests/catch.h"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -131,6 +133,34 @@ TEST_CASE("flash2's online-softmax trace follows the chosen row block", "[runner
   // Qᵢ (32 rows × 32 dims × 2 bytes) first, then each tile adds K and V (16 rows each).
   CHECK(bytes.values[0] == 32 * 32 * 2 + 2 * 16 * 32 * 2);
   CHECK(bytes.values[5] == 32 * 32 * 2 + 6 * 2 * 16 * 32 * 2);
+}
+
+// The llm_like generator rotates K by RoPE as its last step; variants that record channel ranges also get
+// K's ranges before RoPE, which are exactly those of the same draws generated without the rotation.
+TEST_CASE("Runner: channel ranges of K before RoPE beside the variants' own", "[runner]") {
+  json edits = {{"data", {{"generator", "llm_like"}, {"seed", 7}}},
+                {"variants", {{{"id", "flash2"}}, {{"id", "int_flash"}}}},
+                {"backends", {"reference"}}};
+  const Experiment e = small_experiment(edits);
+  const Results r = Runner().run(e);
+  CHECK_FALSE(r.variants[0].reference->probes.count("channels.k_pre_rope.max"));  // flash2 records no channels
+  const Probes& probes = r.variants[1].reference->probes;
+  REQUIRE(probes.count("channels.k_pre_rope.max"));
+  ParamValues no_rope = e.data.generator_params;
+  no_rope.set(data::find_generator("llm_like")->params, "rope", false, "test");
+  const QKV raw = data::generate(e.problem, "llm_like", no_rope, e.data.seed);
+  const ProbeArray& hi = probes.at("channels.k_pre_rope.max");
+  REQUIRE(hi.shape == std::vector<int64_t>{1, 2, 32});
+  for (int64_t h = 0; h < 2; ++h)
+    for (int64_t c = 0; c < 32; ++c) {
+      float top = -INFINITY;
+      for (int64_t n = 0; n < 150; ++n) top = std::max(top, raw.k.at(0, h, n, c));
+      CHECK(hi.values[size_t(h * 32 + c)] == top);
+    }
+  CHECK(probes.at("channels.k.max").values != hi.values);  // RoPE did move the ranges
+
+  edits["data"]["rope"] = false;  // no rotation: nothing extra
+  CHECK_FALSE(Runner().run(small_experiment(edits)).variants[1].reference->probes.count("channels.k_pre_rope.max"));
 }
 
 }  // namespace

@@ -19,6 +19,8 @@ Results small_results() {
   ref.probes["scales.q"] = {{1, 2, 6}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {}, "", "s_Q per token"};
   ref.probes["channels.k.min"] = {{1, 1, 4}, {-1, -2, -9, -1}, {}, "", ""};
   ref.probes["channels.k.max"] = {{1, 1, 4}, {1, 3, 8, 1}, {}, "", ""};
+  ref.probes["channels.k_pre_rope.min"] = {{1, 1, 4}, {-1, -1, -1, -1}, {}, "", ""};
+  ref.probes["channels.k_pre_rope.max"] = {{1, 1, 4}, {1, 1, 12, 1}, {}, "", ""};
   ref.probes["channels.v.min"] = {{1, 1, 4}, {-1, -1, -1, -1}, {}, "", ""};
   ref.probes["channels.v.max"] = {{1, 1, 4}, {1, 1, 1, 1}, {}, "", ""};
   ref.probes["kv_bits"] = {{1, 1}, {2}, {}, "bits", ""};
