@@ -26,6 +26,15 @@ ModelResult model_result(const Experiment& e, const VariantRequest& v, const Mod
                {"tail_factor", p.tail_factor}, {"occupancy", p.occupancy},     {"tiles_from", s.tiles_from},
                {"block_r", s.block_r},         {"block_c", s.block_c},         {"splits", s.splits},
                {"explain", p.explain}};
+  // One KV-tile iteration of one CTA as the model counts it: bytes read (K, V, their scales, for a full
+  // tile of B_c keys) and operations per unit — what the tile stepper shows beside the reference's trace.
+  nlohmann::json tile_bytes = nlohmann::json::object(), tile_ops = nlohmann::json::object();
+  for (const auto& [name, b] : s.per_key.bytes) tile_bytes[name] = b * double(s.block_c);
+  for (const auto& [unit, n] : s.per_tile.ops) tile_ops[to_string(unit)] = n;
+  double q_row = 0;
+  for (const auto& [name, b] : s.per_row.bytes)
+    if (name == "q" || name == "scales") q_row += b;
+  m.details["per_tile"] = {{"bytes", tile_bytes}, {"ops", tile_ops}, {"q_block_bytes", q_row * double(s.block_r)}};
   return m;
 }
 

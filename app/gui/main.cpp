@@ -46,7 +46,8 @@ void load_font(float scale) {
 void place(const char* name, float x, float y, float w, float h) {
   ImGui::SetNextWindowPos(ImVec2(x, y), ImGuiCond_Always);
   ImGui::SetNextWindowSize(ImVec2(std::max(w, 40.0f), std::max(h, 40.0f)), ImGuiCond_Always);
-  ImGui::Begin(name, nullptr, ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse);
+  ImGui::Begin(name, nullptr,
+               ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse | ImGuiWindowFlags_HorizontalScrollbar);
 }
 
 void draw_all(gui::AppState& s, float W, float H) {

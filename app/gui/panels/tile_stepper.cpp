@@ -118,12 +118,33 @@ void draw_tile_stepper(AppState& s) {
     if (!scales.empty()) ImGui::TextWrapped("scales on chip: %s", scales.c_str());
   }
   ImGui::Text("bytes loaded by this CTA so far: %s", views::tick_label(bytes.values[size_t(std::min(j, int(bytes.values.size()) - 1))]).c_str());
-  if (v.model) {
+  // This step's bytes (the reference's trace: Q_i with the first tile) beside the model's count for one
+  // full KV tile of one CTA (its tile shape can differ: the model follows the kernel's traits).
+  const double now = bytes.values[size_t(std::min(j, int(bytes.values.size()) - 1))];
+  const double step_bytes = j == 0 ? now : now - bytes.values[size_t(j - 1)];
+  if (v.model && v.model->details.contains("per_tile") &&
+      ImGui::BeginTable("accounting", 3, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit)) {
     const nlohmann::json& d = v.model->details;
-    const double ctas = d.value("ctas", 0.0);
-    ImGui::TextWrapped("model (%s): tiles %d × %d from the %s; DRAM bytes per CTA %s; bound by %s", v.model->gpu.c_str(),
-                       d.value("block_r", 0), d.value("block_c", 0), d.value("tiles_from", std::string("?")).c_str(),
-                       ctas > 0 ? views::tick_label(d.value("dram_bytes", 0.0) / ctas).c_str() : "?",
+    const nlohmann::json& t = d["per_tile"];
+    double model_bytes = 0;
+    for (const auto& [_, b] : t["bytes"].items()) model_bytes += b.get<double>();
+    ImGui::TableSetupColumn("");
+    ImGui::TableSetupColumn(block && block->values.size() >= 7
+                                ? fmt::format("reference (B_c = {})", int(block->values[6])).c_str()
+                                : "reference");
+    ImGui::TableSetupColumn(fmt::format("model, per tile (B_c = {})", d.value("block_c", 0)).c_str());
+    ImGui::TableHeadersRow();
+    auto row = [](const char* what, const std::string& ref, const std::string& model) {
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn(), ImGui::TextUnformatted(what);
+      ImGui::TableNextColumn(), ImGui::TextUnformatted(ref.c_str());
+      ImGui::TableNextColumn(), ImGui::TextUnformatted(model.c_str());
+    };
+    row("K/V bytes this step", views::tick_label(step_bytes) + (j == 0 ? " (with Q_i)" : ""), views::tick_label(model_bytes));
+    if (j == 0) row("Q_i bytes", "", views::tick_label(t.value("q_block_bytes", 0.0)));
+    for (const auto& [unit, n] : t["ops"].items()) row(unit.c_str(), "", views::tick_label(n.get<double>()));
+    ImGui::EndTable();
+    ImGui::TextWrapped("model (%s): %s; bound by %s", v.model->gpu.c_str(), d.value("tiles_from", std::string("?")).c_str(),
                        v.model->bound.c_str());
   }
 }
