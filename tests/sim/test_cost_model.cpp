@@ -8,6 +8,7 @@
 #include "sim/calibrate.h"
 #include "sim/cost_model.h"
 #include "sim/io_laws.h"
+#include "sim/model_backend.h"
 #include "sim/schedule.h"
 #include "tests/catch.h"
 #include "tests/support/input_error.h"
@@ -289,6 +290,34 @@ TEST_CASE("the measurements bench writes are what calibrate reads", "[sim][calib
   CHECK(m[0].problem.kv_len == 4096);
   CHECK(m[0].problem.causal);
   CHECK(m[0].variant.id == "flash2");
+}
+
+}  // namespace
+}  // namespace attnlab::sim
+
+namespace attnlab::sim {
+namespace {
+
+// The tile stepper's model column: one KV tile of one CTA — K and V of B_c keys in the variant's storage
+// (FP16 for flash2, INT8 plus FP32 token scales for int_flash), both products' tensor work, and Q_i.
+TEST_CASE("model details: per-tile bytes and operations of one KV tile", "[model]") {
+  Experiment e = parse_experiment({{"problem", {{"batch", 1}, {"q_heads", 4}, {"kv_heads", 4}, {"q_len", 1024},
+                                                {"kv_len", 1024}, {"head_dim", 128}}},
+                                   {"variants", {{{"id", "flash2"}, {"params", {{"kernel", "mma_sync"}}}},
+                                                 {{"id", "int_flash"}}}},
+                                   {"gpu_model", "a100-sxm4-80gb"}});
+  const ModelResult f = model_result(e, e.variants[0]);
+  const nlohmann::json& t = f.details.at("per_tile");
+  const int bc = f.details.at("block_c").get<int>(), br = f.details.at("block_r").get<int>();
+  CHECK(t["bytes"]["k"].get<double>() == 2.0 * bc * 128);
+  CHECK(t["bytes"]["v"].get<double>() == 2.0 * bc * 128);
+  CHECK(t["ops"]["mma_fp16"].get<double>() == 2.0 * (2.0 * br * bc * 128));  // QKᵀ and PV, 2 flops per MAC
+  CHECK(t["q_block_bytes"].get<double>() == 2.0 * br * 128);
+  const ModelResult i = model_result(e, e.variants[1]);
+  const nlohmann::json& u = i.details.at("per_tile");
+  const int bci = i.details.at("block_c").get<int>();
+  CHECK(u["bytes"]["k"].get<double>() == 1.0 * bci * 128);
+  CHECK(u["bytes"]["scales"].get<double>() == 2.0 * 4 * bci);  // one FP32 scale per key, for K and for V
 }
 
 }  // namespace
