@@ -36,10 +36,14 @@ void AppState::poll() {
     return;
   }
   results = std::move(done->results);
-  views = views::chart_views(*results);
+  rebuild_views();
   table = views::results_table(*results);
   trace_step = 0;
   device = results->environment.gpu.value_or("no GPU — reference and model only");
+}
+
+void AppState::rebuild_views() {
+  if (results) views = views::chart_views(*results, 128, channel_head);
 }
 
 }  // namespace attnlab::gui

@@ -26,6 +26,7 @@ struct AppState {
   std::string device;              // the GPU, or why there is none
   Worker worker;
   HoverLink link;
+  int channel_head = 0;   // Channel outliers: the batch · KV heads + KV head whose ranges are drawn
   int trace_step = 0;     // tile stepper: the KV-tile step shown
   bool playing = false;   // tile stepper: advancing by itself
   double play_clock = 0;  // seconds until the next step while playing
@@ -35,6 +36,7 @@ struct AppState {
   bool load(const std::string& path);
   void run();   // starts a background run of `experiment` (no-op while one runs)
   void poll();  // takes a finished run's Results or error
+  void rebuild_views();  // after a view option (channel_head) changed
 };
 
 }  // namespace attnlab::gui

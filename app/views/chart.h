@@ -66,7 +66,8 @@ struct View {
 
 // Every view the results support, in panel order: block scales, channel outliers, head priority, SAS,
 // HBM traffic, roofline, online-softmax trace. Views whose probes no variant recorded are absent.
-std::vector<View> chart_views(const Results& r, int64_t max_heatmap_cols = 128);
+// `channel_head` picks the (batch · KV heads + KV head) whose channel ranges the line charts show.
+std::vector<View> chart_views(const Results& r, int64_t max_heatmap_cols = 128, int64_t channel_head = 0);
 
 // One CSV table per view (a heatmap's cells in long form; a line chart's points; a bar chart's segments).
 Table view_as_table(const View& v);

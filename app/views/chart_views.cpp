@@ -11,8 +11,8 @@
 
 namespace attnlab::views {
 
-std::vector<View> chart_views(const Results& r, int64_t max_heatmap_cols) {
-  std::vector<View> out = probe_views(r, max_heatmap_cols);
+std::vector<View> chart_views(const Results& r, int64_t max_heatmap_cols, int64_t channel_head) {
+  std::vector<View> out = probe_views(r, max_heatmap_cols, channel_head);
   std::vector<View> traffic = traffic_views(r);
   // Panel order (chart.h): scales, channels, priority, SAS, then traffic and roofline, then the trace.
   auto trace = std::stable_partition(out.begin(), out.end(), [](const View& v) { return v.panel != "Tile stepper"; });

@@ -71,8 +71,8 @@ void scale_views(const Results& r, const VariantResult& v, int64_t max_cols, std
     }
 }
 
-// Channel min/max of K and V for batch 0, KV head 0 (TurboAttention Fig. 4), and |K| per head × channel.
-void channel_views(const VariantResult& v, bool first, std::vector<View>& out) {
+// Channel min/max of K and V for one (batch, KV head) (TurboAttention Fig. 4), and |K| per head × channel.
+void channel_views(const VariantResult& v, bool first, int64_t head, std::vector<View>& out) {
   if (!v.reference) return;
   const Probes& p = v.reference->probes;
   struct Pair {
@@ -92,20 +92,22 @@ void channel_views(const VariantResult& v, bool first, std::vector<View>& out) {
     const ProbeArray* hi = probe(p, std::string(prefix) + ".max");
     if (!lo || !hi || lo->shape.size() != 3) continue;
     if (!k_max) k_max = hi, k_min = lo;
-    const int64_t d = lo->shape[2];
+    const int64_t d = lo->shape[2], at = std::clamp<int64_t>(head, 0, lo->shape[0] * lo->shape[1] - 1) * d;
     Series smax{fmt::format("{} max", name), {}, {}}, smin{fmt::format("{} min", name), {}, {}};
     for (int64_t c = 0; c < d; ++c) {
-      smax.x.push_back(double(c)), smax.y.push_back(hi->values[size_t(c)]);
-      smin.x.push_back(double(c)), smin.y.push_back(lo->values[size_t(c)]);
+      smax.x.push_back(double(c)), smax.y.push_back(hi->values[size_t(at + c)]);
+      smin.x.push_back(double(c)), smin.y.push_back(lo->values[size_t(at + c)]);
     }
     chart.series.push_back(smax);
     chart.series.push_back(smin);
   }
   if (chart.series.empty()) return;
   const std::string id = first ? "channels" : "channels.smoothed." + v.label;
+  const int64_t kv_heads = k_max->shape[1], shown = std::clamp<int64_t>(head, 0, k_max->shape[0] * kv_heads - 1);
+  const std::string which = fmt::format("batch {}, KV head {}", shown / kv_heads, shown % kv_heads);
   out.push_back({id, "Channel outliers",
-                 first ? "K and V channel ranges (batch 0, KV head 0)"
-                       : fmt::format("{}: K channel ranges after smoothing (batch 0, KV head 0)", v.label),
+                 first ? fmt::format("K and V channel ranges ({})", which)
+                       : fmt::format("{}: K channel ranges after smoothing ({})", v.label, which),
                  first ? "Per-channel min and max over tokens of the attention inputs, as TurboAttention Fig. 4 "
                          "plots them: a few key channels reach far beyond the rest, which is what per-token "
                          "INT8/INT4 scales pay for. Where the data applies RoPE, K before it is drawn too: the "
@@ -261,16 +263,16 @@ void trace_views(const VariantResult& v, std::vector<View>& out) {
 
 }  // namespace
 
-std::vector<View> probe_views(const Results& r, int64_t max_heatmap_cols) {
+std::vector<View> probe_views(const Results& r, int64_t max_heatmap_cols, int64_t channel_head) {
   std::vector<View> scales, channels, priority, sas, trace;
   bool have_channels = false;
   for (const auto& v : r.variants) {
     scale_views(r, v, max_heatmap_cols, scales);
     if (!have_channels && v.reference && v.reference->probes.count("channels.k.max")) {
-      channel_views(v, true, channels);
+      channel_views(v, true, channel_head, channels);
       have_channels = true;
     }
-    if (v.reference && v.reference->probes.count("channels.k_smoothed.max")) channel_views(v, false, channels);
+    if (v.reference && v.reference->probes.count("channels.k_smoothed.max")) channel_views(v, false, channel_head, channels);
     priority_views(v, priority);
     sas_views(v, sas);
     trace_views(v, trace);

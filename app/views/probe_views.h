@@ -6,6 +6,6 @@
 
 namespace attnlab::views {
 
-std::vector<View> probe_views(const Results& r, int64_t max_heatmap_cols);
+std::vector<View> probe_views(const Results& r, int64_t max_heatmap_cols, int64_t channel_head);
 
 }  // namespace attnlab::views

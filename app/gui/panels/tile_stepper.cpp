@@ -36,6 +36,23 @@ void draw_tile_stepper(AppState& s) {
       if (ImGui::Selectable(traced[i]->label.c_str(), int(i) == chosen)) chosen = int(i), s.trace_step = 0;
     ImGui::EndCombo();
   }
+  // The traced slice is recorded during a run: choosing another head or row block runs again.
+  {
+    Experiment& e = s.experiment;
+    int head = int(e.probe.head), batch = int(e.probe.batch), row_block = int(e.probe.row_block);
+    const int blocks = std::max(1, int((e.problem.q_len + 15) / 16));  // the finest B_r any variant may use
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 4);
+    bool changed = ImGui::DragInt("head", &head, 0.1f, 0, int(e.problem.q_heads) - 1, "%d", ImGuiSliderFlags_AlwaysClamp);
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 4);
+    changed |= ImGui::DragInt("batch", &batch, 0.1f, 0, int(e.problem.batch) - 1, "%d", ImGuiSliderFlags_AlwaysClamp);
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 4);
+    changed |= ImGui::DragInt("row block", &row_block, 0.1f, 0, blocks - 1, "%d", ImGuiSliderFlags_AlwaysClamp);
+    if (changed) e.probe = {batch, head, row_block};
+    ImGui::SameLine();
+    if (ImGui::SmallButton("trace") && !s.worker.busy()) s.run();
+  }
   const VariantResult& v = *traced[size_t(chosen)];
   const ProbeArray &m = *probe(v, "trace.m"), &l = *probe(v, "trace.l"), &bytes = *probe(v, "trace.hbm_bytes");
   const int steps = int(m.shape.at(0)), rows = int(m.shape.at(1));

@@ -1,0 +1,81 @@
+// The GUI's state without a window: a run on the background thread delivers Results and views; a bad
+// config, an unreadable data file or a cancel leaves the previous results in place with a readable error.
+#include "app/gui/app_state.h"
+#include "tests/catch.h"
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+namespace attnlab::gui {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Polls until the run has ended (at most a minute).
+void finish(AppState& s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (s.worker.busy() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE_FALSE(s.worker.busy());
+  s.poll();
+}
+
+TEST_CASE("gui state: a run delivers Results, views and the results table", "[gui-state]") {
+  AppState s;
+  REQUIRE(s.load("configs/lessons/head-priority.json"));
+  s.run();
+  finish(s);
+  REQUIRE(s.results.has_value());
+  CHECK(s.error.empty());
+  CHECK_FALSE(s.views.empty());
+  CHECK(s.table.rows.size() == 1);  // turbo × reference
+  CHECK(s.device == "no GPU — reference and model only");
+  s.channel_head = 5;
+  s.rebuild_views();
+  const auto it = std::find_if(s.views.begin(), s.views.end(), [](const views::View& v) { return v.id == "channels"; });
+  REQUIRE(it != s.views.end());
+  CHECK(it->title.find("KV head 5") != std::string::npos);
+}
+
+TEST_CASE("gui state: a bad config or data file keeps the previous results and says why", "[gui-state]") {
+  AppState s;
+  REQUIRE(s.load("configs/lessons/online-softmax.json"));
+  s.run();
+  finish(s);
+  REQUIRE(s.results.has_value());
+  const double before = s.results->variants.at(0).reference->time_ms;
+
+  const fs::path dir = fs::path(ATTNLAB_TEST_TMP) / "gui_state";
+  fs::create_directories(dir);
+  std::ofstream(dir / "bad.json") << R"({"variants": [{"id": "flash2", "params": {"block_c": 7}}]})";
+  CHECK_FALSE(s.load((dir / "bad.json").string()));
+  CHECK(s.error.find("variants[0].params.block_c") != std::string::npos);  // the field, named
+  CHECK(s.experiment.variants.size() == 2);                    // the loaded experiment is untouched
+  REQUIRE(s.results.has_value());
+  CHECK(s.results->variants.at(0).reference->time_ms == before);
+
+  fs::create_directories(dir / "broken");
+  std::ofstream(dir / "broken" / "q.npy") << "not a numpy file";
+  s.experiment.data.file = (dir / "broken").string();  // as if the file changed on disk after loading
+  s.run();
+  finish(s);
+  CHECK_FALSE(s.error.empty());
+  REQUIRE(s.results.has_value());
+  CHECK(s.results->variants.at(0).reference->time_ms == before);
+}
+
+TEST_CASE("gui state: Cancel stops a run and keeps what was shown", "[gui-state]") {
+  AppState s;
+  REQUIRE(s.load("configs/lessons/sas.json"));
+  s.experiment.problem.q_len = s.experiment.problem.kv_len = 4096;  // long enough to cancel mid-way
+  s.run();
+  s.worker.cancel();
+  finish(s);
+  CHECK(s.error == "cancelled");
+  CHECK_FALSE(s.results.has_value());
+}
+
+}  // namespace
+}  // namespace attnlab::gui
