@@ -1,6 +1,7 @@
 // Chart views built from a small, hand-made Results: each view has the expected shape, labels and
 // values, taken (or binned) from the probes and never computed beyond that.
 #include "app/views/chart.h"
+#include "app/views/stepper.h"
 #include "core/config.h"
 #include "sim/gpu_spec.h"
 #include "tests/catch.h"
@@ -132,6 +133,47 @@ TEST_CASE("view_as_table: long-form rows for heatmaps, lines and bars", "[views]
   CHECK(b.rows[0][1].text == "k");
   const Table l = view_as_table(*find(all, "channels"));
   CHECK(l.rows.size() == 24);  // 6 series × 4 channels
+}
+
+}  // namespace
+}  // namespace attnlab::views
+
+namespace attnlab::views {
+namespace {
+
+// The tile stepper's data at each step, from the sample's trace (2 steps × 3 rows) and its model details.
+TEST_CASE("stepper_view: rows, rescale flags, bytes per step, tile scales, the model's tile", "[views]") {
+  Results r = test::small_results();
+  ReferenceResult& ref = *r.variants[0].reference;
+  ref.probes["trace.block"] = labelled({"batch", "head", "row_block", "first_row", "rows", "block_r", "block_c"},
+                                       {0, 1, 0, 0, 3, 3, 3}, "", "");
+  ref.probes["trace.kv_tile"] = {{2}, {0, 1}, {}, "tile", ""};
+  r.variants[0].model->details["per_tile"] = {{"bytes", {{"k", 10.0}, {"v", 20.0}}}, {"ops", {{"mma_fp16", 99.0}}},
+                                              {"q_block_bytes", 7.0}};
+  CHECK(traced_variants(r) == std::vector<std::string>{"turbo"});
+  const auto s0 = stepper_view(r, "turbo", 0);
+  REQUIRE(s0);
+  CHECK(s0->steps == 2);
+  CHECK(s0->bytes_this_step == 100);  // step 0: Q_i with the first tile
+  REQUIRE(s0->rows_shown.size() == 3);
+  CHECK_FALSE(s0->rows_shown[0].m_changed);
+  const auto s1 = stepper_view(r, "turbo", 7);  // clamped to the last step
+  REQUIRE(s1);
+  CHECK(s1->step == 1);
+  CHECK(s1->kv_tile == 1);
+  CHECK(s1->bytes_this_step == 100);  // 200 − 100
+  CHECK(s1->rows_shown[2].m == 6);
+  CHECK(s1->rows_shown[2].m_changed);  // 3 → 6
+  // scales.q is per token (6 = q_len): head 1, row block 0 of 3 rows → tokens 0..2 of row 1: 7, 8, 9.
+  REQUIRE_FALSE(s1->scales.empty());
+  CHECK(s1->scales[0].name == "scales.q");
+  CHECK(s1->scales[0].per_token);
+  CHECK(s1->scales[0].lo == 7);
+  CHECK(s1->scales[0].hi == 9);
+  REQUIRE(s1->model_tile.size() == 3);
+  CHECK(s1->model_tile[0].value == 30);  // K/V bytes of one tile
+  CHECK(s1->model_tile[1].value == 7);   // Q_i
+  CHECK_FALSE(stepper_view(r, "no such variant", 0));
 }
 
 }  // namespace
