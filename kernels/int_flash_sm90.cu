@@ -17,6 +17,7 @@
 #include "kernels/int_flash_sm90.h"
 
 #include "core/kernel_traits.h"
+#include "kernels/tile_softmax.cuh"
 #include "kernels/wgmma.cuh"
 
 #include <cmath>
@@ -143,34 +144,9 @@ __global__ void __launch_bounds__(IntHopperTile<VHalf>::kThreads, 1) int_flash_s
       for (int e = 0; e < 4; ++e)
         s[4 * n + e] = (exact_float(si[4 * n + e]) * row_scale[e / 2]) * (e % 2 ? skn.y : skn.x);
     }
-    if (col0 + kBc > all_see) {  // the diagonal or the ragged end
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        const int row = my_row0 + 8 * i;
-        const int vis = row < a.q_len ? visible_keys(row, a.q_len, a.kv_len, a.causal) : a.kv_len;
-#pragma unroll
-        for (int n = 0; n < kBc / 8; ++n)
-#pragma unroll
-          for (int e = 0; e < 2; ++e)
-            if (col0 + n * 8 + 2 * t + e >= vis) s[4 * n + 2 * i + e] = -INFINITY;
-      }
-    }
-    float mx[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-    for (int n = 0; n < kBc / 8; ++n)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) mx[e / 2] = fmaxf(mx[e / 2], s[4 * n + e]);
+    if (col0 + kBc > all_see) mask_invisible<kBc>(s, col0, my_row0, t, a.q_len, a.kv_len, a.causal);  // diagonal, ragged end
     float shift[2];
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
-      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
-      const float m_new = fmaxf(m[i], mx[i]);
-      shift[i] = m_new == -INFINITY ? 0.f : m_new;
-      alpha[i] = m[i] == -INFINITY ? 0.f : ex2(m[i] - m_new);
-      m[i] = m_new;
-      l[i] *= alpha[i];
-    }
+    update_running_max<kBc>(s, 1.f, m, l, alpha, shift);  // s is already in scaled log₂ units
     if constexpr (VHalf) {
 #pragma unroll
       for (int n = 0; n < kBc / 8; ++n)

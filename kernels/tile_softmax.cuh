@@ -1,0 +1,52 @@
+// attnlab kernels: the online softmax's bookkeeping (notes App. D) on one thread's share of a warpgroup
+// MMA accumulator of B_c key columns — rows g and g + 8, columns 8n + 2t + {0, 1} (wgmma.cuh) — shared by
+// the Hopper kernels (flash2_sm90.cu, int_flash_sm90.cu).
+#pragma once
+
+#include "kernels/mma.cuh"
+
+#include <cmath>
+
+namespace attnlab::kernels {
+
+// Scores of keys a row does not see become −∞ (bottom-right causal alignment, ragged ends). Rows past
+// q_len see every key: harmless, never stored.
+template <int Bc>
+__device__ __forceinline__ void mask_invisible(float (&s)[Bc / 2], int col0, int row0, int t, int q_len, int kv_len,
+                                               bool causal) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int row = row0 + 8 * i;
+    const int vis = row < q_len ? visible_keys(row, q_len, kv_len, causal) : kv_len;
+#pragma unroll
+    for (int n = 0; n < Bc / 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 2; ++e)
+        if (col0 + n * 8 + 2 * t + e >= vis) s[4 * n + 2 * i + e] = -INFINITY;
+  }
+}
+
+// m_new = max(m, rowmax(s)·scale) over the quad's four threads (log₂ units); α = 2^{m_old − m_new}; ℓ ·= α.
+// `shift` is what each row's exponents subtract: m_new, or 0 for a row that has seen nothing yet (so
+// its −∞ scores still give 0, not NaN).
+template <int Bc>
+__device__ __forceinline__ void update_running_max(const float (&s)[Bc / 2], float scale, float (&m)[2], float (&l)[2],
+                                                   float (&alpha)[2], float (&shift)[2]) {
+  float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+  for (int n = 0; n < Bc / 8; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) mx[e / 2] = fmaxf(mx[e / 2], s[4 * n + e]);
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
+    mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
+    const float m_new = fmaxf(m[i], mx[i] * scale);
+    shift[i] = m_new == -INFINITY ? 0.f : m_new;
+    alpha[i] = m[i] == -INFINITY ? 0.f : ex2(m[i] - m_new);
+    m[i] = m_new;
+    l[i] *= alpha[i];
+  }
+}
+
+}  // namespace attnlab::kernels
