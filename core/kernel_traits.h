@@ -31,6 +31,7 @@ inline constexpr KernelTraits kKernelTraits[] = {
     {"flash2",      128, 90,  128, 128, 8,    3,     213, 1},
     {"int_flash",   64,  80,  128, 64,  4,    2,     215, 1},
     {"int_flash",   128, 80,  128, 64,  4,    2,     255, 1},
+    {"int_flash",   64,  90,  128, 128, 8,    3,     214, 1},
     {"int_flash",   128, 90,  128, 128, 8,    3,     255, 1},
 };
 

@@ -100,7 +100,7 @@ std::string int_flash_path(const VariantRequest& v, int d, KernelPath& path) {
   if (asked == KernelPath::warpgroup_mma)
     return group_runs ? fmt::format("kernel = wgmma computes with B_c = {} keys: set block_c = {}", group->block_c,
                                     group->block_c)
-                      : "kernel = wgmma needs head_dim 128, a compute-capability-9.0 GPU and a build for sm_90a";
+                      : "kernel = wgmma needs head_dim 64 or 128, a compute-capability-9.0 GPU and a build for sm_90a";
   if (bc == sync->block_c) return path = KernelPath::warp_mma, "";
   return fmt::format("the int_flash kernels compute with B_c = {} keys (mma.sync){}: set block_c to match", sync->block_c,
                      group_runs ? fmt::format(" or {} (wgmma)", group->block_c) : "");

@@ -1,8 +1,8 @@
 // attnlab kernels: INT-FlashAttention (full and half INT8) on Hopper's warpgroup MMA (wgmma, sm_90a) —
-// the same function as int_flash.cu (int_flash.h states the contract), at d = 128.
+// the same function as int_flash.cu (int_flash.h states the contract), at d = 64 and 128.
 //
 // The loop nest and pipeline of flash2_sm90.cu (2 warpgroups × 64 query rows, B_c = 128, three cp.async
-// stages with the 128-byte swizzle, S_{j+1} issued before P·V_j so the softmax of one tile runs under the
+// stages, S_{j+1} issued before P·V_j so the softmax of one tile runs under the
 // other's MMA); what changes is Alg. 1's arithmetic:
 //   l. 9   S = ((QKᵀ)_int32·(s_Q·scale·log₂e))·s_K     wgmma s8·s8 → s32 (m64n128k32), Q and K K-major
 //   l. 11  P = ⌊127·2^{S − m}⌉ (cvt.rni)                 codes packed from the S registers into A fragments
@@ -14,6 +14,8 @@
 // P·V_j accumulates in its own INT32 registers (fresh per tile) and is added to the FP32 O once it lands.
 // Half-INT8 (v_fp16): S as above, P̃ = 2^{S − m} in FP32, ℓ from it, P̃ rounded to FP16 for an FP16 wgmma
 // with V (keys × d) read MN-major, as flash2_sm90.cu does; O accumulates there directly.
+// Q and K rows are d bytes: the 128-byte swizzle at d = 128, the 64-byte one at d = 64 (wgmma.cuh); Vᵀ rows
+// (128 keys) and FP16 V rows (d = 64: 128 bytes) use the 128-byte one.
 #include "kernels/int_flash_sm90.h"
 
 #include "core/kernel_traits.h"
@@ -26,9 +28,9 @@ namespace attnlab::kernels {
 
 namespace {
 
-template <bool VHalf>
+template <int D, bool VHalf>
 struct IntHopperTile {
-  static constexpr int kD = 128;
+  static constexpr int kD = D;
   static constexpr KernelTraits kTraits = *find_kernel_traits("int_flash", kD, 90);
   static constexpr int kBr = kTraits.block_r, kBc = kTraits.block_c, kStages = kTraits.stages;
   static constexpr int kThreads = 32 * kTraits.warps;
@@ -43,11 +45,11 @@ struct IntHopperTile {
 };
 
 // Dump: also write the INT32 scores to a.scores (a test-only instantiation; the timed kernel has none of it).
-template <bool VHalf, bool Dump>
-__global__ void __launch_bounds__(IntHopperTile<VHalf>::kThreads, 1) int_flash_sm90_kernel(IntFlashArgs a) {
+template <int D, bool VHalf, bool Dump>
+__global__ void __launch_bounds__(IntHopperTile<D, VHalf>::kThreads, 1) int_flash_sm90_kernel(IntFlashArgs a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using T = IntHopperTile<VHalf>;
-  constexpr int D = T::kD, kBc = T::kBc;
+  using T = IntHopperTile<D, VHalf>;
+  constexpr int kBc = T::kBc;
   constexpr float kLog2e = 1.4426950408889634f;
   constexpr float kR = 127.f;  // Alg. 1: INT8 maximum R, the scale of P's codes
   extern __shared__ char smem_raw[];
@@ -67,7 +69,7 @@ __global__ void __launch_bounds__(IntHopperTile<VHalf>::kThreads, 1) int_flash_s
   const int last_row = min(row0 + T::kBr, a.q_len) - 1;
   const int tiles = (visible_keys(last_row, a.q_len, a.kv_len, a.causal) + kBc - 1) / kBc;
 
-  const SwizzledCopier<D, kBc, T::kThreads> k_copier(threadIdx.x);
+  const SwizzledCopier<D, kBc, T::kThreads, D> k_copier(threadIdx.x);  // d-byte rows: a d-byte swizzle
   const SwizzledCopier<VHalf ? 2 * D : kBc, VHalf ? kBc : D, T::kThreads> v_copier(threadIdx.x);
   auto load_kv = [&](int j) {
     const int col0 = j * kBc;
@@ -90,10 +92,11 @@ __global__ void __launch_bounds__(IntHopperTile<VHalf>::kThreads, 1) int_flash_s
     row_scale[i] = row < a.q_len ? a.s_q[size_t(bh) * a.q_len + row] * scale_log2 : 0.f;
   }
 
-  // Descriptors (wgmma.cuh). Q, K: one 128-byte block per row; k-step kk reads bytes 32kk.. of it. Vᵀ
-  // (full): d rows × 128 keys, k-step ks reads keys 32ks... V (half): as in flash2_sm90.cu.
-  auto desc_q = [&](int kk) { return sw128_desc(sQ + group * 64 * 128 + kk * 32, 16, 1024); };
-  auto desc_k = [&](int j, int kk) { return sw128_desc(stage(j) + kk * 32, 16, 1024); };
+  // Descriptors (wgmma.cuh). Q, K: one d-byte swizzle block per row, 8 rows = 8d bytes apart; k-step kk
+  // reads bytes 32kk.. of it. Vᵀ (full): d rows × 128 keys, k-step ks reads keys 32ks... V (half): as in
+  // flash2_sm90.cu.
+  auto desc_q = [&](int kk) { return sw_desc<D>(sQ + group * 64 * D + kk * 32, 16, 8 * D); };
+  auto desc_k = [&](int j, int kk) { return sw_desc<D>(stage(j) + kk * 32, 16, 8 * D); };
   auto desc_v = [&](int j, int ks) {
     if constexpr (VHalf) return sw128_desc(stage(j) + T::kKBytes + ks * 16 * 128, kBc * 128, 1024);
     else return sw128_desc(stage(j) + T::kKBytes + ks * 32, 16, 1024);
@@ -118,8 +121,10 @@ __global__ void __launch_bounds__(IntHopperTile<VHalf>::kThreads, 1) int_flash_s
   auto issue_pv = [&](int j) {
 #pragma unroll
     for (int ks = 0; ks < kSteps; ++ks) {
-      if constexpr (VHalf) wgmma_m64n128k16_f16_rs_tb(o, p[ks], desc_v(j, ks), j > 0 || ks > 0);
-      else wgmma_m64n128k32_s8_rs(acc, p[ks], desc_v(j, ks), ks > 0);
+      if constexpr (VHalf && D == 128) wgmma_m64n128k16_f16_rs_tb(o, p[ks], desc_v(j, ks), j > 0 || ks > 0);
+      else if constexpr (VHalf) wgmma_m64n64k16_f16_rs_tb(o, p[ks], desc_v(j, ks), j > 0 || ks > 0);
+      else if constexpr (D == 128) wgmma_m64n128k32_s8_rs(acc, p[ks], desc_v(j, ks), ks > 0);
+      else wgmma_m64n64k32_s8_rs(acc, p[ks], desc_v(j, ks), ks > 0);
     }
     wgmma_commit();
   };
@@ -206,8 +211,8 @@ __global__ void __launch_bounds__(IntHopperTile<VHalf>::kThreads, 1) int_flash_s
   };
 
   if (tiles > 0) {
-    SwizzledCopier<D, T::kBr, T::kThreads>(threadIdx.x).copy(sQ, a.q + (size_t(bh) * a.q_len + row0) * D, D,
-                                                             a.q_len - row0);
+    SwizzledCopier<D, T::kBr, T::kThreads, D>(threadIdx.x).copy(sQ, a.q + (size_t(bh) * a.q_len + row0) * D, D,
+                                                                a.q_len - row0);
     load_kv(0);
     cp_async_commit();
     if (tiles > 1) load_kv(1);
@@ -281,29 +286,33 @@ __global__ void __launch_bounds__(IntHopperTile<VHalf>::kThreads, 1) int_flash_s
 #endif
 }
 
-template <bool VHalf, bool Dump>
+template <int D, bool VHalf, bool Dump>
 cudaError_t launch(const IntFlashArgs& a, cudaStream_t stream) {
-  using T = IntHopperTile<VHalf>;
-  if (const cudaError_t e = cudaFuncSetAttribute(int_flash_sm90_kernel<VHalf, Dump>,
+  using T = IntHopperTile<D, VHalf>;
+  if (const cudaError_t e = cudaFuncSetAttribute(int_flash_sm90_kernel<D, VHalf, Dump>,
                                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                  static_cast<int>(T::kSmemBytes));
       e != cudaSuccess)
     return e;
   const dim3 grid((a.q_len + T::kBr - 1) / T::kBr, a.batch * a.q_heads);
-  int_flash_sm90_kernel<VHalf, Dump><<<grid, T::kThreads, T::kSmemBytes, stream>>>(a);
+  int_flash_sm90_kernel<D, VHalf, Dump><<<grid, T::kThreads, T::kSmemBytes, stream>>>(a);
   return cudaGetLastError();
 }
 
 }  // namespace
 
-bool int_flash_sm90_supports(int head_dim) { return head_dim == IntHopperTile<false>::kD; }
+bool int_flash_sm90_supports(int head_dim) { return head_dim == 64 || head_dim == 128; }
+
+template <int D>
+cudaError_t launch_d(const IntFlashArgs& a, cudaStream_t stream) {
+  if (a.scores) return a.v_fp16 ? launch<D, true, true>(a, stream) : launch<D, false, true>(a, stream);
+  return a.v_fp16 ? launch<D, true, false>(a, stream) : launch<D, false, false>(a, stream);
+}
 
 cudaError_t int_flash_sm90_forward(const IntFlashArgs& a, cudaStream_t stream) {
-  if (a.head_dim != IntHopperTile<false>::kD || a.kv_pad % 16 != 0 || a.kv_pad < a.kv_len ||
-      (a.v_fp16 && a.v16 == nullptr))
+  if (!int_flash_sm90_supports(a.head_dim) || a.kv_pad % 16 != 0 || a.kv_pad < a.kv_len || (a.v_fp16 && a.v16 == nullptr))
     return cudaErrorInvalidValue;
-  if (a.scores) return a.v_fp16 ? launch<true, true>(a, stream) : launch<false, true>(a, stream);
-  return a.v_fp16 ? launch<true, false>(a, stream) : launch<false, false>(a, stream);
+  return a.head_dim == 64 ? launch_d<64>(a, stream) : launch_d<128>(a, stream);
 }
 
 }  // namespace attnlab::kernels

@@ -27,17 +27,28 @@
 
 namespace attnlab::kernels {
 
-// Byte offset of 16-byte chunk `chunk` (0..7) of row `row` inside one swizzled 128-byte-wide block.
-__device__ __forceinline__ uint32_t sw128_offset(int row, int chunk) {
-  return uint32_t(row) * 128u + (uint32_t(chunk ^ (row & 7)) << 4);
+// Byte offset of 16-byte chunk `chunk` of row `row` inside one swizzled block W bytes wide (W = 128: the
+// chunk's 3 index bits XOR row bits 0–2; W = 64, rows of 64 bytes: its 2 bits XOR row bits 1–2 — address
+// bits 4–5 with 7–8, the 64-byte mode's pattern). Blocks start W·8-byte aligned.
+template <int W>
+__device__ __forceinline__ uint32_t sw_offset(int row, int chunk) {
+  static_assert(W == 128 || W == 64, "128- or 64-byte swizzle");
+  if constexpr (W == 128) return uint32_t(row) * 128u + (uint32_t(chunk ^ (row & 7)) << 4);
+  else return uint32_t(row) * 64u + (uint32_t(chunk ^ ((row >> 1) & 3)) << 4);
 }
+__device__ __forceinline__ uint32_t sw128_offset(int row, int chunk) { return sw_offset<128>(row, chunk); }
 
 // Matrix descriptor (PTX ISA, "Matrix Descriptor Format"): start address, leading and stride byte
-// offsets (each >> 4, 14 bits), base offset 0 (blocks are 1024-aligned), swizzle mode 1 = 128 B.
-__device__ __forceinline__ uint64_t sw128_desc(const void* smem, uint32_t lbo_bytes, uint32_t sbo_bytes) {
+// offsets (each >> 4, 14 bits), base offset 0 (blocks are aligned), swizzle mode 1 = 128 B, 2 = 64 B.
+template <int W>
+__device__ __forceinline__ uint64_t sw_desc(const void* smem, uint32_t lbo_bytes, uint32_t sbo_bytes) {
   const uint32_t a = smem_addr(smem);
+  constexpr uint64_t mode = W == 128 ? 1 : 2;
   return uint64_t((a & 0x3FFFFu) >> 4) | (uint64_t((lbo_bytes >> 4) & 0x3FFFu) << 16) |
-         (uint64_t((sbo_bytes >> 4) & 0x3FFFu) << 32) | (uint64_t(1) << 62);
+         (uint64_t((sbo_bytes >> 4) & 0x3FFFu) << 32) | (mode << 62);
+}
+__device__ __forceinline__ uint64_t sw128_desc(const void* smem, uint32_t lbo_bytes, uint32_t sbo_bytes) {
+  return sw_desc<128>(smem, lbo_bytes, sbo_bytes);
 }
 
 // One thread's share of copying a Rows × RowBytes tile from global memory (rows `stride` bytes apart)
@@ -45,16 +56,17 @@ __device__ __forceinline__ uint64_t sw128_desc(const void* smem, uint32_t lbo_by
 // rows i/(RowBytes/16) + k·kRowStep: its chunk, and so its row mod 8 and its swizzle, never change
 // (kRowStep is a multiple of 8), so the offsets are computed once and each copy is one cp.async at a
 // constant stride. Rows ≥ valid_rows and chunks ≥ valid_chunks are zero-filled.
-template <int RowBytes, int Rows, int Threads>
+template <int RowBytes, int Rows, int Threads, int W = 128>  // W: the swizzle block width (wgmma.cuh, above)
 struct SwizzledCopier {
   static constexpr int kChunks = RowBytes / 16, kRowStep = Threads / kChunks, kCopies = Rows / kRowStep;
-  static_assert(RowBytes % 128 == 0, "whole 128-byte swizzle blocks");
+  static constexpr int kBlockChunks = W / 16;
+  static_assert(RowBytes % W == 0, "whole swizzle blocks");
   static_assert(Threads % kChunks == 0 && kRowStep % 8 == 0 && Rows % kRowStep == 0, "a fixed chunk per thread");
   uint32_t smem_offset;  // bytes from the tile's base
   int row, chunk;        // this thread's first row and its chunk
 
   __device__ explicit SwizzledCopier(int tid) : row(tid / kChunks), chunk(tid % kChunks) {
-    smem_offset = uint32_t((chunk / 8) * (Rows * 128)) + sw128_offset(row, chunk % 8);
+    smem_offset = uint32_t((chunk / kBlockChunks) * (Rows * W)) + sw_offset<W>(row, chunk % kBlockChunks);
   }
   __device__ __forceinline__ void copy(char* smem, const void* gmem, int stride, int valid_rows,
                                        int valid_chunks = kChunks) const {
@@ -62,7 +74,7 @@ struct SwizzledCopier {
 #pragma unroll
     for (int k = 0; k < kCopies; ++k) {
       const bool ok = row + k * kRowStep < valid_rows && chunk < valid_chunks;
-      cp_async_16(smem + smem_offset + k * kRowStep * 128, ok ? src + size_t(k) * kRowStep * stride : gmem, ok);
+      cp_async_16(smem + smem_offset + k * kRowStep * W, ok ? src + size_t(k) * kRowStep * stride : gmem, ok);
     }
   }
 };
