@@ -3,8 +3,8 @@
 //
 // CTA = 2 warpgroups × 64 query rows (B_r = 128) sharing each K/V tile (B_c = 128 keys); K/V tiles are
 // three-deep in shared memory (cp.async by all 256 threads, 128-byte swizzle, wgmma.cuh). Per warpgroup,
-// FlashAttention-3's intra-warpgroup pipelining (Shah et al. 2024, §3.2) overlaps the softmax of tile
-// j + 1 with the P̃·V product of tile j:
+// FlashAttention-3's intra-warpgroup pipelining (Shah et al. 2024, §3.2; the loop is kv_pipeline.cuh,
+// shared with int_flash_sm90.cu) overlaps the softmax of tile j + 1 with the P̃·V product of tile j:
 //   issue  S_{j+1} = Q·K_{j+1}ᵀ                  wgmma, A = Q and B = K from shared memory (K-major)
 //   issue  O += P̃_j·V_j                          wgmma, A = P̃_j from registers, B = V (MN-major)
 //   wait for S_{j+1}; m, ℓ, P̃_{j+1} = 2^{S·scale·log₂e − m}   (online softmax, App. D; FP32, ex2)
@@ -15,6 +15,7 @@
 #include "kernels/flash2_sm90.h"
 
 #include "core/kernel_traits.h"
+#include "kernels/kv_pipeline.cuh"
 #include "kernels/tile_softmax.cuh"
 #include "kernels/wgmma.cuh"
 
@@ -34,7 +35,7 @@ struct HopperTile {
   static_assert(kBr == 64 * kGroups, "each warpgroup owns one m64 tile of query rows");
   static_assert(kBc == 128, "S is one m64n128 accumulator");
   static_assert(D % 64 == 0, "whole 128-byte swizzle rows");
-  static_assert(kStages == 3, "the pipeline below loads tile j + 2 while tiles j and j + 1 are read");
+  static_assert(kStages == 3, "kv_pipeline.cuh loads tile j + 2 while tiles j and j + 1 are read");
 };
 
 template <int D>
@@ -114,73 +115,33 @@ __global__ void __launch_bounds__(HopperTile<D>::kThreads, 1) flash2_sm90_kernel
     }
   };
 
-  if (tiles > 0) {
-    SwizzledCopier<2 * D, T::kBr, T::kThreads>(threadIdx.x).copy(sQ, q, 2 * D, a.q_len - row0);
-    load_kv(0);
-    cp_async_commit();
-    if (tiles > 1) load_kv(1);
-    cp_async_commit();
-    cp_async_wait<1>();  // Q and tile 0
-    fence_proxy_async();
-    __syncthreads();
-    wgmma_fence();
-    issue_scores(0);
-    wgmma_commit();
-    wgmma_wait<0>();
-    pin_registers(s);
-    float alpha[2];
-    softmax(0, alpha);
-    round_p();
-
-    // O += P̃_j·V_j (issued and committed, not waited for).
-    auto issue_pv = [&](int j) {
+  // O += P̃_j·V_j.
+  auto issue_pv = [&](int j) {
 #pragma unroll
-      for (int ks = 0; ks < kBc / 16; ++ks) {
-        if constexpr (D == 128) wgmma_m64n128k16_f16_rs_tb(o, p[ks], desc_v(j, ks), j > 0 || ks > 0);
-        else wgmma_m64n64k16_f16_rs_tb(o, p[ks], desc_v(j, ks), j > 0 || ks > 0);
-      }
-      wgmma_commit();
-    };
-    // Every tile but the last: no branch between a wgmma and its accumulator (ptxas would serialize).
-    for (int j = 0; j + 1 < tiles; ++j) {
-      // Tile j + 1 has landed and is visible to the tensor cores; every thread has finished P̃·V of
-      // tile j − 1, so its stage can take tile j + 2.
-      cp_async_wait<0>();
-      fence_proxy_async();
-      __syncthreads();
-      if (j + 2 < tiles) load_kv(j + 2);
-      cp_async_commit();
-
-      pin_registers(o);
-      pin_registers(p);
-      wgmma_fence();
-      issue_scores(j + 1);
-      wgmma_commit();
-      issue_pv(j);
-      wgmma_wait<1>();  // S_{j+1}; O += P̃_j·V_j may still run
-      pin_registers(s);
-      softmax(j + 1, alpha);
-      wgmma_wait<0>();
-      pin_registers(o);
-      // Once the running maxima settle, α = 1 for every row of the warp: skipping the multiply by 1 is
-      // exact.
-      if (__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) {
-#pragma unroll
-        for (int n = 0; n < D / 8; ++n) {
-          o[4 * n + 0] *= alpha[0], o[4 * n + 1] *= alpha[0];
-          o[4 * n + 2] *= alpha[1], o[4 * n + 3] *= alpha[1];
-        }
-      }
-      round_p();
+    for (int ks = 0; ks < kBc / 16; ++ks) {
+      if constexpr (D == 128) wgmma_m64n128k16_f16_rs_tb(o, p[ks], desc_v(j, ks), j > 0 || ks > 0);
+      else wgmma_m64n64k16_f16_rs_tb(o, p[ks], desc_v(j, ks), j > 0 || ks > 0);
     }
-    // The last tile's P̃·V (its V landed with Q when tiles = 1, else before the loop's last barrier).
-    pin_registers(o);
-    pin_registers(p);
-    wgmma_fence();
-    issue_pv(tiles - 1);
-    wgmma_wait<0>();
-    pin_registers(o);
-  }
+  };
+  // After P̃·V_j: O ·= α of the next tile. Once the running maxima settle, α = 1 for every row of the
+  // warp: skipping the multiply by 1 is exact.
+  auto finish_pv = [&](const float (&alpha)[2], bool rescale) {
+    if (rescale && __any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) {
+#pragma unroll
+      for (int n = 0; n < D / 8; ++n) {
+        o[4 * n + 0] *= alpha[0], o[4 * n + 1] *= alpha[0];
+        o[4 * n + 2] *= alpha[1], o[4 * n + 3] *= alpha[1];
+      }
+    }
+  };
+  auto steps = KvSteps{[&] { SwizzledCopier<2 * D, T::kBr, T::kThreads>(threadIdx.x).copy(sQ, q, 2 * D, a.q_len - row0); },
+                       load_kv, issue_scores, issue_pv, softmax, round_p, finish_pv,
+                       [&] { pin_registers(s); },
+                       [&] {
+                         pin_registers(o);
+                         pin_registers(p);
+                       }};
+  kv_pipeline(tiles, steps);
 
   // Epilogue: ℓ summed over the quad, O = G/ℓ, L = m + log ℓ (natural units).
 #pragma unroll

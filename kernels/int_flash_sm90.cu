@@ -1,9 +1,9 @@
 // attnlab kernels: INT-FlashAttention (full and half INT8) on Hopper's warpgroup MMA (wgmma, sm_90a) —
 // the same function as int_flash.cu (int_flash.h states the contract), at d = 64 and 128.
 //
-// The loop nest and pipeline of flash2_sm90.cu (2 warpgroups × 64 query rows, B_c = 128, three cp.async
-// stages, S_{j+1} issued before P·V_j so the softmax of one tile runs under the
-// other's MMA); what changes is Alg. 1's arithmetic:
+// The loop nest of flash2_sm90.cu (2 warpgroups × 64 query rows, B_c = 128) and the same pipeline
+// (kv_pipeline.cuh: three cp.async stages, S_{j+1} issued before P·V_j so the softmax of one tile runs under
+// the other's MMA); what changes is Alg. 1's arithmetic:
 //   l. 9   S = ((QKᵀ)_int32·(s_Q·scale·log₂e))·s_K     wgmma s8·s8 → s32 (m64n128k32), Q and K K-major
 //   l. 11  P = ⌊127·2^{S − m}⌉ (cvt.rni)                 codes packed from the S registers into A fragments
 //   l. 12  ℓ = 2^{m_old − m}·ℓ + rowsum P                the quantized P
@@ -19,6 +19,7 @@
 #include "kernels/int_flash_sm90.h"
 
 #include "core/kernel_traits.h"
+#include "kernels/kv_pipeline.cuh"
 #include "kernels/tile_softmax.cuh"
 #include "kernels/wgmma.cuh"
 
@@ -41,7 +42,7 @@ struct IntHopperTile {
   static constexpr size_t kSmemBytes = size_t(kQBytes) + size_t(kStages) * kStageBytes + 1024;  // + alignment
   static_assert(kBr == 128 && kTraits.warps == 8, "two warpgroups of 64 query rows");
   static_assert(kBc == 128 && kBc * 4 <= kScaleBytes, "S is one m64n128 accumulator; Vᵀ rows are one swizzle row");
-  static_assert(kStages == 3, "the pipeline loads tile j + 2 while tiles j and j + 1 are read");
+  static_assert(kStages == 3, "kv_pipeline.cuh loads tile j + 2 while tiles j and j + 1 are read");
 };
 
 // Dump: also write the INT32 scores to a.scores (a test-only instantiation; the timed kernel has none of it).
@@ -126,7 +127,6 @@ __global__ void __launch_bounds__(IntHopperTile<D, VHalf>::kThreads, 1) int_flas
       else if constexpr (D == 128) wgmma_m64n128k32_s8_rs(acc, p[ks], desc_v(j, ks), ks > 0);
       else wgmma_m64n64k32_s8_rs(acc, p[ks], desc_v(j, ks), ks > 0);
     }
-    wgmma_commit();
   };
   // Lines 9–12 for tile j on si: scores, masks, running max, P into p_real / p_code, ℓ; returns α per row.
   auto softmax = [&](int j, float (&alpha)[2]) {
@@ -210,58 +210,18 @@ __global__ void __launch_bounds__(IntHopperTile<D, VHalf>::kThreads, 1) int_flas
     }
   };
 
-  if (tiles > 0) {
-    SwizzledCopier<D, T::kBr, T::kThreads, D>(threadIdx.x).copy(sQ, a.q + (size_t(bh) * a.q_len + row0) * D, D,
-                                                                a.q_len - row0);
-    load_kv(0);
-    cp_async_commit();
-    if (tiles > 1) load_kv(1);
-    cp_async_commit();
-    cp_async_wait<1>();  // Q and tile 0
-    fence_proxy_async();
-    __syncthreads();
-    wgmma_fence();
-    issue_scores(0);
-    wgmma_commit();
-    wgmma_wait<0>();
-    pin_registers(si);
-    float alpha[2];
-    softmax(0, alpha);
-    pack_p();
-
-    for (int j = 0; j + 1 < tiles; ++j) {
-      cp_async_wait<0>();  // tile j + 1 landed; every thread is past P·V_{j−1}: tile j + 2 may overwrite it
-      fence_proxy_async();
-      __syncthreads();
-      if (j + 2 < tiles) load_kv(j + 2);
-      cp_async_commit();
-
-      pin_registers(o);
-      if constexpr (!VHalf) pin_registers(acc);
-      pin_registers(p);
-      wgmma_fence();
-      issue_scores(j + 1);
-      wgmma_commit();
-      issue_pv(j);
-      wgmma_wait<1>();  // S_{j+1}; P·V_j may still run
-      pin_registers(si);
-      softmax(j + 1, alpha);
-      wgmma_wait<0>();
-      pin_registers(o);
-      if constexpr (!VHalf) pin_registers(acc);
-      finish_tile(alpha, true);
-      pack_p();
-    }
-    pin_registers(o);
-    if constexpr (!VHalf) pin_registers(acc);
-    pin_registers(p);
-    wgmma_fence();
-    issue_pv(tiles - 1);
-    wgmma_wait<0>();
-    pin_registers(o);
-    if constexpr (!VHalf) pin_registers(acc);
-    finish_tile(alpha, false);
-  }
+  auto steps = KvSteps{[&] {
+                         SwizzledCopier<D, T::kBr, T::kThreads, D>(threadIdx.x)
+                             .copy(sQ, a.q + (size_t(bh) * a.q_len + row0) * D, D, a.q_len - row0);
+                       },
+                       load_kv, issue_scores, issue_pv, softmax, pack_p, finish_tile,
+                       [&] { pin_registers(si); },
+                       [&] {
+                         pin_registers(o);
+                         if constexpr (!VHalf) pin_registers(acc);
+                         pin_registers(p);
+                       }};
+  kv_pipeline(tiles, steps);
 
   // l. 16: O = (O/ℓ)·s_V; L = m + log ℓ − log R (natural units). Half-INT8: O/ℓ, L = m + log ℓ.
   const float s_v = VHalf ? 1.f : a.s_v[bkv];
