@@ -143,23 +143,9 @@ __global__ void __launch_bounds__(HopperTile<D>::kThreads, 1) flash2_sm90_kernel
                        }};
   kv_pipeline(tiles, steps);
 
-  // Epilogue: ℓ summed over the quad, O = G/ℓ, L = m + log ℓ (natural units).
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
-    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
-    const int row = my_row0 + 8 * i;
-    if (row >= a.q_len) continue;
-    const bool empty = !(l[i] > 0.f);
-    const size_t out_row = size_t(bh) * a.q_len + row;
-    __half* orow = a.o + out_row * D;
-#pragma unroll
-    for (int n = 0; n < D / 8; ++n) {
-      const float x0 = empty ? 0.f : o[4 * n + 2 * i] / l[i], x1 = empty ? 0.f : o[4 * n + 2 * i + 1] / l[i];
-      *reinterpret_cast<__half2*>(orow + n * 8 + 2 * t) = __floats2half2_rn(x0, x1);
-    }
-    if (t == 0) a.lse[out_row] = empty ? -INFINITY : (m[i] + log2f(l[i])) / kLog2e;
-  }
+  // Epilogue: O = G/ℓ, L = m + log ℓ (out_scale 1 is exact).
+  store_rows<D>(o, l, m, my_row0, t, a.q_len, a.o + size_t(bh) * a.q_len * D, a.lse + size_t(bh) * a.q_len,
+                1.f, 0.f);
 #endif
 }
 

@@ -223,26 +223,9 @@ __global__ void __launch_bounds__(IntHopperTile<D, VHalf>::kThreads, 1) int_flas
                        }};
   kv_pipeline(tiles, steps);
 
-  // l. 16: O = (O/ℓ)·s_V; L = m + log ℓ − log R (natural units). Half-INT8: O/ℓ, L = m + log ℓ.
-  const float s_v = VHalf ? 1.f : a.s_v[bkv];
-  const float log_r = VHalf ? 0.f : logf(kR);
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
-    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
-    const int row = my_row0 + 8 * i;
-    if (row >= a.q_len) continue;
-    const bool empty = !(l[i] > 0.f);
-    const size_t out_row = size_t(bh) * a.q_len + row;
-    __half* orow = a.o + out_row * D;
-#pragma unroll
-    for (int n = 0; n < D / 8; ++n) {
-      const float x0 = empty ? 0.f : (VHalf ? o[4 * n + 2 * i] / l[i] : (o[4 * n + 2 * i] / l[i]) * s_v);
-      const float x1 = empty ? 0.f : (VHalf ? o[4 * n + 2 * i + 1] / l[i] : (o[4 * n + 2 * i + 1] / l[i]) * s_v);
-      *reinterpret_cast<__half2*>(orow + n * 8 + 2 * t) = __floats2half2_rn(x0, x1);
-    }
-    if (t == 0) a.lse[out_row] = empty ? -INFINITY : (m[i] + log2f(l[i])) / kLog2e - log_r;
-  }
+  // l. 16: O = (O/ℓ)·s_V; L = m + log ℓ − log R (natural units). Half-INT8: O/ℓ (× 1, exact), L = m + log ℓ.
+  store_rows<D>(o, l, m, my_row0, t, a.q_len, a.o + size_t(bh) * a.q_len * D, a.lse + size_t(bh) * a.q_len,
+                VHalf ? 1.f : a.s_v[bkv], VHalf ? 0.f : logf(kR));
 #endif
 }
 
