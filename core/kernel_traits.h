@@ -74,4 +74,29 @@ constexpr const KernelTraits* find_kernel_traits(std::string_view variant, int h
   return fallback;
 }
 
+// Variants whose numbers depend on the kernel's tile width: int_flash's codes P = ⌊127·e^{S − m}⌉ take
+// m as the running max after each B_c-key tile, so a kernel computes the reference's function only at the
+// reference's block_c.
+constexpr bool tile_width_is_numeric(std::string_view variant) { return variant == "int_flash"; }
+
+// The one rule, for the kernel backend and the cost model alike: the kernel generation (80 or 90) that
+// runs `variant` at head dim d on a GPU of compute capability gpu_arch (× 10), or 0 when none computes the
+// variant's function. `pinned` is the variant's `kernel` parameter (0 = auto, 80 = mma_sync, 90 = wgmma);
+// `block_c` its parameter, which must equal the kernel's B_c for tile_width_is_numeric variants (auto then
+// takes the generation whose B_c matches, wgmma first).
+constexpr int kernel_generation(std::string_view variant, int head_dim, int gpu_arch, long q_len, bool split,
+                                int pinned, int block_c) {
+  const KernelTraits* group = find_kernel_traits(variant, head_dim, 90);
+  const KernelTraits* sync = find_kernel_traits(variant, head_dim, 80);
+  const bool group_runs = gpu_arch == 90 && group && group->arch == 90;
+  if (!tile_width_is_numeric(variant)) {
+    if (pinned == 80) return sync ? 80 : 0;
+    if (pinned == 90) return group_runs ? 90 : 0;
+    return kernel_arch(group_runs ? 90 : 80, q_len, split ? 2 : 1) == 90 ? 90 : (sync ? 80 : 0);
+  }
+  if (pinned != 80 && group_runs && block_c == group->block_c) return 90;
+  if (pinned != 90 && sync && block_c == sync->block_c) return 80;
+  return 0;
+}
+
 }  // namespace attnlab

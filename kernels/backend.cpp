@@ -86,24 +86,27 @@ KernelPath chosen_path(const VariantRequest& v) {
   return choice == "wgmma" ? KernelPath::warpgroup_mma : choice == "mma_sync" ? KernelPath::warp_mma : KernelPath::automatic;
 }
 
-// int_flash's codes P = ⌊127·e^{S − m}⌉ take m as the running max after each B_c-key tile, so a kernel
-// computes the reference's function only at the reference's block_c: the mma.sync kernel's tiles are 64
-// keys, the wgmma kernel's 128 (core/kernel_traits.h). `auto` takes the generation whose B_c matches.
-// Returns "" and sets `path`, or the reason no kernel computes this variant's function.
-std::string int_flash_path(const VariantRequest& v, int d, KernelPath& path) {
-  const int bc = static_cast<int>(v.params.integer("block_c"));
+// int_flash's generation by core/kernel_traits.h's rule (the cost model's too): its codes depend on the
+// tile width, so a kernel runs it only at its own B_c. Returns "" and sets `path`, or why no kernel does.
+std::string int_flash_path(const VariantRequest& v, const Problem& p, KernelPath& path) {
+  const int d = static_cast<int>(p.head_dim), bc = static_cast<int>(v.params.integer("block_c"));
+  const KernelPath asked = chosen_path(v);
+  const int pinned = asked == KernelPath::warp_mma ? 80 : asked == KernelPath::warpgroup_mma ? 90 : 0;
+  const int arch = warpgroup_mma_available() ? 90 : 80;
+  switch (kernel_generation("int_flash", d, arch, long(p.q_len), false, pinned, bc)) {
+    case 90: return path = KernelPath::warpgroup_mma, "";
+    case 80: return path = KernelPath::warp_mma, "";
+  }
   const KernelTraits* sync = find_kernel_traits("int_flash", d, 80);
   const KernelTraits* group = find_kernel_traits("int_flash", d, 90);
-  const bool group_runs = group && group->arch == 90 && warpgroup_mma_available() && int_flash_sm90_supports(d);
-  const KernelPath asked = chosen_path(v);
-  if (asked != KernelPath::warp_mma && group_runs && bc == group->block_c) return path = KernelPath::warpgroup_mma, "";
-  if (asked == KernelPath::warpgroup_mma)
-    return group_runs ? fmt::format("kernel = wgmma computes with B_c = {} keys: set block_c = {}", group->block_c,
-                                    group->block_c)
-                      : "kernel = wgmma needs head_dim 64 or 128, a compute-capability-9.0 GPU and a build for sm_90a";
-  if (bc == sync->block_c) return path = KernelPath::warp_mma, "";
-  return fmt::format("the int_flash kernels compute with B_c = {} keys (mma.sync){}: set block_c to match", sync->block_c,
-                     group_runs ? fmt::format(" or {} (wgmma)", group->block_c) : "");
+  const bool group_runs = arch == 90 && group && group->arch == 90;
+  if (asked == KernelPath::warpgroup_mma && !group_runs)
+    return "kernel = wgmma needs head_dim 64 or 128, a compute-capability-9.0 GPU and a build for sm_90a";
+  std::string widths = asked == KernelPath::warpgroup_mma ? "" : fmt::format("{} (mma.sync)", sync->block_c);
+  if (group_runs && asked != KernelPath::warp_mma)
+    widths += fmt::format("{}{} (wgmma)", widths.empty() ? "" : " or ", group->block_c);
+  return fmt::format("int_flash's kernels compute with B_c = {} keys: set block_c to match (its P codes depend on it)",
+                     widths);
 }
 
 }  // namespace
@@ -123,7 +126,7 @@ std::string KernelBackend::cannot_run(const VariantRequest& v, const Experiment&
     if (!int_flash_supports(d)) return fmt::format("no int_flash kernel for head_dim {} (compiled: 64, 128)", d);
     if (v.params.integer("r_p") != 127) return "the kernel implements Alg. 1's R = 127 (r_p = 127)";
     KernelPath path;
-    return int_flash_path(v, d, path);
+    return int_flash_path(v, e.problem, path);
   }
   return "no kernel for this variant yet";
 }
@@ -135,7 +138,7 @@ void KernelBackend::run(const Experiment& e, const VariantRequest& v, const QKV&
   DeviceBuffer o(size_t(p.q_shape().count()) * sizeof(__half)), lse(rows * sizeof(float));
   if (v.id == "int_flash") {
     KernelPath path = KernelPath::warp_mma;
-    if (const std::string why = int_flash_path(v, static_cast<int>(p.head_dim), path); !why.empty())
+    if (const std::string why = int_flash_path(v, p, path); !why.empty())
       throw std::runtime_error(why);
     // Alg. 1's storage format: INT8 Q, K, V and FP32 scales in HBM before the kernel starts.
     std::vector<IntFlashInputs> sets;

@@ -292,8 +292,8 @@ size_t flash2_workspace_bytes(const Flash2Args& a) {
 
 KernelPath flash2_resolved_path(const Flash2Args& a) {
   if (a.path != KernelPath::automatic) return a.path;
-  const int arch = warpgroup_mma_available() ? 90 : 80;
-  return kernel_arch(arch, a.q_len, a.splits) == 90 ? KernelPath::warpgroup_mma : KernelPath::warp_mma;
+  const int g = kernel_generation("flash2", a.head_dim, warpgroup_mma_available() ? 90 : 80, a.q_len, a.splits > 1, 0, 0);
+  return g == 90 ? KernelPath::warpgroup_mma : KernelPath::warp_mma;
 }
 
 cudaError_t flash2_forward(const Flash2Args& a, cudaStream_t stream) {

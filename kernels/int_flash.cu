@@ -315,8 +315,10 @@ bool int_flash_supports(int head_dim) { return find_kernel_traits("int_flash", h
 
 KernelPath int_flash_resolved_path(const IntFlashArgs& a) {
   if (a.path != KernelPath::automatic) return a.path;
-  const int arch = warpgroup_mma_available() && int_flash_sm90_supports(a.head_dim) ? 90 : 80;
-  return kernel_arch(arch, a.q_len, 1) == 90 ? KernelPath::warpgroup_mma : KernelPath::warp_mma;
+  // The generation decides the tile width, which int_flash's numbers depend on: the caller chooses it by
+  // core/kernel_traits.h's kernel_generation (the backend does); `automatic` keeps the mma.sync kernel,
+  // whose B_c is the variant's default block_c.
+  return KernelPath::warp_mma;
 }
 
 cudaError_t int_flash_forward(const IntFlashArgs& a, cudaStream_t stream) {

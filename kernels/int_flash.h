@@ -35,7 +35,7 @@ struct IntFlashArgs {
   int batch = 0, q_heads = 0, kv_heads = 0, q_len = 0, kv_len = 0, kv_pad = 0, head_dim = 0;
   bool causal = false;
   float scale = 0;
-  KernelPath path = KernelPath::automatic;  // wgmma (int_flash_sm90.h) on sm_90a, else mma.sync
+  KernelPath path = KernelPath::automatic;  // automatic = mma.sync (B_c 64); wgmma (B_c 128) when asked for
   int32_t* scores = nullptr;  // tests: (B, Hq, Nq, Nkv) receives the INT32 Q·Kᵀ (l. 9 before scaling)
 };
 

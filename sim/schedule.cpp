@@ -126,20 +126,16 @@ int64_t param_or(const VariantRequest& v, const char* name, int64_t fallback) {
   return declares(v, name) ? v.params.integer(name) : fallback;
 }
 
-// The kernel generation that would run (core/kernel_traits.h): a variant's `kernel` parameter pins it;
-// otherwise wgmma on an sm_90 GPU for prefill, mma.sync for decode (it splits the keys) and elsewhere.
-// int_flash's codes depend on its tile width (kernels/backend.cpp), so its `auto` takes wgmma only when
-// block_c is that kernel's B_c, as the kernel backend does.
+// The kernel generation that would run: core/kernel_traits.h's kernel_generation, the rule the kernel
+// backend uses too (decode splits the keys). Where no kernel computes the variant's function (int_flash
+// at another block_c), the model keeps the mma.sync row's tiling: it still predicts that schedule.
 int kernel_generation(const Problem& p, const VariantRequest& v, const GpuSpec& gpu) {
   const std::string pinned = v.params.values().count("kernel") ? v.params.choice("kernel") : "auto";
-  if (pinned == "mma_sync") return 80;
-  if (pinned == "wgmma") return 90;
-  const int arch = kernel_arch(gpu.arch == "sm_90" ? 90 : 80, long(p.q_len), p.phase == Phase::decode ? 2 : 1);
-  if (arch == 90 && v.id == "int_flash") {
-    const KernelTraits* t = find_kernel_traits(v.id, static_cast<int>(p.head_dim), 90);
-    if (!t || t->arch != 90 || param_or(v, "block_c", 0) != t->block_c) return 80;
-  }
-  return arch;
+  const int g = attnlab::kernel_generation(v.id, static_cast<int>(p.head_dim), gpu.arch == "sm_90" ? 90 : 80,
+                                           long(p.q_len), p.phase == Phase::decode,
+                                           pinned == "mma_sync" ? 80 : pinned == "wgmma" ? 90 : 0,
+                                           static_cast<int>(param_or(v, "block_c", 0)));
+  return g == 0 ? 80 : g;
 }
 
 // Average cache bits per element of turbo's progressive cache (Eq. 12: n_h heads at bits_lo).

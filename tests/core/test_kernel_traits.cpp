@@ -1,0 +1,51 @@
+// The one rule for which kernel generation runs a variant (core/kernel_traits.h): the kernel backend and
+// the cost model both call it, so they cannot disagree about a tile size.
+#include "core/config.h"
+#include "core/kernel_traits.h"
+#include "sim/gpu_spec.h"
+#include "sim/schedule.h"
+#include "tests/catch.h"
+
+#include <nlohmann/json.hpp>
+
+namespace attnlab {
+namespace {
+
+TEST_CASE("kernel_generation: flash2 takes wgmma for unsplit prefill on compute capability 9.0", "[kernels-rule]") {
+  CHECK(kernel_generation("flash2", 128, 90, 4096, false, 0, 64) == 90);
+  CHECK(kernel_generation("flash2", 128, 90, 4096, true, 0, 64) == 80);   // split-KV decode
+  CHECK(kernel_generation("flash2", 128, 90, 32, false, 0, 64) == 80);    // fewer rows than a warpgroup
+  CHECK(kernel_generation("flash2", 128, 80, 4096, false, 0, 64) == 80);  // no sm_90a
+  CHECK(kernel_generation("flash2", 128, 90, 4096, false, 80, 64) == 80); // pinned
+  CHECK(kernel_generation("flash2", 128, 80, 4096, false, 90, 64) == 0);  // pinned where it cannot run
+  CHECK(kernel_generation("flash2", 96, 90, 4096, false, 0, 64) == 0);    // no kernel at d = 96
+}
+
+TEST_CASE("kernel_generation: int_flash runs only at the kernel's own tile width", "[kernels-rule]") {
+  const int wg = find_kernel_traits("int_flash", 128, 90)->block_c, ms = find_kernel_traits("int_flash", 128, 80)->block_c;
+  REQUIRE(wg != ms);
+  CHECK(kernel_generation("int_flash", 128, 90, 4096, false, 0, wg) == 90);
+  CHECK(kernel_generation("int_flash", 128, 90, 4096, false, 0, ms) == 80);
+  CHECK(kernel_generation("int_flash", 128, 90, 32, false, 0, wg) == 90);  // the width decides, not the rows
+  CHECK(kernel_generation("int_flash", 128, 90, 4096, false, 0, 32) == 0);
+  CHECK(kernel_generation("int_flash", 128, 90, 4096, false, 90, ms) == 0);
+  CHECK(kernel_generation("int_flash", 128, 80, 4096, false, 0, wg) == 0);
+}
+
+// The model's tiling is the kernel's: at block_c = 128 on an H100 the schedule takes the wgmma row even for
+// a short query (before the shared rule, the model fell back to mma.sync there while the backend ran wgmma).
+TEST_CASE("the cost model schedules the generation the kernel backend runs", "[kernels-rule]") {
+  const Experiment e = parse_experiment(
+      {{"problem", {{"batch", 1}, {"q_heads", 4}, {"kv_heads", 4}, {"q_len", 32}, {"kv_len", 1024}, {"head_dim", 128}}},
+       {"variants", {{{"id", "int_flash"}, {"params", {{"block_c", 128}}}}, {{"id", "int_flash"}}}}});
+  const sim::GpuSpec h100 = sim::load_gpu_spec("h100-sxm5");
+  const sim::Schedule wide = sim::make_schedule(e.problem, e.variants[0], h100);
+  CHECK(wide.block_c == 128);
+  CHECK(wide.warpgroup_mma);
+  const sim::Schedule narrow = sim::make_schedule(e.problem, e.variants[1], h100);
+  CHECK(narrow.block_c == 64);
+  CHECK_FALSE(narrow.warpgroup_mma);
+}
+
+}  // namespace
+}  // namespace attnlab
