@@ -1,5 +1,7 @@
 #include "kernels/int_flash_host.h"
 
+#include "kernels/poisoned_output.h"
+
 #include "kernels/quantize_int8.h"
 
 #include <cuda_fp16.h>
@@ -83,13 +85,10 @@ IntFlashArgs int_flash_args(const Problem& p, const IntFlashInputs& in, __half* 
 }
 
 IntFlashOutput int_flash_once(const Problem& p, const IntFlashInputs& in, KernelPath path, bool dump_scores) {
-  const size_t n_out = size_t(p.q_shape().count()), n_rows = size_t(p.batch * p.q_heads * p.q_len);
-  DeviceBuffer o(n_out * sizeof(__half)), lse(n_rows * sizeof(float));
-  ATTNLAB_CUDA(cudaMemset(o.as<void>(), 0xff, o.bytes()));  // poison: NaN in FP16 and FP32
-  ATTNLAB_CUDA(cudaMemset(lse.as<void>(), 0xff, lse.bytes()));
-  IntFlashArgs a = int_flash_args(p, in, o.as<__half>(), lse.as<float>());
+  const PoisonedOutput out_dev(p);
+  IntFlashArgs a = int_flash_args(p, in, out_dev.o(), out_dev.lse());
   a.path = path;
-  const size_t n_scores = dump_scores ? n_rows * size_t(p.kv_len) : 0;
+  const size_t n_scores = dump_scores ? size_t(p.batch * p.q_heads * p.q_len * p.kv_len) : 0;
   DeviceBuffer scores(n_scores * sizeof(int32_t));
   if (dump_scores) {
     ATTNLAB_CUDA(cudaMemset(scores.as<void>(), 0x7f, scores.bytes()));  // poison: 0x7f7f7f7f is no INT8 dot product
@@ -97,19 +96,9 @@ IntFlashOutput int_flash_once(const Problem& p, const IntFlashInputs& in, Kernel
   }
   ATTNLAB_CUDA(int_flash_forward(a, nullptr));
   ATTNLAB_CUDA(cudaDeviceSynchronize());
-  std::vector<__half> oh(n_out);
-  IntFlashOutput out{Tensor(p.q_shape()), std::vector<float>(n_rows), int_flash_resolved_path(a),
-                     std::vector<int32_t>(n_scores)};
+  IntFlashOutput out{Tensor(), {}, int_flash_resolved_path(a), std::vector<int32_t>(n_scores)};
   if (dump_scores) ATTNLAB_CUDA(cudaMemcpy(out.scores.data(), scores.as<void>(), scores.bytes(), cudaMemcpyDeviceToHost));
-  ATTNLAB_CUDA(cudaMemcpy(oh.data(), o.as<void>(), o.bytes(), cudaMemcpyDeviceToHost));
-  ATTNLAB_CUDA(cudaMemcpy(out.lse.data(), lse.as<void>(), lse.bytes(), cudaMemcpyDeviceToHost));
-  int64_t unwritten = 0;
-  for (size_t i = 0; i < n_out; ++i) {
-    out.o.data()[i] = __half2float(oh[i]);
-    unwritten += std::isnan(out.o.data()[i]);
-  }
-  for (float x : out.lse) unwritten += std::isnan(x);
-  if (unwritten > 0) throw std::runtime_error(fmt::format("int_flash kernel: {} outputs left unwritten (NaN)", unwritten));
+  out_dev.read("int_flash", out.o, out.lse);
   return out;
 }
 

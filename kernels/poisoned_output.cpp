@@ -1,0 +1,33 @@
+#include "kernels/poisoned_output.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <stdexcept>
+
+namespace attnlab::kernels {
+
+PoisonedOutput::PoisonedOutput(const Problem& p)
+    : shape_(p.q_shape()),
+      o_(size_t(shape_.count()) * sizeof(__half)),
+      lse_(size_t(p.batch * p.q_heads * p.q_len) * sizeof(float)) {
+  ATTNLAB_CUDA(cudaMemset(o_.as<void>(), 0xff, o_.bytes()));
+  ATTNLAB_CUDA(cudaMemset(lse_.as<void>(), 0xff, lse_.bytes()));
+}
+
+void PoisonedOutput::read(const char* kernel, Tensor& o, std::vector<float>& lse) const {
+  std::vector<__half> oh(size_t(shape_.count()));
+  o = Tensor(shape_);
+  lse.resize(lse_.bytes() / sizeof(float));
+  ATTNLAB_CUDA(cudaMemcpy(oh.data(), o_.as<void>(), o_.bytes(), cudaMemcpyDeviceToHost));
+  ATTNLAB_CUDA(cudaMemcpy(lse.data(), lse_.as<void>(), lse_.bytes(), cudaMemcpyDeviceToHost));
+  int64_t unwritten = 0;
+  for (size_t i = 0; i < oh.size(); ++i) {
+    o.data()[i] = __half2float(oh[i]);
+    unwritten += std::isnan(o.data()[i]);
+  }
+  for (float x : lse) unwritten += std::isnan(x);
+  if (unwritten > 0) throw std::runtime_error(fmt::format("{} kernel: {} outputs left unwritten (NaN)", kernel, unwritten));
+}
+
+}  // namespace attnlab::kernels
