@@ -24,8 +24,9 @@ section.view { margin: 1.2em 0 2em; } section.view h3 { font-size: 1.05em; margi
 svg { max-width: 100%; height: auto; }
 )";
 
-std::string table_html(const views::Table& t) {
-  std::string out = fmt::format("<h2>{}</h2>\n<table>\n<tr>", escape_html(t.title));
+// The <table> alone; table_html adds the title above it.
+std::string table_body(const views::Table& t) {
+  std::string out = "<table>\n<tr>";
   for (const auto& c : t.columns)
     out += fmt::format("<th>{}{}</th>", escape_html(c.title), c.unit.empty() ? "" : " (" + escape_html(c.unit) + ")");
   out += "</tr>\n";
@@ -39,6 +40,8 @@ std::string table_html(const views::Table& t) {
   return out + "</table>\n";
 }
 
+std::string table_html(const views::Table& t) { return fmt::format("<h2>{}</h2>\n", escape_html(t.title)) + table_body(t); }
+
 // The chart views, grouped under their GUI panel's name, each with its note and a link to its CSV.
 std::string views_html(const std::vector<views::View>& all) {
   std::string out, panel;
@@ -48,9 +51,7 @@ std::string views_html(const std::vector<views::View>& all) {
                        "<a href=\"views/{}.csv\">CSV</a></p>\n",
                        escape_html(view_file_stem(v.id)), escape_html(v.title), escape_html(v.note), view_file_stem(v.id));
     if (const auto* t = std::get_if<views::Table>(&v.body)) {
-      views::Table untitled = *t;
-      const std::string h2 = table_html(untitled);
-      out += h2.substr(h2.find("<table>"));
+      out += table_body(*t);  // the section's <h3> is its title
     } else {
       out += render_svg(v);
     }
