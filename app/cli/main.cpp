@@ -77,10 +77,10 @@ int main(int argc, char** argv) {
     if (*calibrate_cmd) return calibrate_command(calibrate);
     return presets_command();
   } catch (const attnlab::InputError& e) {
-    std::fprintf(stderr, "attnlab: error: %s\n", e.what());
+    std::fprintf(stderr, "attnlab: error: %s\n", attnlab::one_line(e.what()).c_str());
     return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "attnlab: internal error: %s\n", e.what());
+    std::fprintf(stderr, "attnlab: internal error: %s\n", attnlab::one_line(e.what()).c_str());
     return 1;
   }
 }

@@ -13,17 +13,17 @@ namespace attnlab::data::detail {
 
 namespace fs = std::filesystem;
 
-InFile::InFile(const std::string& path) : path_(path) {
+InFile::InFile(const std::string& path) : path_(echo(path)) {
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
-  if (st.type() == fs::file_type::not_found) fail_input(path, "file not found");
-  if (ec) fail_input(path, "cannot be read (" + ec.message() + ")");
-  if (st.type() == fs::file_type::directory) fail_input(path, "is a folder, expected a file");
-  if (st.type() != fs::file_type::regular) fail_input(path, "is not a regular file");
+  if (st.type() == fs::file_type::not_found) fail_input(path_, "file not found");
+  if (ec) fail_input(path_, "cannot be read (" + ec.message() + ")");
+  if (st.type() == fs::file_type::directory) fail_input(path_, "is a folder, expected a file");
+  if (st.type() != fs::file_type::regular) fail_input(path_, "is not a regular file");
   size_ = fs::file_size(path, ec);
-  if (ec) fail_input(path, "cannot be read (" + ec.message() + ")");
+  if (ec) fail_input(path_, "cannot be read (" + ec.message() + ")");
   in_.open(path, std::ios::binary);
-  if (!in_) fail_input(path, "cannot be opened for reading (check permissions)");
+  if (!in_) fail_input(path_, "cannot be opened for reading (check permissions)");
 }
 
 void InFile::require(uint64_t offset, uint64_t n, const std::string& what) const {
