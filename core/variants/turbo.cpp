@@ -23,6 +23,8 @@
 //     to isolate SAS's effect). The rescale factor uses the same function as P̃, as Alg. 1 does.
 //   - The cache Alg. 1 writes inside the i loop is written once (by the first row block): the same
 //     blocks would otherwise be written T_r times.
+//   - Decode splits each KV head's tiles into kv_splits chains merged in order (core/variants/
+//     turbo_chains.h says why SAS makes that part of the function, and the merge rule); 1 is Alg. 2.
 //   - Head bits (Eq. 11–12) are chosen per (sequence, KV head) from that sequence's prefill keys, the
 //     n_h = two_bit_heads lowest-priority KV heads getting bits_lo, the others bits_hi, for both K and V.
 //     The paper ranks "the heads of each layer"; under GQA the cache belongs to the KV heads.
@@ -39,6 +41,7 @@
 #include "core/quant/quantize.h"
 #include "core/sas.h"
 #include "core/variants/turbo_cache.h"
+#include "core/variants/turbo_chains.h"
 
 #include <fmt/format.h>
 
@@ -84,7 +87,7 @@ struct Settings {
   quant::IntScale rule;
   sas::Config sas;
   bool exact_exp, p_per_row;
-  int64_t n_b, decode_steps;
+  int64_t n_b, decode_steps, kv_splits;
 
   explicit Settings(const ParamValues& v)
       : block_r(v.integer("block_r")),
@@ -98,7 +101,8 @@ struct Settings {
         exact_exp(v.flag("exact_exp")),
         p_per_row(v.choice("p_scale") == "row"),
         n_b(v.integer("n_b")),
-        decode_steps(v.integer("decode_steps")) {
+        decode_steps(v.integer("decode_steps")),
+        kv_splits(v.integer("kv_splits")) {
     sas.n_r = static_cast<int>(v.integer("n_r"));
     if (v.choice("poly") == "refit") sas.poly = refit_poly();
     sas.precision = v.choice("sas_precision") == "fp16" ? sas::Precision::fp16 : sas::Precision::fp32;
@@ -115,9 +119,28 @@ struct HeadRecord {
 };
 
 // Alg. 1 l. 7–11 for one query head against its KV head's INT8 tiles; O is (q_len, d).
+// turbo_chains.h's merge of one chain's state into the accumulated one, row by row.
+template <class Exp>
+void merge_chain(OnlineSoftmax& acc, const OnlineSoftmax& part, Exp exp_fn) {
+  for (int64_t r = 0; r < acc.G.rows(); ++r) {
+    if (std::isinf(part.m[r])) continue;  // the chain saw no key of this row
+    if (std::isinf(acc.m[r])) {
+      acc.m[r] = part.m[r], acc.l[r] = part.l[r], acc.G.row(r) = part.G.row(r);
+      continue;
+    }
+    const float m_new = std::max(acc.m[r], part.m[r]);
+    const float alpha = exp_fn(acc.m[r] - m_new), beta = exp_fn(part.m[r] - m_new);
+    acc.l[r] = alpha * acc.l[r] + beta * part.l[r];  // two rounded products, then the sum (no FMA)
+    for (int64_t c = 0; c < acc.G.cols(); ++c) acc.G(r, c) = alpha * acc.G(r, c) + beta * part.G(r, c);
+    acc.m[r] = m_new;
+  }
+}
+
+// chain_start (chains + 1): chain c covers tiles [chain_start[c], chain_start[c + 1]) (turbo_chains.h).
 template <class Exp>
 void attend(const Problem& p, const Tensor::ConstMap& q, const Int8Tiles& kv, const Settings& s, Exp exp_fn,
-            int64_t trace_block, Tensor::Map o, float* lse, HeadRecord& rec) {
+            const std::vector<int64_t>& chain_start, int64_t trace_block, Tensor::Map o, float* lse,
+            HeadRecord& rec) {
   const int64_t d = p.head_dim, Br = s.block_r, Tr = (p.q_len + Br - 1) / Br;
   const float softmax_scale = static_cast<float>(p.scale());
   RowMatrix<float> Qq;
@@ -130,53 +153,63 @@ void attend(const Problem& p, const Tensor::ConstMap& q, const Int8Tiles& kv, co
     return qq.scale;
   }();
   rec.s_p.assign(static_cast<size_t>(Tr * kv.tiles()), 0.0f);
-  OnlineSoftmax state;
-  RowMatrix<float> S, Pq;
+  OnlineSoftmax state, merged;
+  RowMatrix<float> S, Pq, PV;
   Eigen::VectorXf s_p_rows;
   for (int64_t i = 0; i < Tr; ++i) {
     const int64_t row0 = i * Br, rows = std::min(Br, p.q_len - row0);
     const auto Qi = Qq.middleRows(row0, rows);
-    state.reset(rows, d);
     const int64_t last_visible = p.visible_keys(row0 + rows - 1);  // causal: tiles past it are skipped
     double bytes = rows * d * kF16;
-    for (int64_t j = 0; j < kv.tiles() && kv.start[j] < last_visible; ++j) {
-      const int64_t col0 = kv.start[j], cols = kv.start[j + 1] - col0;
-      bytes += 2 * cols * d * kF16;
-      rec.kv_rows += double(cols);
-      const float f_s = (rec.s_q[i] * kv.s_k[j]) * softmax_scale;
-      S.noalias() = Qi * kv.k.middleRows(col0, cols).transpose();  // exact INT32 (see the head comment)
-      S *= f_s;                                                       // l. 8
-      auto visible = [&](int64_t r) { return std::clamp<int64_t>(p.visible_keys(row0 + r) - col0, 0, cols); };
-      state.step(S, visible, exp_fn);  // l. 9: S now holds P̃ (masked entries 0)
-      for (int64_t r = 0; r < rows; ++r) {
-        const int64_t vis = visible(r);
-        rec.visible += vis;
-        rec.zeroed += vis - (S.row(r).head(vis).array() > 0.0f).count();
+    for (size_t chain = 0; chain + 1 < chain_start.size(); ++chain) {
+      state.reset(rows, d);
+      for (int64_t j = chain_start[chain]; j < chain_start[chain + 1] && kv.start[j] < last_visible; ++j) {
+        const int64_t col0 = kv.start[j], cols = kv.start[j + 1] - col0;
+        bytes += 2 * cols * d * kF16;
+        rec.kv_rows += double(cols);
+        const float f_s = (rec.s_q[i] * kv.s_k[j]) * softmax_scale;
+        S.noalias() = Qi * kv.k.middleRows(col0, cols).transpose();  // exact INT32 (see the head comment)
+        S *= f_s;                                                       // l. 8
+        auto visible = [&](int64_t r) { return std::clamp<int64_t>(p.visible_keys(row0 + r) - col0, 0, cols); };
+        state.step(S, visible, exp_fn);  // l. 9: S now holds P̃ (masked entries 0)
+        for (int64_t r = 0; r < rows; ++r) {
+          const int64_t vis = visible(r);
+          rec.visible += vis;
+          rec.zeroed += vis - (S.row(r).head(vis).array() > 0.0f).count();
+        }
+        // l. 10: s_P and Q(P̃) = ⌈P̃ / s_P⌋ (FP32 division, ties to even; P̃ ≥ 0 and ≤ max, no clamping).
+        const float top = static_cast<float>(kQMax8);
+        if (s.p_per_row) {
+          s_p_rows.resize(rows);
+          for (int64_t r = 0; r < rows; ++r) s_p_rows[r] = quant::scale_for_span(S.row(r).maxCoeff(), top);
+          Pq = (S.array().colwise() / s_p_rows.array()).rint().matrix();
+          rec.s_p[i * kv.tiles() + j] = s_p_rows.maxCoeff();
+        } else {
+          const float s_p = quant::scale_for_span(S.maxCoeff(), top);
+          Pq = (S.array() / s_p).rint().matrix();
+          s_p_rows.setConstant(rows, s_p);
+          rec.s_p[i * kv.tiles() + j] = s_p;
+        }
+        // l. 11: G += s_P·s_V·(Q(P̃)·Vⱼ) — the integer product exactly, then per element one rounded
+        // product by fl(s_P·s_V) and one rounded sum (a fused multiply-add would round once: the kernels
+        // round twice, and so does this loop).
+        PV.noalias() = Pq * kv.v.middleRows(col0, cols);
+        for (int64_t r = 0; r < rows; ++r) {
+          const float f = s_p_rows[r] * kv.s_v[j];
+          for (int64_t c = 0; c < d; ++c) state.G(r, c) = state.G(r, c) + PV(r, c) * f;
+        }
+        if (i == trace_block) {
+          rec.trace_tile.push_back(double(j));
+          rec.trace_m.insert(rec.trace_m.end(), state.m.data(), state.m.data() + rows);
+          rec.trace_l.insert(rec.trace_l.end(), state.l.data(), state.l.data() + rows);
+          rec.trace_bytes.push_back(bytes);
+        }
       }
-      // l. 10: s_P and Q(P̃) = ⌈P̃ / s_P⌋ (FP32 division, ties to even; P̃ ≥ 0 and ≤ max, no clamping).
-      const float top = static_cast<float>(kQMax8);
-      if (s.p_per_row) {
-        s_p_rows.resize(rows);
-        for (int64_t r = 0; r < rows; ++r) s_p_rows[r] = quant::scale_for_span(S.row(r).maxCoeff(), top);
-        Pq = (S.array().colwise() / s_p_rows.array()).rint().matrix();
-        s_p_rows *= kv.s_v[j];
-        state.G.noalias() += s_p_rows.asDiagonal() * (Pq * kv.v.middleRows(col0, cols));  // l. 11
-        rec.s_p[i * kv.tiles() + j] = s_p_rows.maxCoeff() / kv.s_v[j];
-      } else {
-        const float s_p = quant::scale_for_span(S.maxCoeff(), top);
-        Pq = (S.array() / s_p).rint().matrix();
-        state.G.noalias() += (Pq * kv.v.middleRows(col0, cols)) * (s_p * kv.s_v[j]);  // l. 11
-        rec.s_p[i * kv.tiles() + j] = s_p;
-      }
-      if (i == trace_block) {
-        rec.trace_tile.push_back(double(j));
-        rec.trace_m.insert(rec.trace_m.end(), state.m.data(), state.m.data() + rows);
-        rec.trace_l.insert(rec.trace_l.end(), state.l.data(), state.l.data() + rows);
-        rec.trace_bytes.push_back(bytes);
-      }
+      if (chain == 0) merged = state;
+      else merge_chain(merged, state, exp_fn);
     }
     auto Oi = o.middleRows(row0, rows);
-    state.finish(Oi, lse + row0);                        // l. 20–21
+    merged.finish(Oi, lse + row0);                       // l. 20–21
     formats::round_fp16_inplace(Oi.data(), Oi.size());  // O stored in FP16
   }
 }
@@ -237,15 +270,20 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, 
   std::vector<HeadRecord> rec(static_cast<size_t>(q_heads));
   const int64_t Tr = (p.q_len + s.block_r - 1) / s.block_r;
   const int64_t trace_block = std::clamp<int64_t>(req.row_block, 0, Tr - 1);
+  // Decode's chains (turbo_chains.h); prefill is one chain. Every head has the same tile count.
+  const int64_t T = tiles[0].tiles();
+  const int64_t C = decode ? turbo_chains::chains(s.kv_splits, kv_heads, T) : 1;
+  std::vector<int64_t> chain_start;
+  for (int64_t c = 0; c <= C; ++c) chain_start.push_back(turbo_chains::first_tile(c, C, T));
   parallel_for(q_heads, [&](int64_t bh) {
     const int64_t b = bh / p.q_heads, h = bh % p.q_heads;
     const Int8Tiles& kv = tiles[b * p.kv_heads + p.kv_head_of(h)];
     const int64_t traced = b == req.batch && h == req.head ? trace_block : -1;
     float* l = lse.data() + lse.offset(b, h, 0);
     if (s.exact_exp)
-      attend(p, in.q.head(b, h), kv, s, ExpF32{}, traced, out.o.head(b, h), l, rec[bh]);
+      attend(p, in.q.head(b, h), kv, s, ExpF32{}, chain_start, traced, out.o.head(b, h), l, rec[bh]);
     else
-      attend(p, in.q.head(b, h), kv, s, sas::SasExp{s.sas}, traced, out.o.head(b, h), l, rec[bh]);
+      attend(p, in.q.head(b, h), kv, s, sas::SasExp{s.sas}, chain_start, traced, out.o.head(b, h), l, rec[bh]);
   });
 
   // Probes: scales per block, channel ranges, priorities and bits, SAS sparsity, the cache, HBM bytes.
@@ -336,6 +374,8 @@ void validate(const Problem& p, const ParamValues& v, const std::string& where) 
   const int64_t steps = v.integer("decode_steps");
   if (p.phase == Phase::prefill && steps != 0)
     fail_input(where + ".decode_steps", fmt::format("applies to phase decode only (got {} with prefill)", steps));
+  if (p.phase == Phase::prefill && v.integer("kv_splits") != 0)
+    fail_input(where + ".kv_splits", fmt::format("applies to phase decode only (got {} with prefill)", v.integer("kv_splits")));
   if (p.phase == Phase::decode && steps >= p.kv_len)
     fail_input(where + ".decode_steps",
                fmt::format("must be below kv_len, leaving at least one prefill token (got {} with kv_len {})", steps,
@@ -368,6 +408,9 @@ VariantSpec turbo() {
       ParamSpec::integer("n_b", 64, 1, 4096, "decode-buffer capacity: INT8 tokens before a flush (§3.3)"),
       ParamSpec::integer("decode_steps", 0, 0, 1 << 20,
                          "decode: the last tokens of the KV appended one by one through the buffer"),
+      ParamSpec::integer("kv_splits", 0, 0, 4096,
+                         "decode: chains each KV head's tiles are split into and merged (1 = Alg. 2's one "
+                         "loop; 0 = auto from the shape, as the kernel runs)"),
   };
   v.validate = validate;
   v.reference = run;

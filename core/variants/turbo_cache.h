@@ -63,9 +63,41 @@ struct DecodeSettings {
   int64_t decode_steps = 0;                   // tokens appended through the buffer, < tokens
 };
 
+// The compressed cache of one KV head as decode holds it (Alg. 1 lines 13–18 for the prefill's blocks,
+// §3.3 for the buffer): the prefill's blocks, then the buffer's flushed blocks, each a ProgressiveBlock
+// (codes, s_int, z_int, scale8; an 8-bit head's blocks carry only q8 and scale8, bits = 8), then the
+// pending INT8 buffer tokens with the universal scales.
+struct HeadCache {
+  int64_t d = 0, prefill_tokens = 0;
+  int bits = 4;
+  std::vector<quant::ProgressiveBlock> k_blocks, v_blocks;  // prefill blocks first, then flushed ones
+  int64_t prefill_blocks = 0;                               // how many of them the prefill wrote
+  std::vector<int8_t> k_pending, v_pending;                 // (pending, d) INT8 buffer tokens
+  float k_universal = 1, v_universal = 1;                   // §3.3's universal scales (1 before decode)
+  CacheStats stats;
+  int64_t pending() const { return d > 0 ? static_cast<int64_t>(k_pending.size()) / d : 0; }
+};
+
+// Alg. 2 and §3.3: the cache decode reads for K and V (tokens, d) of one KV head.
+HeadCache decode_cache(const float* k, const float* v, int64_t tokens, int64_t d, const DecodeSettings& s);
+
+// Alg. 2 line 6: the INT8 tiles a cache reads back to — its blocks dequantized (an 8-bit head's kept as
+// they are), then the pending buffer tokens as one tile, with their scales.
+Int8Tiles tiles_of(const HeadCache& c);
+
 // Alg. 2 and §3.3: the INT8 tiles decode reads for K and V (tokens, d) of one KV head; stats gets the
-// cache's bytes and counts.
+// cache's bytes and counts. tiles_of(decode_cache(…)).
 Int8Tiles decode_tiles(const float* k, const float* v, int64_t tokens, int64_t d, const DecodeSettings& s,
                        CacheStats& stats);
+
+// The cache of one head laid out in GPU memory (core/variants/turbo_layout.h), slots for `slots` blocks
+// of block_c tokens (≥ the cache's blocks; the rest zero) and a buffer of block_c tokens. bits ∈ {2, 4}.
+struct DeviceImage {
+  std::vector<uint8_t> codes;         // slots × (K codes | V codes)
+  std::vector<int8_t> scale_zero;     // slots × (K s_int | K z_int | V s_int | V z_int), d each
+  std::vector<float> block_scales;    // slots × (s_K, s_V)
+  std::vector<int8_t> k_buffer, v_buffer;  // block_c × d each, pending tokens at their positions
+};
+DeviceImage device_image(const HeadCache& c, int64_t block_c, int64_t slots);
 
 }  // namespace attnlab::variants::turbo_detail

@@ -1,0 +1,104 @@
+// attnlab core: where every byte of TurboAttention's compressed KV cache sits in GPU memory — the packing
+// part of `turbo`'s storage format, as data both the host (which builds and checks caches) and the CUDA
+// kernels (which append, flush and read them) compile against. Plain constexpr index arithmetic.
+//
+// One KV head's cache is a run of fixed-size slots, one per block of B_c tokens (TurboAttention §3.1:
+// step 2 is per channel within each block), followed by the INT8 decode buffer of n_b = B_c tokens (§3.3):
+//   slot s:   K codes (B_c·d·b/8 bytes) | V codes (B_c·d·b/8 bytes)        in the head's code array
+//             s_int, z_int of K (d + d INT8) | s_int, z_int of V (d + d)  in the head's scale array
+//             s_K, s_V (two FP32)                                         in the head's block-scale array
+//   buffer:   K (B_c·d INT8) | V (B_c·d INT8), pending tokens at their positions, unused ones 0.
+// b ∈ {2, 4} is the head's cache width (Eq. 12). A block shorter than B_c (the prefill's last) keeps its
+// full slot with code 0 at the absent tokens; its s_int/z_int come from its present tokens only.
+//
+// The code order inside a slot is the order in which the decode kernel's mma.sync.m16n8k32 fragments
+// want them (kernels/mma.cuh states the fragment layouts; g = lane / 4, t = lane % 4), so one 16-byte
+// shared-memory load gives a thread whole operands and a nibble mask unpacks them:
+//   K (the B operand of S = Q·Kᵀ: k = channel, n = token). Token τ = 8j + g (n-tile j), channel
+//     c = 32·ks + r (k-step ks): r < 16 goes to register b0, r ≥ 16 to b1, at byte i = r mod 4 of lane
+//     4g + t with t = (r mod 16) / 4. 4-bit: one word per (j, lane, ks), b0's code in the low nibble of
+//     byte i and b1's in the high nibble; words in order (j, lane, ks). 2-bit: one word per (j, lane,
+//     k-step pair), field f = 2·(ks mod 2) + (b1 ? 1 : 0) at bits 2f..2f+1 of byte i.
+//   V (the B operand of O = P·V: k = token, n = channel). The kernel builds P's A fragment from the
+//     S accumulator without moving data between lanes, which orders the 32 tokens of a k-step κ as
+//     k = 4t + i ↦ token 32κ + 8⌊i/2⌋ + 2t + i mod 2 and k = 16 + 4t + i ↦ that + 16 (int_flash's Vᵀ
+//     permutation). Channel c = 8·jc + g (n-tile jc). 4-bit: one word per (κ, jc, lane), b0's code low
+//     and b1's high in byte i; words in order (κ, jc/4, lane, jc mod 4). 2-bit: one word per (κ, jc
+//     pair, lane), field f = 2·(jc mod 2) + (b1 ? 1 : 0); words in order (κ, jc/8, lane, (jc mod 8)/2).
+//   INT8 buffer: the same positions with whole bytes, b0 and b1 as two words: K words in order (j, lane,
+//     ks, b0/b1), V words in order (κ, jc, lane, b0/b1).
+// d is a multiple of 32 (64 for the 2-bit V order) and B_c a multiple of 32: the kernel's own limits.
+#pragma once
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define ATTNLAB_HD __host__ __device__
+#else
+#define ATTNLAB_HD
+#endif
+
+namespace attnlab::turbo_layout {
+
+// Where one code lives: byte offset within its array and bit shift within the byte.
+struct CodeAt {
+  int64_t byte;
+  int shift;
+};
+
+ATTNLAB_HD constexpr int64_t code_bytes(int64_t block_c, int64_t d, int bits) { return block_c * d * bits / 8; }
+
+// K code of (token τ, channel c) in a K block (bits ∈ {2, 4}).
+ATTNLAB_HD constexpr CodeAt k_code_at(int64_t tau, int64_t c, int64_t d, int bits) {
+  const int64_t j = tau / 8, g = tau % 8, ks = c / 32, r = c % 32;
+  const int64_t h = r / 16, t = (r % 16) / 4, i = r % 4, lane = 4 * g + t;
+  if (bits == 4) {
+    const int64_t word = (j * 32 + lane) * (d / 32) + ks;
+    return {4 * word + i, int(4 * h)};
+  }
+  const int64_t word = (j * 32 + lane) * (d / 64) + ks / 2;
+  return {4 * word + i, int(2 * (2 * (ks % 2) + h))};
+}
+
+// The k index (0…31) of token position pos (0…31) within a V k-step: the inverse of the permutation above.
+ATTNLAB_HD constexpr int64_t v_k_of_token(int64_t pos) {
+  const int64_t h = pos / 16, rem = pos % 16, ihi = (rem % 16) / 8, rem2 = rem % 8;
+  const int64_t t = rem2 / 2, e = rem2 % 2;
+  return 16 * h + 4 * t + 2 * ihi + e;
+}
+// The token position (0…31) of k index k (0…31) within a V k-step.
+ATTNLAB_HD constexpr int64_t v_token_of_k(int64_t k) {
+  const int64_t h = k / 16, t = (k % 16) / 4, i = k % 4;
+  return 16 * h + 8 * (i / 2) + 2 * t + (i % 2);
+}
+
+// V code of (token τ, channel c) in a V block (bits ∈ {2, 4}).
+ATTNLAB_HD constexpr CodeAt v_code_at(int64_t tau, int64_t c, int64_t d, int bits) {
+  const int64_t kappa = tau / 32, k = v_k_of_token(tau % 32);
+  const int64_t h = k / 16, t = (k % 16) / 4, i = k % 4;
+  const int64_t jc = c / 8, g = c % 8, lane = 4 * g + t, nj = d / 8;
+  if (bits == 4) {
+    const int64_t word = ((kappa * (nj / 4) + jc / 4) * 32 + lane) * 4 + jc % 4;
+    return {4 * word + i, int(4 * h)};
+  }
+  const int64_t word = ((kappa * (nj / 8) + jc / 8) * 32 + lane) * 4 + (jc % 8) / 2;
+  return {4 * word + i, int(2 * (2 * (jc % 2) + h))};
+}
+
+// Byte offset of the INT8 value of (token τ, channel c) in the K buffer and the V buffer.
+ATTNLAB_HD constexpr int64_t k8_at(int64_t tau, int64_t c, int64_t d) {
+  const int64_t j = tau / 8, g = tau % 8, ks = c / 32, r = c % 32;
+  const int64_t h = r / 16, t = (r % 16) / 4, i = r % 4, lane = 4 * g + t;
+  return 4 * (((j * 32 + lane) * (d / 32) + ks) * 2 + h) + i;
+}
+ATTNLAB_HD constexpr int64_t v8_at(int64_t tau, int64_t c, int64_t d) {
+  const int64_t kappa = tau / 32, k = v_k_of_token(tau % 32);
+  const int64_t h = k / 16, t = (k % 16) / 4, i = k % 4;
+  const int64_t jc = c / 8, g = c % 8, lane = 4 * g + t;
+  return 4 * ((((kappa * (d / 8) + jc) * 32 + lane) * 2) + h) + i;
+}
+
+// Per-slot scale array: K's s_int, K's z_int, V's s_int, V's z_int, d INT8 each.
+ATTNLAB_HD constexpr int64_t scale_zero_bytes(int64_t d) { return 4 * d; }
+
+}  // namespace attnlab::turbo_layout

@@ -1,0 +1,204 @@
+// turbo's GPU cache layout (core/variants/turbo_layout.h) and decode's chains (turbo_chains.h).
+//
+// The layout is checked against the contract the decode kernel relies on, written here independently of
+// the layout's own index functions: the m16n8k32 fragment positions of kernels/mma.cuh (g = lane / 4,
+// t = lane % 4; B's b0 holds k = 4t..4t+3 and b1 k = 16+4t..16+4t+3 of column n = g) and the nibble or
+// 2-bit-field masks the kernel unpacks a loaded word with. A code placed by device_image must come out of
+// exactly the register byte that the kernel's unpacking puts at that (k, n).
+#include "core/data/generators.h"
+#include "core/variants/turbo_cache.h"
+#include "core/variants/turbo_chains.h"
+#include "core/variants/turbo_layout.h"
+#include "core/variants/variants.h"
+#include "tests/catch.h"
+#include "tests/support/variant_cases.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <set>
+
+namespace attnlab {
+namespace {
+
+using variants::turbo_detail::DecodeSettings;
+using variants::turbo_detail::HeadCache;
+
+// Every (token, channel) of a block maps to its own `bits`-wide field, and together they fill the block.
+TEST_CASE("turbo layout: every code has its own field and the fields fill the block", "[turbo][layout]") {
+  for (int64_t d : {64, 128})
+    for (int bits : {2, 4}) {
+      const int64_t block_c = 64, bytes = turbo_layout::code_bytes(block_c, d, bits);
+      std::set<int64_t> k_fields, v_fields, k8, v8;
+      for (int64_t tau = 0; tau < block_c; ++tau)
+        for (int64_t c = 0; c < d; ++c) {
+          const auto ka = turbo_layout::k_code_at(tau, c, d, bits), va = turbo_layout::v_code_at(tau, c, d, bits);
+          REQUIRE(ka.byte < bytes);
+          REQUIRE(va.byte < bytes);
+          k_fields.insert(ka.byte * 8 + ka.shift);
+          v_fields.insert(va.byte * 8 + va.shift);
+          k8.insert(turbo_layout::k8_at(tau, c, d));
+          v8.insert(turbo_layout::v8_at(tau, c, d));
+        }
+      CHECK(int64_t(k_fields.size()) == block_c * d);
+      CHECK(int64_t(v_fields.size()) == block_c * d);
+      CHECK(int64_t(k8.size()) == block_c * d);
+      CHECK(*k8.rbegin() == block_c * d - 1);
+      CHECK(int64_t(v8.size()) == block_c * d);
+      CHECK(*v8.rbegin() == block_c * d - 1);
+    }
+}
+
+TEST_CASE("turbo layout: V's token order is a permutation of each k-step", "[turbo][layout]") {
+  std::set<int64_t> seen;
+  for (int64_t k = 0; k < 32; ++k) {
+    CHECK(turbo_layout::v_k_of_token(turbo_layout::v_token_of_k(k)) == k);
+    seen.insert(turbo_layout::v_token_of_k(k));
+  }
+  CHECK(seen.size() == 32);
+  // The S accumulator's c0/c1 of n-tile j hold tokens 8j + 2t and 8j + 2t + 1: P's A fragment packs the
+  // four n-tiles of a k-step as (j0 c0, j0 c1, j1 c0, j1 c1) into a0 and (j2.., j3..) into a2.
+  for (int t = 0; t < 4; ++t)
+    for (int i = 0; i < 4; ++i) {
+      CHECK(turbo_layout::v_token_of_k(4 * t + i) == 8 * (i / 2) + 2 * t + i % 2);
+      CHECK(turbo_layout::v_token_of_k(16 + 4 * t + i) == 16 + 8 * (i / 2) + 2 * t + i % 2);
+    }
+}
+
+// A random head cache at `bits`, and the device image of it.
+HeadCache random_cache(int64_t d, int bits, int64_t tokens, int64_t steps, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  std::vector<float> k(size_t(tokens * d)), v(size_t(tokens * d));
+  for (auto& x : k) x = n(rng);
+  for (auto& x : v) x = n(rng);
+  return variants::turbo_detail::decode_cache(k.data(), v.data(), tokens, d,
+                                    DecodeSettings{64, 119, bits, quant::IntScale::nearest, 64, steps});
+}
+
+TEST_CASE("turbo layout: the kernel's unpacking of the device image gives the blocks' codes", "[turbo][layout]") {
+  for (int64_t d : {64, 128})
+    for (int bits : {2, 4}) {
+      // 150 prefill tokens (two full blocks and a 22-token one), 100 appended: one flushed block, 36 pending.
+      const HeadCache c = random_cache(d, bits, 250, 100, uint32_t(d + bits));
+      REQUIRE(c.k_blocks.size() == 4);
+      REQUIRE(c.pending() == 36);
+      const auto img = variants::turbo_detail::device_image(c, 64, 5);
+      const int64_t cb = turbo_layout::code_bytes(64, d, bits), ks_n = d / 32;
+      const uint32_t mask = bits == 4 ? 0x0F0F0F0Fu : 0x03030303u;
+      auto word = [&](const uint8_t* base, int64_t index) {
+        uint32_t w;
+        std::memcpy(&w, base + 4 * index, 4);
+        return w;
+      };
+      auto byte_of = [](uint32_t w, int i) { return int((w >> (8 * i)) & 0xFF); };
+      for (size_t blk = 0; blk < c.k_blocks.size(); ++blk) {
+        const uint8_t* kc = img.codes.data() + int64_t(blk) * 2 * cb;
+        const uint8_t* vc = kc + cb;
+        const auto& kb = c.k_blocks[blk];
+        const auto& vb = c.v_blocks[blk];
+        auto k_code = [&](int64_t tau, int64_t ch) { return tau < kb.rows ? int(kb.codes[size_t(tau * d + ch)]) : 0; };
+        auto v_code = [&](int64_t tau, int64_t ch) { return tau < vb.rows ? int(vb.codes[size_t(tau * d + ch)]) : 0; };
+        for (int lane = 0; lane < 32; ++lane) {
+          const int g = lane / 4, t = lane % 4;
+          // K: word (j, lane, ks) [4-bit] or (j, lane, ks/2) [2-bit]; b0 = w & mask, b1 = (w >> bits) & mask,
+          // shifted first by 2·bits·(ks mod 2) in the 2-bit order.
+          for (int j = 0; j < 8; ++j)
+            for (int ks = 0; ks < ks_n; ++ks) {
+              const uint32_t w = bits == 4 ? word(kc, (j * 32 + lane) * ks_n + ks) : word(kc, (j * 32 + lane) * (ks_n / 2) + ks / 2);
+              const int shift = bits == 4 ? 0 : 4 * (ks % 2);
+              const uint32_t b0 = (w >> shift) & mask, b1 = (w >> (shift + bits)) & mask;
+              for (int i = 0; i < 4; ++i) {
+                REQUIRE(byte_of(b0, i) == k_code(8 * j + g, 32 * ks + 4 * t + i));
+                REQUIRE(byte_of(b1, i) == k_code(8 * j + g, 32 * ks + 16 + 4 * t + i));
+              }
+            }
+          // V: k-step κ of 32 tokens, n-tile jc of 8 channels; 4-bit words (κ, jc/4, lane, jc mod 4),
+          // 2-bit words (κ, jc/8, lane, (jc mod 8)/2) with the pair's field offset 2·bits·(jc mod 2).
+          for (int kappa = 0; kappa < 2; ++kappa)
+            for (int jc = 0; jc < d / 8; ++jc) {
+              const int64_t nj = d / 8;
+              const uint32_t w = bits == 4 ? word(vc, ((kappa * (nj / 4) + jc / 4) * 32 + lane) * 4 + jc % 4)
+                                           : word(vc, ((kappa * (nj / 8) + jc / 8) * 32 + lane) * 4 + (jc % 8) / 2);
+              const int shift = bits == 4 ? 0 : 4 * (jc % 2);
+              const uint32_t b0 = (w >> shift) & mask, b1 = (w >> (shift + bits)) & mask;
+              for (int i = 0; i < 4; ++i) {
+                const int tok0 = 32 * kappa + 8 * (i / 2) + 2 * t + i % 2;
+                REQUIRE(byte_of(b0, i) == v_code(tok0, 8 * jc + g));
+                REQUIRE(byte_of(b1, i) == v_code(tok0 + 16, 8 * jc + g));
+              }
+            }
+        }
+        const int8_t* sz = img.scale_zero.data() + int64_t(blk) * 4 * d;
+        for (int64_t ch = 0; ch < d; ++ch) {
+          REQUIRE(sz[ch] == kb.s_int[size_t(ch)]);
+          REQUIRE(sz[d + ch] == kb.z_int[size_t(ch)]);
+          REQUIRE(sz[2 * d + ch] == vb.s_int[size_t(ch)]);
+          REQUIRE(sz[3 * d + ch] == vb.z_int[size_t(ch)]);
+        }
+        CHECK(img.block_scales[2 * blk] == kb.scale8);
+        CHECK(img.block_scales[2 * blk + 1] == vb.scale8);
+      }
+      // The unused fifth slot is zero; pending buffer tokens sit at their fragment positions.
+      for (int64_t b = 4 * 2 * cb; b < 5 * 2 * cb; ++b) REQUIRE(img.codes[size_t(b)] == 0);
+      for (int lane = 0; lane < 32; ++lane) {
+        const int g = lane / 4, t = lane % 4;
+        for (int j = 0; j < 8; ++j)
+          for (int ks = 0; ks < ks_n; ++ks)
+            for (int h = 0; h < 2; ++h)
+              for (int i = 0; i < 4; ++i) {
+                const int64_t tau = 8 * j + g, ch = 32 * ks + 16 * h + 4 * t + i;
+                const int8_t want = tau < c.pending() ? c.k_pending[size_t(tau * d + ch)] : int8_t(0);
+                REQUIRE(img.k_buffer[size_t(4 * (((j * 32 + lane) * ks_n + ks) * 2 + h) + i)] == want);
+              }
+      }
+    }
+}
+
+// With the exact exponential, chains change nothing but rounding: each chain's P̃ is e^{S − m_chain}, a
+// constant factor away from the one-loop P̃ of the same tile, and s_P scales with it, so the P codes and
+// every product match; the merge rescales by e^{m_c − M} exactly as the one loop would have. What is left
+// is FP32 rounding of exp, the rescales and the sums (a few ulp of O: 1e-5 relative is 80 ulp of FP32,
+// and O is stored in FP16, whose rounding may flip by one unit).
+TEST_CASE("turbo decode chains: with exp they compute Alg. 2's function; with SAS the merge rule", "[turbo]") {
+  Problem p = test::sweep_problem(64, 900, false, true, Phase::decode);
+  const QKV in = test::generated(p, "llm_like", 11);
+  const auto one = test::run_checked(variants::turbo(), p, in,
+                                     test::params_of(variants::turbo(), {{"exact_exp", true}, {"kv_splits", 1}, {"decode_steps", 70}}));
+  for (int splits : {2, 5, 15}) {
+    const auto many = test::run_checked(
+        variants::turbo(), p, in,
+        test::params_of(variants::turbo(), {{"exact_exp", true}, {"kv_splits", splits}, {"decode_steps", 70}}));
+    for (int64_t i = 0; i < one.o.size(); ++i) {
+      const float a = one.o.data()[i], b = many.o.data()[i];
+      REQUIRE(std::fabs(a - b) <= 1e-5f * std::fabs(a) + std::ldexp(1.0f, std::ilogb(std::fabs(a) + 1e-30f) - 10));
+    }
+  }
+  // With SAS, splitting changes the function (turbo_chains.h): the one loop tilts every earlier tile by
+  // SAS(0) = 0.9996 per tile; 15 chains of ~1 tile each tilt nothing inside a chain. Both stay close.
+  const auto sas_one = test::run_checked(variants::turbo(), p, in,
+                                         test::params_of(variants::turbo(), {{"kv_splits", 1}, {"decode_steps", 70}}));
+  const auto sas_many = test::run_checked(variants::turbo(), p, in,
+                                          test::params_of(variants::turbo(), {{"kv_splits", 15}, {"decode_steps", 70}}));
+  double diff = 0, norm = 0;
+  for (int64_t i = 0; i < sas_one.o.size(); ++i) {
+    diff += std::pow(double(sas_one.o.data()[i]) - sas_many.o.data()[i], 2);
+    norm += std::pow(double(sas_one.o.data()[i]), 2);
+  }
+  CHECK(diff > 0);                     // the chains are part of the function under SAS
+  CHECK(std::sqrt(diff / norm) < 2e-2);  // 15 tiles of tilt at most: 1 − 0.9996¹⁵ = 0.6%, plus SAS's own error
+}
+
+TEST_CASE("turbo decode chains: the auto rule depends on the shape alone", "[turbo]") {
+  CHECK(turbo_chains::chains(0, 512, 512) == 4);    // B 16 × 32 KV heads, N 32k: 2048 chains in all
+  CHECK(turbo_chains::chains(0, 128, 512) == 16);   // GQA 32/8
+  CHECK(turbo_chains::chains(0, 8, 20) == 5);       // short: at least 4 tiles per chain
+  CHECK(turbo_chains::chains(0, 8, 3) == 1);
+  CHECK(turbo_chains::chains(7, 8, 3) == 3);        // never more chains than tiles
+  CHECK(turbo_chains::first_tile(3, 3, 10) == 10);
+}
+
+}  // namespace
+}  // namespace attnlab
