@@ -384,6 +384,13 @@ void validate(const Problem& p, const ParamValues& v, const std::string& where) 
 
 }  // namespace
 
+namespace turbo_detail {
+std::vector<int> kv_head_bits(const Problem& p, const QKV& in, const ParamValues& params) {
+  return choose_bits(p, in, Settings(params)).bits;
+}
+std::array<double, 4> refit_polynomial() { return refit_poly(); }
+}  // namespace turbo_detail
+
 VariantSpec turbo() {
   VariantSpec v;
   v.id = "turbo";

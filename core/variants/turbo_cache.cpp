@@ -100,13 +100,13 @@ HeadCache decode_cache(const float* k, const float* v, int64_t tokens, int64_t d
     }
   }
   c.prefill_blocks = t.tiles();
-  if (s.decode_steps == 0) return c;
-
-  // §3.3: the generated tokens go through the INT8 buffer with universal scales chosen at prefill. The
-  // buffer's own step 2 runs at 4 bits for an 8-bit head; keep_flushed then keeps the INT8 values.
-  const int buffer_bits = s.bits == 8 ? 4 : s.bits;
+  // §3.3: the generated tokens go through the INT8 buffer with universal scales chosen at prefill (set
+  // whether or not any token follows, so a cache can be continued). The buffer's own step 2 runs at 4 bits
+  // for an 8-bit head; keep_flushed then keeps the INT8 values.
   c.k_universal = quant::universal_scale(k, c.prefill_tokens, d, s.q_max8);
   c.v_universal = quant::universal_scale(v, c.prefill_tokens, d, s.q_max8);
+  if (s.decode_steps == 0) return c;
+  const int buffer_bits = s.bits == 8 ? 4 : s.bits;
   quant::DecodeBuffer kb(d, s.n_b, c.k_universal, buffer_bits, s.rule);
   quant::DecodeBuffer vb(d, s.n_b, c.v_universal, buffer_bits, s.rule);
   for (int64_t r = c.prefill_tokens; r < tokens; ++r) {

@@ -17,9 +17,12 @@
 // own error (the "8-bit cache" of the consistency checks).
 #pragma once
 
+#include "core/params.h"
+#include "core/problem.h"
 #include "core/quant/progressive.h"
 #include "core/tensor.h"
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -73,7 +76,7 @@ struct HeadCache {
   std::vector<quant::ProgressiveBlock> k_blocks, v_blocks;  // prefill blocks first, then flushed ones
   int64_t prefill_blocks = 0;                               // how many of them the prefill wrote
   std::vector<int8_t> k_pending, v_pending;                 // (pending, d) INT8 buffer tokens
-  float k_universal = 1, v_universal = 1;                   // §3.3's universal scales (1 before decode)
+  float k_universal = 1, v_universal = 1;                   // §3.3's universal scales, from the prefill
   CacheStats stats;
   int64_t pending() const { return d > 0 ? static_cast<int64_t>(k_pending.size()) / d : 0; }
 };
@@ -99,5 +102,12 @@ struct DeviceImage {
   std::vector<int8_t> k_buffer, v_buffer;  // block_c × d each, pending tokens at their positions
 };
 DeviceImage device_image(const HeadCache& c, int64_t block_c, int64_t slots);
+
+// The cache width of every (batch, KV head), in that order, as the `turbo` reference chooses it (Eq. 11–12
+// from the prefill keys; core/variants/turbo.cpp). params are turbo's.
+std::vector<int> kv_head_bits(const Problem& p, const QKV& in, const ParamValues& params);
+
+// SAS's "refit" polynomial (poly = refit): the 100-point least-squares cubic of e^{−x} on [0, 1] (sas.h).
+std::array<double, 4> refit_polynomial();
 
 }  // namespace attnlab::variants::turbo_detail

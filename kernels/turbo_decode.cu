@@ -1,0 +1,662 @@
+// attnlab kernels: TurboAttention decode (App. A Alg. 2; §3.1–3.3 FlashQ's cache and buffer; §4 SAS) on
+// INT8 tensor cores (mma.sync.m16n8k32), reading the progressive INT4/INT2 cache where it lies and
+// never dequantizing to floats.
+//
+// Work split. One warp runs one chain (core/variants/turbo_chains.h): Alg. 2's loop over a contiguous
+// run of one (batch, KV head)'s tiles, for all G ≤ 8 query heads of that KV head at once — they are the
+// rows of the MMA's M dimension, so every K/V block loaded serves the whole group (GQA). Four independent
+// warps per CTA, each streaming its blocks through its own three-deep cp.async ring in shared memory;
+// a second kernel merges the chains in order (turbo_chains.h's rule). No CTA-wide barrier in the loop.
+//
+// Q·Kᵀ without dequantizing K (Eq. 7–8 folded into the product). A cache block holds codes k ∈ [0, L],
+// L = 2^b − 1, with per-channel integers s_c, z_c: K̂ = sat₁₂₇((k + z_c)·s_c) (core/quant/progressive.h).
+// Where no value of channel c can saturate,
+//     Σ_c q_c·K̂_c = Σ_c (q_c·s_c)·k_c + Σ_c (q_c·s_c)·z_c,
+// with q_c·s_c ∈ [−127·85, 127·85] split as 128·hi + lo (lo ∈ [0, 127]): hi goes in MMA row g and lo in
+// row g + 8 (rows the group leaves empty), the codes themselves are the B operand (a nibble mask of the
+// loaded word), and the accumulator starts at Σ hi·z | Σ lo·z (one more MMA with z as B's column 0):
+// S_int = 128·C[g] + C[g + 8], exactly the INT32 product of Q^q1 with the reference's INT8 K̂.
+// Saturation (progressive.h): a 4-bit prefill block never saturates (|K̂| ≤ 119 + 8); otherwise a
+// channel may only if z·s < −127 or (L + z)·s > 127. Such channels (≈1% of channels, but in ~70% of
+// 2-bit blocks, measured on llm_like and normal data) are left out of the fold (their q·s is set to 0)
+// and added per token with the saturating dequantization: S_int += q_c·sat((k + z_c)·s_c).
+// P·V likewise: Σ_t P_t·V̂_tc = s_c·(Σ_t P_t·k_tc + z_c·Σ_t P_t) for a channel that cannot saturate, so the
+// MMA multiplies the P codes by the raw V codes and the block's per-channel s_c, z_c are applied once per
+// block to the INT32 result; saturating channels are summed per token instead.
+// Every product is exact in INT32, so S and P̃V equal the reference's GEMMs on integer-valued floats.
+//
+// The softmax (Alg. 2 l. 4–8 with SAS) in FP32, operation for operation as core/variants/turbo.cpp and
+// core/sas.cpp round them: S = fl(S_int·fl(fl(s_Q·s_K)·scale)), t = S − m, SAS(t) bit for bit (the floor
+// of x = −t by the 1.5·2²³ trick instead of a conversion, same value), s_P = fl(max P̃ / 119),
+// P^q = rne(fl(P̃ / s_P)), O = fl(fl(α·O) + fl(X·fl(s_P·s_V))), the merge's products rounded before
+// their sum. The only difference from the reference is the order of ℓ's row sum (64 terms per tile), so
+// O and the logsumexp agree to a few FP32 ulps (tests/kernels/test_turbo_decode_kernel.cpp derives the
+// bound). With exact_exp the kernel takes ex2.approx on the SFU instead of the reference's exp.
+//
+// Versions: v1 (this) — see kernels/PERF.md, "turbo decode".
+#include "kernels/turbo_decode.h"
+
+#include "core/variants/turbo_layout.h"
+#include "kernels/mma.cuh"
+
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+namespace attnlab::kernels {
+
+namespace {
+
+namespace layout = attnlab::turbo_layout;
+
+constexpr int kWarps = 4;   // warps per CTA, one chain each
+constexpr int kStages = 3;  // cache blocks in flight per warp
+constexpr int kRows = 8;    // query heads per KV head the MMA rows hold (rows g; g + 8 carry lo)
+constexpr unsigned kFull = 0xffffffffu;
+constexpr float kFltMin = 1.17549435e-38f;  // FLT_MIN: quant::scale_for_span's smallest scale
+constexpr float kQMax8 = 119.0f;            // Alg. 2: Q and P̃ quantized with max/119
+
+template <int D>
+struct Shape {
+  static constexpr int KS = D / 32;                                   // k-steps of Q·Kᵀ
+  static constexpr int NJ = D / 8;                                    // n-tiles (8 channels) of P·V
+  static constexpr int kStageBytes = 2 * kTurboBlock * D / 2 + 4 * D + 16;  // 4-bit codes, s/z, block scales
+  static constexpr int kWarpBytes = kStages * kStageBytes + kRows * D + 32;  // + Q codes, s_Q
+  static constexpr int kSmemBytes = kWarps * kWarpBytes + 32 * 4;            // + the SAS table
+};
+
+__device__ __forceinline__ void cp_async_8(void* smem, const void* gmem) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(smem_addr(smem)), "l"(gmem));
+}
+
+// The exponential of the softmax: SAS (core/sas.cpp's Fp32Kernel, bit for bit for finite t and −∞) or
+// 2^(t·log₂e) on the SFU.
+struct Exp {
+  const float* lut;  // shared memory, 31 entries
+  int x_max_bits;    // FP32 bits of −n_r
+  float c0, c1, c2, c3;
+  bool exact;
+
+  __device__ __forceinline__ float operator()(float t) const {
+    if (exact) return ex2(__fmul_rn(t, 1.4426950408889634f));
+    const int x_bits = __float_as_int(-t);
+    const float x = __int_as_float(min(max(x_bits, 0), x_max_bits));  // clamp(−t, 0, −n_r) on the bits
+    // ⌊x⌋ for 0 ≤ x ≤ 30: round to nearest through 1.5·2²³, step back where that rounded up.
+    const float big = __fadd_rn(x, kMagic);
+    const float near = __fsub_rn(big, kMagic);
+    const int up = near > x ? 1 : 0;
+    const float x_int = __fsub_rn(near, float(up));
+    const int idx = (__float_as_int(big) - kMagicBits) - up;
+    const float x_dec = __fsub_rn(x, x_int);                                  // exact
+    const float poly = __fmaf_rn(__fmaf_rn(__fmaf_rn(c3, x_dec, c2), x_dec, c1), x_dec, c0);  // Eq. 15
+    const float v = __fmul_rn(lut[idx], poly);                                // Eq. 13
+    return x_bits <= x_max_bits ? v : 0.0f;                                   // Eq. 14
+  }
+};
+
+__device__ __forceinline__ Exp make_exp(const TurboExpArgs& e, const float* lut) {
+  return Exp{lut, __float_as_int(float(-e.n_r)), e.c[0], e.c[1], e.c[2], e.c[3], e.exact_exp};
+}
+
+__device__ __forceinline__ float quad_max(float x) {
+  x = fmaxf(x, __shfl_xor_sync(kFull, x, 1));
+  return fmaxf(x, __shfl_xor_sync(kFull, x, 2));
+}
+__device__ __forceinline__ float quad_sum(float x) {
+  x = __fadd_rn(x, __shfl_xor_sync(kFull, x, 1));
+  return __fadd_rn(x, __shfl_xor_sync(kFull, x, 2));
+}
+__device__ __forceinline__ int quad_sum(int x) {
+  x += __shfl_xor_sync(kFull, x, 1);
+  return x + __shfl_xor_sync(kFull, x, 2);
+}
+__device__ __forceinline__ int sat127(int x) { return min(max(x, -127), 127); }
+__device__ __forceinline__ int sbyte(uint32_t w, int i) { return int(int8_t((w >> (8 * i)) & 0xFF)); }
+__device__ __forceinline__ float scale_for_span(float span) {  // quant::scale_for_span(span, 119)
+  const float s = __fdiv_rn(span, kQMax8);
+  return s >= kFltMin ? s : 1.0f;
+}
+
+// The tiles of a pair's cache: coded blocks (the prefill's, its last maybe short, then flushed ones) and
+// the pending buffer as the last tile.
+struct Tiles {
+  int prefill_blocks, prefill_tail, coded, pending, total;
+  __device__ __host__ explicit Tiles(const TurboCacheArgs& c) {
+    prefill_blocks = (c.prefill_tokens + kTurboBlock - 1) / kTurboBlock;
+    prefill_tail = c.prefill_tokens - (prefill_blocks - 1) * kTurboBlock;
+    const int appended = c.tokens - c.prefill_tokens;
+    coded = prefill_blocks + appended / kTurboBlock;
+    pending = appended % kTurboBlock;
+    total = coded + (pending > 0 ? 1 : 0);
+  }
+  __device__ int rows(int j) const {
+    return j == prefill_blocks - 1 ? prefill_tail : j < coded ? kTurboBlock : pending;
+  }
+};
+
+// One warp's chain state: the online softmax of its rows (lane (g, t) holds row g) and O's accumulators
+// for channels 8·jc + 2t + e.
+template <int D>
+struct Chain {
+  float m = -INFINITY, l = 0.0f;
+  float o[Shape<D>::NJ][2];
+};
+
+// Alg. 2 l. 4–8 for one tile, from the scores: the SAS online softmax, s_P and the P codes. Returns the
+// P codes packed as the A fragment of the P·V product (k-step κ: a0 = [0], a2 = [1]) and sets sp, psum.
+template <int D>
+__device__ __forceinline__ void softmax_tile(const int (&sint)[8][2], int rows, float f_s, const Exp& exp_fn,
+                                             Chain<D>& ch, uint32_t (&ap)[2][2], float& sp, int& psum) {
+  const int t = threadIdx.x % 4;
+  float s[8][2];
+  float mt = -INFINITY;
+#pragma unroll
+  for (int j = 0; j < 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int tau = 8 * j + 2 * t + e;
+      s[j][e] = tau < rows ? __fmul_rn(exact_float(sint[j][e]), f_s) : -INFINITY;  // l. 3: S = s_Q·s_K·(Q·Kᵀ)
+      mt = fmaxf(mt, s[j][e]);
+    }
+  mt = quad_max(mt);
+  const float m_new = fmaxf(ch.m, mt);                               // l. 4
+  const float alpha = isinf(ch.m) ? 0.0f : exp_fn(__fsub_rn(ch.m, m_new));
+  float sum = 0.0f, pmax = 0.0f;
+#pragma unroll
+  for (int j = 0; j < 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      s[j][e] = exp_fn(__fsub_rn(s[j][e], m_new));                    // l. 5: P̃ = SAS(S − m)
+      sum = __fadd_rn(sum, s[j][e]);
+      pmax = fmaxf(pmax, s[j][e]);
+    }
+  sum = quad_sum(sum);
+  pmax = quad_max(pmax);
+  ch.l = __fadd_rn(__fmul_rn(alpha, ch.l), sum);                      // l. 6
+  ch.m = m_new;
+  sp = scale_for_span(pmax);                                          // l. 7: s_P = max P̃ / 119
+  int pq[8][2];
+  psum = 0;
+#pragma unroll
+  for (int j = 0; j < 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      pq[j][e] = __float2int_rn(__fdiv_rn(s[j][e], sp));             // Q(P̃) = ⌈P̃ / s_P⌋ ∈ [0, 119]
+      psum += pq[j][e];
+    }
+  psum = quad_sum(psum);
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {  // k-step κ = k: tokens 32κ …; V's stored order matches (turbo_layout.h)
+    ap[k][0] = pack_s8x4(pq[4 * k][0], pq[4 * k][1], pq[4 * k + 1][0], pq[4 * k + 1][1]);
+    ap[k][1] = pack_s8x4(pq[4 * k + 2][0], pq[4 * k + 2][1], pq[4 * k + 3][0], pq[4 * k + 3][1]);
+  }
+#pragma unroll
+  for (int jc = 0; jc < Shape<D>::NJ; ++jc) ch.o[jc][0] = __fmul_rn(ch.o[jc][0], alpha), ch.o[jc][1] = __fmul_rn(ch.o[jc][1], alpha);
+}
+
+// l. 8: O += s_P·s_V·(P^q·V̂), X the exact integer product per channel.
+template <int D>
+__device__ __forceinline__ void accumulate(Chain<D>& ch, const int (&x)[Shape<D>::NJ][2], float f_pv) {
+#pragma unroll
+  for (int jc = 0; jc < Shape<D>::NJ; ++jc)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) ch.o[jc][e] = __fadd_rn(ch.o[jc][e], __fmul_rn(exact_float(x[jc][e]), f_pv));
+}
+
+// One coded block (its stage in shared memory) of a BITS-wide pair.
+// The scores of one tile for the tests (TurboDecodeArgs::scores): row g at dump[g·row_stride], token τ.
+__device__ __forceinline__ void dump_scores(int32_t* dump, int64_t row_stride, const int (&sint)[8][2]) {
+  if (dump == nullptr) return;
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int j = 0; j < 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) dump[g * row_stride + 8 * j + 2 * t + e] = sint[j][e];
+}
+
+template <int D, int BITS>
+__device__ void coded_tile(const uint8_t* stage, const int8_t* q8, float s_q, int rows, bool may_saturate,
+                           float scale, const Exp& exp_fn, Chain<D>& ch, int32_t* dump, int64_t row_stride) {
+  using S = Shape<D>;
+  constexpr int KS = S::KS, NJ = S::NJ, L = (1 << BITS) - 1;
+  constexpr int kCodeBytes = kTurboBlock * D * BITS / 8;
+  constexpr uint32_t kMask = BITS == 4 ? 0x0F0F0F0Fu : 0x03030303u;
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const uint8_t* kc = stage;
+  const uint8_t* vc = stage + kCodeBytes;
+  const int8_t* sz = reinterpret_cast<const int8_t*>(stage + 2 * kCodeBytes);
+  const float2 bs = *reinterpret_cast<const float2*>(stage + 2 * kCodeBytes + 4 * D);
+
+  // Channels that may saturate (see the head comment), one bit per channel.
+  uint32_t kflag[KS], vflag[KS];
+#pragma unroll
+  for (int i = 0; i < KS; ++i) {
+    const int c = 32 * i + lane;
+    const int ks_ = sz[c], kz = sz[D + c], vs_ = sz[2 * D + c], vz = sz[3 * D + c];
+    const bool kf = may_saturate && (kz * ks_ < -127 || (L + kz) * ks_ > 127);
+    const bool vf = may_saturate && (vz * vs_ < -127 || (L + vz) * vs_ > 127);
+    kflag[i] = __ballot_sync(kFull, kf);
+    vflag[i] = __ballot_sync(kFull, vf);
+  }
+
+  // A fragments of the fold: row g holds hi, row g + 8 lo of q·s (0 for saturating channels).
+  uint32_t a[KS][4];
+#pragma unroll
+  for (int ks = 0; ks < KS; ++ks)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int c0 = 32 * ks + 16 * h + 4 * t;
+      const uint32_t qw = *reinterpret_cast<const uint32_t*>(q8 + g * D + c0);
+      const uint32_t sw = *reinterpret_cast<const uint32_t*>(sz + c0);
+      const uint32_t flags = kflag[ks] >> (16 * h + 4 * t);
+      int hi[4], lo[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int si = (flags >> i) & 1 ? 0 : int((sw >> (8 * i)) & 0xFF);
+        const int p = sbyte(qw, i) * si;
+        hi[i] = p >> 7;   // floor(p / 128)
+        lo[i] = p & 127;  // p − 128·hi
+      }
+      a[ks][2 * h] = pack_s8x4(hi[0], hi[1], hi[2], hi[3]);
+      a[ks][2 * h + 1] = pack_s8x4(lo[0], lo[1], lo[2], lo[3]);
+    }
+  // Z = Σ (q·s)·z: z as B's column 0 (lanes g = 0), the result in column 0 of rows g and g + 8.
+  int zacc[4] = {0, 0, 0, 0};
+#pragma unroll
+  for (int ks = 0; ks < KS; ++ks) {
+    const uint32_t b0 = g == 0 ? *reinterpret_cast<const uint32_t*>(sz + D + 32 * ks + 4 * t) : 0u;
+    const uint32_t b1 = g == 0 ? *reinterpret_cast<const uint32_t*>(sz + D + 32 * ks + 16 + 4 * t) : 0u;
+    const uint32_t af[4] = {a[ks][0], a[ks][1], a[ks][2], a[ks][3]};
+    mma_s8(zacc, af, b0, b1);
+  }
+  const int z_hi = __shfl_sync(kFull, zacc[0], lane & ~3), z_lo = __shfl_sync(kFull, zacc[2], lane & ~3);
+
+  // S_int for the lane's 16 tokens 8j + 2t + e.
+  int sint[8][2];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    int acc[4] = {z_hi, z_hi, z_lo, z_lo};
+    uint32_t w[KS];
+    if constexpr (BITS == 4) {
+#pragma unroll
+      for (int ks = 0; ks < KS; ++ks) w[ks] = reinterpret_cast<const uint32_t*>(kc)[(j * 32 + lane) * KS + ks];
+    } else {
+#pragma unroll
+      for (int p = 0; p < KS / 2; ++p) w[p] = reinterpret_cast<const uint32_t*>(kc)[(j * 32 + lane) * (KS / 2) + p];
+    }
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks) {
+      const uint32_t word = BITS == 4 ? w[ks] : w[ks / 2] >> (4 * (ks % 2));
+      const uint32_t af[4] = {a[ks][0], a[ks][1], a[ks][2], a[ks][3]};
+      mma_s8(acc, af, word & kMask, (word >> BITS) & kMask);
+    }
+    sint[j][0] = 128 * acc[0] + acc[2];
+    sint[j][1] = 128 * acc[1] + acc[3];
+  }
+  // Saturating K channels, token by token.
+#pragma unroll
+  for (int i = 0; i < KS; ++i)
+    for (uint32_t m = kflag[i]; m != 0; m &= m - 1) {
+      const int c = 32 * i + __ffs(m) - 1;
+      const int s = sz[c], z = sz[D + c], qv = q8[g * D + c];
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const layout::CodeAt at = layout::k_code_at(8 * j + 2 * t + e, c, D, BITS);
+          const int code = (kc[at.byte] >> at.shift) & L;
+          sint[j][e] += qv * sat127((code + z) * s);
+        }
+    }
+  dump_scores(dump, row_stride, sint);
+
+  uint32_t ap[2][2];
+  float sp;
+  int psum;
+  softmax_tile<D>(sint, rows, __fmul_rn(__fmul_rn(s_q, bs.x), scale), exp_fn, ch, ap, sp, psum);
+
+  // P·V: the P codes times the raw V codes, then s_c·(X + z_c·ΣP) per channel.
+  int x[NJ][2];
+  constexpr int kTilesPerLoad = BITS == 4 ? 4 : 8;  // n-tiles one 16-byte load covers
+#pragma unroll
+  for (int grp = 0; grp < NJ / kTilesPerLoad; ++grp) {
+    int acc[kTilesPerLoad][4];
+#pragma unroll
+    for (int q = 0; q < kTilesPerLoad; ++q) acc[q][0] = acc[q][1] = acc[q][2] = acc[q][3] = 0;
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      const uint4 w4 = reinterpret_cast<const uint4*>(vc)[(k * (NJ / kTilesPerLoad) + grp) * 32 + lane];
+      const uint32_t w[4] = {w4.x, w4.y, w4.z, w4.w};
+      const uint32_t af[4] = {ap[k][0], 0u, ap[k][1], 0u};
+#pragma unroll
+      for (int q = 0; q < kTilesPerLoad; ++q) {
+        const uint32_t word = BITS == 4 ? w[q] : w[q / 2] >> (4 * (q % 2));
+        mma_s8(acc[q], af, word & kMask, (word >> BITS) & kMask);
+      }
+    }
+#pragma unroll
+    for (int q = 0; q < kTilesPerLoad; ++q)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int c = 8 * (grp * kTilesPerLoad + q) + 2 * t + e;
+        x[grp * kTilesPerLoad + q][e] = int(sz[2 * D + c]) * (acc[q][e] + int(sz[3 * D + c]) * psum);
+      }
+  }
+  // Saturating V channels: the row's sum over its 64 tokens, gathered from the quad's four lanes.
+  // (ap holds the P codes; re-derive each token's code from the packed fragment.)
+#pragma unroll
+  for (int i = 0; i < KS; ++i)
+    for (uint32_t m = vflag[i]; m != 0; m &= m - 1) {
+      const int c = 32 * i + __ffs(m) - 1;
+      const int s = sz[2 * D + c], z = sz[3 * D + c];
+      int part = 0;
+#pragma unroll
+      for (int k = 0; k < 2; ++k)
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf)
+#pragma unroll
+          for (int i4 = 0; i4 < 4; ++i4) {
+            const int tau = 32 * k + 16 * hf + 8 * (i4 / 2) + 2 * t + (i4 % 2);
+            const int pq = int((ap[k][hf] >> (8 * i4)) & 0xFF);
+            const layout::CodeAt at = layout::v_code_at(tau, c, D, BITS);
+            const int code = (vc[at.byte] >> at.shift) & L;
+            part += pq * sat127((code + z) * s);
+          }
+      part = quad_sum(part);
+#pragma unroll
+      for (int jc = 0; jc < NJ; ++jc)
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+          if (c == 8 * jc + 2 * t + e) x[jc][e] = part;
+    }
+  accumulate<D>(ch, x, __fmul_rn(sp, bs.y));
+}
+
+// The pending buffer's tile: INT8 K and V (the universal scales), an ordinary INT8 product.
+template <int D>
+__device__ void buffer_tile(const int8_t* kb, const int8_t* vb, const int8_t* q8, float s_q, float2 universal,
+                            int rows, float scale, const Exp& exp_fn, Chain<D>& ch, int32_t* dump,
+                            int64_t row_stride) {
+  using S = Shape<D>;
+  constexpr int KS = S::KS, NJ = S::NJ;
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  uint32_t aq[KS][4];
+#pragma unroll
+  for (int ks = 0; ks < KS; ++ks) {
+    aq[ks][0] = *reinterpret_cast<const uint32_t*>(q8 + g * D + 32 * ks + 4 * t);
+    aq[ks][2] = *reinterpret_cast<const uint32_t*>(q8 + g * D + 32 * ks + 16 + 4 * t);
+    aq[ks][1] = aq[ks][3] = 0u;
+  }
+  int sint[8][2];
+  const uint32_t* kw = reinterpret_cast<const uint32_t*>(kb);
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    int acc[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks) {
+      const int64_t w = ((int64_t(j) * 32 + lane) * KS + ks) * 2;
+      mma_s8(acc, aq[ks], __ldg(kw + w), __ldg(kw + w + 1));
+    }
+    sint[j][0] = acc[0], sint[j][1] = acc[1];
+  }
+  dump_scores(dump, row_stride, sint);
+  uint32_t ap[2][2];
+  float sp;
+  int psum;
+  softmax_tile<D>(sint, rows, __fmul_rn(__fmul_rn(s_q, universal.x), scale), exp_fn, ch, ap, sp, psum);
+  int x[NJ][2];
+  const uint32_t* vw = reinterpret_cast<const uint32_t*>(vb);
+#pragma unroll
+  for (int jc = 0; jc < NJ; ++jc) {
+    int acc[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      const int64_t w = ((int64_t(k) * NJ + jc) * 32 + lane) * 2;
+      const uint32_t af[4] = {ap[k][0], 0u, ap[k][1], 0u};
+      mma_s8(acc, af, __ldg(vw + w), __ldg(vw + w + 1));
+    }
+    x[jc][0] = acc[0], x[jc][1] = acc[1];
+  }
+  accumulate<D>(ch, x, __fmul_rn(sp, universal.y));
+}
+
+// Stage one coded block (codes of K and V, s/z, block scales) into shared memory.
+template <int D, int BITS>
+__device__ __forceinline__ void load_stage(uint8_t* stage, const TurboCacheArgs& c, int pair, int slot) {
+  constexpr int kCodeBytes = kTurboBlock * D * BITS / 8;
+  const int lane = threadIdx.x % 32;
+  const uint8_t* codes = c.codes + c.code_offset[pair] + int64_t(slot) * 2 * kCodeBytes;
+#pragma unroll
+  for (int i = lane; i < 2 * kCodeBytes / 16; i += 32) cp_async_16(stage + 16 * i, codes + 16 * i, true);
+  const int8_t* sz = c.scale_zero + (int64_t(pair) * c.slots + slot) * 4 * D;
+#pragma unroll
+  for (int i = lane; i < 4 * D / 16; i += 32) cp_async_16(stage + 2 * kCodeBytes + 16 * i, sz + 16 * i, true);
+  if (lane == 0) cp_async_8(stage + 2 * kCodeBytes + 4 * D, c.block_scales + (int64_t(pair) * c.slots + slot) * 2);
+}
+
+template <int D, int BITS>
+__device__ void run_chain(const TurboDecodeArgs& a, int pair, int chain, uint8_t* ring, const int8_t* q8,
+                          float s_q, const Exp& exp_fn) {
+  const Tiles tiles(a.cache);
+  const int first = chain * tiles.total / a.chains, last = (chain + 1) * tiles.total / a.chains;
+  const int coded_end = min(last, tiles.coded);
+  const int64_t row_stride = int64_t(tiles.total) * kTurboBlock;
+  auto dump_at = [&](const TurboDecodeArgs& args, int p, int j) {
+    return args.scores ? args.scores + int64_t(p) * kRows * row_stride + int64_t(j) * kTurboBlock : nullptr;
+  };
+  Chain<D> ch;
+#pragma unroll
+  for (int jc = 0; jc < Shape<D>::NJ; ++jc) ch.o[jc][0] = ch.o[jc][1] = 0.0f;
+  constexpr int kStage = Shape<D>::kStageBytes;
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (first + s < coded_end) load_stage<D, BITS>(ring + s * kStage, a.cache, pair, first + s);
+    cp_async_commit();
+  }
+  for (int j = first; j < coded_end; ++j) {
+    cp_async_wait<kStages - 2>();
+    __syncwarp();
+    const int ahead = j + kStages - 1;
+    if (ahead < coded_end) load_stage<D, BITS>(ring + ((ahead - first) % kStages) * kStage, a.cache, pair, ahead);
+    cp_async_commit();
+    const bool may_saturate = !(BITS == 4 && j < tiles.prefill_blocks);  // progressive.h: 4-bit prefill never
+    coded_tile<D, BITS>(ring + ((j - first) % kStages) * kStage, q8, s_q, tiles.rows(j), may_saturate, a.scale,
+                        exp_fn, ch, dump_at(a, pair, j), row_stride);
+    __syncwarp();
+  }
+  cp_async_wait<0>();
+  if (last > tiles.coded) {  // the chain ends with the pending buffer
+    const int64_t off = int64_t(pair) * kTurboBlock * D;
+    const float2 universal = *reinterpret_cast<const float2*>(a.cache.universal + 2 * pair);
+    buffer_tile<D>(a.cache.k_buffer + off, a.cache.v_buffer + off, q8, s_q, universal, tiles.pending, a.scale,
+                   exp_fn, ch, dump_at(a, pair, tiles.coded), row_stride);
+  }
+  // The chain's (m, ℓ, O) for the merge.
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int group = a.q_heads / a.kv_heads;
+  if (g < group) {
+    const int64_t part = (int64_t(pair) * a.chains + chain) * kRows + g;
+    float* ml = a.workspace;
+    float* po = a.workspace + int64_t(a.batch) * a.kv_heads * a.chains * kRows * 2;
+    if (t == 0) ml[2 * part] = ch.m, ml[2 * part + 1] = ch.l;
+#pragma unroll
+    for (int jc = 0; jc < Shape<D>::NJ; ++jc)
+      *reinterpret_cast<float2*>(po + part * D + 8 * jc + 2 * t) = make_float2(ch.o[jc][0], ch.o[jc][1]);
+  }
+}
+
+template <int D>
+__global__ void __launch_bounds__(kWarps * 32) turbo_chains_kernel(const TurboDecodeArgs a) {
+  extern __shared__ __align__(16) uint8_t smem[];
+  float* lut = reinterpret_cast<float*>(smem);
+  for (int i = threadIdx.x; i < 31; i += blockDim.x) lut[i] = a.exp.lut[i];
+  __syncthreads();
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int pairs = a.batch * a.kv_heads;
+  const int id = blockIdx.x * kWarps + warp, pair = id / a.chains, chain = id % a.chains;
+  if (pair >= pairs) return;
+  uint8_t* mine = smem + 32 * 4 + warp * Shape<D>::kWarpBytes;
+  int8_t* q8 = reinterpret_cast<int8_t*>(mine + kStages * Shape<D>::kStageBytes);
+  float* s_q_rows = reinterpret_cast<float*>(q8 + kRows * D);
+
+  // Alg. 2 l. 1: the group's queries to INT8, s_Q = max|q| / 119 per head (quant::quantize, one row).
+  const int group = a.q_heads / a.kv_heads, b = pair / a.kv_heads, hk = pair % a.kv_heads;
+  for (int g = 0; g < kRows; ++g) {
+    float q[D / 32], span = 0.0f;
+    const float* src = a.q + (int64_t(b) * a.q_heads + hk * group + g) * D;
+#pragma unroll
+    for (int i = 0; i < D / 32; ++i) {
+      q[i] = g < group ? src[32 * i + lane] : 0.0f;
+      span = fmaxf(span, fabsf(q[i]));
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2) span = fmaxf(span, __shfl_xor_sync(kFull, span, o));
+    const float s = scale_for_span(span);
+#pragma unroll
+    for (int i = 0; i < D / 32; ++i)
+      q8[g * D + 32 * i + lane] = int8_t(min(max(__float2int_rn(__fdiv_rn(q[i], s)), -119), 119));
+    if (lane == 0) s_q_rows[g] = s;
+  }
+  __syncwarp();
+  const float s_q = s_q_rows[lane / 4];
+  const Exp exp_fn = make_exp(a.exp, lut);
+  if (a.cache.bits[pair] == 4) run_chain<D, 4>(a, pair, chain, mine, q8, s_q, exp_fn);
+  else run_chain<D, 2>(a, pair, chain, mine, q8, s_q, exp_fn);
+}
+
+// turbo_chains.h's merge, one thread per channel of one query head; then O = G / ℓ in FP16, L = m + log ℓ.
+template <int D>
+__global__ void __launch_bounds__(D) turbo_merge_kernel(const TurboDecodeArgs a) {
+  __shared__ float lut[32];
+  for (int i = threadIdx.x; i < 31; i += blockDim.x) lut[i] = a.exp.lut[i];
+  __syncthreads();
+  const Exp exp_fn = make_exp(a.exp, lut);
+  const int row = blockIdx.x;  // b·Hq + hq
+  const int group = a.q_heads / a.kv_heads, b = row / a.q_heads, hq = row % a.q_heads;
+  const int pair = b * a.kv_heads + hq / group, g = hq % group, c = threadIdx.x;
+  const float* ml = a.workspace;
+  const float* po = a.workspace + int64_t(a.batch) * a.kv_heads * a.chains * kRows * 2;
+  float M = -INFINITY, L = 0.0f, G = 0.0f;
+  for (int k = 0; k < a.chains; ++k) {
+    const int64_t part = (int64_t(pair) * a.chains + k) * kRows + g;
+    const float mc = ml[2 * part], lc = ml[2 * part + 1], gc = po[part * D + c];
+    if (isinf(mc)) continue;
+    if (isinf(M)) {
+      M = mc, L = lc, G = gc;
+      continue;
+    }
+    const float m_new = fmaxf(M, mc);
+    const float alpha = exp_fn(__fsub_rn(M, m_new)), beta = exp_fn(__fsub_rn(mc, m_new));
+    L = __fadd_rn(__fmul_rn(alpha, L), __fmul_rn(beta, lc));
+    G = __fadd_rn(__fmul_rn(alpha, G), __fmul_rn(beta, gc));
+    M = m_new;
+  }
+  a.o[int64_t(row) * D + c] = __float2half_rn(L > 0.0f ? __fdiv_rn(G, L) : 0.0f);
+  if (c == 0) a.lse[row] = L > 0.0f ? __fadd_rn(M, logf(L)) : -INFINITY;
+}
+
+// rne(a / b) for integers, b > 0 (quant::div_rne).
+__device__ __forceinline__ int div_rne(int a, int b) {
+  int q = a / b, r = a % b;
+  if (r < 0) r += b, --q;
+  if (2 * r > b || (2 * r == b && (q & 1))) ++q;
+  return q;
+}
+// quant::div_rne_small: one FP32 division, rounded through 1.5·2²³.
+__device__ __forceinline__ int div_rne_small(int a, int b) {
+  const float q = __fdiv_rn(float(a), float(b));
+  return int(__fsub_rn(__fadd_rn(q, kMagic), kMagic));
+}
+
+// §3.3: append one token per pair; a full buffer becomes the next cache block (Eq. 10 in integers).
+template <int D>
+__global__ void __launch_bounds__(D) turbo_append_kernel(const TurboCacheArgs c, const float* k, const float* v,
+                                                         bool up) {
+  __shared__ uint32_t words[2 * kTurboBlock * D * 4 / 8 / 4];  // K | V codes of one block at ≤ 4 bits
+  const int pair = blockIdx.x, ch = threadIdx.x;
+  const Tiles tiles(c);
+  const int pos = tiles.pending;  // where this token goes
+  int8_t* kb = c.k_buffer + int64_t(pair) * kTurboBlock * D;
+  int8_t* vb = c.v_buffer + int64_t(pair) * kTurboBlock * D;
+  const float su_k = c.universal[2 * pair], su_v = c.universal[2 * pair + 1];
+  // quant::DecodeBuffer::append: ⌈x / s⌋ with the universal scale, clamped to ±127.
+  const float qk = rintf(__fdiv_rn(k[int64_t(pair) * D + ch], su_k));
+  const float qv = rintf(__fdiv_rn(v[int64_t(pair) * D + ch], su_v));
+  kb[layout::k8_at(pos, ch, D)] = int8_t(fminf(fmaxf(qk, -127.0f), 127.0f));
+  vb[layout::v8_at(pos, ch, D)] = int8_t(fminf(fmaxf(qv, -127.0f), 127.0f));
+  if (pos + 1 < kTurboBlock) return;  // uniform across the block
+
+  // Flush into slot `coded` (quant::progressive_compress on the buffer, the universal scale as scale8).
+  const int bits = c.bits[pair], L = (1 << bits) - 1, slot = tiles.coded;
+  const int code_bytes = kTurboBlock * D * bits / 8;
+  for (int i = ch; i < 2 * code_bytes / 4; i += D) words[i] = 0u;
+  __syncthreads();
+  int8_t* sz = c.scale_zero + (int64_t(pair) * c.slots + slot) * 4 * D;
+  for (int which = 0; which < 2; ++which) {
+    const int8_t* buf = which == 0 ? kb : vb;
+    int mn = 127, mx = -127;
+    int8_t q[kTurboBlock];
+    for (int tau = 0; tau < kTurboBlock; ++tau) {
+      q[tau] = buf[which == 0 ? layout::k8_at(tau, ch, D) : layout::v8_at(tau, ch, D)];
+      mn = min(mn, int(q[tau])), mx = max(mx, int(q[tau]));
+    }
+    const int range = mx - mn;
+    const int s = max(1, up ? (range + L - 1) / L : div_rne(range, L));
+    const int z = div_rne(mn, s);
+    for (int tau = 0; tau < kTurboBlock; ++tau) {
+      const int code = min(max(div_rne_small(int(q[tau]) - z * s, s), 0), L);
+      const layout::CodeAt at = which == 0 ? layout::k_code_at(tau, ch, D, bits) : layout::v_code_at(tau, ch, D, bits);
+      const int64_t byte = at.byte + (which == 0 ? 0 : code_bytes);
+      atomicOr(&words[byte / 4], uint32_t(code) << (8 * (byte % 4) + at.shift));
+    }
+    sz[2 * D * which + ch] = int8_t(s);
+    sz[2 * D * which + D + ch] = int8_t(z);
+  }
+  __syncthreads();
+  uint32_t* dst = reinterpret_cast<uint32_t*>(c.codes + c.code_offset[pair] + int64_t(slot) * 2 * code_bytes);
+  for (int i = ch; i < 2 * code_bytes / 4; i += D) dst[i] = words[i];
+  if (ch == 0) c.block_scales[(int64_t(pair) * c.slots + slot) * 2] = su_k, c.block_scales[(int64_t(pair) * c.slots + slot) * 2 + 1] = su_v;
+  uint32_t* kz = reinterpret_cast<uint32_t*>(kb);
+  uint32_t* vz = reinterpret_cast<uint32_t*>(vb);
+  for (int i = ch; i < kTurboBlock * D / 4; i += D) kz[i] = 0u, vz[i] = 0u;  // the buffer starts empty again
+}
+
+template <int D>
+cudaError_t launch(const TurboDecodeArgs& a, cudaStream_t stream) {
+  const int smem = Shape<D>::kSmemBytes;
+  cudaError_t e = cudaFuncSetAttribute(turbo_chains_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  if (e != cudaSuccess) return e;
+  const int warps = a.batch * a.kv_heads * a.chains;
+  turbo_chains_kernel<D><<<(warps + kWarps - 1) / kWarps, kWarps * 32, smem, stream>>>(a);
+  if ((e = cudaGetLastError()) != cudaSuccess) return e;
+  turbo_merge_kernel<D><<<a.batch * a.q_heads, D, 0, stream>>>(a);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+bool turbo_decode_supports(int head_dim, int group) { return (head_dim == 64 || head_dim == 128) && group >= 1 && group <= kRows; }
+
+size_t turbo_decode_workspace_bytes(const TurboDecodeArgs& a) {
+  const size_t parts = size_t(a.batch) * a.kv_heads * a.chains * kRows;
+  return parts * (2 + size_t(a.cache.head_dim)) * sizeof(float);
+}
+
+int turbo_decode_tiles(const TurboCacheArgs& c) { return Tiles(c).total; }
+
+cudaError_t turbo_decode_attend(const TurboDecodeArgs& a, cudaStream_t stream) {
+  if (!turbo_decode_supports(a.cache.head_dim, a.q_heads / a.kv_heads) || a.chains < 1 ||
+      a.chains > Tiles(a.cache).total)
+    return cudaErrorInvalidValue;
+  return a.cache.head_dim == 64 ? launch<64>(a, stream) : launch<128>(a, stream);
+}
+
+cudaError_t turbo_decode_append(const TurboCacheArgs& c, const float* k, const float* v, bool int_scale_up,
+                                cudaStream_t stream) {
+  if (c.head_dim == 64) turbo_append_kernel<64><<<c.pairs, 64, 0, stream>>>(c, k, v, int_scale_up);
+  else if (c.head_dim == 128) turbo_append_kernel<128><<<c.pairs, 128, 0, stream>>>(c, k, v, int_scale_up);
+  else return cudaErrorInvalidValue;
+  return cudaGetLastError();
+}
+
+}  // namespace attnlab::kernels
