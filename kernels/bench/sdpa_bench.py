@@ -133,7 +133,8 @@ def main():
         for name, be in backends.items():
             try:
                 with sdpa_kernel([be]):
-                    fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=s["causal"])
+                    gqa = s["q_heads"] != s["kv_heads"]  # grouped-query attention: SDPA repeats K/V heads itself
+                    fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=s["causal"], enable_gqa=gqa)
                     med, p10, p90 = timed(fn, sets)
                 row[name] = dict(median_ms=med, p10_ms=p10, p90_ms=p90, tflops=flops(s) / (med * 1e-3) / 1e12)
             except RuntimeError as e:
@@ -153,14 +154,16 @@ def main():
                    "device": device, "measurements": measurements}, f, indent=1)
     print(f"{props.name}: copy {ceil['copy_gbs']:.0f} GB/s (read + write), FP16 matmul {ceil['fp16_matmul_tflops']:.0f} TFLOP/s")
     if ours:
-        print(f"{'ours':10} {'shape':34} {'ours ms':>9} {'TFLOP/s':>8} {'flash ms':>9} {'cudnn ms':>9} {'flash/ours':>10} {'cudnn/ours':>10}")
+        print(f"{'ours':14} {'shape':40} {'ours ms':>9} {'TFLOP/s':>8} {'GB/s':>7} {'%copy':>6} {'flash ms':>9} {'cudnn ms':>9} {'flash/ours':>10} {'cudnn/ours':>10}")
         for r in rows:
             s = r["shape"]
-            tag = f"B{s['batch']} H{s['q_heads']} N{s['kv_len']} d{s['head_dim']} {'causal' if s['causal'] else ''}"
+            tag = (f"B{s['batch']} H{s['q_heads']}/{s['kv_heads']} N{s['kv_len']} d{s['head_dim']} "
+                   f"{'causal' if s['causal'] else ''} {s['phase']}")
             fl, cu = r["flash"].get("median_ms", float("nan")), r["cudnn"].get("median_ms", float("nan"))
             for m in ours[json.dumps(s, sort_keys=True)]:
-                print(f"{m['label'][:10]:10} {tag:34} {m['median_ms']:9.3f} {m['tops']:8.1f} {fl:9.3f} {cu:9.3f} "
-                      f"{fl / m['median_ms']:10.2f} {cu / m['median_ms']:10.2f}")
+                gbs = m.get("hbm_gbps", float("nan"))
+                print(f"{m['label'][:14]:14} {tag:40} {m['median_ms']:9.3f} {m['tops']:8.1f} {gbs:7.0f} "
+                      f"{100 * gbs / ceil['copy_gbs']:6.1f} {fl:9.3f} {cu:9.3f} {fl / m['median_ms']:10.2f} {cu / m['median_ms']:10.2f}")
         with open(f"{args.out_dir}/comparison.json", "w") as f:
             json.dump(dict(device=device, rows=rows, ours=[m for ms in ours.values() for m in ms]), f, indent=1)
         return 0
