@@ -1,17 +1,16 @@
 // attnlab kernels: the runner's "kernel" backend (DESIGN.md: the second backend). For each variant with a
-// compiled kernel it prepares the inputs in the variant's storage format, runs the kernel once with a
-// poisoned output (every element must be written), measures its error against the FP64 truth, and
-// times it: warm-up, then the median, p10 and p90 of kRuns launches timed with CUDA events, rotating
-// among input copies that together exceed twice the L2 cache, so no run reads another's inputs from L2.
+// row in the kernel table (kernel_table.h), the row prepares the inputs in the variant's storage format,
+// runs the kernel once with a poisoned output (every element must be written), measures its error against
+// the FP64 truth, and times it (timing.h): warm-up, then the median, p10 and p90 of kTimedRuns launches
+// timed with CUDA events, rotating among input copies that together exceed twice the L2 cache, so no run
+// reads another's inputs from L2.
 #pragma once
 
 #include "core/runner.h"
 #include "kernels/device.h"
+#include "kernels/timing.h"
 
 namespace attnlab::kernels {
-
-inline constexpr int kWarmupRuns = 5;
-inline constexpr int kTimedRuns = 30;
 
 class KernelBackend : public Backend {
  public:

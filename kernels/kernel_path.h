@@ -16,6 +16,14 @@ inline const char* to_string(KernelPath path) {
   return "?";
 }
 
+// The path a pinned generation asks for: core/variants/kernel_param.h's 0 (auto), 80 (mma.sync), 90 (wgmma).
+inline KernelPath path_of_generation(int generation) {
+  return generation == 90 ? KernelPath::warpgroup_mma : generation == 80 ? KernelPath::warp_mma : KernelPath::automatic;
+}
+
+// The generation (80 or 90) of a path that ran, as the probes report it.
+inline int generation_of(KernelPath path) { return path == KernelPath::warpgroup_mma ? 90 : 80; }
+
 // True when the current device is compute capability 9.0 and this binary holds the sm_90a kernels
 // (checked once per device by running a probe kernel).
 bool warpgroup_mma_available();

@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/kernel_traits.h"
 #include "core/registry.h"
+#include "core/variants/kernel_param.h"
 
 #include <fmt/format.h>
 
@@ -130,10 +131,9 @@ int64_t param_or(const VariantRequest& v, const char* name, int64_t fallback) {
 // backend uses too (decode splits the keys). Where no kernel computes the variant's function (int_flash
 // at another block_c), the model keeps the mma.sync row's tiling: it still predicts that schedule.
 int kernel_generation(const Problem& p, const VariantRequest& v, const GpuSpec& gpu) {
-  const std::string pinned = v.params.values().count("kernel") ? v.params.choice("kernel") : "auto";
   const int g = attnlab::kernel_generation(v.id, static_cast<int>(p.head_dim), gpu.arch == "sm_90" ? 90 : 80,
                                            long(p.q_len), p.phase == Phase::decode,
-                                           pinned == "mma_sync" ? 80 : pinned == "wgmma" ? 90 : 0,
+                                           variants::pinned_generation(v.params),
                                            static_cast<int>(param_or(v, "block_c", 0)));
   return g == 0 ? 80 : g;
 }

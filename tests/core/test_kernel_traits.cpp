@@ -2,6 +2,7 @@
 // the cost model both call it, so they cannot disagree about a tile size.
 #include "core/config.h"
 #include "core/kernel_traits.h"
+#include "core/variants/kernel_param.h"
 #include "sim/gpu_spec.h"
 #include "sim/schedule.h"
 #include "tests/catch.h"
@@ -45,6 +46,33 @@ TEST_CASE("the cost model schedules the generation the kernel backend runs", "[k
   const sim::Schedule narrow = sim::make_schedule(e.problem, e.variants[1], h100);
   CHECK(narrow.block_c == 64);
   CHECK_FALSE(narrow.warpgroup_mma);
+}
+
+}  // namespace
+}  // namespace attnlab
+
+namespace attnlab {
+namespace {
+
+// The `kernel` parameter's values and the generations they pin come from one table
+// (core/variants/kernel_param.h), which the kernel backend and the cost model both read.
+TEST_CASE("the kernel parameter: its choices are the table's, each pinning its generation", "[kernels-rule]") {
+  const ParamSpec spec = variants::kernel_generation_param();
+  REQUIRE(spec.choices.size() == std::size(variants::kKernelChoices));
+  const std::vector<ParamSpec> specs{spec};
+  for (size_t i = 0; i < spec.choices.size(); ++i) {
+    CHECK(spec.choices[i] == variants::kKernelChoices[i].name);
+    ParamValues v = ParamValues::defaults(specs);
+    v.set(specs, "kernel", spec.choices[i], "test");
+    CHECK(variants::pinned_generation(v) == variants::kKernelChoices[i].generation);
+  }
+  ParamValues v = ParamValues::defaults(specs);
+  CHECK(variants::pinned_generation(v) == 0);  // the default is auto
+  v.set(specs, "kernel", "mma_sync", "test");
+  CHECK(variants::pinned_generation(v) == 80);
+  v.set(specs, "kernel", "wgmma", "test");
+  CHECK(variants::pinned_generation(v) == 90);
+  CHECK(variants::pinned_generation(ParamValues::defaults({})) == 0);  // a variant without the parameter
 }
 
 }  // namespace

@@ -1,0 +1,26 @@
+// attnlab kernels: the kernel table's rows (kernel_table.h).
+#include "kernels/kernel_table.h"
+
+namespace attnlab::kernels {
+
+namespace {
+
+// clang-format off
+constexpr KernelRow kRows[] = {
+    //  variant      cannot_run             run
+    {"flash2",      flash2_cannot_run,     flash2_run},
+    {"int_flash",   int_flash_cannot_run,  int_flash_run},
+};
+// clang-format on
+
+}  // namespace
+
+std::span<const KernelRow> kernel_table() { return kRows; }
+
+const KernelRow* find_kernel_row(std::string_view variant) {
+  for (const KernelRow& r : kRows)
+    if (variant == r.variant) return &r;
+  return nullptr;
+}
+
+}  // namespace attnlab::kernels
