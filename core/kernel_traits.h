@@ -21,6 +21,7 @@ struct KernelTraits {
   int regs_per_thread;    // from ptxas -v of the kernel (bounds CTAs per SM); 255 until measured
   int decode_splits_max;  // split-KV decode: at most this many CTAs share one (batch, KV head); 1 = the
                           // kernel does not split (decode then runs on the arch-80 row's kernel)
+  bool decode_only = false;  // the kernel computes decode only (prefill has no kernel row)
 };
 
 inline constexpr KernelTraits kKernelTraits[] = {
@@ -33,6 +34,11 @@ inline constexpr KernelTraits kKernelTraits[] = {
     {"int_flash",   128, 80,  128, 64,  4,    2,     255, 1},
     {"int_flash",   64,  90,  128, 128, 8,    3,     214, 1},
     {"int_flash",   128, 90,  128, 128, 8,    3,     255, 1},
+    // turbo decode (kernels/turbo_decode.cu): B_r = the ≤ 8 query heads of one KV head (MMA rows g; g + 8
+    // carry the low half of q·s), B_c = one 64-token cache block; 4 warps per CTA, each its own chain
+    // (core/variants/turbo_chains.h decides how many, not this table), 3 blocks in flight per warp.
+    {"turbo",       64,  80,  8,   64,  4,    3,     128, 0, true},
+    {"turbo",       128, 80,  8,   64,  4,    3,     168, 0, true},
 };
 
 // Split-KV decode (flash-decoding): how many CTAs share one (batch, head)'s keys. FlashAttention-2's
@@ -63,11 +69,12 @@ constexpr int kernel_arch(int gpu_arch, long q_len, int splits) {
 }
 
 // The row of (variant, d) for kernel generation `arch` (kernel_arch), falling back to the arch-80 row
-// where the variant has no kernel of that generation.
-constexpr const KernelTraits* find_kernel_traits(std::string_view variant, int head_dim, int arch = 80) {
+// where the variant has no kernel of that generation. Decode-only rows answer only when `decode`.
+constexpr const KernelTraits* find_kernel_traits(std::string_view variant, int head_dim, int arch = 80,
+                                                 bool decode = false) {
   const KernelTraits* fallback = nullptr;
   for (const auto& t : kKernelTraits) {
-    if (variant != t.variant || head_dim != t.head_dim) continue;
+    if (variant != t.variant || head_dim != t.head_dim || (t.decode_only && !decode)) continue;
     if (t.arch == arch) return &t;
     if (t.arch == 80) fallback = &t;
   }
@@ -86,8 +93,8 @@ constexpr bool tile_width_is_numeric(std::string_view variant) { return variant 
 // takes the generation whose B_c matches, wgmma first).
 constexpr int kernel_generation(std::string_view variant, int head_dim, int gpu_arch, long q_len, bool split,
                                 int pinned, int block_c) {
-  const KernelTraits* group = find_kernel_traits(variant, head_dim, 90);
-  const KernelTraits* sync = find_kernel_traits(variant, head_dim, 80);
+  const KernelTraits* group = find_kernel_traits(variant, head_dim, 90, split);
+  const KernelTraits* sync = find_kernel_traits(variant, head_dim, 80, split);
   const bool group_runs = gpu_arch == 90 && group && group->arch == 90;
   if (!tile_width_is_numeric(variant)) {
     if (pinned == 80) return sync ? 80 : 0;

@@ -10,6 +10,7 @@ constexpr KernelRow kRows[] = {
     //  variant      cannot_run             run
     {"flash2",      flash2_cannot_run,     flash2_run},
     {"int_flash",   int_flash_cannot_run,  int_flash_run},
+    {"turbo",       turbo_cannot_run,      turbo_run},
 };
 // clang-format on
 

@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/kernel_traits.h"
 #include "core/registry.h"
+#include "core/variants/turbo_chains.h"
 #include "core/variants/kernel_param.h"
 
 #include <fmt/format.h>
@@ -169,7 +170,8 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
   Schedule s;
   s.variant = v.id;
   s.explain.push_back(f->note);
-  if (const KernelTraits* t = find_kernel_traits(v.id, static_cast<int>(p.head_dim), kernel_generation(p, v, gpu))) {
+  if (const KernelTraits* t = find_kernel_traits(v.id, static_cast<int>(p.head_dim), kernel_generation(p, v, gpu),
+                                                 p.phase == Phase::decode)) {
     s.tiles_from = "kernel traits";
     s.block_r = t->block_r, s.block_c = t->block_c, s.warps = t->warps, s.stages = t->stages;
     s.regs_per_thread = t->regs_per_thread;
@@ -274,7 +276,10 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
     const double tiles_total = std::ceil(double(p.kv_len) / Bc);
     const double pairs = double(p.batch * p.kv_heads);
     // FlashAttention-2's split rule (core/kernel_traits.h), against one CTA per SM.
-    s.splits = decode_splits(static_cast<long>(pairs), gpu.sm_count, static_cast<long>(tiles_total), s.splits);
+    // turbo's chains are part of its function (core/variants/turbo_chains.h), the same rule on every GPU.
+    s.splits = v.id == "turbo"
+                   ? int(turbo_chains::chains(param_or(v, "kv_splits", 0), int64_t(pairs), int64_t(tiles_total)))
+                   : decode_splits(static_cast<long>(pairs), gpu.sm_count, static_cast<long>(tiles_total), s.splits);
     const int64_t tiles_each = static_cast<int64_t>(std::ceil(tiles_total / s.splits));
     s.classes.push_back({pairs * s.splits, tiles_each, rows_per_cta / s.splits, double(p.kv_len) / s.splits});
     s.ctas_per_head = s.splits;
