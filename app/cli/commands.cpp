@@ -80,7 +80,11 @@ std::string configs_dir() {
 
 void override_gpu(Experiment& e, const std::string& gpu) {
   if (gpu.empty()) return;
-  sim::load_gpu_spec(gpu);  // an unknown name fails here, listing the known ones
+  try {  // an unknown name fails here, listing the known ones; the message names the option given
+    sim::load_gpu_spec(gpu);
+  } catch (const InputError& err) {
+    throw InputError(std::string("--gpu: ") + err.what());
+  }
   e.gpu_model = gpu;
 }
 
