@@ -3,6 +3,7 @@
 #include "app/cli/backends.h"
 #include "app/cli/progress.h"
 #include "app/report/atomic_dir.h"
+#include "app/report/output_path.h"
 #include "app/report/report.h"
 #include "app/report/csv.h"
 #include "app/views/bench.h"
@@ -63,6 +64,13 @@ void print_table(const views::Table& t) {
   }
 }
 
+// The files a run reads, which no output may overwrite or hold: the config and its data file or folder.
+std::vector<fs::path> inputs_of(const std::string& config, const Experiment& e) {
+  std::vector<fs::path> in{config};
+  if (!e.data.file.empty()) in.emplace_back(e.data.file);
+  return in;
+}
+
 }  // namespace
 
 std::string configs_dir() {
@@ -72,7 +80,11 @@ std::string configs_dir() {
 
 void override_gpu(Experiment& e, const std::string& gpu) {
   if (gpu.empty()) return;
-  sim::load_gpu_spec(gpu);  // an unknown name fails here, listing the known ones
+  try {  // an unknown name fails here, listing the known ones; the message names the option given
+    sim::load_gpu_spec(gpu);
+  } catch (const InputError& err) {
+    throw InputError(std::string("--gpu: ") + err.what());
+  }
   e.gpu_model = gpu;
 }
 
@@ -80,7 +92,7 @@ void override_backends(Experiment& e, const std::vector<std::string>& backends) 
   if (backends.empty()) return;
   for (const auto& b : backends)
     if (std::find(kBackends.begin(), kBackends.end(), b) == kBackends.end())
-      throw InputError(fmt::format("--backend: '{}' must be one of: {}", b, fmt::join(kBackends, ", ")));
+      throw InputError(fmt::format("--backend: '{}' must be one of: {}", echo(b), fmt::join(kBackends, ", ")));
   e.backends = backends;
 }
 
@@ -88,16 +100,18 @@ int run_command(const RunOptions& o) {
   Experiment e = load_experiment(o.config);
   override_backends(e, o.backends);
   override_gpu(e, o.gpu);
+  const report::OutputRule json_rule{"--json", inputs_of(o.config, e)};
+  if (!o.json_out.empty()) report::check_output_file(o.json_out, json_rule);  // before the run: a refusal costs nothing
   if (!o.baseline.empty()) {  // checked before the run: a typo costs nothing
     const bool listed = std::any_of(e.variants.begin(), e.variants.end(), [&](const VariantRequest& v) {
       return (v.label.empty() ? v.id : v.label) == o.baseline;
     });
     if (!listed || !e.wants("reference"))
       throw InputError(fmt::format("--baseline: '{}' is not a listed variant (label or id) with the reference backend",
-                                   o.baseline));
+                                   echo(o.baseline)));
   }
   const Results r = run_experiment(e);
-  if (!o.json_out.empty()) report::write_file_atomically(o.json_out, to_json(r).dump(1) + "\n");
+  if (!o.json_out.empty()) report::write_output_file(o.json_out, to_json(r).dump(1) + "\n", json_rule);
   print_table(o.baseline.empty() ? views::results_table(r) : views::with_time_ratio(views::results_table(r), o.baseline));
   for (const auto& s : r.environment.skipped)
     if (s.reason != "not requested")
@@ -108,8 +122,12 @@ int run_command(const RunOptions& o) {
 int report_command(const ReportOptions& o) {
   Experiment e = load_experiment(o.config);
   override_gpu(e, o.gpu);
+  const report::ReportRequest how{o.pdf, "--out", inputs_of(o.config, e)};
+  // Before the run: a folder that may not be replaced, or no Chromium for --pdf, costs nothing.
+  report::check_output_folder(o.out, {how.where, how.inputs, true});
+  if (o.pdf) report::pdf_printer();
   const Results r = run_experiment(e);
-  fmt::print("{}\n", report::write_report(r, o.out, o.pdf).string());
+  fmt::print("{}\n", report::write_report(r, o.out, how).string());
   return 0;
 }
 
@@ -123,14 +141,13 @@ int sweep_command(const SweepOptions& o) {
   if (from_config) axes = e.sweep;
   if (axes.empty()) throw InputError("--vary: no axis: give --vary PATH=v1,v2,… or a \"sweep\" in the config");
   // Every point is built and checked before the first one runs: a bad value costs nothing.
-  const std::vector<SweepPoint> points = expand_sweep(e, axes, from_config ? o.config + ": sweep" : "--vary");
+  const std::vector<SweepPoint> points = expand_sweep(e, axes, from_config ? echo(o.config) + ": sweep" : "--vary");
   for (const auto& pt : points) check_backend_inputs(pt.experiment);
+  // The default path's folders (out/sweep/) are created only when the CSV is written, after every point ran.
   const fs::path csv = o.csv_out.empty() ? fs::path("out/sweep") / (fs::path(o.config).stem().string() + ".csv")
                                          : fs::path(o.csv_out);
-  const fs::path folder = csv.parent_path().empty() ? fs::path(".") : csv.parent_path();
-  std::error_code ec;
-  if (o.csv_out.empty()) fs::create_directories(folder, ec);
-  if (!fs::is_directory(folder)) throw InputError(fmt::format("--csv: {}: the folder does not exist", folder.string()));
+  const report::OutputRule csv_rule{"--csv", inputs_of(o.config, e), o.csv_out.empty()};
+  report::check_output_file(csv, csv_rule);
   ProgressBar bar;
   std::vector<Results> results;
   std::vector<std::vector<std::string>> values;
@@ -147,7 +164,7 @@ int sweep_command(const SweepOptions& o) {
   }
   const views::Table t = views::sweep_table(paths, values, results);
   print_table(t);
-  report::write_file_atomically(csv, report::to_csv(t));
+  report::write_output_file(csv, report::to_csv(t), csv_rule);
   fmt::print("wrote {}\n", csv.string());
   return 0;
 }
@@ -231,11 +248,9 @@ int bench_command(const BenchOptions& o) {
   if (axes.empty()) axes = e.sweep;
   std::vector<SweepPoint> points;
   if (axes.empty()) points.push_back({{}, e});
-  else points = expand_sweep(e, axes, o.vary.empty() ? o.config + ": sweep" : "--vary");
-  if (!o.out.empty()) {
-    const fs::path folder = fs::path(o.out).parent_path().empty() ? fs::path(".") : fs::path(o.out).parent_path();
-    if (!fs::is_directory(folder)) throw InputError(fmt::format("--out: {}: the folder does not exist", folder.string()));
-  }
+  else points = expand_sweep(e, axes, o.vary.empty() ? echo(o.config) + ": sweep" : "--vary");
+  const report::OutputRule out_rule{"--out", inputs_of(o.config, e)};
+  if (!o.out.empty()) report::check_output_file(o.out, out_rule);
   Runner runner = make_runner();
   std::vector<Results> runs;
   std::string skipped;
@@ -259,7 +274,7 @@ int bench_command(const BenchOptions& o) {
   }
   print_table(t);
   if (!o.out.empty()) {
-    report::write_file_atomically(o.out, sim::measurements_json(runs).dump(1) + "\n");
+    report::write_output_file(o.out, sim::measurements_json(runs).dump(1) + "\n", out_rule);
     fmt::print("wrote {}\n", o.out);
   }
   return 0;

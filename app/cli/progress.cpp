@@ -1,5 +1,7 @@
 #include "app/cli/progress.h"
 
+#include "core/error.h"
+
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -12,7 +14,7 @@ std::string progress_line(double fraction, const std::string& stage, int width) 
   fraction = std::clamp(fraction, 0.0, 1.0);
   const int filled = static_cast<int>(fraction * width + 0.5);
   return fmt::format("[{}{}] {:3.0f}%  {}", std::string(filled, '#'), std::string(width - filled, '-'),
-                     fraction * 100.0, stage);
+                     fraction * 100.0, one_line(stage, 80));  // a label from the config cannot break the line
 }
 
 ProgressBar::ProgressBar() : start_(std::chrono::steady_clock::now()), tty_(isatty(STDERR_FILENO) != 0) {}

@@ -11,6 +11,8 @@
 #include "app/gui/panels.h"
 #include "app/gui/screenshot.h"
 #include "app/cli/commands.h"
+#include "app/report/output_path.h"
+#include "core/error.h"
 
 #include <CLI/CLI.hpp>
 #include <GLFW/glfw3.h>
@@ -51,7 +53,8 @@ void place(const char* name, float x, float y, float w, float h) {
 }
 
 void draw_all(gui::AppState& s, float W, float H) {
-  const float left = std::clamp(W * 0.24f, 180.0f, 420.0f), status = ImGui::GetFontSize() * 3.4f;
+  const float left = std::clamp(W * 0.24f, 180.0f, 420.0f);
+  const float status = gui::status_line_height(s, W - left, H * 0.4f);
   const bool lesson = s.experiment.lesson.is_object();
   place("Experiment", 0, 0, left, lesson ? H * 0.62f : H);
   gui::draw_experiment_panel(s);
@@ -98,6 +101,14 @@ int main(int argc, char** argv) {
   const int W = std::stoi(size.substr(0, size.find('x'))), H = std::stoi(size.substr(size.find('x') + 1));
   if (config.empty())
     config = lesson.empty() ? cli::configs_dir() + "/default.json" : cli::configs_dir() + "/lessons/" + lesson + ".json";
+  if (!screenshot.empty()) {  // before any work: the path may be written (app/report/output_path.h)
+    try {
+      report::check_output_file(screenshot, {"--screenshot", {config}, false});
+    } catch (const InputError& e) {
+      std::fprintf(stderr, "attnlab-gui: error: %s\n", one_line(e.what()).c_str());
+      return 2;
+    }
+  }
 
   if (!glfwInit()) {
     std::fprintf(stderr, "attnlab-gui: no display (GLFW could not initialise); use `attnlab report` instead\n");

@@ -1,5 +1,8 @@
 #include "app/gui/screenshot.h"
 
+#include "app/report/atomic_dir.h"
+#include "core/error.h"
+
 #include <GLFW/glfw3.h>
 #include <stb/stb_image_write.h>
 
@@ -14,8 +17,14 @@ std::string write_screenshot(const std::string& path, int width, int height) {
   glReadPixels(0, 0, width, height, GL_RGB, GL_UNSIGNED_BYTE, pixels.data());
   if (glGetError() != GL_NO_ERROR) return "could not read the frame back from OpenGL";
   stbi_flip_vertically_on_write(1);  // OpenGL's rows run bottom-up
-  if (!stbi_write_png(path.c_str(), width, height, 3, pixels.data(), width * 3))
-    return "could not write " + path;
+  std::string png;
+  const auto append = [](void* out, void* data, int size) { static_cast<std::string*>(out)->append(static_cast<char*>(data), size); };
+  if (!stbi_write_png_to_func(append, &png, width, height, 3, pixels.data(), width * 3)) return "could not encode the PNG";
+  try {  // the one output rule of every front end (app/report/output_path.h), written atomically
+    report::write_output_file(path, png, {"--screenshot", {}, false});
+  } catch (const InputError& e) {
+    return e.what();
+  }
   return "";
 }
 

@@ -5,7 +5,8 @@
 
 namespace attnlab::gui {
 
-// Reads the width × height back buffer and writes it to `path`; returns "" or why it could not.
+// Reads the width × height back buffer and writes it to `path` under the output-file rule
+// (app/report/output_path.h); returns "" or why it could not.
 std::string write_screenshot(const std::string& path, int width, int height);
 
 }  // namespace attnlab::gui

@@ -23,56 +23,77 @@ std::string random_suffix() {
   return fmt::format("{}-{}", rd() % 1000000, getpid());
 }
 
+[[noreturn]] void refuse(const OutputRule& rule, const fs::path& given, const std::string& why) {
+  fail_input(rule.where, fmt::format("'{}': {}", echo(given.string()), why));
+}
+
+bool marked(const fs::path& folder) { return fs::is_regular_file(fs::symlink_status(folder / kOutputMarker)); }
+
 }  // namespace
 
-StagedDir::StagedDir(const fs::path& target) : target_(fs::absolute(target).lexically_normal()) {
-  if (target_.filename().empty()) target_ = target_.parent_path();
-  std::error_code ec;
-  fs::create_directories(target_.parent_path(), ec);
-  if (ec) fail_input(target.string(), "cannot create the parent folder: " + ec.message());
-  if (fs::exists(target_) && !fs::is_directory(target_)) fail_input(target.string(), "exists and is not a folder");
+StagedDir::StagedDir(const fs::path& target, const OutputRule& rule)
+    : given_(target), rule_(rule), target_(check_output_folder(target, rule)) {
+  if (rule.create_folders) parents_.emplace(target_.parent_path(), rule.where);
   staging_ = target_.parent_path() / fmt::format(".{}.staging-{}", target_.filename().string(), random_suffix());
-  fs::create_directory(staging_, ec);
-  if (ec) fail_input(target.string(), "cannot create a staging folder beside it: " + ec.message());
+  std::error_code ec;
+  if (!fs::create_directory(staging_, ec) || ec)
+    refuse(rule_, given_, "cannot create a staging folder beside it: " + (ec ? ec.message() : "it exists"));
+  std::ofstream marker(staging_ / kOutputMarker);
+  marker << "Written by attnlab, which replaces this folder whole when it writes here again.\n";
+  marker.close();
+  if (!marker) {
+    fs::remove_all(staging_, ec);
+    refuse(rule_, given_, "cannot write into a staging folder beside it");
+  }
 }
 
 StagedDir::~StagedDir() {
   std::error_code ec;
   if (!committed_) fs::remove_all(staging_, ec);
-}
+}  // parents_ then removes the folders made for it, if still empty
 
 void StagedDir::commit() {
-  if (fs::exists(target_)) {
+  check_output_folder(given_, rule_);  // nothing may have turned it into a foreign folder since
+  if (fs::is_directory(fs::symlink_status(target_)) && marked(target_)) {
     // Linux renameat2(RENAME_EXCHANGE): the target switches to the new content in one step; the old
     // content ends up under the staging name and is removed afterwards.
     if (renameat2(AT_FDCWD, staging_.c_str(), AT_FDCWD, target_.c_str(), RENAME_EXCHANGE) != 0)
-      fail_input(target_.string(), std::string("cannot replace the folder: ") + std::strerror(errno));
+      refuse(rule_, given_, std::string("cannot replace the folder: ") + std::strerror(errno));
     std::error_code ec;
     fs::remove_all(staging_, ec);
-  } else if (std::rename(staging_.c_str(), target_.c_str()) != 0) {
-    fail_input(target_.string(), std::string("cannot create the folder: ") + std::strerror(errno));
+  } else if (std::rename(staging_.c_str(), target_.c_str()) != 0) {  // a new path, or an empty folder
+    refuse(rule_, given_, std::string("cannot create the folder: ") + std::strerror(errno));
   }
   committed_ = true;
+  if (parents_) parents_->keep();
 }
 
-void write_file_atomically(const fs::path& path, const std::string& text) {
-  const fs::path tmp = fmt::format("{}.tmp-{}", path.string(), random_suffix());
+void write_output_file(const fs::path& target, const std::string& text, const OutputRule& rule) {
+  const fs::path path = check_output_file(target, rule);
+  std::optional<CreatedFolders> folders;
+  if (rule.create_folders) folders.emplace(path.parent_path(), rule.where);
+  const fs::path tmp = path.parent_path() / fmt::format(".{}.tmp-{}", path.filename().string(), random_suffix());
+  std::error_code ec;
   {
     std::ofstream f(tmp, std::ios::binary);
-    if (!f) fail_input(path.string(), "cannot write here");
+    if (!f) refuse(rule, target, "cannot write here");
     f << text;
     f.close();
     if (!f) {
-      std::error_code ec;
       fs::remove(tmp, ec);
-      fail_input(path.string(), "write failed (disk full?)");
+      refuse(rule, target, "write failed (disk full?)");
     }
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::error_code ec;
+    const int err = errno;
     fs::remove(tmp, ec);
-    fail_input(path.string(), std::string("cannot move the file into place: ") + std::strerror(errno));
+    refuse(rule, target, std::string("cannot move the file into place: ") + std::strerror(err));
   }
+  if (folders) folders->keep();
+}
+
+void write_file_atomically(const fs::path& path, const std::string& text) {
+  write_output_file(path, text, OutputRule{"output file", {}, false});
 }
 
 }  // namespace attnlab::report

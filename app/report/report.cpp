@@ -1,6 +1,7 @@
 #include "app/report/report.h"
 
 #include "app/report/atomic_dir.h"
+#include "app/report/child_process.h"
 #include "app/report/csv.h"
 #include "app/report/html.h"
 #include "app/views/chart.h"
@@ -9,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include <cstdlib>
+#include <cctype>
 #include <fstream>
 
 namespace attnlab::report {
@@ -18,6 +19,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Printing a small page takes a few seconds; a Chromium that hangs (a broken profile, a missing display
+// library) is stopped after this, and the report fails with nothing written.
+constexpr std::chrono::seconds kChromiumTimeout{120};
+
 void write(const fs::path& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary);
   f << text;
@@ -25,30 +30,65 @@ void write(const fs::path& path, const std::string& text) {
   if (!f) fail_input(path.string(), "write failed");
 }
 
+std::string last_line(const fs::path& log) {
+  std::ifstream f(log);
+  std::string line, last;
+  while (std::getline(f, line))
+    if (!line.empty()) last = line;
+  return last;
+}
+
+// index.html → report.pdf inside the staging folder. Chromium gets a fresh profile there (removed
+// afterwards), so neither the user's profile nor a running browser is touched.
+void print_pdf(const fs::path& chromium, const fs::path& folder) {
+  const fs::path html = folder / "index.html", pdf = folder / "report.pdf", log = folder / "chromium.log",
+                 profile = folder / ".chromium-profile";
+  const ChildResult c = run_child({chromium.string(), "--headless", "--no-sandbox", "--disable-gpu",
+                                   "--disable-background-networking", "--no-first-run", "--no-pdf-header-footer",
+                                   "--user-data-dir=" + profile.string(), "--print-to-pdf=" + pdf.string(),
+                                   file_url(html)},
+                                  kChromiumTimeout, log);
+  std::error_code ec;
+  fs::remove_all(profile, ec);
+  if (!c.started) fail_input("--pdf", fmt::format("cannot start '{}': {}", echo(chromium.string()), c.error));
+  if (c.timed_out)
+    fail_input("--pdf", fmt::format("headless Chromium did not finish in {} s and was stopped", kChromiumTimeout.count()));
+  if (c.exit_code != 0 || !fs::is_regular_file(pdf, ec) || fs::file_size(pdf, ec) == 0)
+    fail_input("--pdf", fmt::format("headless Chromium could not print index.html (exit code {}): {}", c.exit_code,
+                                    echo(last_line(log))));
+  fs::remove(log, ec);
+}
+
 }  // namespace
 
-fs::path write_report(const Results& r, const fs::path& dir, bool pdf) {
-  if (pdf && std::system("command -v chromium > /dev/null 2>&1") != 0)
+std::string file_url(const fs::path& absolute) {
+  std::string url = "file://";
+  for (const unsigned char c : absolute.string()) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == '/') url += char(c);
+    else url += fmt::format("%{:02X}", c);
+  }
+  return url;
+}
+
+fs::path pdf_printer() {
+  const fs::path chromium = find_program("chromium");
+  if (chromium.empty())
     fail_input("--pdf", "needs headless Chromium (Debian package chromium), which is not on the PATH");
-  StagedDir staged(dir);
+  return chromium;
+}
+
+fs::path write_report(const Results& r, const fs::path& dir, const ReportRequest& how) {
+  const fs::path chromium = how.pdf ? pdf_printer() : fs::path();
+  StagedDir staged(dir, OutputRule{how.where, how.inputs, true});
   write(staged.path() / "index.html", render_html(r));
   write(staged.path() / "results.json", to_json(r).dump(1) + "\n");
   write(staged.path() / "results.csv", to_csv(views::results_table(r)));
   fs::create_directory(staged.path() / "views");
   for (const auto& v : views::chart_views(r))
     write(staged.path() / "views" / (view_file_stem(v.id) + ".csv"), to_csv(views::view_as_table(v)));
-  if (pdf) {  // the page as a browser prints it; no network, no GPU
-    const fs::path html = fs::absolute(staged.path() / "index.html"), out = staged.path() / "report.pdf";
-    const std::string cmd = fmt::format(
-        "chromium --headless --no-sandbox --disable-gpu --disable-background-networking --no-pdf-header-footer "
-        "--print-to-pdf='{}' 'file://{}' > '{}' 2>&1",
-        out.string(), html.string(), (staged.path() / "chromium.log").string());
-    if (std::system(cmd.c_str()) != 0 || !fs::exists(out) || fs::file_size(out) == 0)
-      fail_input("--pdf", "headless Chromium could not print index.html");
-    fs::remove(staged.path() / "chromium.log");
-  }
+  if (how.pdf) print_pdf(chromium, staged.path());  // the page as a browser prints it; no network, no GPU
   staged.commit();
-  return fs::absolute(dir).lexically_normal() / "index.html";
+  return staged.target() / "index.html";
 }
 
 }  // namespace attnlab::report

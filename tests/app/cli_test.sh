@@ -3,7 +3,7 @@
 # exit 2 with one line on stderr naming the field or file, and nothing written, on bad input; the report
 # folder replaced atomically. Usage: cli_test.sh <attnlab binary> <scratch folder>
 set -u
-bin=$1
+bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")  # absolute: some checks run in other folders
 tmp=$2
 rm -rf "$tmp" && mkdir -p "$tmp"
 failures=0
@@ -102,6 +102,38 @@ cmp -s "$tmp/specs/h100-sxm5.json" "$tmp/spec-before.json" || fail "bad measurem
 
 # 8. presets lists configs/.
 "$bin" presets | grep -q "default.json" || fail "presets does not list default.json"
+
+# 9. outputs: a folder attnlab wrote (the marker) is replaced; a foreign one, the working folder and the
+# folders above it are refused with nothing touched; a sweep's default CSV folder appears only on success.
+[ -f "$tmp/report/.attnlab-report" ] || fail "the report folder has no .attnlab-report marker"
+"$bin" report --config "$tmp/ok.json" --out "$tmp/report" >/dev/null 2>"$tmp/err" || fail "report over its own folder exited $?"
+mkdir -p "$tmp/mine" && echo keep >"$tmp/mine/notes.txt"
+"$bin" report --config "$tmp/ok.json" --out "$tmp/mine" >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] || fail "report into a foreign folder: exit code not 2"
+grep -q "^attnlab: error: --out: " "$tmp/err" || fail "foreign folder: stderr does not name --out: $(cat "$tmp/err")"
+[ "$(ls -A "$tmp/mine")" = "notes.txt" ] || fail "report into a foreign folder changed it: $(ls -A "$tmp/mine")"
+mkdir -p "$tmp/cwd/sub" && cp "$tmp/ok.json" "$tmp/cwd/c.json"
+for out in . .. ../sub/.. /; do
+  (cd "$tmp/cwd/sub" && "$bin" report --config ../c.json --out "$out" >/dev/null 2>"$tmp/err")
+  [ $? -eq 2 ] || fail "report --out $out: exit code not 2"
+  [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "report --out $out: stderr is not one line"
+done
+[ "$(cd "$tmp/cwd" && ls -A)" = "$(printf 'c.json\nsub')" ] || fail "report --out . or .. changed the working folder"
+(cd "$tmp/cwd" && ATTNLAB_MAX_MEMORY_GB=0.01 "$bin" sweep --config c.json --vary problem.len=16,4096 >/dev/null 2>&1)
+[ -e "$tmp/cwd/out" ] && fail "a failed sweep left its default out/ folder behind"
+(cd "$tmp/cwd" && "$bin" sweep --config c.json --vary data.seed=1,2 >/dev/null 2>&1) || fail "sweep to the default CSV exited $?"
+[ -s "$tmp/cwd/out/sweep/c.csv" ] || fail "sweep did not write out/sweep/c.csv"
+
+# 10. command-line mistakes: one line, "attnlab: error: <option>: …", exit 2; --help still prints the usage.
+for args in "run" "run --config $tmp/ok.json --bogus" "" "capacity --context abc" "run --config ." "run --config $tmp/ok.json --json ''"; do
+  eval "\"\$bin\" $args" >/dev/null 2>"$tmp/err"
+  code=$?
+  [ "$code" -eq 2 ] || fail "attnlab $args: exit code $code, expected 2"
+  [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "attnlab $args: stderr is not one line: $(cat "$tmp/err")"
+  grep -q "^attnlab: error: " "$tmp/err" || fail "attnlab $args: no 'attnlab: error:' prefix: $(cat "$tmp/err")"
+done
+"$bin" --help | grep -q "Usage:" || fail "attnlab --help prints no usage"
+"$bin" run --help | grep -q -- "--config" || fail "attnlab run --help does not list --config"
 
 echo "cli: $failures failed"
 [ "$failures" -eq 0 ]

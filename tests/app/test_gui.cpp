@@ -3,14 +3,17 @@
 // that is not blank; a tiny window does not crash it; a bad config is shown as an error in the window
 // (the status line it prints says so) instead of ending the program.
 #include "tests/catch.h"
+#include "tests/support/run_program.h"
 
 #include <fmt/format.h>
 #include <stb/stb_image.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
+#include <string>
+#include <vector>
 
 namespace attnlab {
 namespace {
@@ -24,20 +27,18 @@ struct Shot {
   double variance = 0;  // of the luminance
 };
 
-Shot screenshot(const std::string& args, const std::string& size, const std::string& name) {
+Shot screenshot(const std::vector<std::string>& args, const std::string& size, const std::string& name) {
   const fs::path dir = fs::path(ATTNLAB_TEST_TMP) / "gui";
   fs::create_directories(dir);
   const fs::path png = dir / (name + ".png"), log = dir / (name + ".log");
   fs::remove(png);
-  const std::string cmd = fmt::format("xvfb-run -a -s '-screen 0 1920x1200x24' '{}' {} --size {} --screenshot '{}' > '{}' 2>&1",
-                                      ATTNLAB_GUI_BINARY, args, size, png.string(), log.string());
+  std::vector<std::string> argv = {"xvfb-run", "-a", "-s", "-screen 0 1920x1200x24", ATTNLAB_GUI_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  argv.insert(argv.end(), {"--size", size, "--screenshot", png.string()});
+  const test::ProgramRun run = test::run_program(argv, log, 600);
   Shot s;
-  const int raw = std::system(cmd.c_str());
-  s.exit_code = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  std::ifstream f(log);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  s.output = ss.str();
+  s.exit_code = run.exit_code;
+  s.output = run.output;
   int channels = 0;
   if (unsigned char* p = stbi_load(png.string().c_str(), &s.w, &s.h, &channels, 1)) {
     double sum = 0, sum2 = 0;
@@ -50,7 +51,7 @@ Shot screenshot(const std::string& args, const std::string& size, const std::str
 }
 
 TEST_CASE("attnlab-gui --screenshot: every panel drawn, the requested size, not blank", "[gui]") {
-  const Shot s = screenshot("--lesson progressive-quantization", "1280x800", "lesson");
+  const Shot s = screenshot({"--lesson", "progressive-quantization"}, "1280x800", "lesson");
   INFO(s.output);
   CHECK(s.exit_code == 0);
   CHECK(s.w == 1280);
@@ -60,7 +61,7 @@ TEST_CASE("attnlab-gui --screenshot: every panel drawn, the requested size, not 
 }
 
 TEST_CASE("attnlab-gui: a tiny window does not crash", "[gui]") {
-  const Shot s = screenshot("--lesson online-softmax", "160x120", "tiny");
+  const Shot s = screenshot({"--lesson", "online-softmax"}, "160x120", "tiny");
   INFO(s.output);
   CHECK(s.exit_code == 0);
   CHECK(s.w == 160);
@@ -71,13 +72,60 @@ TEST_CASE("attnlab-gui: a bad config is an error in the window, not an exit", "[
   const fs::path bad = fs::path(ATTNLAB_TEST_TMP) / "gui" / "bad.json";
   fs::create_directories(bad.parent_path());
   std::ofstream(bad) << R"({"problem": {"batch": 0}, "variants": [{"id": "flash2"}]})";
-  const Shot s = screenshot(fmt::format("--config '{}'", bad.string()), "900x600", "bad");
+  const Shot s = screenshot({"--config", bad.string()}, "900x600", "bad");
   INFO(s.output);
   CHECK(s.exit_code == 0);
   CHECK(s.w == 900);
   CHECK(s.variance > 100);
   CHECK(s.output.find("error: ") != std::string::npos);
   CHECK(s.output.find("problem.batch") != std::string::npos);  // the field, named
+}
+
+// --screenshot is an output path like any other (app/report/output_path.h): the config, a folder or a
+// link is refused before a window opens (no display needed), exit code 2, one line, nothing written.
+TEST_CASE("attnlab-gui --screenshot: the output rule, checked before anything runs", "[gui]") {
+  const fs::path dir = fs::path(ATTNLAB_TEST_TMP) / "gui" / "refused";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "c.json") << R"({"problem": {"batch": 0}})";
+  fs::create_symlink(dir / "c.json", dir / "link.png");
+  for (const fs::path& shot : {dir / "c.json", dir, dir / "link.png", dir / "missing" / "s.png"}) {
+    const test::ProgramRun run =
+        test::run_program({ATTNLAB_GUI_BINARY, "--config", (dir / "c.json").string(), "--screenshot", shot.string()},
+                          dir.parent_path() / "refused.log", 60);
+    INFO(shot << ": " << run.output);
+    CHECK(run.exit_code == 2);
+    CHECK(run.output.rfind("attnlab-gui: error: --screenshot: ", 0) == 0);
+    CHECK(std::count(run.output.begin(), run.output.end(), '\n') == 1);
+  }
+  CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator()) == 2);  // c.json, link.png
+}
+
+// An error longer than the status line is wide wraps onto more lines instead of running off the window's
+// edge: the red error text spans more than one line's height. At 640 px the status window is 460 px wide
+// (main.cpp: the left column is 180 px), about 60 characters; the unknown variant id alone is 70.
+TEST_CASE("attnlab-gui: a long error wraps in the status line", "[gui]") {
+  const fs::path bad = fs::path(ATTNLAB_TEST_TMP) / "gui" / "long-error.json";
+  fs::create_directories(bad.parent_path());
+  std::ofstream(bad) << R"({"variants": [{"id": "an_unknown_variant_with_a_name_long_enough_to_need_more_than_one_line"}]})";
+  const Shot s = screenshot({"--config", bad.string()}, "640x480", "long-error");
+  INFO(s.output);
+  REQUIRE(s.exit_code == 0);
+  CHECK(s.output.find("an_unknown_variant") != std::string::npos);
+  const fs::path png = fs::path(ATTNLAB_TEST_TMP) / "gui" / "long-error.png";
+  int w = 0, h = 0, channels = 0;
+  unsigned char* p = stbi_load(png.string().c_str(), &w, &h, &channels, 3);
+  REQUIRE(p != nullptr);
+  int top = h, bottom = -1;  // rows holding the error's red (0.75, 0.1, 0.1) text, right of the left column
+  for (int y = 0; y < h / 2; ++y)
+    for (int x = 180; x < w; ++x) {
+      const unsigned char* px = p + 3 * (size_t(y) * w + x);
+      if (px[0] > 140 && px[1] < 90 && px[2] < 90) top = std::min(top, y), bottom = std::max(bottom, y);
+    }
+  stbi_image_free(p);
+  INFO(fmt::format("red text from row {} to row {}", top, bottom));
+  REQUIRE(bottom >= 0);
+  CHECK(bottom - top > 22);  // one line of the 15 px font spans at most 15 rows
 }
 
 }  // namespace

@@ -2,12 +2,12 @@
 // index.html to a non-blank image, and prints it to report.pdf for --pdf.
 #include "app/report/report.h"
 #include "tests/catch.h"
+#include "tests/support/run_program.h"
 #include "tests/support/sample_results.h"
 
 #include <fmt/format.h>
 #include <stb/stb_image.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -32,12 +32,12 @@ TEST_CASE("report: headless Chromium renders index.html to a non-blank image", "
   fs::remove_all(dir);
   write_report(r, dir);
   const fs::path png = dir / "shot.png";
-  const std::string cmd = fmt::format(
-      "chromium --headless --no-sandbox --disable-gpu --disable-background-networking --hide-scrollbars "
-      "--window-size=1000,1400 --screenshot='{}' 'file://{}' > '{}' 2>&1",
-      png.string(), fs::absolute(dir / "index.html").string(), (dir / "chromium.log").string());
-  INFO(cmd);
-  REQUIRE(std::system(cmd.c_str()) == 0);
+  const test::ProgramRun run = test::run_program(
+      {"chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--hide-scrollbars",
+       "--window-size=1000,1400", "--screenshot=" + png.string(), file_url(fs::absolute(dir / "index.html"))},
+      dir / "chromium.log", 300);
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
   int w = 0, h = 0, channels = 0;
   unsigned char* pixels = stbi_load(png.string().c_str(), &w, &h, &channels, 1);
   REQUIRE(pixels != nullptr);
@@ -54,11 +54,26 @@ TEST_CASE("report: headless Chromium renders index.html to a non-blank image", "
 TEST_CASE("report --pdf: headless Chromium prints index.html to report.pdf", "[report][browser]") {
   const fs::path dir = fs::path(ATTNLAB_TEST_TMP) / "report_pdf";
   fs::remove_all(dir);
-  write_report(test::small_results(), dir, true);
+  write_report(test::small_results(), dir, ReportRequest{true, "report folder", {}});
   const std::string pdf = read(dir / "report.pdf");
   CHECK(pdf.rfind("%PDF-", 0) == 0);
   CHECK(pdf.size() > 10000);
   CHECK_FALSE(fs::exists(dir / "chromium.log"));
+  CHECK_FALSE(fs::exists(dir / ".chromium-profile"));
+}
+
+// Chromium is started from an argument vector: a folder name full of shell syntax is only a name, and
+// the file:// URL carries it percent-encoded.
+TEST_CASE("report --pdf: a folder named with shell syntax is printed, nothing is run", "[report][browser]") {
+  const fs::path base = fs::path(ATTNLAB_TEST_TMP) / "report_pdf_odd";
+  fs::remove_all(base);
+  fs::create_directories(base);
+  const fs::path dir = base / "r';touch INJECTED;' $(touch INJECTED2) #?%";
+  write_report(test::small_results(), dir, ReportRequest{true, "report folder", {}});
+  CHECK(read(dir / "report.pdf").rfind("%PDF-", 0) == 0);
+  for (const auto& e : fs::directory_iterator(base)) CHECK(e.path() == dir);  // nothing else appeared
+  CHECK_FALSE(fs::exists("INJECTED"));
+  CHECK_FALSE(fs::exists("INJECTED2"));
 }
 
 }  // namespace

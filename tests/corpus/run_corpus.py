@@ -5,7 +5,9 @@ its one stderr line must contain (README, "Bad input").
 A case is a folder tests/corpus/<kind>/<name>/ holding case.json and any input files:
   {
     "issue": "12.3",                       which reproducer it is (free text)
-    "args": ["run", "--config", "c.json"],  argv after `attnlab`; {work} is the case's scratch folder
+    "args": ["run", "--config", "c.json"],  argv after `attnlab`; {work} is the case's scratch folder; an
+                                            argument may be a list of parts as in "generate" (text,
+                                            repeat): ["--gpu", [["repeat", "a", 300]]]
     "cwd": "sub",                           optional: run in {work}/sub (created) instead of {work}
     "env": {"ATTNLAB_MAX_MEMORY_GB": "0.25"},
     "generate": {"c.json": [["text", "{\"problem\": "], ["repeat", "[", 90000], ["sparse", 1048576]]},
@@ -14,8 +16,10 @@ A case is a folder tests/corpus/<kind>/<name>/ holding case.json and any input f
     "words": ["problem", "deeper than"],    each must appear in stderr (case-insensitive)
     "timeout_s": 30,                        a hang fails the case (default 30)
     "max_rss_mb": 400,                      optional: the peak resident memory of attnlab
-    "changes": false                        default false for exit 2: nothing in {work} may be created,
+    "changes": false,                       default false for exit 2: nothing in {work} may be created,
                                             changed or deleted; true lets a successful run write outputs
+    "present": ["r/index.html"],            optional: paths under {work} that must exist after the run
+    "absent": ["INJECTED"]                  optional: paths under {work} that must not exist after it
   }
 Each case runs in a fresh scratch folder holding a copy of its files, so no case can touch the repository.
 Contract checked for exit 2: stderr is exactly one line, starting "attnlab: error:", at most 700 characters.
@@ -73,6 +77,21 @@ def substitute(value, work):
     return value.replace("{work}", work)
 
 
+def argument(value, work):
+    """A string, or a list of parts as in "generate" (text, repeat): long or odd values without a long case.json."""
+    if isinstance(value, str):
+        return substitute(value, work)
+    out = []
+    for part in value:
+        if part[0] == "text":
+            out.append(substitute(part[1], work))
+        elif part[0] == "repeat":
+            out.append(part[1] * int(part[2]))
+        else:
+            raise ValueError(f"unknown argument part {part[0]}")
+    return "".join(out)
+
+
 def run_case(binary, case_dir, scratch):
     with open(os.path.join(case_dir, "case.json")) as f:
         case = json.load(f)
@@ -87,7 +106,7 @@ def run_case(binary, case_dir, scratch):
     before = snapshot(work)
     env = dict(os.environ)
     env.update({k: substitute(v, work) for k, v in case.get("env", {}).items()})
-    argv = [binary] + [substitute(a, work) for a in case["args"]]
+    argv = [binary] + [argument(a, work) for a in case["args"]]
     timeout = case.get("timeout_s", 30)
     out_path, err_path = os.path.join(scratch, "stdout"), os.path.join(scratch, "stderr")
     with open(out_path, "wb") as out, open(err_path, "wb") as errf:
@@ -129,6 +148,12 @@ def run_case(binary, case_dir, scratch):
         peak_kb = usage.ru_maxrss
         if peak_kb / 1024 > case["max_rss_mb"]:
             problems.append(f"peak memory {peak_kb / 1024:.0f} MiB over {case['max_rss_mb']} MiB")
+    for rel in case.get("present", []):
+        if not os.path.lexists(os.path.join(work, rel)):
+            problems.append(f"{rel} is missing after the run")
+    for rel in case.get("absent", []):
+        if os.path.lexists(os.path.join(work, rel)):
+            problems.append(f"{rel} exists after the run and must not")
     if not case.get("changes", expected == 0):
         after = snapshot(work)
         created = sorted(set(after) - set(before))

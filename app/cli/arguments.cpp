@@ -1,0 +1,64 @@
+#include "app/cli/arguments.h"
+
+#include "core/error.h"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstdint>
+#include <cstring>
+
+namespace attnlab::cli {
+
+std::string check_input_file(const std::string& value) {
+  if (value.empty()) return "is empty: give a file path";
+  struct stat st {};
+  if (stat(value.c_str(), &st) != 0) return fmt::format("'{}': {}", echo(value), std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) return fmt::format("'{}': is a folder, not a file", echo(value));
+  if (!S_ISREG(st.st_mode)) return fmt::format("'{}': is not a regular file (a FIFO, socket or device)", echo(value));
+  return "";
+}
+
+std::string check_name(const std::string& value, const std::string& what, const std::string& listed) {
+  const auto allowed = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_';
+  };
+  bool ok = !value.empty() && value.size() <= 64 && value[0] != '.';
+  for (const char c : value) ok = ok && allowed(c);
+  if (ok) return "";
+  return fmt::format("'{}' is not {} (1 to 64 letters, digits, '.', '-', '_'); {}", echo(value), what, listed);
+}
+
+std::string check_whole_number(const std::string& value) {
+  int64_t n = 0;
+  const char* begin = value.data() + (value.size() > 1 && value[0] == '+' ? 1 : 0);
+  const auto [end, ec] = std::from_chars(begin, value.data() + value.size(), n);
+  if (ec == std::errc::result_out_of_range) return fmt::format("'{}' is beyond the range of a 64-bit integer", echo(value));
+  if (ec != std::errc() || end != value.data() + value.size() || begin == end)
+    return fmt::format("'{}' is not a whole number", echo(value));
+  return "";
+}
+
+CLI::Validator input_file() {
+  return CLI::Validator([](std::string& v) { return check_input_file(v); }, "FILE");
+}
+
+CLI::Validator not_empty(const std::string& expected) {
+  return CLI::Validator([expected](std::string& v) { return v.empty() ? "is empty: give " + expected : std::string(); }, "");
+}
+
+CLI::Validator gpu_id() {
+  return CLI::Validator([](std::string& v) { return check_name(v, "a GPU id", "attnlab gpus lists them"); }, "");
+}
+
+CLI::Validator model_id() {
+  return CLI::Validator([](std::string& v) { return check_name(v, "a model name", "sim/models/ lists them"); }, "");
+}
+
+CLI::Validator whole_number() {
+  return CLI::Validator([](std::string& v) { return check_whole_number(v); }, "");
+}
+
+}  // namespace attnlab::cli
