@@ -1,5 +1,6 @@
-// attnlab sim: the schedules (schedule.h). One Format row per variant says what its tiles are made of;
-// one function turns a row, the tile shape and the problem into the loop nest's Work.
+// attnlab sim: the schedules (schedule.h). The variant's storage declaration (core/storage.h) says what its
+// tiles are made of, byte for byte; one Format row per variant says what its kernel does with them on chip
+// (conversions, SAS); one function turns both, the tile shape and the problem into the loop nest's Work.
 //
 // Counting conventions (the units' peaks in gpu_spec.h count the same way):
 //   tensor units: flops, 2 per multiply-add; in decode the M dimension of an MMA is padded to 16 rows
