@@ -2,13 +2,14 @@
 //
 // A variant is data: an id used everywhere (config, GUI, report, kernels, schedules), the paper it
 // comes from, the phases it supports, its parameters as ParamSpec rows, an optional consistency check
-// across parameters and problem, and its reference implementation. Adding a variant means adding one
+// across parameters and problem, its reference implementation, and its storage format (core/storage.h). Adding a variant means adding one
 // reference file and one registry line (core/registry.cpp); no front end changes.
 #pragma once
 
 #include "core/params.h"
 #include "core/probes.h"
 #include "core/problem.h"
+#include "core/storage.h"
 #include "core/tensor.h"
 
 #include <functional>
@@ -36,6 +37,7 @@ struct VariantSpec {
   std::vector<ParamSpec> params;
   ValidateFn validate;  // may be empty
   ReferenceFn reference;
+  StorageFn storage;    // the storage format for a problem and parameter values (core/storage.h)
 
   bool supports(Phase p) const;
 };

@@ -1,6 +1,7 @@
 #include "sim/capacity.h"
 
 #include "core/error.h"
+#include "core/registry.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -56,8 +57,6 @@ LlmConfig parse_llm(const std::string& path) {
   return m;
 }
 
-double integer_param(const VariantRequest& v, const char* name) { return double(v.params.integer(name)); }
-
 }  // namespace
 
 std::vector<LlmConfig> all_llms() {
@@ -78,45 +77,32 @@ LlmConfig load_llm(const std::string& id) {
 }
 
 CacheFormat cache_format(const LlmConfig& m, const VariantRequest& v) {
+  const VariantSpec* spec = find_variant(v.id);
+  if (!spec || !spec->storage) fail_input("variant", fmt::format("no cache format for '{}'", v.id));
   const bool mla = m.attention == "mla";
-  // Vectors per token and layer and their length: K and V per KV head, or MLA's one latent vector.
-  const double vectors = mla ? 1.0 : 2.0 * double(m.kv_heads);
-  const double len = mla ? double(m.kv_lora_rank + m.rope_head_dim) : double(m.head_dim);
-  const double elements = vectors * len;
+  // One layer of one sequence as a decode problem: K and V per KV head of head_dim elements, or MLA's one
+  // latent vector of kv_lora_rank + rope_head_dim elements per token (stored as the variant stores K, at
+  // the KV heads' average width: a head-priority mix applies to the latent as a whole).
+  Problem p;
+  p.batch = 1, p.q_heads = m.q_heads, p.kv_heads = m.kv_heads, p.q_len = 1, p.kv_len = 1, p.phase = Phase::decode;
+  p.head_dim = mla ? m.kv_lora_rank + m.rope_head_dim : m.head_dim;
   CacheFormat f;
   f.variant = v.label.empty() ? v.id : v.label;
-  if (v.id == "naive" || v.id == "flash2") {
-    f.bytes_per_token = elements * 2;
-    f.how = "FP16: 2 bytes per element";
-  } else if (v.id == "int_flash") {
-    f.bytes_per_token = elements * 1 + (mla ? 1.0 : vectors / 2) * 4;
-    f.how = "INT8 K and V; one FP32 scale per key token (V's scale is per tensor)";
-  } else if (v.id == "flash3_fp8") {
-    f.bytes_per_token = elements * 1 + vectors * 4 / integer_param(v, "block_c");
-    f.how = "FP8 E4M3 K and V; one FP32 scale per block of B_c tokens";
-  } else if (v.id == "turbo") {
-    const double lo = integer_param(v, "bits_lo"), hi = integer_param(v, "bits_hi");
-    const double n_h = std::min(integer_param(v, "two_bit_heads"), double(m.kv_heads));
-    const double bits = (n_h * lo + (double(m.kv_heads) - n_h) * hi) / double(m.kv_heads);
-    const double bc = integer_param(v, "block_c");
-    f.bytes_per_token = elements * bits / 8 + vectors * (2 * len + 4) / bc;
-    f.bytes_per_seq = integer_param(v, "n_b") * elements * 1 + vectors * 4;
-    f.how = fmt::format("progressive cache at {:.2f} bits on average, INT8 s_int/z_int per channel and FP32 s per "
-                        "block of B_c; plus the INT8 decode buffer of n_b tokens per sequence",
-                        bits);
-  } else if (v.id == "kivi") {
-    const double bits = integer_param(v, "bits"), g = integer_param(v, "group");
-    // K: FP16 scale + zero per channel per g tokens = 4·len/g per token; V: per token per ⌈len/g⌉ channel groups.
-    f.bytes_per_token = elements * bits / 8 + (vectors / 2) * (4 * len / g + 4 * std::ceil(len / g));
-    f.bytes_per_seq = integer_param(v, "residual") * elements * 2;
-    f.how = "b-bit codes, FP16 scale and zero per group, the residual tokens in FP16 per sequence";
-  } else if (v.id == "fireq") {
-    f.bytes_per_token = elements * 0.5 + vectors * 1;
-    f.how = "INT4 K and V with one FP8 E4M3 scale per token";
-  } else {
-    fail_input("variant", fmt::format("no cache format for '{}'", v.id));
-  }
+  f.cache = spec->storage(p, v.params).cache;
+  f.kv_heads = m.kv_heads;
+  f.latent = mla;
+  const CacheRate r = cache_rate(f.cache, f.kv_heads);
+  const double heads = double(f.kv_heads);
+  f.bytes_per_token = mla ? r.k.per_token / heads : r.k.per_token + r.v.per_token;
+  f.bytes_per_seq = mla ? r.k.per_sequence / heads : r.k.per_sequence + r.v.per_sequence;
+  f.reserve = mla ? r.k.reserve / heads : r.k.reserve + r.v.reserve;
+  f.how = describe(f.cache);
   return f;
+}
+
+double CacheFormat::seq_bytes(int64_t context) const {
+  const CacheBytes b = cache_bytes(cache, kv_heads, context);
+  return (latent ? b.k.total() / double(kv_heads) : b.total()) + reserve;
 }
 
 Capacity capacity(const LlmConfig& m, const CacheFormat& f, const GpuSpec& g, int64_t context, double weight_bytes) {
@@ -126,7 +112,7 @@ Capacity capacity(const LlmConfig& m, const CacheFormat& f, const GpuSpec& g, in
   c.weights_bytes = m.parameters * weight_bytes;
   c.workspace_bytes = std::max(2.0 * (1 << 30), 0.05 * memory);
   c.free_bytes = memory - c.weights_bytes - c.workspace_bytes;
-  c.seq_bytes = double(m.layers) * (f.bytes_per_token * double(context) + f.bytes_per_seq);
+  c.seq_bytes = double(m.layers) * f.seq_bytes(context);
   c.max_batch = c.free_bytes > 0 ? static_cast<int64_t>(std::floor(c.free_bytes / c.seq_bytes)) : 0;
   if (c.max_batch > 0) {
     const double step = (c.weights_bytes + double(c.max_batch) * c.seq_bytes) / (g.hbm_bandwidth_gbs * 1e9);

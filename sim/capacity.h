@@ -4,8 +4,9 @@
 //
 // Per layer and cached token, the cache holds E elements: MHA/GQA 2·kv_heads·head_dim (K and V), MLA
 // kv_lora_rank + rope_head_dim (the compressed latent and the decoupled RoPE key, notes §3.2). A
-// variant's format stores each element in b bits plus per-vector overhead (scales, zero points), and
-// some keep a per-sequence buffer (TurboAttention's INT8 decode buffer, KIVI's FP16 residual tokens).
+// variant's storage declaration (core/storage.h) says how: codes of b bits plus their scales and zero
+// points, and what some keep per sequence (TurboAttention's INT8 decode buffer, reserved at its full
+// capacity; KIVI's FP16 residual tokens); the cache of one sequence is counted to the byte.
 // Capacity: max batch = ⌊(GPU memory − weights − workspace) / (cache bytes of one sequence)⌋, with the
 // workspace fixed at max(2 GiB, 5% of the memory) for activations and the CUDA context (a choice).
 // Throughput: a decode step reads the weights once and every sequence's cache once, at the HBM
@@ -13,6 +14,7 @@
 #pragma once
 
 #include "core/config.h"
+#include "core/storage.h"
 #include "sim/gpu_spec.h"
 
 #include <string>
@@ -32,14 +34,26 @@ std::string models_dir();  // $ATTNLAB_MODELS, else the source tree's sim/models
 LlmConfig load_llm(const std::string& id);  // errors list the known ids
 std::vector<LlmConfig> all_llms();
 
+// A variant's cache for one model, per layer, read from the variant's storage declaration (core/storage.h).
 struct CacheFormat {
   std::string variant;
-  double bytes_per_token = 0;  // one layer, one cached token
-  double bytes_per_seq = 0;    // one layer, per sequence regardless of length (buffers, residual)
-  std::string how;             // the formula in words
+  double bytes_per_token = 0;  // one layer, one cached token (codes and their scales, at whole blocks)
+  double bytes_per_seq = 0;    // one layer, per sequence regardless of length (buffers, residual, per-tensor
+                               // scales): bytes_per_token·N + bytes_per_seq is the cache at N tokens of whole
+                               // blocks and groups
+  double reserve = 0;          // of bytes_per_seq, the decode buffer reserved at full capacity with its scales
+  std::string how;             // the format in words
+  KvCache cache;               // the declaration, for kv_heads KV heads (MLA: the latent, as K)
+  int64_t kv_heads = 0;
+  bool latent = false;
+
+  // One layer's cache of one sequence at `context` tokens, to the byte (the last block and group may be
+  // short; KIVI's residual holds what does not fill a group), with the decode buffer reserved.
+  double seq_bytes(int64_t context) const;
 };
 
-// The cache format `v` (with its parameters) gives model m, per layer.
+// The cache format `v` (with its parameters) gives model m, per layer; throws InputError for a variant
+// that declares no storage.
 CacheFormat cache_format(const LlmConfig& m, const VariantRequest& v);
 
 struct Capacity {

@@ -1,5 +1,6 @@
-// attnlab sim: the schedules (schedule.h). One Format row per variant says what its tiles are made of;
-// one function turns a row, the tile shape and the problem into the loop nest's Work.
+// attnlab sim: the schedules (schedule.h). The variant's storage declaration (core/storage.h) says what its
+// tiles are made of, byte for byte; one Format row per variant says what its kernel does with them on chip
+// (conversions, SAS); one function turns both, the tile shape and the problem into the loop nest's Work.
 //
 // Counting conventions (the units' peaks in gpu_spec.h count the same way):
 //   tensor units: flops, 2 per multiply-add; in decode the M dimension of an MMA is padded to 16 rows
@@ -15,6 +16,7 @@
 #include "core/error.h"
 #include "core/kernel_traits.h"
 #include "core/registry.h"
+#include "core/storage.h"
 #include "core/variants/turbo_chains.h"
 #include "core/variants/kernel_param.h"
 
@@ -69,36 +71,39 @@ Work Schedule::total() const {
 
 namespace {
 
-// What a variant's tiles are made of. Bytes are per element as the kernel reads them from HBM.
+// What a variant's kernel does with its tiles beyond what its storage declaration (core/storage.h) says:
+// the declaration gives every byte (Q and its scales, K, V or the cache's codes, scales and zero points, O)
+// and the operand formats, which pick each product's tensor cores.
 struct Format {
   const char* id;
-  double q, kv, o;            // bytes per element of Q; of K and of V; of O
-  double q_scale;             // scale bytes per query row (4 = one FP32 per token, 0 = none)
-  double kv_scale;            // scale bytes per key row, for K and for V each
-  Unit mma;                   // the tensor-core type of both products
+  bool unfused;               // standard attention: three passes through HBM (notes §2.1)
   bool sas;                   // exponential by SAS on the FMA units instead of ex2 on the SFU
   double cvt_per_score;       // conversions per score element (S out of INT32, P into the MMA type)
   double fma_per_score;       // FP32 work per score beyond the online softmax (dequantize S, quantize P)
   double cvt_per_kv;          // conversions per K/V element on chip (quantize or unpack to the MMA type)
   double int32_per_kv;        // integer work per K/V element on chip (unpack codes, zero point, scale)
+  double fma_per_q;           // FP32 work per Q element before the loop beyond O / ℓ (quantize or scale Q)
+  bool wgmma_integer_p;       // the wgmma kernel converts INT32 S and INT8 P by exact FP32/integer arithmetic
   const char* note;
 };
 
 // clang-format off
 constexpr Format kFormats[] = {
-  {"flash2",     2, 2,   2, 0, 0, Unit::tensor_fp16, false, 0.5, 0, 0,   0,
+  {"naive",      true,  false, 0,   0, 0,   0,   0, false,
+   "FP32 SGEMMs on the FMA units (no tensor cores); S and P written and read once each"},
+  {"flash2",     false, false, 0.5, 0, 0,   0,   0, false,
    "FP16 Q/K/V/O; P̃ converted to FP16 (packed, ½ cvt per score)"},
-  {"int_flash",  1, 1,   2, 4, 4, Unit::tensor_int8, false, 2.0, 2, 0,   0,
-   "INT8 Q/K/V with FP32 token scales (V: one per tensor, charged per row as an upper bound); S out of "
-   "INT32 (cvt) times s_Q·s_K (FMA); P = ⌊127·p⌉ (FMA + cvt)"},
-  {"flash3_fp8", 1, 1,   2, 0, 0, Unit::tensor_fp8,  false, 0.5, 1, 0,   0,
-   "FP8 Q/K/V with one FP32 scale per block (charged in the prologue and per tile); S times s_Q·s_K"},
-  {"turbo",      2, 2,   2, 0, 0, Unit::tensor_int8, true,  2.0, 2, 1.0, 0.5,
+  {"int_flash",  false, false, 2.0, 2, 0,   0,   0, true,
+   "INT8 Q/K/V with FP32 token scales (V: one per tensor, read once per CTA); S out of INT32 (cvt) times "
+   "s_Q·s_K (FMA); P = ⌊127·p⌉ (FMA + cvt)"},
+  {"flash3_fp8", false, false, 0.5, 1, 0,   0,   2, false,
+   "FP8 Q/K/V with one FP32 scale per block; S times s_Q·s_K"},
+  {"turbo",      false, true,  2.0, 2, 1.0, 0.5, 2, false,
    "Alg. 1: FP16 Q/K/V in HBM, quantized to INT8 on chip per tile (max, divide, cvt); INT8 MMAs; SAS on "
-   "the FMA units; P̃ quantized to INT8"},
-  {"kivi",       2, 2,   2, 0, 0, Unit::tensor_fp16, false, 0.5, 0, 0,   2.0,
+   "the FMA units; P̃ quantized to INT8. Alg. 2: the cache dequantized in INT32"},
+  {"kivi",       false, false, 0.5, 0, 0,   2.0, 0, false,
    "KIVI cache: packed codes + FP16 scale and zero per group, dequantized to FP16 on chip (2 int ops)"},
-  {"fireq",      1, 0.5, 2, 2, 1, Unit::tensor_fp8,  false, 0.5, 1, 1.0, 1.0,
+  {"fireq",      false, false, 0.5, 1, 1.0, 1.0, 0, false,
    "FP8 Q; INT4 K/V (½ byte) with one E4M3 scale per token; INT4 → FP8 on chip (cvt); token scales "
    "applied per score (FMA)"},
 };
@@ -108,6 +113,15 @@ const Format* format_of(const std::string& id) {
   for (const auto& f : kFormats)
     if (id == f.id) return &f;
   return nullptr;
+}
+
+// The tensor cores a product of operands a and b runs on: INT8 when both are integers, FP8 when both are
+// FP8, FP16 otherwise (a wider operand takes the narrower one up).
+Unit product_unit(const NumberFormat& a, const NumberFormat& b) {
+  using K = NumberFormat::Kind;
+  if (a.kind == K::integer && b.kind == K::integer) return Unit::tensor_int8;
+  if (a.kind == K::e4m3 && b.kind == K::e4m3) return Unit::tensor_fp8;
+  return Unit::tensor_fp16;
 }
 
 double issue_slots(const std::map<Unit, double>& ops) {
@@ -139,37 +153,37 @@ int kernel_generation(const Problem& p, const VariantRequest& v, const GpuSpec& 
   return g == 0 ? 80 : g;
 }
 
-// Average cache bits per element of turbo's progressive cache (Eq. 12: n_h heads at bits_lo).
-double turbo_bits(const Problem& p, const VariantRequest& v) {
-  const double lo = double(v.params.integer("bits_lo")), hi = double(v.params.integer("bits_hi"));
-  const double n_h = double(v.params.integer("two_bit_heads"));
-  return (n_h * lo + (double(p.kv_heads) - n_h) * hi) / double(p.kv_heads);
-}
-
-// The unfused standard attention of notes §2.1: S = QKᵀ and P = softmax(S) go through HBM in FP32.
-Schedule naive_schedule(const Problem& p) {
+// The unfused standard attention of notes §2.1: S = QKᵀ and P = softmax(S) go through HBM in the
+// declaration's formats (FP32).
+Schedule naive_schedule(const Problem& p, const Storage& st, const Format& f) {
   Schedule s;
-  s.variant = "naive";
+  s.variant = f.id;
   s.tiles_from = "unfused (three passes)";
   const double heads = double(p.batch * p.q_heads), d = double(p.head_dim);
   const double scores = heads * double(p.attended_pairs());
   const double full = heads * double(p.q_len) * double(p.kv_len);
-  s.extra.bytes = {{"q", heads * p.q_len * d * 4}, {"k", heads * p.kv_len * d * 4}, {"v", heads * p.kv_len * d * 4},
-                   {"o", heads * p.q_len * d * 4}, {"s", 2 * full * 4},              {"p", 2 * full * 4}};
+  const double k = st.cache.classes.front().k.codes.bytes(), v = st.cache.classes.front().v.codes.bytes();
+  s.extra.bytes = {{"q", heads * p.q_len * d * st.q_in.codes.bytes()}, {"k", heads * p.kv_len * d * k},
+                   {"v", heads * p.kv_len * d * v},                    {"o", heads * p.q_len * d * st.o.bytes()},
+                   {"s", 2 * full * st.p.bytes()},                     {"p", 2 * full * st.p.bytes()}};
   s.extra.ops = {{Unit::fp32_fma, 2 * full * d + 4 * scores}, {Unit::sfu, scores}};
-  s.explain.push_back("FP32 SGEMMs on the FMA units (no tensor cores); S and P written and read once each");
+  s.cache_bytes = cache_bytes(st, p);
+  s.explain.push_back(f.note);
   return s;
 }
 
 }  // namespace
 
 Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec& gpu) {
-  if (v.id == "naive") return naive_schedule(p);
   const Format* f = format_of(v.id);
-  if (!f) fail_input("model", fmt::format("no schedule for variant '{}'", v.id));
+  const VariantSpec* spec = find_variant(v.id);
+  if (!f || !spec || !spec->storage) fail_input("model", fmt::format("no schedule for variant '{}'", v.id));
+  const Storage st = spec->storage(p, v.params);
+  if (f->unfused) return naive_schedule(p, st, *f);
   Schedule s;
   s.variant = v.id;
   s.explain.push_back(f->note);
+  s.explain.push_back("storage: " + describe(st));
   if (const KernelTraits* t = find_kernel_traits(v.id, static_cast<int>(p.head_dim), kernel_generation(p, v, gpu),
                                                  p.phase == Phase::decode)) {
     s.tiles_from = "kernel traits";
@@ -185,37 +199,38 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
   }
   s.threads = 32 * s.warps;
   const double d = double(p.head_dim), Br = s.block_r, Bc = s.block_c;
-  double kv_bytes = f->kv;
-  double kv_scale = f->kv_scale;  // per key row, K and V each
-  if (v.id == "turbo" && p.phase == Phase::decode) {
-    // Alg. 2 reads the progressive cache: codes at the head's bits, s_int and z_int (INT8) per channel
-    // and s_K (FP32) per B_c-token block — per key row that is (2d + 4)/B_c.
-    kv_bytes = turbo_bits(p, v) / 8;
-    kv_scale = (2 * d + 4) / Bc;
-    s.explain.push_back(fmt::format("Alg. 2: cache at {:.2f} bits per element on average, dequantized in INT32", kv_bytes * 8));
-  }
-  if (v.id == "kivi") {
-    const double bits = double(v.params.integer("bits")), g = double(v.params.integer("group"));
-    kv_bytes = bits / 8;
-    kv_scale = 4 * d / g;  // K: FP16 scale + zero per channel per g tokens; V: per token per g channels (same count)
-  }
-
   const bool decode = p.phase == Phase::decode;
   s.kv_heads_total = double(p.batch * p.kv_heads);
-  s.kv_unique_bytes = s.kv_heads_total * double(p.kv_len) * (2 * d * kv_bytes + 2 * kv_scale);
+  s.cache_bytes = cache_bytes(st, p);
+
+  // Per key read: K and V and their scales, as the declaration stores them. Read out of the cache, each
+  // key's share of the cache's bytes (the cache holds kv_len keys per KV head; its per-tensor scales are
+  // read once per CTA); read as kv_in (FP16, quantized on chip), d elements each, and the cache is written.
+  double kv_element = 0;  // bytes per K element in the on-chip tiles
+  if (st.kv_in) {
+    kv_element = st.kv_in->bytes();
+    s.per_key.bytes = {{"k", d * kv_element}, {"v", d * kv_element}};
+    s.kv_unique_bytes = s.kv_heads_total * double(p.kv_len) * 2 * d * kv_element;
+    s.extra.bytes["kv_cache"] = s.cache_bytes;
+    s.explain.push_back("the compressed cache is written once, by the first row block");
+  } else {
+    const CacheBytes c = cache_bytes(st.cache, p.kv_heads, p.kv_len, st.decode_steps);
+    const double keys = double(p.kv_heads * p.kv_len);
+    kv_element = st.cache.classes.front().k.codes.bytes();
+    s.per_key.bytes = {{"k", c.k.codes / keys}, {"v", c.v.codes / keys}};
+    if (c.k.scales + c.v.scales > 0) s.per_key.bytes["scales"] = (c.k.scales + c.v.scales) / keys;
+    if (c.k.fixed + c.v.fixed > 0) s.per_cta.bytes["scales"] = (c.k.fixed + c.v.fixed) / double(p.kv_heads);
+    s.kv_unique_bytes = s.cache_bytes;
+  }
   const double rows_per_cta = decode ? double(p.group()) : Br;      // decode packs the group's query heads
   const double mma_rows = decode ? std::max(16.0, rows_per_cta) : Br;  // M padded to mma.sync's 16
   const double scores = rows_per_cta * Bc;
-  // Per key read: K and V (and their scales); per KV tile: both products, the online softmax, extras.
-  s.per_key.bytes = {{"k", d * kv_bytes}, {"v", d * kv_bytes}};
-  if (kv_scale > 0) s.per_key.bytes["scales"] = 2 * kv_scale;
-  s.per_tile.ops[f->mma] = 2 * (2 * mma_rows * Bc * d);
-  if (v.id == "int_flash" && v.params.flag("v_fp16")) {  // half-INT8: V in FP16, P̃·V on FP16 tensor cores
-    s.per_key.bytes["v"] = d * 2;
-    s.per_tile.ops[f->mma] = 2 * mma_rows * Bc * d;
-    s.per_tile.ops[Unit::tensor_fp16] = 2 * mma_rows * Bc * d;
-    s.explain.push_back("half-INT8: V stays FP16 and P̃·V runs on the FP16 tensor cores");
-  }
+  // Per KV tile: both products on the tensor cores their operands pick, the online softmax, extras.
+  const Unit qk = product_unit(st.q, st.k), pv = product_unit(st.p, st.v);
+  s.per_tile.ops[qk] += 2 * mma_rows * Bc * d;
+  s.per_tile.ops[pv] += 2 * mma_rows * Bc * d;
+  if (qk != pv)
+    s.explain.push_back(fmt::format("S = QKᵀ on the {} units, O = P̃V on the {} units", to_string(qk), to_string(pv)));
   // turbo's exact_exp switch puts the exponential back on the SFU.
   const bool sas = f->sas && !(declares(v, "exact_exp") && v.params.flag("exact_exp"));
   if (sas) {
@@ -227,7 +242,7 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
     s.per_tile.ops[Unit::sfu] = scores;
     s.per_tile.ops[Unit::cvt] = scores * f->cvt_per_score;
   }
-  if (v.id == "int_flash" && !v.params.flag("v_fp16") && s.warpgroup_mma) {
+  if (f->wgmma_integer_p && st.p == kInt8 && s.warpgroup_mma) {
     // The wgmma kernel moves every conversion off the conversion pipe (kernels/mma.cuh: exact int↔float
     // through 1.5·2²³): per score, S = bits + IADD then FADD, two FMULs for the scales, the softmax's three
     // FP32 ops, one FFMA that rounds 127·p; IADD for ℓ's integer row sum and ¾ PRMT to pack the codes; per
@@ -235,21 +250,23 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
     s.per_tile.ops[Unit::fp32_fma] = scores * (3 + 4) + rows_per_cta * d * (1 + 2);
     s.per_tile.ops[Unit::int32] = scores * 2.75 + rows_per_cta * d;
     s.per_tile.ops[Unit::cvt] = 0;
-    s.explain.push_back("int_flash on wgmma: conversions as exact FP32/integer arithmetic (no conversion pipe)");
+    s.explain.push_back("INT8 P on wgmma: conversions as exact FP32/integer arithmetic (no conversion pipe)");
   }
   s.per_tile.ops[Unit::cvt] += 2 * Bc * d * f->cvt_per_kv;
   if (f->int32_per_kv > 0) s.per_tile.ops[Unit::int32] += 2 * Bc * d * f->int32_per_kv;
-  if (v.id == "turbo" && !decode) s.per_tile.ops[Unit::fp32_fma] += 2 * Bc * d * 2;  // per-tile max|·| and divide
+  if (st.kv_in) s.per_tile.ops[Unit::fp32_fma] += 2 * Bc * d * 2;  // quantized on chip per tile: max|·| and divide
   // Issue slots: every thread-instruction takes one, whichever pipe runs it; an MMA is one warp
   // instruction (32 slots) per m16n8k16 (FP16, FP8: 4096 flops) or m16n8k32 (INT8: 8192 flops) — for a
   // wgmma kernel an upper bound (one wgmma does the work of 16 to 64 of those).
   s.per_tile.ops[Unit::issue] = issue_slots(s.per_tile.ops);
 
-  // Per query row: Q (and its scale) in, O and the logsumexp out. Per CTA: Q's scaling, O / ℓ.
-  s.per_row.bytes = {{"q", d * f->q}, {"o", d * f->o}, {"lse", 4}};
-  if (f->q_scale > 0) s.per_row.bytes["scales"] = f->q_scale;
-  if (v.id == "flash3_fp8" || v.id == "turbo") s.per_cta.ops[Unit::fp32_fma] = rows_per_cta * d * 2;
-  s.per_cta.ops[Unit::fp32_fma] += rows_per_cta * d;
+  // Per query row: Q (and its scales) in, O and the logsumexp out. Per CTA: Q's preparation, O / ℓ.
+  // Q's scales: one head's q_len rows as the declaration stores them, shared out over the rows.
+  const TensorBytes q = tensor_bytes(st.q_in, p.q_len, p.head_dim);
+  s.per_row.bytes = {{"q", q.codes / double(p.q_len)}, {"o", d * st.o.bytes()}, {"lse", 4}};
+  if (q.scales > 0) s.per_row.bytes["scales"] = q.scales / double(p.q_len);
+  if (q.fixed > 0) s.per_cta.bytes["scales"] += q.fixed;
+  s.per_cta.ops[Unit::fp32_fma] = rows_per_cta * d * (f->fma_per_q + 1);
 
   if (!decode) {
     // One CTA per (batch, query head, row block); causal CTAs stop at the last tile their rows see.
@@ -263,21 +280,16 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
       s.classes.push_back({count, shape.first, double(shape.second), keys});
     }
     s.ctas_per_head = std::ceil(double(p.q_len) / Br) * double(p.group());
-    s.smem_bytes = Br * d * f->q + double(s.stages) * Bc * d * kv_bytes * 2;
-    if (v.id == "turbo") {  // Alg. 1 writes the compressed cache once per KV block
-      const double bits = turbo_bits(p, v), blocks = std::ceil(double(p.kv_len) / Bc);
-      s.extra.bytes["kv_cache"] =
-          double(p.batch * p.kv_heads) * 2 * (double(p.kv_len) * d * bits / 8 + blocks * (2 * d + 4));
-      s.explain.push_back("Alg. 1: the compressed cache is written once, by the first row block");
-    }
+    s.smem_bytes = Br * d * st.q_in.codes.bytes() + double(s.stages) * Bc * d * kv_element * 2;
   } else {
     // Flash-decoding: split each (batch, KV head)'s keys over `splits` CTAs, then combine. Each CTA
     // handles the group's query rows together; its keys are the sequence's share (the last may be short).
     const double tiles_total = std::ceil(double(p.kv_len) / Bc);
     const double pairs = double(p.batch * p.kv_heads);
     // FlashAttention-2's split rule (core/kernel_traits.h), against one CTA per SM.
-    // turbo's chains are part of its function (core/variants/turbo_chains.h), the same rule on every GPU.
-    s.splits = v.id == "turbo"
+    // A variant that declares kv_splits makes the split part of its function (turbo: the SAS merge order,
+    // core/variants/turbo_chains.h): the same rule on every GPU.
+    s.splits = declares(v, "kv_splits")
                    ? int(turbo_chains::chains(param_or(v, "kv_splits", 0), int64_t(pairs), int64_t(tiles_total)))
                    : decode_splits(static_cast<long>(pairs), gpu.sm_count, static_cast<long>(tiles_total), s.splits);
     const int64_t tiles_each = static_cast<int64_t>(std::ceil(tiles_total / s.splits));

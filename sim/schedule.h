@@ -8,9 +8,10 @@
 // Unfused naive attention is three passes over HBM (S = QKᵀ, P = softmax S, O = PV).
 //
 // What one iteration costs is a Work: bytes per tensor moved between HBM and the chip, and operations
-// per execution unit. Each variant's row in the format table (schedule.cpp) says what its tiles hold
-// (bytes per element, scales, zero points), which tensor-core type its two products use, where its
-// exponential runs (SFU, or polynomial on the FMA units for SAS) and what conversions it pays.
+// per execution unit. Every byte comes from the variant's storage declaration (core/storage.h): Q and its
+// scales, K and V or the cache's codes, scales and zero points, O; its operand formats pick the tensor
+// cores of the two products. Each variant's row in the format table (schedule.cpp) says the rest: where
+// its exponential runs (SFU, or polynomial on the FMA units for SAS) and what conversions it pays.
 #pragma once
 
 #include "core/config.h"
@@ -53,6 +54,8 @@ struct Schedule {
   Work extra;                         // whole-grid work outside the CTAs' loops (combine pass, unfused passes)
   double smem_bytes = 0;              // on-chip footprint per CTA
   double kv_unique_bytes = 0;         // K/V (and their scales) of every KV head, each byte once
+  double cache_bytes = 0;             // the KV cache the run leaves: its storage declaration's count
+                                      // (core/storage.h), which the reference's kv_cache_bytes equals
   double kv_heads_total = 1;          // batch × KV heads
   double ctas_per_head = 1;           // CTAs that read one KV head's tiles (row blocks × group, or splits)
   int threads = 128;

@@ -406,6 +406,21 @@ void validate(const Problem& p, const ParamValues& v, const std::string& where) 
                fmt::format("must not exceed d/2 = {} outlier pairs (got {})", p.head_dim / 2, top_k));
 }
 
+// Storage (KV4Q8-FP, Eq. 1–2): Q in E4M3 with a BF16 β per token; the cache INT4 per token with one scale
+// σ per token (E4M3, or FP32 with scale_format), codes packed per head; E4M3 operands in both products (the
+// LUT turns INT4 codes into E4M3, P̃ in E4M3); O in BF16.
+Storage storage(const Problem& p, const ParamValues& v) {
+  const NumberFormat sigma = v.choice("scale_format") == "fp32" ? kFp32 : kE4m3;
+  Storage s;
+  s.q = s.k = s.v = s.p = kE4m3;
+  s.o = kBf16;
+  s.q_in = {kE4m3, kWhole, {{"β", kBf16, {1, kWhole}}}};
+  s.cache.channels = p.head_dim;
+  s.cache.classes = {{kOtherHeads, {int_format(4), kWhole, {{"σ_K", sigma, {1, kWhole}}}},
+                      {int_format(4), kWhole, {{"σ_V", sigma, {1, kWhole}}}}}};
+  return s;
+}
+
 }  // namespace
 
 VariantSpec fireq() {
@@ -414,6 +429,7 @@ VariantSpec fireq() {
   v.title = "FireQ: RPN + CRS smoothed INT4 K/V (E4M3 token scales), FP8 Q and P̃, INT4×FP8 products";
   v.source = "FireQ §2.1 Eq. 1–2, §3.1.1, §3.2.1 (RPN Thm 3.1, CRS), §3.2.2 Alg. 1";
   v.phases = {Phase::prefill, Phase::decode};
+  v.storage = storage;
   v.params = {
       ParamSpec::choice("smoothing", "rpn_crs", {"rpn_crs", "crs", "rpn", "none"},
                         "key smoothing: RPN on regular pairs + CRS on top_k outlier pairs (§3.2.1), one of them, or none"),

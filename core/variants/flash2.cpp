@@ -113,6 +113,17 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, 
   return out;
 }
 
+// Storage: FP16 Q, K, V in HBM and in both products (P̃ rounded to FP16), O in FP16; the cache is K and V
+// in FP16.
+Storage storage(const Problem& p, const ParamValues&) {
+  Storage s;
+  s.q = s.k = s.v = s.p = s.o = kFp16;
+  s.q_in = unscaled(kFp16);
+  s.cache.channels = p.head_dim;
+  s.cache.classes = {{kOtherHeads, unscaled(kFp16), unscaled(kFp16)}};
+  return s;
+}
+
 }  // namespace
 
 VariantSpec flash2() {
@@ -121,6 +132,7 @@ VariantSpec flash2() {
   v.title = "FlashAttention-2, FP16 storage, FP32 accumulate and exp";
   v.source = "Efficient Attention notes §2.2 and App. D (FlashForward2)";
   v.phases = {Phase::prefill, Phase::decode};
+  v.storage = storage;
   v.params = {
       ParamSpec::integer("block_r", 128, 16, 256, "B_r: query rows per block (one CTA each)"),
       ParamSpec::integer("block_c", 64, 16, 256, "B_c: keys per KV tile of the inner loop"),

@@ -241,6 +241,21 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, 
   return out;
 }
 
+// Storage (the head comment's Inputs): E4M3 Q, K, V with one FP32 scale per block — Q per B_r rows, K and V
+// per B_c tokens, the cache's blocks; P̃ in E4M3 (or FP16, p_format); O in FP16.
+Storage storage(const Problem& p, const ParamValues& v) {
+  Storage s;
+  s.q = s.k = s.v = kE4m3;
+  s.p = v.choice("p_format") == "fp16" ? kFp16 : kE4m3;
+  s.o = kFp16;
+  s.q_in = {kE4m3, kWhole, {{"s_Q", kFp32, {v.integer("block_r"), kWhole}}}};
+  s.cache.channels = p.head_dim;
+  s.cache.block_tokens = v.integer("block_c");
+  s.cache.classes = {{kOtherHeads, {kE4m3, kWhole, {{"s_K", kFp32, {kPerBlock, kWhole}}}},
+                      {kE4m3, kWhole, {{"s_V", kFp32, {kPerBlock, kWhole}}}}}};
+  return s;
+}
+
 }  // namespace
 
 VariantSpec flash3_fp8() {
@@ -249,6 +264,7 @@ VariantSpec flash3_fp8() {
   v.title = "FlashAttention-3 FP8: E4M3 Q/K/V with per-block scales, P̃ in E4M3, FP32 accumulate";
   v.source = "FlashAttention-3 §3.3 (FP8, block quantization); specification in core/variants/flash3_fp8.cpp";
   v.phases = {Phase::prefill, Phase::decode};
+  v.storage = storage;
   v.params = {
       ParamSpec::integer("block_r", 128, 16, 256, "B_r: query rows per block and per Q scale"),
       ParamSpec::integer("block_c", 128, 16, 256, "B_c: keys per KV tile and per K/V scale (FA3 tuned: 224)"),

@@ -303,6 +303,23 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, 
   return out;
 }
 
+// Storage (Alg. 1's Require line, §3.2): INT8 Q and K with one FP32 scale per token, INT8 V with one FP32
+// scale per (batch, KV head), P as INT8 codes in [0, r_p]; half-INT8 keeps V in FP16 without a scale and
+// P̃ in FP16. O in FP16.
+Storage storage(const Problem& p, const ParamValues& v) {
+  const bool half = v.flag("v_fp16");
+  Storage s;
+  s.q = s.k = kInt8;
+  s.v = s.p = half ? kFp16 : kInt8;
+  s.o = kFp16;
+  s.q_in = {kInt8, kWhole, {{"S_Q", kFp32, {1, kWhole}}}};
+  s.cache.channels = p.head_dim;
+  const TensorStorage v_cache =
+      half ? unscaled(kFp16) : TensorStorage{kInt8, kWhole, {{"S_V", kFp32, {kWhole, kWhole}}}};
+  s.cache.classes = {{kOtherHeads, {kInt8, kWhole, {{"S_K", kFp32, {1, kWhole}}}}, v_cache}};
+  return s;
+}
+
 }  // namespace
 
 VariantSpec int_flash() {
@@ -311,6 +328,7 @@ VariantSpec int_flash() {
   v.title = "INT-FlashAttention: INT8 Q/K per token, INT8 V per tensor, INT8 P = round(127·exp)";
   v.source = "INT-FlashAttention §3.2 and Algorithm 1 (half-INT8 of §4 as the option v_fp16)";
   v.phases = {Phase::prefill};
+  v.storage = storage;
   v.params = {
       ParamSpec::integer("block_r", 128, 16, 256, "B_r: query rows per block (one CTA each)"),
       ParamSpec::integer("block_c", 64, 16, 256, "B_c: keys per KV tile; ≤ 256 keeps the INT32 P·V exact in FP32"),

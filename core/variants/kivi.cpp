@@ -161,6 +161,24 @@ void validate(const Problem&, const ParamValues& v, const std::string& where) {
   if (bits != 2 && bits != 4 && bits != 8) fail_input(where + ".bits", fmt::format("must be 2, 4 or 8 (got {})", bits));
 }
 
+// Storage (core/quant/kivi.h): Q in FP16, the cache dequantized to FP16 for both products (P̃ in FP16), O
+// in FP16. The cache: b-bit codes packed per head; K with an FP16 scale and zero point per channel per g
+// tokens, V per token per g channels; the quantized tokens are whole groups of g, the rest (at least R)
+// kept in FP16.
+Storage storage(const Problem& p, const ParamValues& v) {
+  const int64_t g = v.integer("group");
+  Storage s;
+  s.q = s.k = s.v = s.p = s.o = kFp16;
+  s.q_in = unscaled(kFp16);
+  s.cache.channels = p.head_dim;
+  s.cache.block_tokens = g;
+  const NumberFormat codes = int_format(static_cast<int>(v.integer("bits")));
+  s.cache.classes = {{kOtherHeads, {codes, kWhole, {{"scale", kFp16, {g, 1}}, {"zero", kFp16, {g, 1}}}},
+                      {codes, kWhole, {{"scale", kFp16, {1, g}}, {"zero", kFp16, {1, g}}}}}};
+  s.cache.residual = Residual{v.integer("residual"), kFp16};
+  return s;
+}
+
 }  // namespace
 
 VariantSpec kivi() {
@@ -169,6 +187,7 @@ VariantSpec kivi() {
   v.title = "KIVI: 2/4-bit KV cache (keys per channel, values per token, FP16 residual), FP16 FlashAttention";
   v.source = "TurboAttention §5.3 and §2.4 (KIVI baseline, Liu et al. 2024); attention as flash2";
   v.phases = {Phase::decode, Phase::prefill};
+  v.storage = storage;
   v.params = {
       ParamSpec::integer("bits", 2, 2, 8, "cache bit width: 2, 4 or 8 (8 isolates the scheme from the width)"),
       ParamSpec::integer("group", 32, 1, 4096, "g: tokens per key group (per channel), channels per value group"),

@@ -54,6 +54,16 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues&, const P
   return out;
 }
 
+// Storage: FP32 everywhere — Q, K, V read, S and P materialized, O written; the cache is K and V in FP32.
+Storage storage(const Problem& p, const ParamValues&) {
+  Storage s;
+  s.q = s.k = s.v = s.p = s.o = kFp32;
+  s.q_in = unscaled(kFp32);
+  s.cache.channels = p.head_dim;
+  s.cache.classes = {{kOtherHeads, unscaled(kFp32), unscaled(kFp32)}};
+  return s;
+}
+
 }  // namespace
 
 VariantSpec naive() {
@@ -62,6 +72,7 @@ VariantSpec naive() {
   v.title = "standard attention, FP32, S and P materialized";
   v.source = "Efficient Attention notes §2.1, Eq. 4";
   v.phases = {Phase::prefill, Phase::decode};
+  v.storage = storage;
   v.reference = run;
   return v;
 }

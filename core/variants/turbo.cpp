@@ -382,6 +382,35 @@ void validate(const Problem& p, const ParamValues& v, const std::string& where) 
                            p.kv_len));
 }
 
+// Storage (Alg. 1–2, §3.1–3.3): Q, K, V read in FP16 and quantized to INT8 on chip, INT8 in both products
+// (P̃ too), O in FP16. The cache, in blocks of B_c tokens: the n_h = two_bit_heads lowest-priority KV heads
+// of each sequence at bits_lo, the others at bits_hi, codes packed per block; per block s_int and z_int
+// (INT8, per channel) and the FP32 block scale s_K (s_V) — a head kept at 8 bits stores the INT8 block and
+// its scale only. Decode appends its tokens to the INT8 buffer of n_b tokens with one universal FP32 scale
+// per head and tensor, flushed as an n_b-token block.
+Storage storage(const Problem& p, const ParamValues& v) {
+  Storage s;
+  s.q = s.k = s.v = s.p = kInt8;
+  s.o = kFp16;
+  s.q_in = unscaled(kFp16);
+  if (p.phase == Phase::prefill) s.kv_in = kFp16;
+  s.decode_steps = p.phase == Phase::decode ? v.integer("decode_steps") : 0;
+  s.cache.channels = p.head_dim;
+  s.cache.block_tokens = v.integer("block_c");
+  auto tensor = [](int bits, const char* block_scale) {
+    TensorStorage t{int_format(bits), kPerBlock, {}};
+    if (bits < 8) t.scales = {{"s_int", kInt8, {kPerBlock, 1}}, {"z_int", kInt8, {kPerBlock, 1}}};
+    t.scales.push_back({block_scale, kFp32, {kPerBlock, kWhole}});
+    return t;
+  };
+  const int hi = static_cast<int>(v.integer("bits_hi")), lo = static_cast<int>(v.integer("bits_lo"));
+  if (const int64_t n_h = v.integer("two_bit_heads"); n_h > 0)
+    s.cache.classes.push_back({n_h, tensor(lo, "s_K"), tensor(lo, "s_V")});
+  s.cache.classes.push_back({kOtherHeads, tensor(hi, "s_K"), tensor(hi, "s_V")});
+  s.cache.buffer = {v.integer("n_b"), kInt8, {{"s_universal", kFp32, {kWhole, kWhole}}}};
+  return s;
+}
+
 }  // namespace
 
 namespace turbo_detail {
@@ -397,6 +426,7 @@ VariantSpec turbo() {
   v.title = "TurboAttention: INT8 FlashQ blocks, SAS softmax, progressive INT4/INT2 KV cache";
   v.source = "TurboAttention App. A Alg. 1 (prefill), Alg. 2 (decode), §3.1–3.3, §4 (SAS)";
   v.phases = {Phase::prefill, Phase::decode};
+  v.storage = storage;
   v.params = {
       ParamSpec::integer("block_r", 64, 1, 256, "B_r: query rows per block (the paper fixes 64)"),
       ParamSpec::integer("block_c", 64, 16, 256, "B_c: keys per KV tile and per cache block (the paper fixes 64)"),

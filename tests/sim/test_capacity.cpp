@@ -43,12 +43,18 @@ TEST_CASE("cache formats: quantized caches per token, with their scales, zero po
   CHECK(t.bytes_per_seq == 64 * 2048 + 16 * 4);
   // Half the KV heads at 2 bits: 3 bits on average.
   CHECK(cache_format(m, request("turbo", {{"two_bit_heads", 4}})).bytes_per_token == 768 + 16 * 260.0 / 64);
-  // KIVI 2-bit, g = 32, R = 128: codes + per-group FP16 scale and zero (K per channel, V per token) + residual.
+  // KIVI 2-bit, g = 32, R = 128: codes + per-group FP16 scale and zero (K per channel, V per token); the R
+  // residual tokens are held in FP16 instead of quantized, so they add FP16 minus the quantized rate.
   const CacheFormat k = cache_format(m, request("kivi"));
-  CHECK(k.bytes_per_token == 512 + 8 * (4 * 128 / 32.0 + 4 * 4));
-  CHECK(k.bytes_per_seq == 128 * 2048 * 2);
+  const double kivi_rate = 512 + 8 * (4 * 128 / 32.0 + 4 * 4);
+  CHECK(k.bytes_per_token == kivi_rate);
+  CHECK(k.bytes_per_seq == 128 * (2048 * 2 - kivi_rate));
   CHECK(cache_format(m, request("fireq")).bytes_per_token == 1024 + 16);
   CHECK(cache_format(m, request("int_flash")).bytes_per_token == 2048 + 8 * 4);
+  CHECK(cache_format(m, request("int_flash")).bytes_per_seq == 8 * 4);  // S_V: one FP32 per KV head
+  CHECK(cache_format(m, request("int_flash", {{"v_fp16", true}})).bytes_per_token == 1024 + 2048 + 8 * 4);
+  CHECK(cache_format(m, request("naive")).bytes_per_token == 2048 * 4);  // FP32, as the reference keeps it
+  CHECK(cache_format(m, request("fireq", {{"scale_format", "fp32"}})).bytes_per_token == 1024 + 16 * 4);
   // MLA caches one latent of kv_lora_rank + rope_head_dim elements per token and layer.
   const LlmConfig mla = load_llm("deepseek-v2-lite");
   CHECK(mla.attention == "mla");
