@@ -178,6 +178,7 @@ VariantSpec kivi() {
   };
   v.validate = validate;
   v.reference = run;
+  v.working_memory = kivi_working_memory;
   return v;
 }
 

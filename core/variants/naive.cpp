@@ -63,6 +63,7 @@ VariantSpec naive() {
   v.source = "Efficient Attention notes §2.1, Eq. 4";
   v.phases = {Phase::prefill, Phase::decode};
   v.reference = run;
+  v.working_memory = naive_working_memory;
   return v;
 }
 

@@ -1,0 +1,38 @@
+// attnlab core: the memory a reference run needs, estimated from the problem's shapes alone (a data
+// file's headers give them), checked against a limit before anything large is read or allocated.
+//
+// The runner holds, in order: Q, K, V in FP32 (generated, or loaded from the file); the FP64 truth O and,
+// while it is computed, per-thread scratch (each thread's head in FP64 and its score matrix); then the
+// variants one after another, each with its working memory (VariantSpec::working_memory). Variants run
+// sequentially (core/runner.cpp), so the peak is the shared part plus the largest of: the truth's
+// scratch, the largest variant, and (llm_like with RoPE) the draws regenerated without RoPE.
+#pragma once
+
+#include "core/config.h"
+
+#include <string>
+
+namespace attnlab {
+
+struct MemoryEstimate {
+  double inputs = 0;         // Q, K, V in FP32
+  double truth = 0;          // the FP64 truth O, alive for the whole run
+  double truth_scratch = 0;  // freed before the first variant runs
+  double regenerated = 0;    // llm_like with RoPE: Q, K, V drawn again without it, beside one output
+  double variant = 0;        // the largest working memory among the listed variants
+  std::string variant_label;
+  double total() const;
+};
+
+// For `threads` worker threads (worker_threads() in the runner).
+MemoryEstimate estimate_memory(const Experiment& e, int threads);
+
+// ATTNLAB_MAX_MEMORY_GB (GiB, a positive number, at most kMaxMemoryGiB; an InputError naming it
+// otherwise), else 60% of physical memory.
+inline constexpr double kMaxMemoryGiB = 1 << 20;
+double memory_limit_bytes();
+
+// Throws InputError("problem: needs about … GiB …") when the estimate exceeds the limit.
+void check_memory(const Experiment& e);
+
+}  // namespace attnlab
