@@ -38,6 +38,7 @@ std::string param_text(const ParamValue& v) {
       [](const auto& x) -> std::string {
         using T = std::decay_t<decltype(x)>;
         if constexpr (std::is_same_v<T, std::string>) return echo(x, 20);
+        else if constexpr (std::is_same_v<T, double>) return fmt::format("{:g}", x);
         else return fmt::format("{}", x);
       },
       v);

@@ -22,7 +22,9 @@ constexpr double kGiB = double(1ull << 30);
 
 }  // namespace
 
-double MemoryEstimate::total() const { return inputs + truth + std::max({truth_scratch, variant, regenerated}); }
+double MemoryEstimate::total() const {
+  return kAllocatorSlack * (inputs + truth + std::max({truth_scratch, variant, regenerated}));
+}
 
 MemoryEstimate estimate_memory(const Experiment& e, int threads) {
   const Problem& p = e.problem;
