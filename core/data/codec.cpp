@@ -125,11 +125,6 @@ void check_qkv(const QKV& t, const std::string& where) {
                                          x->size(), x->shape().str(), x->shape().count()));
 }
 
-std::string printable(const std::string& s, size_t max_len) {
-  std::string out;
-  for (char c : s.substr(0, max_len)) out += (c >= 0x20 && c < 0x7f) ? c : '?';
-  if (s.size() > max_len) out += "...";
-  return out;
-}
+std::string printable(const std::string& s, size_t max_len) { return echo(s, max_len); }
 
 }  // namespace attnlab::data::detail

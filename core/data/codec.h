@@ -35,7 +35,7 @@ void check_qkv(const QKV& t, const std::string& where);
 // The same rules on shapes alone (what the headers declare, before any data is read).
 void check_qkv_shapes(const QkvShapes& s, const std::string& where);
 
-// `s` with anything but printable ASCII replaced and long text cut, for quoting file content in messages.
+// File content quoted in a message: echo() (escaped, cut after max_len characters).
 std::string printable(const std::string& s, size_t max_len = 40);
 
 }  // namespace attnlab::data::detail
