@@ -26,22 +26,25 @@ double MemoryEstimate::total() const {
   return kAllocatorSlack * (inputs + truth + std::max({truth_scratch, variant, regenerated}));
 }
 
-MemoryEstimate estimate_memory(const Experiment& e, int threads) {
+MemoryEstimate estimate_memory(const Experiment& e, int threads, bool ground_truth) {
   const Problem& p = e.problem;
   const double B = double(p.batch), Hq = double(p.q_heads), Nq = double(p.q_len), Nkv = double(p.kv_len),
                d = double(p.head_dim);
   const double q = B * Hq * Nq * d, kv = B * double(p.kv_heads) * Nkv * d;
   MemoryEstimate m;
   m.inputs = kF32 * (q + 2 * kv);
-  m.truth = kF64 * q;
+  const double truth_threads = ground_truth ? std::min(double(threads), B * Hq) : 0.0;
+  m.truth = ground_truth ? kF64 * q : 0.0;
   // ground_truth.cpp, per thread: one head's Q, K, V cast to FP64, its score matrix A with the Q·Kᵀ
   // temporary Eigen evaluates before scaling it, and the A·V product it evaluates into a temporary before
   // storing it into the truth's head.
-  m.truth_scratch = std::min(double(threads), B * Hq) * kF64 * (2 * Nq * d + 2 * Nkv * d + 2 * Nq * Nkv);
+  m.truth_scratch = truth_threads * kF64 * (2 * Nq * d + 2 * Nkv * d + 2 * Nq * Nkv);
   // runner.cpp: the pre-RoPE channel probe regenerates Q, K, V while a variant's output is alive.
-  if (e.data.file.empty() && e.data.generator_params.values().count("rope") && e.data.generator_params.flag("rope"))
+  if (e.wants("reference") && e.data.file.empty() && e.data.generator_params.values().count("rope") &&
+      e.data.generator_params.flag("rope"))
     m.regenerated = m.inputs + kF32 * q;
   for (const VariantRequest& v : e.variants) {
+    if (!e.wants("reference")) break;
     const VariantSpec& spec = *find_variant(v.id);
     if (!spec.working_memory) throw std::logic_error("variant '" + spec.id + "' declares no working_memory");
     const double bytes = spec.working_memory(p, v.params, threads);
@@ -66,10 +69,10 @@ double memory_limit_bytes() {
   return 0.6 * physical;
 }
 
-void check_memory(const Experiment& e) {
+void check_memory(const Experiment& e, bool ground_truth) {
   const double limit = memory_limit_bytes();  // first: a bad limit is named even for a small problem
   const int threads = worker_threads();
-  const MemoryEstimate m = estimate_memory(e, threads);
+  const MemoryEstimate m = estimate_memory(e, threads, ground_truth);
   const double need = m.total();
   if (need > limit)
     fail_input("problem",

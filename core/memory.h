@@ -30,8 +30,10 @@ struct MemoryEstimate {
   double total() const;  // kAllocatorSlack × (inputs + truth + the largest of the other three)
 };
 
-// For `threads` worker threads (worker_threads() in the runner).
-MemoryEstimate estimate_memory(const Experiment& e, int threads);
+// For `threads` worker threads (worker_threads() in the runner). Without `ground_truth` (timing-only runs,
+// RunControl::ground_truth) the truth and its scratch are not counted; without the reference backend in
+// e.backends, no variant's working memory is (the kernel and model backends hold their data elsewhere).
+MemoryEstimate estimate_memory(const Experiment& e, int threads, bool ground_truth = true);
 
 // ATTNLAB_MAX_MEMORY_GB (GiB, a positive number, at most kMaxMemoryGiB; an InputError naming it
 // otherwise), else 60% of physical memory.
@@ -39,6 +41,6 @@ inline constexpr double kMaxMemoryGiB = 1 << 20;
 double memory_limit_bytes();
 
 // Throws InputError("problem: needs about … GiB …") when the estimate exceeds the limit.
-void check_memory(const Experiment& e);
+void check_memory(const Experiment& e, bool ground_truth = true);
 
 }  // namespace attnlab

@@ -82,7 +82,7 @@ ReferenceOutput run_reference(const Experiment& e, size_t index, const VariantRe
 }  // namespace
 
 Results Runner::run(const Experiment& e, const RunControl& control) const {
-  check_memory(e);  // from the shapes alone: before the data is generated or read
+  check_memory(e, control.ground_truth);  // from the shapes alone: before the data is generated or read
 
   Results r;
   r.config = to_json(e);

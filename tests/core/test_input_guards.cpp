@@ -225,5 +225,23 @@ TEST_CASE("every variant declares its working memory, growing with the problem",
   }
 }
 
+TEST_CASE("the estimate counts the truth only when it is computed, the variants only when they run", "[runner]") {
+  json j = small();
+  j["problem"]["q_len"] = j["problem"]["kv_len"] = 2048;
+  const Experiment with_reference = parse_experiment(j);
+  j["backends"] = {"kernel", "model"};  // attnlab bench: timings only
+  const Experiment kernels_only = parse_experiment(j);
+  const MemoryEstimate full = estimate_memory(with_reference, 2);
+  CHECK(full.truth > 0);
+  CHECK(full.truth_scratch > 0);
+  CHECK(full.variant > 0);
+  const MemoryEstimate timing = estimate_memory(kernels_only, 2, /*ground_truth=*/false);
+  CHECK(timing.truth == 0);
+  CHECK(timing.truth_scratch == 0);
+  CHECK(timing.variant == 0);
+  CHECK(timing.inputs == full.inputs);
+  CHECK(timing.total() < full.total());
+}
+
 }  // namespace
 }  // namespace attnlab
