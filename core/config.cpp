@@ -3,13 +3,14 @@
 #include "core/data/generators.h"
 #include "core/data/loaders.h"
 #include "core/error.h"
+#include "core/json_input.h"
 #include "core/registry.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
+#include <limits>
 
 namespace attnlab {
 
@@ -22,8 +23,21 @@ bool Experiment::wants(const std::string& backend) const {
 
 namespace {
 
+constexpr size_t kMaxNameBytes = 200;
+
 void require_object(const json& j, const std::string& where) {
   if (!j.is_object()) fail_input(where, "expected an object");
+}
+
+// A name shown in tables, legends, file names and messages (labels, the GPU id): one line of text.
+std::string name_text(const json& v, const std::string& where) {
+  if (!v.is_string() || v.get<std::string>().empty()) fail_input(where, "expected a non-empty string");
+  const std::string s = v.get<std::string>();
+  if (s.size() > kMaxNameBytes)
+    fail_input(where, fmt::format("'{}' is longer than {} bytes", echo(s, 40), kMaxNameBytes));
+  if (std::any_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
+    fail_input(where, fmt::format("'{}' holds a control character (a name is one line of text)", echo(s)));
+  return s;
 }
 
 std::string generator_names() {
@@ -35,15 +49,22 @@ std::string generator_names() {
 void reject_unknown(const json& j, const std::vector<std::string>& known, const std::string& where) {
   for (const auto& [key, _] : j.items())
     if (std::find(known.begin(), known.end(), key) == known.end())
-      fail_input(where + "." + key, fmt::format("unknown field (known: {})", fmt::join(known, ", ")));
+      fail_input(where + "." + echo(key), fmt::format("unknown field (known: {})", fmt::join(known, ", ")));
 }
 
+// Range-checked before conversion (json_integer); the problem's own rules (positive, products that fit)
+// are validate()'s.
 int64_t get_int(const json& j, const char* key, int64_t def, const std::string& where) {
   if (!j.contains(key)) return def;
-  const json& v = j.at(key);
-  if (v.is_number_integer() || v.is_number_unsigned()) return v.get<int64_t>();
-  if (v.is_number_float() && v.get<double>() == double(int64_t(v.get<double>()))) return int64_t(v.get<double>());
-  fail_input(where + "." + key, "expected an integer");
+  return json_integer(j.at(key), std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(),
+                      where + "." + key);
+}
+
+// A non-negative integer (seeds): 0 … 2^64 − 1.
+uint64_t get_seed(const json& v, const std::string& where) {
+  if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0))
+    fail_input(where, "expected a non-negative integer");
+  return v.get<uint64_t>();
 }
 
 Problem parse_problem(const json& j, const std::string& where) {
@@ -100,12 +121,9 @@ DataSpec parse_data(const json& j, const std::string& where, const std::string& 
   }
   gen = data::find_generator(d.generator);
   if (!gen)
-    fail_input(where + ".generator", fmt::format("unknown generator '{}' (known: {})", d.generator, generator_names()));
-  if (j.contains("seed")) {
-    if (!j["seed"].is_number_unsigned() && !(j["seed"].is_number_integer() && j["seed"].get<int64_t>() >= 0))
-      fail_input(where + ".seed", "expected a non-negative integer");
-    d.seed = j["seed"].get<uint64_t>();
-  }
+    fail_input(where + ".generator",
+               fmt::format("unknown generator '{}' (known: {})", echo(d.generator), generator_names()));
+  if (j.contains("seed")) d.seed = get_seed(j["seed"], where + ".seed");
   // Generator parameters sit beside "generator" and "seed" (or in "params").
   json given = j.contains("params") ? j["params"] : json::object();
   for (const auto& [key, value] : j.items())
@@ -128,17 +146,14 @@ std::vector<VariantRequest> parse_variants(const json& j, const std::string& whe
       reject_unknown(v, {"id", "params", "label"}, at);
       if (!v.contains("id") || !v["id"].is_string()) fail_input(at + ".id", "expected the variant id (a string)");
       out.push_back({v["id"].get<std::string>(), {}, ""});
-      if (v.contains("label")) {
-        if (!v["label"].is_string() || v["label"].get<std::string>().empty())
-          fail_input(at + ".label", "expected a non-empty string");
-        out.back().label = v["label"].get<std::string>();
-      }
+      if (v.contains("label")) out.back().label = name_text(v["label"], at + ".label");
     }
     const VariantSpec* spec = find_variant(out.back().id);
     if (!spec) {
       std::vector<std::string> ids;
       for (const auto& s : variant_registry()) ids.push_back(s.id);
-      fail_input(at + ".id", fmt::format("unknown variant '{}' (known: {})", out.back().id, fmt::join(ids, ", ")));
+      fail_input(at + ".id",
+                 fmt::format("unknown variant '{}' (known: {})", echo(out.back().id), fmt::join(ids, ", ")));
     }
     const json params = v.is_object() && v.contains("params") ? v["params"] : json();
     out.back().params = ParamValues::parse(spec->params, params, at + ".params");
@@ -170,23 +185,24 @@ ProbeRequest parse_probe(const json& j, const std::string& where) {
   return r;
 }
 
-// Takes the problem's sizes from the data file; sizes the config also states must agree.
+// Takes the problem's sizes from the data file's headers (nothing else is read: the runner checks the
+// memory the data needs before loading it); sizes the config also states must agree.
 void adopt_file_shapes(Experiment& e, const json& problem_json) {
-  const QKV t = data::load_qkv(e.data.file);
+  const data::QkvShapes t = data::read_qkv_shapes(e.data.file);
   Problem& p = e.problem;
   auto agree = [&](const char* field, int64_t from_file) -> int64_t {
     if (problem_json.is_object() && problem_json.contains(field) &&
         get_int(problem_json, field, 0, "problem") != from_file)
-      fail_input(std::string("problem.") + field,
-                 fmt::format("{} disagrees with {} in {}", problem_json[field].dump(), from_file, e.data.file));
+      fail_input(std::string("problem.") + field, fmt::format("{} disagrees with {} in {}", problem_json[field].dump(),
+                                                              from_file, echo(e.data.file)));
     return from_file;
   };
-  p.batch = agree("batch", t.q.shape().batch);
-  p.q_heads = agree("q_heads", t.q.shape().heads);
-  p.kv_heads = agree("kv_heads", t.k.shape().heads);
-  p.q_len = agree("q_len", t.q.shape().len);
-  p.kv_len = agree("kv_len", t.k.shape().len);
-  p.head_dim = agree("head_dim", t.q.shape().dim);
+  p.batch = agree("batch", t.q.batch);
+  p.q_heads = agree("q_heads", t.q.heads);
+  p.kv_heads = agree("kv_heads", t.k.heads);
+  p.q_len = agree("q_len", t.q.len);
+  p.kv_len = agree("kv_len", t.k.len);
+  p.head_dim = agree("head_dim", t.q.dim);
   e.problem_from_file = true;
 }
 
@@ -253,10 +269,7 @@ Experiment parse_experiment(const json& j, const std::string& base_dir) {
   e.data = parse_data(j.value("data", none), "data", base_dir);
   e.variants = parse_variants(j.value("variants", none), "variants");
   e.backends = parse_backends(j.value("backends", none), "backends");
-  if (j.contains("gpu_model")) {
-    if (!j["gpu_model"].is_string()) fail_input("gpu_model", "expected a string");
-    e.gpu_model = j["gpu_model"].get<std::string>();
-  }
+  if (j.contains("gpu_model")) e.gpu_model = name_text(j["gpu_model"], "gpu_model");
   e.probe = parse_probe(j.value("probe", none), "probe");
   if (j.contains("model")) {
     require_object(j["model"], "model");
@@ -273,18 +286,13 @@ Experiment parse_experiment(const json& j, const std::string& base_dir) {
 }
 
 Experiment load_experiment(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) fail_input(path, "cannot open the config file");
-  json j;
+  // A regular file only (a FIFO would block, a folder is no config), depth-limited, NUL-free JSON.
+  const json j = read_json_file(path);
+  const std::string folder = fs::path(path).parent_path().string();
   try {
-    j = json::parse(f);
-  } catch (const json::parse_error& err) {
-    fail_input(path, fmt::format("not valid JSON (byte {})", err.byte));
-  }
-  try {
-    return parse_experiment(j, fs::path(path).parent_path().string().empty() ? "." : fs::path(path).parent_path().string());
+    return parse_experiment(j, folder.empty() ? "." : folder);
   } catch (const InputError& err) {
-    throw InputError(path + ": " + err.what());
+    throw InputError(echo(path) + ": " + err.what());
   }
 }
 
@@ -336,7 +344,7 @@ void set_value(Experiment& e, const std::string& path, const json& value, const 
       pj["kv_len"] = value;
       if (e.problem.phase == Phase::prefill) pj["q_len"] = value;
     } else {
-      if (!pj.contains(rest)) fail_input(where, fmt::format("unknown problem field '{}'", rest));
+      if (!pj.contains(rest)) fail_input(where, fmt::format("unknown problem field '{}'", echo(rest)));
       pj[rest] = value;
     }
     e.problem = parse_problem(pj, "problem");
@@ -349,9 +357,7 @@ void set_value(Experiment& e, const std::string& path, const json& value, const 
   }
   if (head == "data") {
     if (rest == "seed") {
-      if (!value.is_number_unsigned() && !(value.is_number_integer() && value.get<int64_t>() >= 0))
-        fail_input(where, "expected a non-negative integer");
-      e.data.seed = value.get<uint64_t>();
+      e.data.seed = get_seed(value, where);
       return;
     }
     if (rest == "generator") {
@@ -378,7 +384,7 @@ void set_value(Experiment& e, const std::string& path, const json& value, const 
     v.params.set(spec.params, name, value, where);
     matched = true;
   }
-  if (!matched) fail_input(where, fmt::format("no listed variant declares a parameter '{}'", path));
+  if (!matched) fail_input(where, fmt::format("no listed variant declares a parameter '{}'", echo(path)));
 }
 
 }  // namespace attnlab

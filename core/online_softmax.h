@@ -48,11 +48,16 @@ struct OnlineSoftmax {
     }
   }
 
-  // O_r = G_r / ℓ_r, zero for rows that saw no key; L_r = m_r + log ℓ_r (FA2's logsumexp ξ).
+  // O_r = G_r / ℓ_r, zero for rows that saw no key; L_r = m_r + log ℓ_r (FA2's logsumexp ξ). A NaN or
+  // infinite ℓ (scores that overflowed the variant's formats; ℓ ≤ N otherwise) gives a NaN row, which the
+  // runner reports, instead of a zero row that would pass for a row without keys.
   template <class OutRows>
   void finish(OutRows&& O, float* lse) const {
     for (int64_t r = 0; r < G.rows(); ++r) {
-      if (l[r] > 0) {
+      if (!std::isfinite(l[r])) {
+        O.row(r).setConstant(std::numeric_limits<float>::quiet_NaN());
+        if (lse) lse[r] = std::numeric_limits<float>::quiet_NaN();
+      } else if (l[r] > 0) {
         O.row(r) = G.row(r) / l[r];
         if (lse) lse[r] = m[r] + std::log(l[r]);
       } else {

@@ -1,5 +1,9 @@
 #include "core/parallel.h"
 
+#include "core/error.h"
+
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -11,11 +15,15 @@
 namespace attnlab {
 
 int worker_threads() {
-  if (const char* env = std::getenv("ATTNLAB_THREADS")) {
-    const int n = std::atoi(env);
-    if (n >= 1) return n;
-  }
-  return std::max(1u, std::thread::hardware_concurrency());
+  const char* env = std::getenv("ATTNLAB_THREADS");
+  if (!env || !*env) return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // Digits only, read with a cap, so no value can wrap into a plausible count (atoi would).
+  int64_t n = 0;
+  const char* c = env;
+  for (; *c >= '0' && *c <= '9' && n <= kMaxThreads; ++c) n = n * 10 + (*c - '0');
+  if (*c != '\0' || n < 1 || n > kMaxThreads)
+    fail_input("ATTNLAB_THREADS", fmt::format("'{}' is not a whole number in [1, {}]", echo(env), kMaxThreads));
+  return static_cast<int>(n);
 }
 
 void parallel_for(int64_t n, const std::function<void(int64_t)>& fn) {

@@ -6,7 +6,11 @@
 
 namespace attnlab {
 
-// Threads used by parallel_for: ATTNLAB_THREADS if set (≥ 1), else the hardware's count.
+// ATTNLAB_THREADS must be a whole number in [1, kMaxThreads] when set (an InputError naming it
+// otherwise): the thread count is an input, and the memory estimate multiplies by it.
+inline constexpr int kMaxThreads = 4096;
+
+// Threads used by parallel_for: ATTNLAB_THREADS if set (and not empty), else the hardware's count.
 int worker_threads();
 
 // Calls fn(i) for i in [0, n) on up to worker_threads() threads. Items must be independent. The first

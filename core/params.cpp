@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 namespace attnlab {
@@ -45,7 +46,7 @@ const ParamSpec& find_spec(const std::vector<ParamSpec>& specs, const std::strin
     if (s.name == name) return s;
   std::string known;
   for (const auto& s : specs) known += (known.empty() ? "" : ", ") + s.name;
-  fail_input(where + "." + name,
+  fail_input(where + "." + echo(name),
              fmt::format("unknown parameter (known: {})", known.empty() ? "none" : known));
 }
 
@@ -68,19 +69,8 @@ ParamValue check_value(const ParamSpec& s, const json& v, const std::string& fie
     fail_input(field, fmt::format("{} is outside [{}, {}]", shown, s.min, s.max));
   };
   switch (s.type) {
-    case ParamType::integer: {
-      int64_t x = 0;
-      if (v.is_number_integer() || v.is_number_unsigned()) {
-        x = v.get<int64_t>();
-      } else if (v.is_number_float() && std::isfinite(v.get<double>()) &&
-                 v.get<double>() == std::floor(v.get<double>()) && std::abs(v.get<double>()) < 9e15) {
-        x = static_cast<int64_t>(v.get<double>());  // 64.0 is accepted as 64
-      } else {
-        type_error();
-      }
-      if (double(x) < s.min || double(x) > s.max) range_error(std::to_string(x));
-      return x;
-    }
+    case ParamType::integer:
+      return json_integer(v, static_cast<int64_t>(s.min), static_cast<int64_t>(s.max), field);
     case ParamType::real: {
       if (!v.is_number()) type_error();
       const double x = v.get<double>();
@@ -95,7 +85,7 @@ ParamValue check_value(const ParamSpec& s, const json& v, const std::string& fie
       if (!v.is_string()) type_error();
       const auto x = v.get<std::string>();
       if (std::find(s.choices.begin(), s.choices.end(), x) == s.choices.end())
-        fail_input(field, fmt::format("'{}' is not one of: {}", x, fmt::join(s.choices, ", ")));
+        fail_input(field, fmt::format("'{}' is not one of: {}", echo(x), fmt::join(s.choices, ", ")));
       return x;
     }
   }
@@ -103,6 +93,33 @@ ParamValue check_value(const ParamSpec& s, const json& v, const std::string& fie
 }
 
 }  // namespace
+
+int64_t json_integer(const json& v, int64_t min, int64_t max, const std::string& field) {
+  auto outside = [&](const std::string& shown) {
+    if (min == std::numeric_limits<int64_t>::min() && max == std::numeric_limits<int64_t>::max())
+      fail_input(field, fmt::format("{} does not fit a 64-bit integer", shown));
+    fail_input(field, fmt::format("{} is outside [{}, {}]", shown, min, max));
+  };
+  if (v.is_number_unsigned()) {  // checked first: is_number_integer() holds for unsigned values too
+    const uint64_t u = v.get<uint64_t>();
+    if (max < 0 || u > static_cast<uint64_t>(max) || (min > 0 && u < static_cast<uint64_t>(min)))
+      outside(std::to_string(u));
+    return static_cast<int64_t>(u);
+  }
+  if (v.is_number_integer()) {
+    const int64_t x = v.get<int64_t>();
+    if (x < min || x > max) outside(std::to_string(x));
+    return x;
+  }
+  if (v.is_number_float()) {
+    const double f = v.get<double>();
+    if (!std::isfinite(f) || f != std::floor(f)) fail_input(field, "expected integer, got number");
+    // ±2^63 bound the conversion itself: double(INT64_MAX) rounds up to 2^63, which does not convert.
+    if (f < double(min) || f > double(max) || f >= 0x1p63 || f < -0x1p63) outside(fmt::format("{}", f));
+    return static_cast<int64_t>(f);  // 64.0 is accepted as 64
+  }
+  fail_input(field, fmt::format("expected integer, got {}", json_kind(v)));
+}
 
 ParamValues ParamValues::defaults(const std::vector<ParamSpec>& specs) {
   ParamValues out;

@@ -67,4 +67,10 @@ class ParamValues {
 nlohmann::json to_json(const ParamValue& v);
 nlohmann::json to_json(const ParamSpec& spec);
 
+// An integer taken from JSON, checked against [min, max] before it is converted: JSON integers of either
+// sign (non-negative literals arrive unsigned, so 2^64 − 1 must not wrap to −1) and floats without a
+// fractional part (64.0; 1e30 is out of range, not undefined behaviour). Throws InputError naming
+// `field`: "expected integer, got <kind>" or "<value> is outside [min, max]".
+int64_t json_integer(const nlohmann::json& v, int64_t min, int64_t max, const std::string& field);
+
 }  // namespace attnlab

@@ -3,9 +3,11 @@
 #include "core/error.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 
 namespace attnlab {
 
@@ -42,6 +44,18 @@ void validate(const Problem& p) {
   positive("q_len", p.q_len);
   positive("kv_len", p.kv_len);
   positive("head_dim", p.head_dim);
+  // Size arithmetic everywhere else (element counts, bytes, score matrices) stays far from overflow.
+  auto bounded = [](const char* what, std::initializer_list<int64_t> factors) {
+    int64_t product = 1;
+    bool over = false;
+    for (int64_t f : factors) over = over || __builtin_mul_overflow(product, f, &product) || product > kMaxElements;
+    if (over)
+      fail_input("problem", fmt::format("{} = {} exceeds 2^60 elements: too large to hold or address", what,
+                                        fmt::join(factors, "·")));
+  };
+  bounded("batch·q_heads·q_len·head_dim (q)", {p.batch, p.q_heads, p.q_len, p.head_dim});
+  bounded("batch·kv_heads·kv_len·head_dim (k, v)", {p.batch, p.kv_heads, p.kv_len, p.head_dim});
+  bounded("batch·q_heads·q_len·kv_len (scores)", {p.batch, p.q_heads, p.q_len, p.kv_len});
   if (p.q_heads % p.kv_heads != 0)
     fail_input("problem.kv_heads",
                fmt::format("{} does not divide q_heads ({})", p.kv_heads, p.q_heads));

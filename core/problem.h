@@ -45,6 +45,9 @@ struct Problem {
 inline constexpr int64_t kMinHeadDim = 16;
 inline constexpr int64_t kMaxHeadDim = 256;
 inline constexpr int64_t kHeadDimMultiple = 16;  // what tensor-core tiles and RoPE pairs need
+// B·Hq·Nq·d, B·Hkv·Nkv·d and B·Hq·Nq·Nkv must each stay within 2^60 (checked without overflow), so that
+// every count, and its bytes at 8 per element, fits int64; the memory check refuses far smaller ones.
+inline constexpr int64_t kMaxElements = int64_t{1} << 60;
 void validate(const Problem& p);
 
 }  // namespace attnlab

@@ -4,18 +4,21 @@
 #include "core/data/loaders.h"
 #include "core/error.h"
 #include "core/ground_truth.h"
+#include "core/input_range.h"
+#include "core/memory.h"
+#include "core/metrics.h"
 #include "core/parallel.h"
 #include "core/registry.h"
 #include "core/variants/shared_probes.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <optional>
 #include <chrono>
-#include <cstdlib>
+#include <cmath>
 #include <fstream>
+#include <optional>
+#include <stdexcept>
 
 namespace attnlab {
 
@@ -26,24 +29,7 @@ QKV experiment_inputs(const Experiment& e) {
   return data::generate(e.problem, e.data.generator, e.data.generator_params, e.data.seed);
 }
 
-double reference_memory_bytes(const Experiment& e) {
-  const Problem& p = e.problem;
-  const double q = double(p.q_shape().count()), kv = double(p.kv_shape().count());
-  const double inputs = 4.0 * (q + 2 * kv);
-  const double outputs = 8.0 * q + 4.0 * q * 2;  // truth (double) + one variant output + its copy in flight
-  // Per thread: the FP64 truth's score matrix, and naive's FP32 S for one head.
-  const double scratch = worker_threads() * double(p.q_len) * double(p.kv_len) * (8.0 + 4.0);
-  return inputs + outputs + scratch;
-}
-
-double memory_limit_bytes() {
-  if (const char* env = std::getenv("ATTNLAB_MAX_MEMORY_GB")) {
-    const double gb = std::atof(env);
-    if (gb > 0) return gb * double(1ull << 30);
-  }
-  const double physical = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
-  return 0.6 * physical;
-}
+double reference_memory_bytes(const Experiment& e) { return estimate_memory(e, worker_threads()).total(); }
 
 std::string cpu_name() {
   std::ifstream f("/proc/cpuinfo");
@@ -64,13 +50,39 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
+// One variant's reference run, with its failures named: an InputError it raises gets the variant and
+// the inputs' magnitudes beside it; an output holding NaN or Inf is refused (never turned into metrics),
+// as bad input when the data exceeds FP16's range (what the variants' formats cannot hold), else as an
+// internal failure.
+ReferenceOutput run_reference(const Experiment& e, size_t index, const VariantRequest& v, const QKV& in,
+                              const InputMagnitudes& magnitudes) {
+  const VariantSpec& spec = *find_variant(v.id);
+  const std::string where = fmt::format("variants[{}] ({})", index, echo(v.label.empty() ? v.id : v.label, 40));
+  ReferenceOutput out;
+  try {
+    out = spec.reference(e.problem, in, v.params, e.probe);
+  } catch (const InputError& err) {
+    throw InputError(fmt::format("{}: {}; {}", where, err.what(), describe_inputs(e, magnitudes)));
+  }
+  if (const int64_t bad = first_nonfinite(out.o); bad >= 0) {
+    const Shape4& s = out.o.shape();
+    const int64_t c = bad % s.dim, n = bad / s.dim % s.len, h = bad / (s.dim * s.len) % s.heads,
+                  b = bad / (s.dim * s.len * s.heads);
+    const std::string what = fmt::format("output O[{}, {}, {}, {}] is {}", b, h, n, c,
+                                         std::isnan(out.o.data()[bad]) ? "NaN" : "Inf");
+    if (beyond_fp16(magnitudes))
+      fail_input(where, fmt::format("{}: the input overflows this variant's number formats; {}", what,
+                                    describe_inputs(e, magnitudes)));
+    throw std::runtime_error(fmt::format("{}: {} although every input fits FP16 ({})", where, what,
+                                         describe_inputs(e, magnitudes)));
+  }
+  return out;
+}
+
 }  // namespace
 
 Results Runner::run(const Experiment& e, const RunControl& control) const {
-  const double need = reference_memory_bytes(e), limit = memory_limit_bytes();
-  if (need > limit)
-    fail_input("problem", fmt::format("needs about {:.1f} GiB for the reference backend, more than the {:.1f} GiB "
-                                      "allowed (ATTNLAB_MAX_MEMORY_GB)", need / (1ull << 30), limit / (1ull << 30)));
+  check_memory(e, control.ground_truth);  // from the shapes alone: before the data is generated or read
 
   Results r;
   r.config = to_json(e);
@@ -108,6 +120,8 @@ Results Runner::run(const Experiment& e, const RunControl& control) const {
 
   advance(e.data.file.empty() ? "generating data" : "loading " + e.data.file);
   const QKV in = experiment_inputs(e);
+  const InputMagnitudes magnitudes = measure_inputs(in);
+  check_input_range(e, magnitudes);
   // The generator rotates Q and K by RoPE as its last step: the same draws without it are K before RoPE,
   // whose channel ranges the variants that record channel ranges get beside their own (post-RoPE) ones.
   // Computed once, when the first such variant has run.
@@ -132,8 +146,8 @@ Results Runner::run(const Experiment& e, const RunControl& control) const {
     if (std::find(r.environment.ran.begin(), r.environment.ran.end(), name) == r.environment.ran.end())
       r.environment.ran.push_back(name);
   };
-  for (const VariantRequest& v : e.variants) {
-    const VariantSpec& spec = *find_variant(v.id);
+  for (size_t index = 0; index < e.variants.size(); ++index) {
+    const VariantRequest& v = e.variants[index];
     VariantResult vr;
     vr.id = v.id;
     vr.label = v.label.empty() ? v.id : v.label;
@@ -141,7 +155,7 @@ Results Runner::run(const Experiment& e, const RunControl& control) const {
     advance(vr.label + ": reference");
     if (e.wants("reference")) {
       const auto t0 = Clock::now();
-      ReferenceOutput out = spec.reference(e.problem, in, v.params, e.probe);
+      ReferenceOutput out = run_reference(e, index, v, in, magnitudes);
       ReferenceResult ref;
       ref.time_ms = ms_since(t0);
       ref.metrics = control.ground_truth ? compare_to_truth(out.o, truth) : no_metrics();

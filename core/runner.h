@@ -7,6 +7,7 @@
 #pragma once
 
 #include "core/config.h"
+#include "core/memory.h"
 #include "core/results.h"
 #include "core/tensor.h"
 
@@ -48,7 +49,9 @@ struct Cancelled : std::runtime_error {
 class Runner {
  public:
   void add_backend(std::unique_ptr<Backend> backend);
-  // Throws InputError for bad data files or a problem too large for this machine, Cancelled when asked.
+  // Throws InputError for bad data files, a problem too large for this machine (checked from the shapes
+  // before any data is generated or read), inputs beyond the FP32 range (core/input_range.h) or a variant
+  // that overflows on them (named); Cancelled when asked.
   Results run(const Experiment& e, const RunControl& control = {}) const;
 
  private:
@@ -58,10 +61,10 @@ class Runner {
 // The operands of an experiment: generated from its seed or loaded from its file.
 QKV experiment_inputs(const Experiment& e);
 
-// Bytes the reference backend needs for this experiment (inputs, ground truth, per-thread scratch),
-// and the limit it is held to (ATTNLAB_MAX_MEMORY_GB, else 60% of physical memory).
+// Bytes the reference backend needs for this experiment on worker_threads() threads (core/memory.h:
+// inputs, ground truth and its scratch, the largest variant's working memory); the limit it is held to
+// is memory_limit_bytes() there.
 double reference_memory_bytes(const Experiment& e);
-double memory_limit_bytes();
 
 std::string cpu_name();
 

@@ -28,6 +28,10 @@ using ReferenceFn =
     std::function<ReferenceOutput(const Problem&, const QKV&, const ParamValues&, const ProbeRequest&)>;
 // Checks parameters against each other and against the problem; throws InputError naming `where`.
 using ValidateFn = std::function<void(const Problem&, const ParamValues&, const std::string& where)>;
+// Bytes a reference run of this variant needs beyond the shared inputs and FP64 truth — its output, its
+// copies and caches of Q/K/V, per-thread scratch on `threads` worker threads, its probes — an upper
+// bound the runner checks against the memory limit before anything is allocated (core/memory.h).
+using WorkingMemoryFn = std::function<double(const Problem&, const ParamValues&, int threads)>;
 
 struct VariantSpec {
   std::string id;
@@ -38,6 +42,7 @@ struct VariantSpec {
   ValidateFn validate;  // may be empty
   ReferenceFn reference;
   StorageFn storage;    // the storage format for a problem and parameter values (core/storage.h)
+  WorkingMemoryFn working_memory;  // required (core/variants/working_memory.h)
 
   bool supports(Phase p) const;
 };

@@ -100,17 +100,12 @@ void write_tensor(OutFile& out, const Tensor& t, Dtype dtype, const std::string&
   }
 }
 
-void check_qkv(const QKV& t, const std::string& where) {
-  for (const auto& [name, x] : {std::pair{"q", &t.q}, std::pair{"k", &t.k}, std::pair{"v", &t.v}}) {
-    const Shape4& s = x->shape();
-    if (s.batch <= 0 || s.heads <= 0 || s.len <= 0 || s.dim <= 0)
+void check_qkv_shapes(const QkvShapes& shapes, const std::string& where) {
+  for (const auto& [name, s] : {std::pair{"q", &shapes.q}, std::pair{"k", &shapes.k}, std::pair{"v", &shapes.v}})
+    if (s->batch <= 0 || s->heads <= 0 || s->len <= 0 || s->dim <= 0)
       fail_input(fmt::format("{}: tensor '{}'", where, name),
-                 fmt::format("shape {} has a zero-sized dimension", s.str()));
-    if (x->size() != s.count())  // a caller resized values(): a bug, not bad input
-      throw std::logic_error(fmt::format("{}: tensor '{}' holds {} values but its shape {} needs {}", where, name,
-                                         x->size(), s.str(), s.count()));
-  }
-  const Shape4 &q = t.q.shape(), &k = t.k.shape(), &v = t.v.shape();
+                 fmt::format("shape {} has a zero-sized dimension", s->str()));
+  const Shape4 &q = shapes.q, &k = shapes.k, &v = shapes.v;
   if (k != v) fail_input(where, fmt::format("k and v must have the same shape, got k {} and v {}", k.str(), v.str()));
   if (q.batch != k.batch)
     fail_input(where, fmt::format("q and k/v must have the same batch size, got q {} and k {}", q.str(), k.str()));
@@ -122,11 +117,14 @@ void check_qkv(const QKV& t, const std::string& where) {
                                   q.heads, k.heads));
 }
 
-std::string printable(const std::string& s, size_t max_len) {
-  std::string out;
-  for (char c : s.substr(0, max_len)) out += (c >= 0x20 && c < 0x7f) ? c : '?';
-  if (s.size() > max_len) out += "...";
-  return out;
+void check_qkv(const QKV& t, const std::string& where) {
+  check_qkv_shapes({t.q.shape(), t.k.shape(), t.v.shape()}, where);
+  for (const auto& [name, x] : {std::pair{"q", &t.q}, std::pair{"k", &t.k}, std::pair{"v", &t.v}})
+    if (x->size() != x->shape().count())  // a caller resized values(): a bug, not bad input
+      throw std::logic_error(fmt::format("{}: tensor '{}' holds {} values but its shape {} needs {}", where, name,
+                                         x->size(), x->shape().str(), x->shape().count()));
 }
+
+std::string printable(const std::string& s, size_t max_len) { return echo(s, max_len); }
 
 }  // namespace attnlab::data::detail

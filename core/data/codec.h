@@ -7,6 +7,7 @@
 
 #include "core/data/dtype.h"
 #include "core/data/file_io.h"
+#include "core/data/shapes.h"
 #include "core/tensor.h"
 
 #include <cstdint>
@@ -31,8 +32,10 @@ void write_tensor(OutFile& out, const Tensor& t, Dtype dtype, const std::string&
 // Fails unless q, k and v are non-empty and fit together as attention operands: same batch, same head
 // dimension, k and v shaped alike, and q heads a multiple of k/v heads (grouped-query attention).
 void check_qkv(const QKV& t, const std::string& where);
+// The same rules on shapes alone (what the headers declare, before any data is read).
+void check_qkv_shapes(const QkvShapes& s, const std::string& where);
 
-// `s` with anything but printable ASCII replaced and long text cut, for quoting file content in messages.
+// File content quoted in a message: echo() (escaped, cut after max_len characters).
 std::string printable(const std::string& s, size_t max_len = 40);
 
 }  // namespace attnlab::data::detail

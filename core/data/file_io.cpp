@@ -17,9 +17,12 @@ InFile::InFile(const std::string& path) : path_(echo(path)) {
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
   if (st.type() == fs::file_type::not_found) fail_input(path_, "file not found");
+  if (ec == std::errc::too_many_symbolic_link_levels)
+    fail_input(path_, "is a symbolic link loop (too many levels of symbolic links), not a file");
   if (ec) fail_input(path_, "cannot be read (" + ec.message() + ")");
   if (st.type() == fs::file_type::directory) fail_input(path_, "is a folder, expected a file");
-  if (st.type() != fs::file_type::regular) fail_input(path_, "is not a regular file");
+  if (st.type() != fs::file_type::regular)
+    fail_input(path_, "is not a regular file (a FIFO, socket or device is never read: it could block)");
   size_ = fs::file_size(path, ec);
   if (ec) fail_input(path_, "cannot be read (" + ec.message() + ")");
   in_.open(path, std::ios::binary);

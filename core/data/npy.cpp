@@ -157,8 +157,17 @@ NpyHeader parse_npy_header(const std::string& text, const std::string& where) {
 
 }  // namespace detail
 
-Tensor load_npy(const std::string& path) {
-  detail::InFile file(path);
+namespace {
+
+// What one .npy header says, checked against the file's real size; reads no data.
+struct NpyLayout {
+  Dtype dtype = Dtype::f32;
+  Shape4 shape;
+  uint64_t data_start = 0;
+};
+
+NpyLayout read_layout(detail::InFile& file) {
+  const std::string& path = file.path();
   unsigned char pre[8] = {};
   const uint64_t have = std::min<uint64_t>(file.size(), 8);
   file.read(0, pre, have, "the magic");
@@ -189,32 +198,63 @@ Tensor load_npy(const std::string& path) {
     fail_input(path, fmt::format("dtype '{}' is not supported (need float32 '<f4' or float16 '<f2')",
                                  detail::printable(h.descr)));
   if (h.fortran_order) fail_input(path, "fortran_order is True; only C-order arrays are supported");
-  const Shape4 shape = detail::checked_shape(h.shape, *dtype, path);
-
-  const uint64_t data_start = header_start + header_len;
-  Tensor t = detail::read_tensor(file, data_start, shape, *dtype, path);
+  const NpyLayout layout{*dtype, detail::checked_shape(h.shape, *dtype, path), header_start + header_len};
+  const uint64_t bytes = detail::byte_size(layout.shape, layout.dtype);
+  file.require(layout.data_start, bytes, "the tensor data");
   // Extra bytes mean the header's shape undercounts the data: better refused than silently cut.
-  const uint64_t data_end = data_start + detail::byte_size(shape, *dtype);
+  const uint64_t data_end = layout.data_start + bytes;
   if (file.size() != data_end)
     fail_input(path, fmt::format("{} bytes follow the data that shape {} implies (header and data disagree)",
-                                 file.size() - data_end, shape.str()));
-  return t;
+                                 file.size() - data_end, layout.shape.str()));
+  return layout;
+}
+
+// q.npy, k.npy, v.npy of `dir`, after checking that `dir` is a folder.
+std::vector<std::string> npy_paths(const std::string& dir) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(dir, ec);
+  if (st.type() == fs::file_type::not_found) fail_input(echo(dir), "folder not found");
+  if (ec) fail_input(echo(dir), "cannot be read (" + ec.message() + ")");
+  if (st.type() != fs::file_type::directory)
+    fail_input(echo(dir), "is not a folder (expected q.npy, k.npy and v.npy inside)");
+  std::vector<std::string> paths;
+  for (const char* name : {"q", "k", "v"}) {
+    const std::string path = (fs::path(dir) / (std::string(name) + ".npy")).string();
+    if (!fs::exists(path, ec) && !ec)
+      fail_input(echo(path), "file not found (the folder must hold q.npy, k.npy and v.npy)");
+    paths.push_back(path);
+  }
+  return paths;
+}
+
+}  // namespace
+
+Tensor load_npy(const std::string& path) {
+  detail::InFile file(path);
+  const NpyLayout layout = read_layout(file);
+  return detail::read_tensor(file, layout.data_start, layout.shape, layout.dtype, file.path());
+}
+
+QkvShapes read_npy_folder_shapes(const std::string& dir) {
+  const std::vector<std::string> paths = npy_paths(dir);
+  Shape4 shapes[3];
+  for (int i = 0; i < 3; ++i) {
+    detail::InFile file(paths[i]);
+    shapes[i] = read_layout(file).shape;
+  }
+  const QkvShapes out{shapes[0], shapes[1], shapes[2]};
+  detail::check_qkv_shapes(out, echo(dir));
+  return out;
 }
 
 QKV load_npy_folder(const std::string& dir) {
-  std::error_code ec;
-  const fs::file_status st = fs::status(dir, ec);
-  if (st.type() == fs::file_type::not_found) fail_input(dir, "folder not found");
-  if (ec) fail_input(dir, "cannot be read (" + ec.message() + ")");
-  if (st.type() != fs::file_type::directory)
-    fail_input(dir, "is not a folder (expected q.npy, k.npy and v.npy inside)");
+  read_npy_folder_shapes(dir);  // every header, and the shapes together, before any data is read
+  const std::vector<std::string> paths = npy_paths(dir);
   QKV t;
-  for (const auto& [name, tensor] : {std::pair{"q", &t.q}, std::pair{"k", &t.k}, std::pair{"v", &t.v}}) {
-    const std::string path = (fs::path(dir) / (std::string(name) + ".npy")).string();
-    if (!fs::exists(path, ec) && !ec) fail_input(path, "file not found (the folder must hold q.npy, k.npy and v.npy)");
-    *tensor = load_npy(path);
-  }
-  detail::check_qkv(t, dir);
+  t.q = load_npy(paths[0]);
+  t.k = load_npy(paths[1]);
+  t.v = load_npy(paths[2]);
+  detail::check_qkv(t, echo(dir));
   return t;
 }
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "core/data/dtype.h"
+#include "core/data/shapes.h"
 #include "core/tensor.h"
 
 #include <string>
@@ -17,6 +18,10 @@ namespace attnlab::data {
 
 // Fails with an InputError naming the folder or file on any problem; see loaders.h for the list.
 QKV load_npy_folder(const std::string& dir);
+
+// The shapes of q.npy, k.npy and v.npy after every header check load_npy_folder makes (each file's size
+// against its header included), without reading tensor data.
+QkvShapes read_npy_folder_shapes(const std::string& dir);
 
 // Creates `dir` if needed and writes q.npy, k.npy, v.npy in f32 or f16 (npy has no bfloat16).
 void save_npy_folder(const std::string& dir, const QKV& t, Dtype dtype);

@@ -445,6 +445,7 @@ VariantSpec fireq() {
   };
   v.validate = validate;
   v.reference = run;
+  v.working_memory = fireq_working_memory;
   return v;
 }
 

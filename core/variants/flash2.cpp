@@ -139,6 +139,7 @@ VariantSpec flash2() {
       kernel_generation_param(),
   };
   v.reference = run;
+  v.working_memory = flash2_working_memory;
   return v;
 }
 

@@ -271,6 +271,7 @@ VariantSpec flash3_fp8() {
       ParamSpec::choice("p_format", "e4m3", {"e4m3", "fp16"}, "format of P̃ in the P·V product (fp16 isolates P's rounding)"),
   };
   v.reference = run;
+  v.working_memory = flash3_fp8_working_memory;
   return v;
 }
 

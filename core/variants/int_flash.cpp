@@ -337,6 +337,7 @@ VariantSpec int_flash() {
       kernel_generation_param(),
   };
   v.reference = run;
+  v.working_memory = int_flash_working_memory;
   return v;
 }
 

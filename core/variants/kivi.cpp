@@ -197,6 +197,7 @@ VariantSpec kivi() {
   };
   v.validate = validate;
   v.reference = run;
+  v.working_memory = kivi_working_memory;
   return v;
 }
 

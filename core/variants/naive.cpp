@@ -74,6 +74,7 @@ VariantSpec naive() {
   v.phases = {Phase::prefill, Phase::decode};
   v.storage = storage;
   v.reference = run;
+  v.working_memory = naive_working_memory;
   return v;
 }
 

@@ -451,6 +451,7 @@ VariantSpec turbo() {
   };
   v.validate = validate;
   v.reference = run;
+  v.working_memory = turbo_working_memory;
   return v;
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "core/variant.h"
+#include "core/variants/working_memory.h"
 
 namespace attnlab::variants {
 
