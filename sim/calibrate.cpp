@@ -30,8 +30,8 @@ constexpr const char* kOverhead = "cta_overhead_us";
 constexpr double kOverheadLo = -4.6, kOverheadHi = 3.4;  // ln 0.01 µs, ln 30 µs
 // Up to this many measurements, each leave-one-out fit is a whole fit of its own (N² work: ~3 s of CPU at 100).
 constexpr std::size_t kRefitLooMax = 100;
-// Leave-one-out fits from the full fit (Levenberg–Marquardt): the difference step in ln(value), when a step is too small to
-// go on, and at most how many iterations.
+// Leave-one-out fits from the full fit (Levenberg–Marquardt): the difference step in ln(value), when a
+// step is too small to go on, and at most how many iterations.
 constexpr double kLmStep = 1e-7, kLmTol = 1e-10;
 constexpr int kLmIterations = 100;
 constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
@@ -256,7 +256,9 @@ Calibration calibrate(const GpuSpec& gpu, const std::vector<Measurement>& m, con
     Param q;
     q.name = name;
     if (name == kOverhead) q.overhead = true, q.lo = kOverheadLo, q.hi = kOverheadHi;
-    else q.unit = unit_index(*std::find_if(std::begin(kUnits), std::end(kUnits), [&](Unit u) { return name == to_string(u); }));
+    else
+      q.unit = unit_index(*std::find_if(std::begin(kUnits), std::end(kUnits),
+                                        [&](Unit u) { return name == to_string(u); }));
     f.params.push_back(q);
   }
   for (const std::string& name : names)

@@ -12,14 +12,14 @@
 //
 // Leave-one-out: each measurement is predicted by factors fitted without it, so a model that only fits by
 // memorizing shows it. Up to 100 measurements each of those N fits is the full procedure above (from 1,
-// 40 sweeps) — N² × ~20000 predictions at ~15 ns: 0.4 s of CPU at 36, ~3 s at 100. Beyond, that grows
-// with N² (1000 measurements: ~6 min; before FactorTiming, hours), so each fit starts from the full fit's factors instead and moves them
-// by Levenberg–Marquardt (all factors at once, a few passes over the rows per step): 1000 measurements
-// in about 3 s on 2 shared cores ([calibrate-bench]). It is an approximation of the refit: coordinate
-// descent from 1 and Levenberg–Marquardt from the full fit stop at different kinks of the model's max()
-// terms. Measured gaps between the two: at most 1.2% of a prediction and 0.54 points of the median error
-// on the shipped files, 1.2% and 0.1 points on 200 synthetic measurements (test_calibrate.cpp). The
-// leave-one-out fits run on every worker thread (ATTNLAB_THREADS).
+// 40 sweeps): N² × ~20000 predictions at ~15 ns, 0.4 s of CPU at 36, ~3 s at 100. That grows with N²
+// (1000 measurements: ~6 min; before FactorTiming, hours), so beyond 100 each fit starts from the full
+// fit's factors instead and moves them by Levenberg–Marquardt (all factors at once, a few passes over the
+// rows per step): 1000 measurements in about 3 s on 2 shared cores ([calibrate-bench]). It is an
+// approximation of the refit: coordinate descent from 1 and Levenberg–Marquardt from the full fit stop at
+// different kinks of the model's max() terms. Measured gaps between the two: at most 1.2% of a prediction
+// and 0.54 points of the median error on the shipped files, 1.2% and 0.1 points on 200 synthetic
+// measurements (test_calibrate.cpp). The leave-one-out fits run on every worker thread (ATTNLAB_THREADS).
 #pragma once
 
 #include "sim/cost_model.h"

@@ -63,7 +63,8 @@ std::vector<Measurement> synthetic(size_t n, const GpuSpec& gpu) {
 TEST_CASE("FactorTiming: timing()'s doubles, bit for bit, for any factors", "[sim][calibrate]") {
   const GpuSpec gpu = load_gpu_spec("h100-sxm5");
   std::vector<Layout> layouts;
-  for (const auto& x : synthetic(200, gpu)) layouts.push_back(layout(make_schedule(x.problem, x.variant, gpu), gpu, {}, nullptr));
+  for (const auto& x : synthetic(200, gpu))
+    layouts.push_back(layout(make_schedule(x.problem, x.variant, gpu), gpu, {}, nullptr));
   for (const auto& x : shipped("h100-attnlab-kernels.json"))
     layouts.push_back(layout(make_schedule(x.problem, x.variant, gpu), gpu, {}, nullptr));
   GpuSpec plain = gpu;

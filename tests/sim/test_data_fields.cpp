@@ -190,7 +190,8 @@ TEST_CASE("measurement file fields: schema and gpu of the wrong type, huge and u
 TEST_CASE("data file names: ids, paths, and names that are neither", "[sim][fields][bad-input]") {
   CHECK(is_file_id("h100-sxm5"));
   CHECK(is_file_id("llama-3.1_8b"));
-  for (const std::string& bad : std::vector<std::string>{"", ".hidden", "-x", "a/b", "a b", "h1\n00", std::string(65, 'a'), ".."}) {
+  const std::vector<std::string> bad_ids = {"", ".hidden", "-x", "a/b", "a b", "h1\n00", std::string(65, 'a'), ".."};
+  for (const std::string& bad : bad_ids) {
     INFO(bad);
     CHECK(!is_file_id(bad));
   }
