@@ -1,14 +1,19 @@
 #include "sim/calibrate.h"
 
 #include "core/error.h"
+#include "core/parallel.h"
+#include "sim/factor_timing.h"
 #include "sim/schedule.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <fstream>
+#include <limits>
+#include <mutex>
 #include <set>
 #include <sstream>
 
@@ -23,6 +28,13 @@ constexpr int kSweeps = 40;
 constexpr double kPrior = 1e-5;
 constexpr const char* kOverhead = "cta_overhead_us";
 constexpr double kOverheadLo = -4.6, kOverheadHi = 3.4;  // ln 0.01 µs, ln 30 µs
+// Up to this many measurements, each leave-one-out fit is a whole fit of its own (N² work: ~3 s of CPU at 100).
+constexpr std::size_t kRefitLooMax = 100;
+// Leave-one-out fits from the full fit (Levenberg–Marquardt): the difference step in ln(value), when a
+// step is too small to go on, and at most how many iterations.
+constexpr double kLmStep = 1e-7, kLmTol = 1e-10;
+constexpr int kLmIterations = 100;
+constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -31,173 +43,269 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// A fitted parameter: a unit's efficiency factor, or the per-wave CTA overhead (µs); searched in ln.
+struct Param {
+  std::string name;
+  std::size_t unit = 0;
+  bool overhead = false;
+  double lo = kLo, hi = kHi;
+};
+
 struct Fitter {
-  GpuSpec gpu;
-  ModelOptions options;
-  std::vector<Layout> layouts;  // the efficiency-independent half of each prediction, computed once
-  std::vector<double> measured;
+  const FactorTiming& timing;
+  const std::vector<double>& measured;
+  std::vector<Param> params;       // in fitting order
+  std::vector<std::size_t> prior;  // the unit parameters by name, then the overhead (the sum's order)
 
-  double predict_one(size_t i) const { return timing(layouts[i], gpu).time_ms; }
+  static double& value(FactorParams& p, const Param& q) {
+    return q.overhead ? p.cta_overhead_us : p.efficiency[q.unit];
+  }
 
-  // Σ (ln t_model − ln t_measured)² over the rows in `use`, plus a weak pull of every factor towards the
+  // Σ (ln t_model − ln t_measured)² over every row but `skip`, plus a weak pull of every factor towards the
   // datasheet (kPrior·Σ ln² factor): when two units could explain a time (e.g. a slow MMA or a very slow
   // conversion pipe), the explanation that needs the smaller departure from the datasheet wins.
-  double loss(const std::vector<size_t>& use, bool prior = true) const {
+  double loss(const FactorParams& p, std::size_t skip, bool with_prior = true) const {
     double s = 0;
-    if (prior) {
-      for (const auto& [_, e] : gpu.efficiency) s += kPrior * std::log(e) * std::log(e);
-      s += kPrior * std::log(gpu.cta_overhead_us) * std::log(gpu.cta_overhead_us);
-    }
-    for (size_t i : use) {
-      const double r = std::log(predict_one(i) / measured[i]);
-      s += r * r;
+    if (with_prior)
+      for (std::size_t k : prior) {
+        const double e = params[k].overhead ? p.cta_overhead_us : p.efficiency[params[k].unit];
+        s += kPrior * std::log(e) * std::log(e);
+      }
+    const FactorTiming::Rates r = timing.rates(p);
+    for (std::size_t i = 0; i < measured.size(); ++i) {
+      if (i == skip) continue;
+      const double d = std::log(timing.time_ms(i, r) / measured[i]);
+      s += d * d;
     }
     return s;
   }
 
-  // Coordinate descent with golden-section line searches on ln(factor).
-  // The parameter called `u`: a unit's efficiency factor, or the per-wave CTA overhead (µs).
-  double& param(const std::string& u) { return u == kOverhead ? gpu.cta_overhead_us : gpu.efficiency[u]; }
-
-  std::map<std::string, double> fit(const std::vector<std::string>& units, const std::vector<size_t>& use,
-                                    std::vector<std::string>* flat) {
-    for (const auto& u : units) param(u) = 1.0;
-    const double phi = (std::sqrt(5.0) - 1) / 2;
-    for (int sweep = 0; sweep < kSweeps; ++sweep)
-      for (const auto& u : units) {
-        auto at = [&](double x) {
-          param(u) = std::exp(x);
-          return loss(use);
-        };
-        double a = u == kOverhead ? kOverheadLo : kLo, b = u == kOverhead ? kOverheadHi : kHi;
-        double c = b - phi * (b - a), d = a + phi * (b - a);
-        double fc = at(c), fd = at(d);
-        for (int it = 0; it < 60; ++it) {
-          if (fc < fd) b = d, d = c, fd = fc, c = b - phi * (b - a), fc = at(c);
-          else a = c, c = d, fc = fd, d = a + phi * (b - a), fd = at(d);
-        }
-        param(u) = std::exp((a + b) / 2);
-      }
-    std::map<std::string, double> out;
-    for (const auto& u : units) {
-      // Identifiable: moving the factor by 10% either way changes the loss.
-      const double best = param(u), base = loss(use, false);
-      param(u) = best * 1.1;
-      const double up = loss(use, false);
-      param(u) = best / 1.1;
-      const double down = loss(use, false);
-      const bool moves = std::abs(up - base) > 1e-12 || std::abs(down - base) > 1e-12;
-      param(u) = moves ? best : 1.0;
-      if (moves) out[u] = best;
-      else if (flat) flat->push_back(u);
+  // Golden-section search for the minimum of loss over ln(value of q) in [a, b], `steps` times or until
+  // the bracket is narrower than `tol`; the parameter is left at the bracket's middle.
+  double golden(FactorParams& p, const Param& q, double a, double b, int steps, double tol, std::size_t skip) const {
+    static const double phi = (std::sqrt(5.0) - 1) / 2;
+    auto at = [&](double x) {
+      value(p, q) = std::exp(x);
+      return loss(p, skip);
+    };
+    double c = b - phi * (b - a), d = a + phi * (b - a);
+    double fc = at(c), fd = at(d);
+    for (int it = 0; it < steps && b - a > tol; ++it) {
+      if (fc < fd) b = d, d = c, fd = fc, c = b - phi * (b - a), fc = at(c);
+      else a = c, c = d, fc = fd, d = a + phi * (b - a), fd = at(d);
     }
-    return out;
+    const double x = (a + b) / 2;
+    value(p, q) = std::exp(x);
+    return x;
+  }
+
+  // The full fit: from 1, kSweeps sweeps of 60-step golden sections over each parameter's whole range.
+  void fit_from_datasheet(FactorParams& p, std::size_t skip, const std::function<void(int)>& on_sweep = {}) const {
+    for (const Param& q : params) value(p, q) = 1.0;
+    for (int sweep = 0; sweep < kSweeps; ++sweep) {
+      for (const Param& q : params) golden(p, q, q.lo, q.hi, 60, 0, skip);
+      if (on_sweep) on_sweep(sweep + 1);
+    }
+  }
+
+  // Every row's residual ln(t_model/t_measured) at p (the skipped row's too; the caller leaves it out).
+  void residuals(const FactorParams& p, std::vector<double>& r) const {
+    const FactorTiming::Rates rates = timing.rates(p);
+    r.resize(measured.size());
+    for (std::size_t i = 0; i < measured.size(); ++i) r[i] = std::log(timing.time_ms(i, rates) / measured[i]);
+  }
+
+  // From p (the full fit's factors): Levenberg–Marquardt on x = ln(values), the rows' residuals and the
+  // prior's √kPrior·x as one least-squares problem. Each iteration takes the residuals' Jacobian by forward
+  // differences (one pass over the rows per parameter), solves (JᵀJ + λ·diag) δ = −Jᵀr, keeps x + δ (inside
+  // each parameter's range) only if the loss falls, and otherwise raises λ (towards short gradient steps).
+  // It moves every parameter at once, so it does not stall where a max() in the model couples two of them,
+  // which coordinate descent near its start does.
+  void fit_lm(FactorParams& p, std::size_t skip) const {
+    const std::size_t n = params.size();
+    std::vector<double> x(n), r, r_h;
+    std::vector<std::vector<double>> jac(n);
+    for (std::size_t k = 0; k < n; ++k) x[k] = std::log(value(p, params[k]));
+    auto set = [&](const std::vector<double>& at) {
+      for (std::size_t k = 0; k < n; ++k) value(p, params[k]) = std::exp(at[k]);
+    };
+    double cost = loss(p, skip), lambda = 1e-3;
+    for (int iter = 0; iter < kLmIterations; ++iter) {
+      residuals(p, r);
+      for (std::size_t k = 0; k < n; ++k) {
+        std::vector<double> xh = x;
+        xh[k] += kLmStep;
+        set(xh);
+        residuals(p, r_h);
+        jac[k].resize(r.size());
+        for (std::size_t i = 0; i < r.size(); ++i) jac[k][i] = (r_h[i] - r[i]) / kLmStep;
+      }
+      set(x);
+      // Normal equations of the rows but `skip`, plus the prior (residual √kPrior·x_k, derivative √kPrior).
+      std::vector<double> a(n * n, 0.0), g(n, 0.0);
+      for (std::size_t k = 0; k < n; ++k) {
+        for (std::size_t l = 0; l <= k; ++l) {
+          double s = 0;
+          for (std::size_t i = 0; i < r.size(); ++i)
+            if (i != skip) s += jac[k][i] * jac[l][i];
+          a[k * n + l] = a[l * n + k] = s;
+        }
+        for (std::size_t i = 0; i < r.size(); ++i)
+          if (i != skip) g[k] += jac[k][i] * r[i];
+        a[k * n + k] += kPrior, g[k] += kPrior * x[k];
+      }
+      bool improved = false;
+      std::vector<double> step;
+      while (lambda < 1e12) {
+        std::vector<double> damped = a;
+        for (std::size_t k = 0; k < n; ++k) damped[k * n + k] += lambda * a[k * n + k];
+        step = solve(damped, g, n);
+        std::vector<double> xn(n);
+        for (std::size_t k = 0; k < n; ++k) xn[k] = std::clamp(x[k] - step[k], params[k].lo, params[k].hi);
+        set(xn);
+        const double c = loss(p, skip);
+        if (c < cost) {
+          double moved = 0;
+          for (std::size_t k = 0; k < n; ++k) moved = std::max(moved, std::abs(xn[k] - x[k]));
+          x = xn, cost = c, lambda = std::max(lambda / 10, 1e-9), improved = true;
+          if (moved < kLmTol) return;
+          break;
+        }
+        lambda *= 10;
+      }
+      set(x);
+      if (!improved) return;  // no step lowers the loss: a minimum
+    }
+  }
+
+  // Gaussian elimination with partial pivoting: a (n × n, row-major) · s = g.
+  static std::vector<double> solve(std::vector<double> a, std::vector<double> g, std::size_t n) {
+    for (std::size_t c = 0; c < n; ++c) {
+      std::size_t pivot = c;
+      for (std::size_t r = c + 1; r < n; ++r)
+        if (std::abs(a[r * n + c]) > std::abs(a[pivot * n + c])) pivot = r;
+      for (std::size_t k = 0; k < n; ++k) std::swap(a[c * n + k], a[pivot * n + k]);
+      std::swap(g[c], g[pivot]);
+      for (std::size_t r = c + 1; r < n; ++r) {
+        const double f = a[r * n + c] / a[c * n + c];
+        for (std::size_t k = c; k < n; ++k) a[r * n + k] -= f * a[c * n + k];
+        g[r] -= f * g[c];
+      }
+    }
+    std::vector<double> s(n);
+    for (std::size_t c = n; c-- > 0;) {
+      double v = g[c];
+      for (std::size_t k = c + 1; k < n; ++k) v -= a[c * n + k] * s[k];
+      s[c] = v / a[c * n + c];
+    }
+    return s;
+  }
+
+  // Parameters whose ±10% moves no prediction go back to 1 (not identifiable from these rows).
+  std::vector<std::string> settle_flat(FactorParams& p, std::size_t skip) const {
+    std::vector<std::string> flat;
+    for (const Param& q : params) {
+      const double best = value(p, q), base = loss(p, skip, false);
+      value(p, q) = best * 1.1;
+      const double up = loss(p, skip, false);
+      value(p, q) = best / 1.1;
+      const double down = loss(p, skip, false);
+      const bool moves = std::abs(up - base) > 1e-12 || std::abs(down - base) > 1e-12;
+      value(p, q) = moves ? best : 1.0;
+      if (!moves) flat.push_back(q.name);
+    }
+    return flat;
   }
 };
 
 }  // namespace
 
-json measurements_json(const std::vector<Results>& runs) {
-  json list = json::array();
-  std::string device;
-  for (const Results& r : runs) {
-    if (r.environment.gpu) device = *r.environment.gpu;
-    for (const VariantResult& v : r.variants) {
-      if (!v.kernel) continue;
-      const KernelResult& k = *v.kernel;
-      list.push_back({{"variant", v.id}, {"label", v.label}, {"params", v.params}, {"problem", r.problem},
-                      {"median_ms", k.median_ms}, {"p10_ms", k.p10_ms}, {"p90_ms", k.p90_ms}, {"tops", k.tops},
-                      {"hbm_gbps", k.hbm_gbps}});
-    }
-  }
-  return {{"schema", "attnlab.measurements/1"}, {"gpu", spec_id_for_device(device)}, {"device", device},
-          {"measurements", list}};
-}
-
-std::vector<Measurement> load_measurements(const std::string& path, std::string* gpu) {
-  std::ifstream in(path);
-  if (!in) fail_input(path, "cannot open the measurements file");
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::parse_error& e) {
-    fail_input(path, fmt::format("not valid JSON (byte {})", e.byte));
-  }
-  if (!j.is_object() || j.value("schema", "") != "attnlab.measurements/1")
-    fail_input(path, "expected schema \"attnlab.measurements/1\"");
-  if (gpu) *gpu = j.value("gpu", "");
-  if (!j.contains("measurements") || !j["measurements"].is_array() || j["measurements"].empty())
-    fail_input(path + ".measurements", "expected a non-empty array");
-  std::vector<Measurement> out;
-  for (size_t i = 0; i < j["measurements"].size(); ++i) {
-    const json& m = j["measurements"][i];
-    const std::string at = fmt::format("{}: measurements[{}]", path, i);
-    if (!m.is_object() || !m.contains("variant") || !m["variant"].is_string())
-      fail_input(at + ".variant", "expected a variant id");
-    if (!m.contains("median_ms") || !m["median_ms"].is_number() || !(m["median_ms"].get<double>() > 0))
-      fail_input(at + ".median_ms", "expected a positive time");
-    json config = {{"problem", m.value("problem", json::object())},
-                   {"variants", json::array({{{"id", m["variant"]}, {"params", m.value("params", json::object())}}})}};
-    Experiment e;
-    try {
-      e = parse_experiment(config);
-    } catch (const InputError& err) {
-      fail_input(at, err.what());
-    }
-    const Problem& p = e.problem;
-    const std::string label = fmt::format("{} B={} H={}/{} N={} d={}{}{}", m["variant"].get<std::string>(), p.batch,
-                                          p.q_heads, p.kv_heads, p.kv_len, p.head_dim, p.causal ? " causal" : "",
-                                          p.phase == Phase::decode ? " decode" : "");
-    out.push_back({label, p, e.variants[0], m["median_ms"].get<double>()});
-  }
-  return out;
-}
-
-Calibration calibrate(const GpuSpec& gpu, const std::vector<Measurement>& m, const ModelOptions& o) {
+Calibration calibrate(const GpuSpec& gpu, const std::vector<Measurement>& m, const ModelOptions& o,
+                      const CalibrationProgress& progress, LooMethod loo_method) {
   if (m.empty()) fail_input("measurements", "nothing to calibrate from");
-  Fitter f{gpu, o, {}, {}};
-  f.gpu.efficiency.clear();
-  f.gpu.cta_overhead_us = 1.0;
+  const LooMethod method = loo_method != LooMethod::automatic ? loo_method
+                           : m.size() <= kRefitLooMax  ? LooMethod::refit
+                                                       : LooMethod::from_full_fit;
+  GpuSpec plain = gpu;  // the fit starts from the datasheet
+  plain.efficiency.clear();
+  plain.cta_overhead_us = 1.0;
+  std::vector<Layout> layouts;
+  std::vector<double> measured;
   std::set<std::string> used = {"hbm"};
   for (const auto& x : m) {
-    f.layouts.push_back(layout(make_schedule(x.problem, x.variant, gpu), gpu, o, nullptr));
-    f.measured.push_back(x.median_ms);
-    for (const auto& [u, ops] : f.layouts.back().work.ops)
+    layouts.push_back(layout(make_schedule(x.problem, x.variant, gpu), gpu, o, nullptr));
+    measured.push_back(x.median_ms);
+    for (const auto& [u, ops] : layouts.back().work.ops)
       if (ops > 0) used.insert(to_string(u));
   }
+  const FactorTiming timing_of(plain, layouts);
   // Fit the units that bound the most uncalibrated predictions first: coordinate descent settles on the
   // first unit that can explain a time, and that should be the one on the critical path, not a pipe the
   // datasheet says has room to spare.
   std::map<std::string, int> binds;
-  for (const auto& l : f.layouts) {
-    const std::string b = timing(l, f.gpu).bound;
+  for (const auto& l : layouts) {
+    const std::string b = timing(l, plain).bound;
     ++binds[b == "memory" ? "hbm" : b];
   }
-  std::vector<std::string> units(used.begin(), used.end());
-  units.push_back(kOverhead);
-  std::stable_sort(units.begin(), units.end(), [&](const auto& a, const auto& b) { return binds[a] > binds[b]; });
-  std::vector<size_t> all(m.size());
-  for (size_t i = 0; i < m.size(); ++i) all[i] = i;
-
-  Calibration c;
-  std::vector<double> before(m.size());
-  for (size_t i = 0; i < m.size(); ++i) before[i] = f.predict_one(i);
-  c.efficiency = f.fit(units, all, &c.not_identifiable);
-  const GpuSpec fitted = f.gpu;
-  for (size_t i = 0; i < m.size(); ++i) {
-    std::vector<size_t> others;
-    for (size_t k = 0; k < m.size(); ++k)
-      if (k != i) others.push_back(k);
-    double loo = f.predict_one(i);
-    if (!others.empty()) {
-      Fitter g{gpu, o, f.layouts, f.measured};
-      g.gpu.efficiency.clear();
-      g.gpu.cta_overhead_us = 1.0;
-      g.fit(units, others, nullptr);
-      loo = g.predict_one(i);
-    }
-    c.rows.push_back({m[i].label, m[i].median_ms, before[i], timing(f.layouts[i], fitted).time_ms, loo});
+  std::vector<std::string> names(used.begin(), used.end());  // by name: the prior's order
+  names.push_back(kOverhead);
+  std::vector<std::string> order = names;
+  std::stable_sort(order.begin(), order.end(), [&](const auto& a, const auto& b) { return binds[a] > binds[b]; });
+  Fitter f{timing_of, measured, {}, {}};
+  for (const std::string& name : order) {
+    Param q;
+    q.name = name;
+    if (name == kOverhead) q.overhead = true, q.lo = kOverheadLo, q.hi = kOverheadHi;
+    else
+      q.unit = unit_index(*std::find_if(std::begin(kUnits), std::end(kUnits),
+                                        [&](Unit u) { return name == to_string(u); }));
+    f.params.push_back(q);
   }
+  for (const std::string& name : names)
+    f.prior.push_back(std::find_if(f.params.begin(), f.params.end(), [&](const Param& q) { return q.name == name; }) -
+                      f.params.begin());
+
+  std::mutex progress_lock;
+  auto report = [&](double fraction, const std::string& stage) {
+    if (!progress) return;
+    std::lock_guard<std::mutex> hold(progress_lock);
+    progress(fraction, stage);
+  };
+  // The share of the work the full fit takes: 40 whole-range sweeps against N shorter leave-one-out fits.
+  const double full_share = method == LooMethod::refit ? 1.0 / double(m.size() + 1) : 0.3;
+  const FactorParams start;
+  const FactorTiming::Rates start_rates = timing_of.rates(start);
+  FactorParams fitted = start;
+  f.fit_from_datasheet(fitted, kNone, [&](int sweep) {
+    report(full_share * sweep / kSweeps, fmt::format("fit: sweep {}/{}", sweep, kSweeps));
+  });
+  Calibration c;
+  c.not_identifiable = f.settle_flat(fitted, kNone);
+  for (const Param& q : f.params)
+    if (std::find(c.not_identifiable.begin(), c.not_identifiable.end(), q.name) == c.not_identifiable.end())
+      c.efficiency[q.name] = Fitter::value(fitted, q);
+  const FactorTiming::Rates fitted_rates = timing_of.rates(fitted);
+
+  std::vector<double> loo(m.size());
+  std::atomic<std::size_t> done{0};
+  parallel_for(int64_t(m.size()), [&](int64_t i) {
+    const auto row = std::size_t(i);
+    if (m.size() == 1) {  // nothing to fit without it
+      loo[row] = timing_of.time_ms(row, fitted_rates);
+      return;
+    }
+    FactorParams p = fitted;
+    if (method == LooMethod::refit) f.fit_from_datasheet(p, row);
+    else f.fit_lm(p, row);
+    f.settle_flat(p, row);
+    loo[row] = timing_of.time_ms(row, timing_of.rates(p));
+    const std::size_t n = ++done;
+    report(full_share + (1 - full_share) * double(n) / double(m.size()),
+           fmt::format("leave-one-out fits: {}/{}", n, m.size()));
+  });
+  for (size_t i = 0; i < m.size(); ++i)
+    c.rows.push_back({m[i].label, m[i].median_ms, timing_of.time_ms(i, start_rates),
+                      timing_of.time_ms(i, fitted_rates), loo[i]});
   std::vector<double> eb, ea, el;
   for (const auto& r : c.rows) {
     eb.push_back(std::abs(r.before_ms / r.measured_ms - 1));
@@ -211,21 +319,22 @@ Calibration calibrate(const GpuSpec& gpu, const std::vector<Measurement>& m, con
 std::string spec_with_calibration(const std::string& spec_path, const Calibration& c, size_t measurements,
                                   const std::string& source) {
   std::ifstream in(spec_path);
-  if (!in) fail_input(spec_path, "cannot open the GPU spec");
+  if (!in) fail_input(echo(spec_path), "cannot open the GPU spec");
   std::stringstream text;
   text << in.rdbuf();
   const std::string s = text.str();
   // Replace the `"measured": …` line (the spec files keep it on one line, last) and keep the rest verbatim.
   const auto at = s.find("\n \"measured\":");
-  if (at == std::string::npos) fail_input(spec_path, "no \"measured\" line to replace");
+  if (at == std::string::npos) fail_input(echo(spec_path), "no \"measured\" line to replace");
   const auto end = s.find('\n', at + 1);
   std::map<std::string, double> factors = c.efficiency;
   const auto overhead = factors.find(kOverhead);
   json measured = json::object();
   if (overhead != factors.end()) measured["cta_overhead_us"] = overhead->second, factors.erase(overhead);
+  // The source is a path as the user typed it: escaped, so the spec stays one printable line per field.
   measured.update({{"efficiency", factors},
                    {"fitted_from", measurements},
-                   {"measurements", source},
+                   {"measurements", echo(source, 1000)},
                    {"median_error_before", c.median_error_before},
                    {"median_error_after", c.median_error_after},
                    {"median_error_leave_one_out", c.median_error_loo}});

@@ -4,41 +4,34 @@
 // execution unit (hbm, mma_fp16, mma_int8, exp_sfu, …: a handful of interpretable numbers, never a
 // curve per kernel) by minimizing Σᵢ (ln t_model,i − ln t_measured,i)² — relative errors, so short and
 // long kernels weigh the same — plus 10⁻⁵·Σ ln² factor, a weak pull towards the datasheet that picks,
-// among units that could equally explain a time, the one needing the smaller correction. Coordinate descent on ln(factor) ∈ [ln 0.02, ln 1.5] with a golden-section
-// line search per unit; a unit whose factor moves no prediction (never on a critical path in these
-// measurements) stays at 1 and is reported as not identifiable. Leave-one-out: each measurement is
-// predicted by factors fitted without it, so a model that only fits by memorizing shows it.
+// among units that could equally explain a time, the one needing the smaller correction. Coordinate
+// descent on ln(factor) ∈ [ln 0.02, ln 1.5]: 40 sweeps, each a golden-section line search per unit over
+// its whole range; a unit whose factor moves no prediction (never on a critical path in these
+// measurements) stays at 1 and is reported as not identifiable. Every prediction goes through
+// FactorTiming (factor_timing.h): timing()'s arithmetic without its maps and strings.
 //
-// Measurements file (what `attnlab bench --out` writes), schema "attnlab.measurements/1":
-//   {"schema": "attnlab.measurements/1", "gpu": "h100-sxm5",
-//    "measurements": [{"variant": "flash2", "params": {…}, "problem": {…config problem…},
-//                      "median_ms": 0.41, "p10_ms": …, "p90_ms": …}, …]}
+// Leave-one-out: each measurement is predicted by factors fitted without it, so a model that only fits by
+// memorizing shows it. Up to 100 measurements each of those N fits is the full procedure above (from 1,
+// 40 sweeps): N² × ~20000 predictions at ~15 ns, 0.4 s of CPU at 36, ~3 s at 100. That grows with N²
+// (1000 measurements: ~6 min; before FactorTiming, hours), so beyond 100 each fit starts from the full
+// fit's factors instead and moves them by Levenberg–Marquardt (all factors at once, a few passes over the
+// rows per step): 1000 measurements in about 3 s on 2 shared cores ([calibrate-bench]). It is an
+// approximation of the refit: coordinate descent from 1 and Levenberg–Marquardt from the full fit stop at
+// different kinks of the model's max() terms. Measured gaps between the two: at most 1.2% of a prediction
+// and 0.54 points of the median error on the shipped files, 1.2% and 0.1 points on 200 synthetic
+// measurements (test_calibrate.cpp). The leave-one-out fits run on every worker thread (ATTNLAB_THREADS).
 #pragma once
 
-#include "core/config.h"
-#include "core/results.h"
 #include "sim/cost_model.h"
 #include "sim/gpu_spec.h"
+#include "sim/measurements.h"
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 namespace attnlab::sim {
-
-struct Measurement {
-  std::string label;  // "flash2 N=4096 d=128 causal" for tables
-  Problem problem;
-  VariantRequest variant;
-  double median_ms = 0;
-};
-
-// The measurements file `attnlab bench --out` writes: every kernel timing in `runs`, with the spec id of the
-// GPU that ran them (sim/gpu_spec.h spec_id_for_device; "" when unknown).
-nlohmann::json measurements_json(const std::vector<Results>& runs);
-
-// Reads a measurements file; errors name the file, the entry and the field (unknown variant, bad shape).
-std::vector<Measurement> load_measurements(const std::string& path, std::string* gpu = nullptr);
 
 struct CalibrationRow {
   std::string label;
@@ -52,8 +45,15 @@ struct Calibration {
   double median_error_before = 0, median_error_after = 0, median_error_loo = 0;  // |t/t_meas − 1|
 };
 
+// Called with the fraction done and what is running (from worker threads, one call at a time).
+using CalibrationProgress = std::function<void(double fraction, const std::string& stage)>;
+
+// How the leave-one-out fits are made: automatic picks refit up to 100 measurements, else from_full_fit.
+enum class LooMethod { automatic, refit, from_full_fit };
+
 // Fits the factors of `gpu` (its current efficiency is ignored: the fit starts from 1).
-Calibration calibrate(const GpuSpec& gpu, const std::vector<Measurement>& m, const ModelOptions& o = {});
+Calibration calibrate(const GpuSpec& gpu, const std::vector<Measurement>& m, const ModelOptions& o = {},
+                      const CalibrationProgress& progress = {}, LooMethod loo = LooMethod::automatic);
 
 // The spec file's text with `measured` replaced by the calibration (written by `attnlab calibrate`).
 // `source` names the measurements file, recorded beside the factors.

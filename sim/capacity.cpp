@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "core/registry.h"
+#include "sim/data_fields.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -10,7 +11,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 
 namespace attnlab::sim {
 
@@ -22,38 +22,47 @@ std::string models_dir() {
   return std::string(ATTNLAB_SOURCE_DIR) + "/sim/models";
 }
 
+const FieldTable& llm_fields() {
+  static const FieldTable t = {
+      FieldSpec::id("id", "the model's id: its file name without .json"),
+      FieldSpec::text("name", 100, "the model's name, for tables"),
+      FieldSpec::choice("attention", {"mha", "gqa", "mla"}, "multi-head, grouped-query or multi-head latent"),
+      FieldSpec::integer("layers", 1, 1000, "transformer layers, each with its own KV cache"),
+      FieldSpec::integer("hidden_size", 1, 1 << 20, "model width"),
+      FieldSpec::integer("q_heads", 1, 1024, "query heads per layer"),
+      FieldSpec::integer("kv_heads", 1, 1024, "key/value heads per layer; divides q_heads"),
+      FieldSpec::integer("head_dim", 1, 1024, "dimensions per head"),
+      FieldSpec::integer("kv_lora_rank", 1, 1 << 16, "MLA only: the cached latent's width").optional(),
+      FieldSpec::integer("rope_head_dim", 1, 1 << 12, "MLA only: the decoupled RoPE key's width").optional(),
+      FieldSpec::real("parameters", 1e6, 1e13, "weights, counted in parameters"),
+      FieldSpec::text("source", 1000, "where the numbers come from (model card, config.json)"),
+  };
+  return t;
+}
+
 namespace {
 
 LlmConfig parse_llm(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) fail_input(path, "cannot open the model configuration");
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::parse_error& e) {
-    fail_input(path, fmt::format("not valid JSON (byte {})", e.byte));
-  }
+  const json j = read_data_file(path);
+  const std::string w = where_of(path);
+  check_fields(j, llm_fields(), w);
   LlmConfig m;
-  auto count = [&](const char* k, bool required) -> int64_t {
-    if (!j.contains(k)) {
-      if (required) fail_input(path + "." + k, "missing");
-      return 0;
-    }
-    if (!j[k].is_number_integer() || j[k].get<int64_t>() < 1) fail_input(path + "." + k, "must be a positive integer");
-    return j[k].get<int64_t>();
-  };
-  for (const char* k : {"id", "name", "attention", "source"})
-    if (!j.contains(k) || !j[k].is_string()) fail_input(path + "." + k, "expected a string");
   m.id = j["id"], m.name = j["name"], m.attention = j["attention"], m.source = j["source"];
-  if (m.attention != "mha" && m.attention != "gqa" && m.attention != "mla")
-    fail_input(path + ".attention", "must be mha, gqa or mla");
-  m.layers = count("layers", true), m.hidden_size = count("hidden_size", true);
-  m.q_heads = count("q_heads", true), m.kv_heads = count("kv_heads", true), m.head_dim = count("head_dim", true);
-  m.kv_lora_rank = count("kv_lora_rank", m.attention == "mla");
-  m.rope_head_dim = count("rope_head_dim", m.attention == "mla");
-  if (!j.contains("parameters") || !j["parameters"].is_number() || !(j["parameters"].get<double>() > 0))
-    fail_input(path + ".parameters", "must be a positive number");
-  m.parameters = j["parameters"];
+  const std::string stem = fs::path(path).stem().string();
+  if (m.id != stem) fail_input(w + ".id", fmt::format("'{}' must equal the file name '{}'", m.id, echo(stem)));
+  auto count = [&](const char* k) { return j.contains(k) ? j[k].get<int64_t>() : int64_t(0); };
+  m.layers = count("layers"), m.hidden_size = count("hidden_size");
+  m.q_heads = count("q_heads"), m.kv_heads = count("kv_heads"), m.head_dim = count("head_dim");
+  m.kv_lora_rank = count("kv_lora_rank"), m.rope_head_dim = count("rope_head_dim");
+  m.parameters = j["parameters"].get<double>();
+  if (m.q_heads % m.kv_heads != 0)
+    fail_input(w + ".kv_heads", fmt::format("{} does not divide q_heads ({})", m.kv_heads, m.q_heads));
+  if (m.attention == "mha" && m.kv_heads != m.q_heads)
+    fail_input(w + ".kv_heads", fmt::format("{} differs from q_heads ({}): that is gqa, not mha", m.kv_heads, m.q_heads));
+  for (const char* k : {"kv_lora_rank", "rope_head_dim"}) {
+    if (m.attention == "mla" && !j.contains(k)) fail_input(w + "." + k, "missing (attention mla caches it)");
+    if (m.attention != "mla" && j.contains(k)) fail_input(w + "." + k, "only for attention mla");
+  }
   return m;
 }
 
@@ -62,18 +71,15 @@ LlmConfig parse_llm(const std::string& path) {
 std::vector<LlmConfig> all_llms() {
   std::vector<LlmConfig> out;
   std::error_code ec;
-  for (auto it = fs::directory_iterator(models_dir(), ec); !ec && it != fs::directory_iterator(); ++it)
+  for (auto it = fs::directory_iterator(models_dir(), ec); !ec && it != fs::directory_iterator(); it.increment(ec))
     if (it->path().extension() == ".json") out.push_back(parse_llm(it->path().string()));
+  if (ec) fail_input(echo(models_dir()), "cannot list the models folder");
   std::sort(out.begin(), out.end(), [](const LlmConfig& a, const LlmConfig& b) { return a.id < b.id; });
   return out;
 }
 
-LlmConfig load_llm(const std::string& id) {
-  const fs::path f = fs::path(models_dir()) / (id + ".json");
-  if (fs::exists(f)) return parse_llm(f.string());
-  std::vector<std::string> ids;
-  for (const auto& m : all_llms()) ids.push_back(m.id);
-  fail_input("--model", fmt::format("unknown model '{}' (known: {})", id, fmt::join(ids, ", ")));
+LlmConfig load_llm(const std::string& id_or_path, const std::string& where) {
+  return parse_llm(data_file_path(id_or_path, models_dir(), "model", where));
 }
 
 CacheFormat cache_format(const LlmConfig& m, const VariantRequest& v) {
@@ -106,12 +112,18 @@ double CacheFormat::seq_bytes(int64_t context) const {
 }
 
 Capacity capacity(const LlmConfig& m, const CacheFormat& f, const GpuSpec& g, int64_t context, double weight_bytes) {
-  if (context < 1) fail_input("--context", "must be at least 1 token");
+  if (context < 1 || context > kMaxContext)
+    fail_input("--context", fmt::format("{} tokens is outside [1, {}]", context, kMaxContext));
   Capacity c;
   const double memory = g.hbm_capacity_gb * 1e9;
   c.weights_bytes = m.parameters * weight_bytes;
   c.workspace_bytes = std::max(2.0 * (1 << 30), 0.05 * memory);
   c.free_bytes = memory - c.weights_bytes - c.workspace_bytes;
+  if (!(c.free_bytes > 0))  // nothing left for a cache: a table of zero batches would hide it
+    fail_input("capacity", fmt::format("the weights of {} ({:.1f} GB at {} bytes per parameter) and the {:.1f} GB "
+                                       "workspace do not fit the {:.1f} GB of the {}",
+                                       echo(m.id), c.weights_bytes / 1e9, weight_bytes, c.workspace_bytes / 1e9,
+                                       memory / 1e9, echo(g.id)));
   c.seq_bytes = double(m.layers) * f.seq_bytes(context);
   c.max_batch = c.free_bytes > 0 ? static_cast<int64_t>(std::floor(c.free_bytes / c.seq_bytes)) : 0;
   if (c.max_batch > 0) {

@@ -15,6 +15,7 @@
 
 #include "core/config.h"
 #include "core/storage.h"
+#include "sim/data_fields.h"
 #include "sim/gpu_spec.h"
 
 #include <string>
@@ -31,7 +32,11 @@ struct LlmConfig {
 };
 
 std::string models_dir();  // $ATTNLAB_MODELS, else the source tree's sim/models
-LlmConfig load_llm(const std::string& id);  // errors list the known ids
+// Every field of a model file, declared (sim/data_fields.h); unknown fields are refused.
+const FieldTable& llm_fields();
+// The model named by an id (models_dir()/<id>.json) or a path to a .json file; errors name `where` and
+// list the known ids, or name the file and the field.
+LlmConfig load_llm(const std::string& id_or_path, const std::string& where = "--model");
 std::vector<LlmConfig> all_llms();
 
 // A variant's cache for one model, per layer, read from the variant's storage declaration (core/storage.h).
@@ -63,7 +68,12 @@ struct Capacity {
   double step_ms = 0, tokens_per_s = 0;  // memory-bound decode at max_batch
 };
 
-// weight_bytes: bytes per parameter (2 for FP16/BF16 weights).
+// Contexts beyond this many tokens are refused (a billion tokens is past every model's window).
+inline constexpr int64_t kMaxContext = int64_t(1) << 30;
+
+// weight_bytes: bytes per parameter (2 for FP16/BF16 weights). Refused ("capacity: …", naming the model and
+// the GPU) when the weights and the workspace leave no memory for a cache; a context outside
+// [1, kMaxContext] is refused as "--context: …".
 Capacity capacity(const LlmConfig& m, const CacheFormat& f, const GpuSpec& g, int64_t context, double weight_bytes = 2);
 
 }  // namespace attnlab::sim

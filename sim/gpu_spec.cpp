@@ -1,6 +1,7 @@
 #include "sim/gpu_spec.h"
 
 #include "core/error.h"
+#include "sim/data_fields.h"
 
 #include <fmt/format.h>
 
@@ -8,7 +9,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 
 namespace attnlab::sim {
 
@@ -70,90 +70,120 @@ std::string specs_dir() {
 
 namespace {
 
-// {"value": v, "source": "…"} with v > 0; the source goes into spec.sources[name].
-double positive(const json& j, const std::string& name, const std::string& where, GpuSpec& spec) {
-  if (!j.contains(name)) fail_input(where + "." + name, "missing");
-  const json& f = j[name];
-  if (!f.is_object() || !f.contains("value") || !f["value"].is_number() || !f.contains("source") ||
-      !f["source"].is_string() || f["source"].get<std::string>().empty())
-    fail_input(where + "." + name, "expected {\"value\": number, \"source\": \"where it comes from\"}");
-  const double v = f["value"].get<double>();
-  if (!(v > 0) || !std::isfinite(v)) fail_input(where + "." + name, fmt::format("must be positive (got {})", v));
-  spec.sources[name] = f["source"].get<std::string>();
-  return v;
+const FieldTable& tensor_fields() {
+  static const FieldTable t = {
+      FieldSpec::real("fp16", 0.01, 1e5, "dense FP16/BF16 tensor-core peak, FP32 accumulate (TFLOPS)").with_source(),
+      FieldSpec::real("fp8", 0.01, 1e5, "dense FP8 tensor-core peak (TFLOPS); absent: no FP8 unit").with_source().optional(),
+      FieldSpec::real("int8", 0.01, 1e5, "dense INT8 tensor-core peak (TOPS); absent: no INT8 unit").with_source().optional(),
+  };
+  return t;
 }
 
-std::string text(const json& j, const char* name, const std::string& where) {
-  if (!j.contains(name) || !j[name].is_string() || j[name].get<std::string>().empty())
-    fail_input(where + "." + name, "expected a non-empty string");
-  return j[name].get<std::string>();
+// The calibration's factors per unit: the fit's range (calibrate.h) with room for a hand-written factor.
+const FieldTable& efficiency_fields() {
+  static const FieldTable t = [] {
+    FieldTable rows;
+    for (Unit u : kUnits)
+      rows.push_back(FieldSpec::real(to_string(u), 0.01, 1.5, "achieved fraction of the unit's peak").optional());
+    return rows;
+  }();
+  return t;
+}
+
+const FieldTable& fitted_unit_row() {
+  static const FieldTable t = [] {
+    std::vector<std::string> names;
+    for (Unit u : kUnits) names.push_back(to_string(u));
+    names.push_back("cta_overhead_us");
+    return FieldTable{FieldSpec::choice("unit", names, "a unit or parameter no measurement moved")};
+  }();
+  return t;
+}
+
+const FieldTable& measured_fields() {
+  static const FieldTable t = {
+      FieldSpec::real("cta_overhead_us", 0, 100, "fixed time per CTA wave (pipeline fill and drain), µs").optional(),
+      FieldSpec::object("efficiency", efficiency_fields, "unit → achieved fraction of its peak").optional(),
+      FieldSpec::integer("fitted_from", 1, 1e9, "how many measurements the factors were fitted to").optional(),
+      FieldSpec::text("measurements", 4096, "the measurements file they were fitted to").optional(),
+      FieldSpec::real("median_error_before", 0, 1e9, "median |t_model/t_measured − 1| before the fit").optional(),
+      FieldSpec::real("median_error_after", 0, 1e9, "the same after the fit").optional(),
+      FieldSpec::real("median_error_leave_one_out", 0, 1e9, "each time predicted by a fit without it").optional(),
+      FieldSpec::array("not_identifiable", 0, 16, fitted_unit_row, "factors left at 1: no measurement moved them")
+          .optional(),
+  };
+  return t;
 }
 
 }  // namespace
 
+const FieldTable& gpu_spec_fields() {
+  static const FieldTable t = {
+      FieldSpec::id("id", "the spec's id: its file name without .json"),
+      FieldSpec::text("name", 100, "the product name, for tables"),
+      FieldSpec::text("arch", 16, "the compute capability, e.g. sm_90"),
+      FieldSpec::integer("sm_count", 1, 1024, "streaming multiprocessors").with_source(),
+      FieldSpec::real("sm_clock_ghz", 0.1, 10, "SM (boost) clock, GHz").with_source(),
+      FieldSpec::real("hbm_bandwidth_gbs", 1, 1e5, "DRAM bandwidth, GB/s").with_source(),
+      FieldSpec::real("hbm_capacity_gb", 0.5, 1e4, "DRAM capacity, GB").with_source(),
+      FieldSpec::integer("l2_bytes", 1 << 16, 1ll << 34, "L2 cache, bytes").with_source(),
+      FieldSpec::integer("smem_per_sm_bytes", 1024, 1 << 24, "shared memory per SM, bytes").with_source(),
+      FieldSpec::integer("smem_per_cta_bytes", 1024, 1 << 24, "shared memory one CTA may use, bytes").with_source(),
+      FieldSpec::integer("regs_per_sm", 1024, 1 << 24, "32-bit registers per SM").with_source(),
+      FieldSpec::integer("max_threads_per_sm", 32, 8192, "resident threads per SM").with_source(),
+      FieldSpec::integer("max_ctas_per_sm", 1, 256, "resident CTAs per SM").with_source(),
+      FieldSpec::object("tensor_tflops", tensor_fields, "dense tensor-core peaks by input type"),
+      FieldSpec::real("mma_sync_fraction", 0.01, 1, "share of the tensor peak warp-level mma.sync reaches").with_source(),
+      FieldSpec::real("fp32_tflops", 0.01, 1e4, "non-tensor FP32 peak, 2 flops per FMA (TFLOPS)").with_source(),
+      FieldSpec::real("sfu_exp2_per_clk_per_sm", 1, 1024, "ex2 results per clock per SM").with_source(),
+      FieldSpec::real("int32_per_clk_per_sm", 1, 1024, "32-bit integer multiply-add results per clock per SM")
+          .with_source(),
+      FieldSpec::real("cvt_per_clk_per_sm", 1, 1024, "conversions per clock per SM").with_source(),
+      FieldSpec::real("issue_per_clk_per_sm", 1, 4096, "thread-instructions issued per clock per SM").with_source(),
+      FieldSpec::object("measured", measured_fields, "what `attnlab calibrate` fitted (absent: uncalibrated)")
+          .optional(),
+  };
+  return t;
+}
+
 GpuSpec load_gpu_spec_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) fail_input(path, "cannot open the GPU spec");
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::parse_error& e) {
-    fail_input(path, fmt::format("not valid JSON (byte {})", e.byte));
-  }
-  if (!j.is_object()) fail_input(path, "expected a JSON object");
+  const json j = read_data_file(path);
+  const std::string w = where_of(path);
+  check_fields(j, gpu_spec_fields(), w);
   GpuSpec s;
-  const std::string w = path;
-  s.id = text(j, "id", w);
-  if (s.id != fs::path(path).stem().string())
-    fail_input(w + ".id", fmt::format("'{}' must equal the file name '{}'", s.id, fs::path(path).stem().string()));
-  s.name = text(j, "name", w);
-  s.arch = text(j, "arch", w);
-  s.sm_count = static_cast<int>(positive(j, "sm_count", w, s));
-  s.sm_clock_ghz = positive(j, "sm_clock_ghz", w, s);
-  s.hbm_bandwidth_gbs = positive(j, "hbm_bandwidth_gbs", w, s);
-  s.hbm_capacity_gb = positive(j, "hbm_capacity_gb", w, s);
-  s.l2_bytes = positive(j, "l2_bytes", w, s);
-  s.smem_per_sm_bytes = positive(j, "smem_per_sm_bytes", w, s);
-  s.smem_per_cta_bytes = positive(j, "smem_per_cta_bytes", w, s);
-  s.regs_per_sm = positive(j, "regs_per_sm", w, s);
-  s.max_threads_per_sm = static_cast<int>(positive(j, "max_threads_per_sm", w, s));
-  s.max_ctas_per_sm = static_cast<int>(positive(j, "max_ctas_per_sm", w, s));
-  if (!j.contains("tensor_tflops") || !j["tensor_tflops"].is_object() || !j["tensor_tflops"].contains("fp16"))
-    fail_input(w + ".tensor_tflops", "expected an object with at least \"fp16\"");
+  s.id = j["id"], s.name = j["name"], s.arch = j["arch"];
+  const std::string stem = fs::path(path).stem().string();
+  if (s.id != stem) fail_input(w + ".id", fmt::format("'{}' must equal the file name '{}'", s.id, echo(stem)));
+  for (const FieldSpec& f : gpu_spec_fields())
+    if (f.sourced) s.sources[f.name] = source_of(j, f.name);
+  s.sm_count = static_cast<int>(number(j, "sm_count"));
+  s.sm_clock_ghz = number(j, "sm_clock_ghz");
+  s.hbm_bandwidth_gbs = number(j, "hbm_bandwidth_gbs");
+  s.hbm_capacity_gb = number(j, "hbm_capacity_gb");
+  s.l2_bytes = number(j, "l2_bytes");
+  s.smem_per_sm_bytes = number(j, "smem_per_sm_bytes");
+  s.smem_per_cta_bytes = number(j, "smem_per_cta_bytes");
+  s.regs_per_sm = number(j, "regs_per_sm");
+  s.max_threads_per_sm = static_cast<int>(number(j, "max_threads_per_sm"));
+  s.max_ctas_per_sm = static_cast<int>(number(j, "max_ctas_per_sm"));
+  if (s.smem_per_cta_bytes > s.smem_per_sm_bytes)
+    fail_input(w + ".smem_per_cta_bytes", fmt::format("{} exceeds smem_per_sm_bytes ({})", s.smem_per_cta_bytes,
+                                                      s.smem_per_sm_bytes));
   for (const auto& [type, _] : j["tensor_tflops"].items()) {
-    if (type != "fp16" && type != "fp8" && type != "int8")
-      fail_input(w + ".tensor_tflops." + type, "unknown data type (known: fp16, fp8, int8)");
-    GpuSpec scratch;
-    s.tensor_tflops[type] = positive(j["tensor_tflops"], type, w + ".tensor_tflops", scratch);
-    s.sources["tensor_tflops." + type] = scratch.sources[type];
+    s.tensor_tflops[type] = number(j["tensor_tflops"], type);
+    s.sources["tensor_tflops." + type] = source_of(j["tensor_tflops"], type);
   }
-  s.mma_sync_fraction = positive(j, "mma_sync_fraction", w, s);
-  if (s.mma_sync_fraction > 1) fail_input(w + ".mma_sync_fraction", "must be at most 1");
-  s.fp32_tflops = positive(j, "fp32_tflops", w, s);
-  s.sfu_exp2_per_clk_per_sm = positive(j, "sfu_exp2_per_clk_per_sm", w, s);
-  s.int32_per_clk_per_sm = positive(j, "int32_per_clk_per_sm", w, s);
-  s.cvt_per_clk_per_sm = positive(j, "cvt_per_clk_per_sm", w, s);
-  s.issue_per_clk_per_sm = positive(j, "issue_per_clk_per_sm", w, s);
+  s.mma_sync_fraction = number(j, "mma_sync_fraction");
+  s.fp32_tflops = number(j, "fp32_tflops");
+  s.sfu_exp2_per_clk_per_sm = number(j, "sfu_exp2_per_clk_per_sm");
+  s.int32_per_clk_per_sm = number(j, "int32_per_clk_per_sm");
+  s.cvt_per_clk_per_sm = number(j, "cvt_per_clk_per_sm");
+  s.issue_per_clk_per_sm = number(j, "issue_per_clk_per_sm");
   if (j.contains("measured")) {
-    if (!j["measured"].is_object()) fail_input(w + ".measured", "expected an object");
     s.measured = j["measured"];
-    if (s.measured.contains("cta_overhead_us")) {
-      const json& v = s.measured["cta_overhead_us"];
-      if (!v.is_number() || !(v.get<double>() >= 0) || v.get<double>() > 100)
-        fail_input(w + ".measured.cta_overhead_us", "expected microseconds in [0, 100]");
-      s.cta_overhead_us = v.get<double>();
-    }
-    if (s.measured.contains("efficiency")) {
-      const json& e = s.measured["efficiency"];
-      if (!e.is_object()) fail_input(w + ".measured.efficiency", "expected an object of unit: factor");
-      for (const auto& [unit, v] : e.items()) {
-        const bool known = std::any_of(std::begin(kUnits), std::end(kUnits), [&](Unit u) { return unit == to_string(u); });
-        if (!known) fail_input(w + ".measured.efficiency." + unit, "unknown unit");
-        if (!v.is_number() || !(v.get<double>() > 0) || v.get<double>() > 1.5)
-          fail_input(w + ".measured.efficiency." + unit, "expected a factor in (0, 1.5]");
-        s.efficiency[unit] = v.get<double>();
-      }
-    }
+    if (s.measured.contains("cta_overhead_us")) s.cta_overhead_us = s.measured["cta_overhead_us"].get<double>();
+    if (s.measured.contains("efficiency"))
+      for (const auto& [unit, v] : s.measured["efficiency"].items()) s.efficiency[unit] = v.get<double>();
   }
   return s;
 }
@@ -161,19 +191,19 @@ GpuSpec load_gpu_spec_file(const std::string& path) {
 std::vector<GpuSpec> all_gpu_specs() {
   std::vector<GpuSpec> specs;
   std::error_code ec;
-  for (auto it = fs::directory_iterator(specs_dir(), ec); !ec && it != fs::directory_iterator(); ++it)
+  for (auto it = fs::directory_iterator(specs_dir(), ec); !ec && it != fs::directory_iterator(); it.increment(ec))
     if (it->path().extension() == ".json") specs.push_back(load_gpu_spec_file(it->path().string()));
-  if (ec) fail_input(specs_dir(), "cannot list the GPU specs folder");
+  if (ec) fail_input(echo(specs_dir()), "cannot list the GPU specs folder");
   std::sort(specs.begin(), specs.end(), [](const GpuSpec& a, const GpuSpec& b) { return a.id < b.id; });
   return specs;
 }
 
-GpuSpec load_gpu_spec(const std::string& id) {
-  const fs::path file = fs::path(specs_dir()) / (id + ".json");
-  if (fs::exists(file)) return load_gpu_spec_file(file.string());
-  std::vector<std::string> ids;
-  for (const auto& s : all_gpu_specs()) ids.push_back(s.id);
-  fail_input("gpu_model", fmt::format("unknown GPU '{}' (known: {})", id, fmt::join(ids, ", ")));
+std::string gpu_spec_path(const std::string& id_or_path, const std::string& where) {
+  return data_file_path(id_or_path, specs_dir(), "GPU", where);
+}
+
+GpuSpec load_gpu_spec(const std::string& id_or_path, const std::string& where) {
+  return load_gpu_spec_file(gpu_spec_path(id_or_path, where));
 }
 
 }  // namespace attnlab::sim

@@ -3,6 +3,8 @@
 // factors `attnlab calibrate` fits from kernel timings (sim/calibrate.h) and the model then applies.
 #pragma once
 
+#include "sim/data_fields.h"
+
 #include <nlohmann/json.hpp>
 
 #include <map>
@@ -51,11 +53,16 @@ std::string spec_id_for_device(const std::string& device_name);
 
 // The folder of spec files: $ATTNLAB_SPECS, else the source tree's sim/specs.
 std::string specs_dir();
-// Reads and validates one spec: every field present and positive, rates positive where given; errors
-// name the file and the field.
+// Every field of a spec file, declared (sim/data_fields.h): numbers {"value", "source"} with their ranges,
+// the optional `measured` section calibrate writes. Unknown fields are refused.
+const FieldTable& gpu_spec_fields();
+// Reads and validates one spec against gpu_spec_fields(); its id must equal the file name. Errors name
+// the file and the field.
 GpuSpec load_gpu_spec_file(const std::string& path);
-// The spec called `id` (its file name without .json); errors list the known ids.
-GpuSpec load_gpu_spec(const std::string& id);
+// The file of a GPU named by an id ("h100-sxm5": specs_dir()/h100-sxm5.json) or a path ("my/gpu.json",
+// "gpu.json"); an unknown id or a name that is neither fails as "<where>: …", listing the known ids.
+std::string gpu_spec_path(const std::string& id_or_path, const std::string& where = "gpu_model");
+GpuSpec load_gpu_spec(const std::string& id_or_path, const std::string& where = "gpu_model");
 // Every spec in specs_dir(), sorted by id.
 std::vector<GpuSpec> all_gpu_specs();
 

@@ -49,12 +49,21 @@ CLI::Validator not_empty(const std::string& expected) {
   return CLI::Validator([expected](std::string& v) { return v.empty() ? "is empty: give " + expected : std::string(); }, "");
 }
 
+// An id or a path (sim/data_fields.h's rule: a value with '/' or ending in .json names a file).
+static bool names_a_file(const std::string& v) {
+  return v.find('/') != std::string::npos || (v.size() > 5 && v.compare(v.size() - 5, 5, ".json") == 0);
+}
+
 CLI::Validator gpu_id() {
-  return CLI::Validator([](std::string& v) { return check_name(v, "a GPU id", "attnlab gpus lists them"); }, "");
+  return CLI::Validator([](std::string& v) {
+    return names_a_file(v) ? check_input_file(v) : check_name(v, "a GPU id", "attnlab gpus lists them, or give a spec .json");
+  }, "");
 }
 
 CLI::Validator model_id() {
-  return CLI::Validator([](std::string& v) { return check_name(v, "a model name", "sim/models/ lists them"); }, "");
+  return CLI::Validator([](std::string& v) {
+    return names_a_file(v) ? check_input_file(v) : check_name(v, "a model name", "sim/models/ lists them, or give a model .json");
+  }, "");
 }
 
 CLI::Validator whole_number() {

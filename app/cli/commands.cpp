@@ -170,9 +170,10 @@ int sweep_command(const SweepOptions& o) {
 }
 
 int capacity_command(const CapacityOptions& o) {
-  const sim::LlmConfig m = sim::load_llm(o.model);
-  const sim::GpuSpec g = sim::load_gpu_spec(o.gpu);
-  if (o.context < 1) throw InputError("--context: must be at least 1 token");
+  const sim::LlmConfig m = sim::load_llm(o.model, "--model");
+  const sim::GpuSpec g = sim::load_gpu_spec(o.gpu, "--gpu");
+  if (o.context < 1 || o.context > sim::kMaxContext)
+    throw InputError(fmt::format("--context: {} tokens is outside [1, {}]", o.context, sim::kMaxContext));
   std::vector<VariantRequest> variants;
   if (!o.config.empty()) {
     variants = load_experiment(o.config).variants;
@@ -180,28 +181,42 @@ int capacity_command(const CapacityOptions& o) {
     for (const auto& v : variant_registry()) variants.push_back({v.id, ParamValues::defaults(v.params), ""});
     if (const VariantSpec* t = find_variant("turbo")) {
       VariantRequest mixed{"turbo", ParamValues::defaults(t->params), "turbo 2/4-bit mix"};
-      mixed.params.set(t->params, "two_bit_heads", m.kv_heads / 2, "capacity");
+      mixed.params.set(t->params, "two_bit_heads", m.kv_heads / 2, "--model " + echo(o.model) + ": kv_heads / 2 as turbo");
       variants.push_back(mixed);
     }
   }
+  // Every row first: a model whose weights leave no room for a cache fails before anything is printed.
+  std::vector<std::pair<sim::CacheFormat, sim::Capacity>> rows;
+  for (const auto& v : variants) {
+    const sim::CacheFormat f = sim::cache_format(m, v);
+    rows.emplace_back(f, sim::capacity(m, f, g, o.context));
+  }
+  const auto smallest = std::min_element(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+    return a.second.seq_bytes < b.second.seq_bytes;
+  });
+  if (smallest != rows.end() && smallest->second.max_batch == 0)
+    throw InputError(fmt::format("--context: one sequence of {} tokens of {} needs {:.1f} GB even as {}, more than the "
+                                 "{:.1f} GB the {} has left for the cache",
+                                 o.context, echo(m.id), smallest->second.seq_bytes / 1e9,
+                                 echo(smallest->first.variant), smallest->second.free_bytes / 1e9, echo(g.id)));
+  const sim::Capacity& head = rows.front().second;
   fmt::print("{} on {} at {} tokens of context: weights {:.1f} GB (FP16), workspace {:.1f} GB, {:.1f} GB for the cache\n",
-             m.name, g.name, o.context, m.parameters * 2 / 1e9, std::max(2.0 * (1 << 30), 0.05 * g.hbm_capacity_gb * 1e9) / 1e9,
-             (g.hbm_capacity_gb * 1e9 - m.parameters * 2 - std::max(2.0 * (1 << 30), 0.05 * g.hbm_capacity_gb * 1e9)) / 1e9);
+             m.name, g.name, o.context, head.weights_bytes / 1e9, head.workspace_bytes / 1e9, head.free_bytes / 1e9);
   views::Table t;
   t.columns = {{"variant", "variant", ""},          {"bytes_per_token", "cache per token", "bytes"},
                {"seq_bytes", "per sequence", "MiB"}, {"max_batch", "max batch", ""},
                {"step_ms", "decode step", "ms"},     {"tokens_per_s", "throughput", "tokens/s"},
                {"speedup", "× first", ""}};
   double first = 0;
-  for (const auto& v : variants) {
-    const sim::CacheFormat f = sim::cache_format(m, v);
-    const sim::Capacity c = sim::capacity(m, f, g, o.context);
+  for (const auto& [f, c] : rows) {
     if (first == 0) first = c.tokens_per_s;
     auto num = [](double x, const char* f) { return views::Cell{fmt::format(fmt::runtime(f), x), x}; };
-    t.rows.push_back({views::Cell{f.variant, std::nan("")}, num(f.bytes_per_token * double(m.layers), "{:.0f}"),
+    // A variant that does not fit one sequence has no decode step: a dash, not a 0.00 ms step.
+    auto fits = [&](double x, const char* f) { return c.max_batch > 0 ? num(x, f) : views::Cell{"—", std::nan("")}; };
+    t.rows.push_back({views::Cell{echo(f.variant), std::nan("")}, num(f.bytes_per_token * double(m.layers), "{:.0f}"),
                       num(c.seq_bytes / (1 << 20), "{:.1f}"), num(double(c.max_batch), "{:.0f}"),
-                      num(c.step_ms, "{:.2f}"), num(c.tokens_per_s, "{:.0f}"),
-                      num(first > 0 ? c.tokens_per_s / first : 0, "{:.2f}")});
+                      fits(c.step_ms, "{:.2f}"), fits(c.tokens_per_s, "{:.0f}"),
+                      first > 0 ? fits(c.tokens_per_s / first, "{:.2f}") : views::Cell{"—", std::nan("")}});
   }
   print_table(t);
   return 0;
@@ -210,12 +225,17 @@ int capacity_command(const CapacityOptions& o) {
 int calibrate_command(const CalibrateOptions& o) {
   std::string file_gpu;
   const std::vector<sim::Measurement> m = sim::load_measurements(o.measurements, &file_gpu);
-  const std::string gpu_id = o.gpu.empty() ? file_gpu : o.gpu;
-  if (gpu_id.empty()) throw InputError("--gpu: not given and the measurements file names no GPU");
-  if (!o.gpu.empty() && !file_gpu.empty() && o.gpu != file_gpu)
-    throw InputError(fmt::format("--gpu: '{}' but the measurements were taken on '{}'", o.gpu, file_gpu));
-  const sim::GpuSpec g = sim::load_gpu_spec(gpu_id);
-  const sim::Calibration c = sim::calibrate(g, m);
+  if (o.gpu.empty() && file_gpu.empty()) throw InputError("--gpu: not given and the measurements file names no GPU");
+  // The spec the factors are written into: --gpu (an id or a path), else the file's GPU id (never a path).
+  const std::string spec_path = o.gpu.empty() ? sim::gpu_spec_path(file_gpu, echo(o.measurements) + ".gpu")
+                                              : sim::gpu_spec_path(o.gpu, "--gpu");
+  const sim::GpuSpec g = sim::load_gpu_spec_file(spec_path);
+  if (!file_gpu.empty() && g.id != file_gpu)
+    throw InputError(fmt::format("--gpu: '{}' but the measurements were taken on '{}'", echo(g.id), file_gpu));
+  const sim::Calibration c = [&] {
+    ProgressBar bar;  // leave-one-out refits N times: long for hundreds of measurements
+    return sim::calibrate(g, m, {}, [&](double f, const std::string& stage) { bar.update(f, stage); });
+  }();
   views::Table t;
   t.columns = {{"kernel", "kernel", ""},          {"measured_ms", "measured", "ms"}, {"before_ms", "model before", "ms"},
                {"after_ms", "model after", "ms"}, {"loo_ms", "leave-one-out", "ms"}, {"error_after", "error after", "%"}};
@@ -234,9 +254,8 @@ int calibrate_command(const CalibrateOptions& o) {
   fmt::print("median |error|: before {:.1f}%, after {:.1f}%, leave-one-out {:.1f}%\n", 100 * c.median_error_before,
              100 * c.median_error_after, 100 * c.median_error_loo);
   if (!o.dry_run) {
-    const std::string path = sim::specs_dir() + "/" + gpu_id + ".json";
-    report::write_file_atomically(path, sim::spec_with_calibration(path, c, m.size(), o.measurements));
-    fmt::print("wrote the factors into {}\n", path);
+    report::write_file_atomically(spec_path, sim::spec_with_calibration(spec_path, c, m.size(), o.measurements));
+    fmt::print("wrote the factors into {}\n", echo(spec_path));
   }
   return 0;
 }

@@ -82,9 +82,10 @@ int main(int argc, char** argv) {
 
   CapacityOptions capacity;
   auto* capacity_cmd = app.add_subcommand("capacity", "KV-cache bytes per token, max batch and decode throughput per variant");
-  capacity_cmd->add_option("--model", capacity.model, "model configuration in sim/models (llama-3-8b, …)")->check(model_id());
-  capacity_cmd->add_option("--gpu", capacity.gpu, "GPU in sim/specs (attnlab gpus)")->check(gpu_id());
-  capacity_cmd->add_option("--context", capacity.context, "tokens of context per sequence")->check(whole_number());
+  capacity_cmd->add_option("--model", capacity.model, "model: an id in sim/models (llama-3-8b, …) or a path to a model .json")
+      ->check(model_id());
+  capacity_cmd->add_option("--gpu", capacity.gpu, "GPU: an id in sim/specs (attnlab gpus) or a path to a spec .json")->check(gpu_id());
+  capacity_cmd->add_option("--context", capacity.context, "tokens of context per sequence (1 to 2^30)")->check(whole_number());
   capacity_cmd->add_option("--config", capacity.config, "compare the variants of this experiment config instead")
       ->check(input_file());
 
@@ -93,7 +94,8 @@ int main(int argc, char** argv) {
   required.emplace_back(calibrate_cmd, calibrate_cmd->add_option("--measurements", calibrate.measurements,
                                                                  "measurements JSON (attnlab bench --out), required")
                                            ->check(input_file()));
-  calibrate_cmd->add_option("--gpu", calibrate.gpu, "the GPU spec to calibrate (default: the file's)")->check(gpu_id());
+  calibrate_cmd->add_option("--gpu", calibrate.gpu, "the GPU spec to calibrate: an id or a path to a spec .json (default: the file's id)")
+      ->check(gpu_id());
   calibrate_cmd->add_flag("--dry-run", calibrate.dry_run, "print the fit without writing the spec");
 
   BenchOptions bench;

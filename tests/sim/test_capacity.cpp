@@ -75,5 +75,21 @@ TEST_CASE("capacity: unknown models and bad contexts are named", "[sim][capacity
   CHECK(all_llms().size() >= 6);
 }
 
+TEST_CASE("capacity: weights that leave no room for a cache, and contexts past 2^30, are refused in one line",
+          "[sim][capacity][bad-input]") {
+  LlmConfig m = load_llm("llama-3-8b");
+  const GpuSpec g = load_gpu_spec("h100-sxm5");
+  const CacheFormat f = cache_format(m, request("flash2"));
+  CHECK(test::starts(test::input_error([&] { capacity(m, f, g, kMaxContext + 1); }), "--context"));
+  CHECK(capacity(m, f, g, kMaxContext).max_batch == 0);  // allowed, and nothing fits: the CLI says so
+  m.parameters = 38e9;  // 76 GB of FP16 weights + 4 GB of workspace: exactly nothing left of 80 GB
+  const std::string e = test::input_error([&] { capacity(m, f, g, 4096); });
+  CHECK(test::starts(e, "capacity"));
+  CHECK(e.find("llama-3-8b") != std::string::npos);
+  CHECK(e.find("h100-sxm5") != std::string::npos);
+  m.parameters = 37e9;  // 2 GB left: a batch of 3 at 4096 tokens (512 MiB each)
+  CHECK(capacity(m, f, g, 4096).max_batch == 3);
+}
+
 }  // namespace
 }  // namespace attnlab::sim

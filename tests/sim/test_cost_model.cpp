@@ -171,7 +171,7 @@ TEST_CASE("GPU specs: every shipped spec loads; bad specs name the field", "[sim
     return test::input_error([&] { load_gpu_spec_file(path); });
   };
   CHECK(error_for([](auto& j) { j.erase("sm_count"); }).find("sm_count: missing") != std::string::npos);
-  CHECK(error_for([](auto& j) { j["hbm_bandwidth_gbs"]["value"] = 0; }).find("hbm_bandwidth_gbs: must be positive") !=
+  CHECK(error_for([](auto& j) { j["hbm_bandwidth_gbs"]["value"] = 0; }).find("hbm_bandwidth_gbs: 0 is outside [1, ") !=
         std::string::npos);
   CHECK(error_for([](auto& j) { j["l2_bytes"].erase("source"); }).find("l2_bytes") != std::string::npos);
   CHECK(error_for([](auto& j) { j["tensor_tflops"]["fp4"] = {{"value", 1}, {"source", "x"}}; })
