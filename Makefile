@@ -5,7 +5,7 @@ JOBS    ?= $(shell nproc)
 WERROR  ?= OFF
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build run test bench-blocks clean
+.PHONY: all deps configure build run test bench-blocks clean test-sanitize fuzz fuzz-build fuzz-regress
 
 all: build
 
@@ -34,5 +34,51 @@ test: build
 bench-blocks: build
 	@$(BUILD)/bin/attnlab_tests "[.bench]" -s 2>&1 | grep "M elements/s"
 
+# The CPU test suite and the attnlab binary under AddressSanitizer and UndefinedBehaviorSanitizer (GCC),
+# in their own build folder; the first report fails the test that triggered it. CUDA is off there.
+# RelWithDebInfo without -DNDEBUG: optimized (the numeric tests stay fast), with line numbers in reports
+# and with assertions on. Leak detection is ASan's default here; attnlab-gui turns it off for itself
+# (tests/sanitize/gui_options.cpp says why).
+SAN_BUILD ?= build-sanitize
+SAN_ASAN_OPTIONS  ?= halt_on_error=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1
+SAN_UBSAN_OPTIONS ?= halt_on_error=1:print_stacktrace=1
+
+test-sanitize: deps
+	@cmake -S . -B $(SAN_BUILD) -G Ninja -DATTNLAB_SANITIZE=address,undefined -DATTNLAB_CUDA=OFF \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g" $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(SAN_BUILD) -j $(JOBS)
+	@cd $(SAN_BUILD) && ASAN_OPTIONS=$(SAN_ASAN_OPTIONS) UBSAN_OPTIONS=$(SAN_UBSAN_OPTIONS) \
+	  ctest --output-on-failure -j $(JOBS)
+
+# libFuzzer targets (tests/fuzz/README.md), built with clang in their own build folder.
+# `make fuzz` fuzzes each target for FUZZ_SECONDS (FUZZ_TARGETS picks some); its corpus grows in
+# build-fuzz/corpus/<target>, a finding lands in build-fuzz/findings/<target>/ and fails the run.
+# `make fuzz-regress` replays every seed and saved finding once (seconds; CI runs it).
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= npy safetensors config gpu_spec llm_model measurements
+FUZZ_CXX     ?= clang++-16
+FUZZ_ENV     := ASAN_SYMBOLIZER_PATH=/usr/lib/llvm-16/bin/llvm-symbolizer
+
+fuzz-build: deps
+	@CXX=$(FUZZ_CXX) cmake -S . -B $(FUZZ_BUILD) -G Ninja -DATTNLAB_FUZZ=ON -DATTNLAB_CUDA=OFF -DBUILD_TESTING=OFF \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g" $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target attnlab_fuzzers
+
+fuzz-regress: fuzz-build
+	@cd $(FUZZ_BUILD) && $(FUZZ_ENV) ctest --output-on-failure -j $(JOBS)
+
+fuzz: fuzz-build
+	@for t in $(FUZZ_TARGETS); do \
+	  mkdir -p $(FUZZ_BUILD)/corpus/$$t $(FUZZ_BUILD)/findings/$$t || exit 1; \
+	  echo "fuzz: $$t for $(FUZZ_SECONDS) s" >&2; \
+	  $(FUZZ_ENV) $(FUZZ_BUILD)/bin/fuzz_$$t $(FUZZ_BUILD)/corpus/$$t tests/fuzz/seeds/$$t \
+	    $$(test -d tests/fuzz/regressions/$$t && echo tests/fuzz/regressions/$$t) \
+	    -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+	    -artifact_prefix=$(FUZZ_BUILD)/findings/$$t/ 2>$(FUZZ_BUILD)/findings/$$t/log.txt \
+	    || { tail -n 40 $(FUZZ_BUILD)/findings/$$t/log.txt >&2; echo "fuzz: $$t found a problem (above; input in $(FUZZ_BUILD)/findings/$$t/)" >&2; exit 1; }; \
+	  grep -E "stat::number_of_executed_units|stat::peak_rss_mb" $(FUZZ_BUILD)/findings/$$t/log.txt >&2; \
+	done
+
 clean:
-	@rm -rf $(BUILD)
+	@rm -rf $(BUILD) $(SAN_BUILD) $(FUZZ_BUILD)

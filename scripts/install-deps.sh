@@ -14,6 +14,12 @@ packages=(
   # tests: Catch2; Xvfb + Mesa's software OpenGL for the GUI's screenshot test; headless Chromium
   # renders the report; DejaVu fonts for both (stb_image reads the screenshots back)
   catch2 xvfb xauth libgl1-mesa-dri chromium fonts-dejavu-core
+  # the hostile-input corpus runner (tests/corpus/run_corpus.py)
+  python3
+  # `make fuzz` / `make fuzz-regress`: clang with libFuzzer and the sanitizer runtimes, llvm-symbolizer for
+  # readable stacks. Clang 16, not bookworm's default 14: 14 cannot capture a structured binding in a
+  # lambda (C++20), which the sources do. `make test-sanitize` uses GCC's libasan/libubsan (g++ brings them).
+  clang-16 libclang-rt-16-dev llvm-16
 )
 
 missing=()
