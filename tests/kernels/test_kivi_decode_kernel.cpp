@@ -34,7 +34,6 @@
 #include "core/formats/half.h"
 #include "core/quant/kivi.h"
 #include "core/registry.h"
-#include "core/variants/kivi_layout.h"
 #include "kernels/device.h"
 #include "kernels/kivi_decode_host.h"
 #include "tests/catch.h"
