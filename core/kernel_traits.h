@@ -39,6 +39,10 @@ inline constexpr KernelTraits kKernelTraits[] = {
     // (core/variants/turbo_chains.h decides how many, not this table), 3 blocks in flight per warp.
     {"turbo",       64,  80,  8,   64,  4,    3,     128, 0, true},
     {"turbo",       128, 80,  8,   64,  4,    3,     168, 0, true},
+    // kivi decode (kernels/kivi_decode.cu): B_r = the ≤ 8 query heads (MMA N columns), B_c = 64 tokens;
+    // 4 warps per CTA, one chain each, 2 tiles in flight per warp; splits from decode_splits over warps.
+    {"kivi",        64,  80,  8,   64,  4,    2,     158, 128, true},
+    {"kivi",        128, 80,  8,   64,  4,    2,     226, 128, true},
 };
 
 // Split-KV decode (flash-decoding): how many CTAs share one (batch, head)'s keys. FlashAttention-2's

@@ -1,6 +1,8 @@
 // attnlab kernels: the kernel table's rows (kernel_table.h).
 #include "kernels/kernel_table.h"
 
+#include "kernels/kivi_backend.h"
+
 namespace attnlab::kernels {
 
 namespace {
@@ -11,6 +13,7 @@ constexpr KernelRow kRows[] = {
     {"flash2",      flash2_cannot_run,     flash2_run},
     {"int_flash",   int_flash_cannot_run,  int_flash_run},
     {"turbo",       turbo_cannot_run,      turbo_run},
+    {"kivi",        kivi_cannot_run,       kivi_run},
 };
 // clang-format on
 
