@@ -109,6 +109,10 @@ Results Runner::run(const Experiment& e, const RunControl& control) const {
     }
   }
   if (!e.wants("reference")) r.environment.skipped.push_back({"", "reference", "not requested"});
+  // Device memory, like host memory, is checked from the shapes before anything runs.
+  for (Backend* b : active)
+    for (const VariantRequest& v : e.variants)
+      if (b->cannot_run(v, e).empty()) b->check_fits(v, e);
 
   const double steps = 2.0 + double(e.variants.size()) * (1.0 + double(active.size()));
   double done = 0;

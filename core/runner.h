@@ -28,6 +28,9 @@ class Backend {
   virtual std::string unavailable() const = 0;
   // Empty when it can run this variant on this problem, else why not ("no kernel for this variant").
   virtual std::string cannot_run(const VariantRequest& v, const Experiment& e) const = 0;
+  // Throws InputError when this variant's problem cannot fit the backend's device (the GPU's free memory),
+  // before any data is generated or read; called for each variant the backend can run.
+  virtual void check_fits(const VariantRequest& /*v*/, const Experiment& /*e*/) const {}
   // Fills its part of `into` (kernel or model).
   virtual void run(const Experiment& e, const VariantRequest& v, const QKV& in, const TensorF64& truth,
                    VariantResult& into) = 0;

@@ -2,6 +2,7 @@
 // table (kernel_table.h): a variant without a row has no kernel.
 #include "kernels/backend.h"
 
+#include "kernels/device_memory.h"
 #include "kernels/kernel_table.h"
 
 #include <stdexcept>
@@ -14,6 +15,10 @@ std::string KernelBackend::cannot_run(const VariantRequest& v, const Experiment&
   if (device_.sm_major < 8) return "the kernels need sm_80 or newer";
   const KernelRow* row = find_kernel_row(v.id);
   return row ? row->cannot_run(v, e, device_) : "no kernel for this variant yet";
+}
+
+void KernelBackend::check_fits(const VariantRequest& v, const Experiment& e) const {
+  check_device_memory(least_device_bytes(e.problem, v), v.label.empty() ? v.id : v.label);
 }
 
 void KernelBackend::run(const Experiment& e, const VariantRequest& v, const QKV& in, const TensorF64& truth,

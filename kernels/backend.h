@@ -18,6 +18,8 @@ class KernelBackend : public Backend {
   std::string name() const override { return "kernel"; }
   std::string unavailable() const override { return device_.usable ? "" : device_.reason; }
   std::string cannot_run(const VariantRequest& v, const Experiment& e) const override;
+  // Refuses (InputError) a problem whose least device memory (device_memory.h) exceeds the GPU's free memory.
+  void check_fits(const VariantRequest& v, const Experiment& e) const override;
   void run(const Experiment& e, const VariantRequest& v, const QKV& in, const TensorF64& truth,
            VariantResult& into) override;
   std::string device_name() const override { return device_.usable ? device_.name : ""; }

@@ -1,6 +1,9 @@
 // attnlab kernels: every CUDA call checked, and device memory owned by RAII.
 #pragma once
 
+#include "core/error.h"
+#include "kernels/device_memory.h"
+
 #include <cuda_runtime.h>
 
 #include <fmt/format.h>
@@ -12,19 +15,29 @@
 
 namespace attnlab::kernels {
 
-// Throws std::runtime_error naming the call and its error when `e` is not cudaSuccess (an internal
-// failure, exit code 1: the input was valid, the GPU or the code failed).
+// Throws std::runtime_error naming the CUDA error (its enum name and text) and the call — a kernel launch
+// names the kernel's entry point — when `e` is not cudaSuccess: an internal failure, exit code 1 (the input
+// was valid, the GPU or the code failed).
 inline void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(fmt::format("CUDA: {}: {}", what, cudaGetErrorString(e)));
+  if (e != cudaSuccess)
+    throw std::runtime_error(fmt::format("CUDA error {} ({}) in {}", cudaGetErrorName(e), cudaGetErrorString(e), what));
 }
 #define ATTNLAB_CUDA(call) ::attnlab::kernels::check((call), #call)
 
-// One device allocation, freed when it goes out of scope.
+// One device allocation, freed when it goes out of scope. An allocation the GPU's memory cannot hold is
+// the problem's size at fault, not the code: InputError (exit 2) naming the bytes and the free memory.
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
   explicit DeviceBuffer(size_t bytes) : bytes_(bytes) {
-    if (bytes > 0) ATTNLAB_CUDA(cudaMalloc(&ptr_, bytes));
+    if (bytes == 0) return;
+    const cudaError_t e = cudaMalloc(&ptr_, bytes);
+    if (e == cudaErrorMemoryAllocation) {
+      cudaGetLastError();  // not sticky; clear it so later calls report their own state
+      ptr_ = nullptr;
+      throw InputError(allocation_refusal(bytes));
+    }
+    ATTNLAB_CUDA(e);
   }
   ~DeviceBuffer() {
     if (ptr_) cudaFree(ptr_);
