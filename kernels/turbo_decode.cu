@@ -50,7 +50,6 @@ namespace {
 namespace layout = attnlab::turbo_layout;
 
 constexpr int kWarps = 4;   // warps per CTA, one chain each
-constexpr int kStages = 3;  // cache blocks in flight per warp
 constexpr int kRows = 8;    // query heads per KV head the MMA rows hold (rows g; g + 8 carry lo)
 constexpr unsigned kFull = 0xffffffffu;
 constexpr float kFltMin = 1.17549435e-38f;  // FLT_MIN: quant::scale_for_span's smallest scale
@@ -61,9 +60,12 @@ struct Shape {
   static constexpr int KS = D / 32;                                   // k-steps of Q·Kᵀ
   static constexpr int NJ = D / 8;                                    // n-tiles (8 channels) of P·V
   static constexpr int kStageBytes = 2 * kTurboBlock * D / 2 + 4 * D + 16;  // 4-bit codes, s/z, block scales
-  static constexpr int kWarpBytes = kStages * kStageBytes + kRows * D + 32;  // + Q codes, s_Q
-  static constexpr int kSmemBytes = kWarps * kWarpBytes + 32 * 4;            // + the SAS table
 };
+// Shared memory with ST cache blocks in each warp's ring (TurboDecodeArgs::stages).
+template <int D, int ST>
+constexpr int kWarpBytes = ST * Shape<D>::kStageBytes + kRows * D + 32;  // + Q codes, s_Q
+template <int D, int ST>
+constexpr int kSmemBytes = kWarps * kWarpBytes<D, ST> + 32 * 4;            // + the SAS table
 
 __device__ __forceinline__ void cp_async_8(void* smem, const void* gmem) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(smem_addr(smem)), "l"(gmem));
@@ -434,7 +436,7 @@ __device__ __forceinline__ void load_stage(uint8_t* stage, const TurboCacheArgs&
   if (lane == 0) cp_async_8(stage + 2 * kCodeBytes + 4 * D, c.block_scales + (int64_t(pair) * c.slots + slot) * 2);
 }
 
-template <int D, int BITS>
+template <int D, int BITS, int kStages>
 __device__ void run_chain(const TurboDecodeArgs& a, int pair, int chain, uint8_t* ring, const int8_t* q8,
                           float s_q, const Exp& exp_fn) {
   const Tiles tiles(a.cache);
@@ -485,7 +487,7 @@ __device__ void run_chain(const TurboDecodeArgs& a, int pair, int chain, uint8_t
   }
 }
 
-template <int D>
+template <int D, int kStages>
 __global__ void __launch_bounds__(kWarps * 32) turbo_chains_kernel(const TurboDecodeArgs a) {
   extern __shared__ __align__(16) uint8_t smem[];
   float* lut = reinterpret_cast<float*>(smem);
@@ -495,7 +497,7 @@ __global__ void __launch_bounds__(kWarps * 32) turbo_chains_kernel(const TurboDe
   const int pairs = a.batch * a.kv_heads;
   const int id = blockIdx.x * kWarps + warp, pair = id / a.chains, chain = id % a.chains;
   if (pair >= pairs) return;
-  uint8_t* mine = smem + 32 * 4 + warp * Shape<D>::kWarpBytes;
+  uint8_t* mine = smem + 32 * 4 + warp * kWarpBytes<D, kStages>;
   int8_t* q8 = reinterpret_cast<int8_t*>(mine + kStages * Shape<D>::kStageBytes);
   float* s_q_rows = reinterpret_cast<float*>(q8 + kRows * D);
 
@@ -520,8 +522,8 @@ __global__ void __launch_bounds__(kWarps * 32) turbo_chains_kernel(const TurboDe
   __syncwarp();
   const float s_q = s_q_rows[lane / 4];
   const Exp exp_fn = make_exp(a.exp, lut);
-  if (a.cache.bits[pair] == 4) run_chain<D, 4>(a, pair, chain, mine, q8, s_q, exp_fn);
-  else run_chain<D, 2>(a, pair, chain, mine, q8, s_q, exp_fn);
+  if (a.cache.bits[pair] == 4) run_chain<D, 4, kStages>(a, pair, chain, mine, q8, s_q, exp_fn);
+  else run_chain<D, 2, kStages>(a, pair, chain, mine, q8, s_q, exp_fn);
 }
 
 // turbo_chains.h's merge, one thread per channel of one query head; then O = G / ℓ in FP16, L = m + log ℓ.
@@ -621,13 +623,13 @@ __global__ void __launch_bounds__(D) turbo_append_kernel(const TurboCacheArgs c,
   for (int i = ch; i < kTurboBlock * D / 4; i += D) kz[i] = 0u, vz[i] = 0u;  // the buffer starts empty again
 }
 
-template <int D>
+template <int D, int ST>
 cudaError_t launch(const TurboDecodeArgs& a, cudaStream_t stream) {
-  const int smem = Shape<D>::kSmemBytes;
-  cudaError_t e = cudaFuncSetAttribute(turbo_chains_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  const int smem = kSmemBytes<D, ST>;
+  cudaError_t e = cudaFuncSetAttribute(turbo_chains_kernel<D, ST>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
   const int warps = a.batch * a.kv_heads * a.chains;
-  turbo_chains_kernel<D><<<(warps + kWarps - 1) / kWarps, kWarps * 32, smem, stream>>>(a);
+  turbo_chains_kernel<D, ST><<<(warps + kWarps - 1) / kWarps, kWarps * 32, smem, stream>>>(a);
   if ((e = cudaGetLastError()) != cudaSuccess) return e;
   turbo_merge_kernel<D><<<a.batch * a.q_heads, D, 0, stream>>>(a);
   return cudaGetLastError();
@@ -646,9 +648,10 @@ int turbo_decode_tiles(const TurboCacheArgs& c) { return Tiles(c).total; }
 
 cudaError_t turbo_decode_attend(const TurboDecodeArgs& a, cudaStream_t stream) {
   if (!turbo_decode_supports(a.cache.head_dim, a.q_heads / a.kv_heads) || a.chains < 1 ||
-      a.chains > Tiles(a.cache).total)
+      a.chains > Tiles(a.cache).total || (a.stages != 2 && a.stages != 3))
     return cudaErrorInvalidValue;
-  return a.cache.head_dim == 64 ? launch<64>(a, stream) : launch<128>(a, stream);
+  if (a.stages == 2) return a.cache.head_dim == 64 ? launch<64, 2>(a, stream) : launch<128, 2>(a, stream);
+  return a.cache.head_dim == 64 ? launch<64, 3>(a, stream) : launch<128, 3>(a, stream);
 }
 
 cudaError_t turbo_decode_append(const TurboCacheArgs& c, const float* k, const float* v, bool int_scale_up,

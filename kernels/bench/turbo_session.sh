@@ -3,7 +3,10 @@
 # their [gpu] tests and compute-sanitizer on the small shapes, time them with attnlab bench at the
 # benchmark shapes (B 16, d 128, N 32k; MHA and GQA 4:1) and PyTorch SDPA's FP16 decode on the same shapes
 # in the same session, and print the ratios. Logs land in $OUT (at most 8 files come back: they are
-# packed). TESTS_ONLY=1 stops after the tests; BENCH_ONLY=1 skips them.
+# packed). TESTS_ONLY=1 stops after the tests; BENCH_ONLY=1 skips them. NCU=1 adds Nsight Compute's DRAM
+# bytes and warp stalls of each decode kernel (one launch each, at the bench shape); SASS=1 the kernels'
+# disassembly; OOM=1 the GPU-memory refusals (a problem larger than the GPU; a GPU mostly taken by another
+# process). Everything lands packed in $OUT/logs.tar.gz beside session.log and comparison.json.
 set -u
 out=${OUT:-/tmp/attnlab-out}
 mkdir -p "$out"
@@ -17,23 +20,26 @@ cmake --build build-gpu -j "$(nproc)" --target attnlab attnlab_tests >"$out/buil
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,memory.used,memory.total --format=csv,noheader | tee -a "$log"
 if [ -z "${BENCH_ONLY:-}" ]; then
   step "[gpu] tests of the decode kernels"
-  build-gpu/bin/attnlab_tests "${TEST_SPEC:-[turbo],[kivi]}" >"$out/gpu-tests.log" 2>&1
+  build-gpu/bin/attnlab_tests "${TEST_SPEC:-[turbo],[kivi],[kernels]}" >"$out/gpu-tests.log" 2>&1
   echo "exit $?" | tee -a "$log"
   grep -E "FAILED|failed|passed|skipped" "$out/gpu-tests.log" | tail -5 | tee -a "$log"
   grep -B3 -A14 "FAILED" "$out/gpu-tests.log" | head -80
   step "compute-sanitizer memcheck + racecheck (small shapes)"
   for tool in memcheck racecheck; do
-    compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/bin/attnlab_tests "${SANITIZE_SPEC:-turbo decode kernel on a small shape (sanitizer run)}" >"$out/$tool.log" 2>&1
+    compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/bin/attnlab_tests "${SANITIZE_SPEC:-[sanitize]}" >"$out/$tool.log" 2>&1
     echo "$tool exit $?: $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/$tool.log" | tail -1)" | tee -a "$log"
   done
   [ -n "${TESTS_ONLY:-}" ] && exit 0
 fi
-for cfg in ${BENCH_CONFIGS:-configs/bench-turbo-decode.json configs/bench-turbo-decode-gqa.json}; do
-  name=$(basename "$cfg" .json)
-  step "attnlab bench $cfg"
-  build-gpu/bin/attnlab bench --config "$cfg" --out "$out/$name.json" >"$out/$name.log" 2>&1
-  echo "exit $?" | tee -a "$log"
-  cat "$out/$name.log" | tail -12
+# TURBO_STAGES="3 2" times the turbo kernel with each ring depth (bench-…-st2.json for 2).
+for st in ${TURBO_STAGES:-3}; do
+  for cfg in ${BENCH_CONFIGS:-configs/bench-turbo-decode.json configs/bench-turbo-decode-gqa.json}; do
+    name=$(basename "$cfg" .json)$([ "$st" = 3 ] || echo "-st$st")
+    step "attnlab bench $cfg (turbo stages $st)"
+    ATTNLAB_TURBO_STAGES=$st build-gpu/bin/attnlab bench --config "$cfg" --out "$out/$name.json" >"$out/$name.log" 2>&1
+    echo "exit $?" | tee -a "$log"
+    tail -12 "$out/$name.log"
+  done
 done
 step "PyTorch SDPA on the same shapes"
 python3 - "$out" <<'PY'
@@ -45,3 +51,63 @@ for f in sorted(glob.glob(f"{out}/bench-*.json")):
 json.dump({"schema": "attnlab.measurements/1", "measurements": ms}, open(f"{out}/ours.json", "w"))
 PY
 PYTHONUNBUFFERED=1 python3 kernels/bench/sdpa_bench.py --out-dir "$out" --ours "$out/ours.json" 2>&1 | tee -a "$log"
+
+if [ -n "${OOM:-}" ]; then
+  step "GPU memory refusals"
+  cat >/tmp/oom-big.json <<'J'
+{"problem": {"batch": 64, "q_heads": 32, "kv_heads": 32, "q_len": 1, "kv_len": 262144, "head_dim": 128, "phase": "decode"},
+ "data": {"generator": "normal", "seed": 1}, "variants": [{"id": "flash2"}], "backends": ["kernel"]}
+J
+  # The host limit raised so that the host check passes: the GPU's check refuses before data is made.
+  ATTNLAB_MAX_MEMORY_GB=2000 build-gpu/bin/attnlab run --config /tmp/oom-big.json --json /tmp/oom-big-results.json
+  echo "exit $? (results file: $(ls /tmp/oom-big-results.json 2>&1))" | tee -a "$log"
+  cat >/tmp/oom-held.json <<'J'
+{"problem": {"batch": 8, "q_heads": 32, "kv_heads": 32, "q_len": 1, "kv_len": 131072, "head_dim": 128, "phase": "decode"},
+ "data": {"generator": "normal", "seed": 1}, "variants": [{"id": "flash2"}], "backends": ["kernel"]}
+J
+  python3 -c "
+import torch, time, sys
+free, total = torch.cuda.mem_get_info()
+x = torch.empty(int(free - 6 * 2**30), dtype=torch.uint8, device='cuda')
+print(f'holding {x.numel() / 2**30:.1f} GiB of {total / 2**30:.1f}', flush=True)
+open('/tmp/held', 'w').close()
+time.sleep(60)
+" & holder=$!
+  for i in $(seq 60); do [ -e /tmp/held ] && break; sleep 1; done
+  build-gpu/bin/attnlab bench --config /tmp/oom-held.json --out /tmp/oom-held-results.json
+  echo "exit $? (results file: $(ls /tmp/oom-held-results.json 2>&1))" | tee -a "$log"
+  kill $holder; wait $holder 2>/dev/null
+fi
+if [ -n "${NCU:-}" ]; then
+  step "Nsight Compute: DRAM bytes and stalls of the decode kernels"
+  for cfg in ${NCU_CONFIGS:-configs/bench-turbo-decode.json}; do
+    for label in $(python3 -c "import json,sys; print(' '.join(v.get('label', v['id']) for v in json.load(open('$cfg'))['variants']))"); do
+      python3 - "$cfg" "$label" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["variants"] = [v for v in c["variants"] if v.get("label", v["id"]) == sys.argv[2]]
+for v in c["variants"]:
+    v.get("params", {}).pop("decode_steps", None)
+c["backends"] = ["kernel"]
+json.dump(c, open("/tmp/ncu-one.json", "w"))
+PY
+      name=$(basename "$cfg" .json)-$label
+      ncu --kernel-name regex:"chains_kernel|flash2_decode|flash2_kernel|split" --launch-skip 2 --launch-count 1 \
+          --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum \
+          --section WarpStateStats --section Occupancy --section SchedulerStats --section LaunchStats \
+          build-gpu/bin/attnlab bench --config /tmp/ncu-one.json --out /tmp/ncu-one-out.json >"$out/ncu-$name.txt" 2>&1
+      echo "$name: $(grep -E 'dram__bytes_(read|write).sum|gpu__time_duration.sum' "$out/ncu-$name.txt" | awk '{print $1, $(NF-1), $NF}' | tr '\n' ' ')" | tee -a "$log"
+    done
+  done
+fi
+if [ -n "${SASS:-}" ]; then
+  step "disassembly of the decode kernels"
+  for o in build-gpu/kernels/CMakeFiles/attnlab_kernels.dir/turbo_decode.cu.o build-gpu/kernels/CMakeFiles/attnlab_kernels.dir/kivi_decode.cu.o; do
+    cuobjdump -sass "$o" >"$out/$(basename "$o" .cu.o).sass" 2>&1
+    echo "$(basename "$o"): $(wc -l <"$out/$(basename "$o" .cu.o).sass") lines" | tee -a "$log"
+  done
+fi
+step pack
+cd "$out" && tar czf logs.tar.gz --exclude=logs.tar.gz --exclude=session.log --exclude=comparison.json . &&
+  find . -maxdepth 1 -type f ! -name logs.tar.gz ! -name session.log ! -name comparison.json -delete
+ls -la "$out"
