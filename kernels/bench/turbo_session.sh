@@ -108,6 +108,8 @@ if [ -n "${SASS:-}" ]; then
   done
 fi
 step pack
-cd "$out" && tar czf logs.tar.gz --exclude=logs.tar.gz --exclude=session.log --exclude=comparison.json . &&
-  find . -maxdepth 1 -type f ! -name logs.tar.gz ! -name session.log ! -name comparison.json -delete
+# Only 8 files come back: everything but the log and the comparison goes into one archive (made outside
+# $OUT, so tar does not read its own output).
+(cd "$out" && tar czf /tmp/attnlab-logs.tar.gz --exclude=session.log --exclude=comparison.json . &&
+  find . -maxdepth 1 -type f ! -name session.log ! -name comparison.json -delete && mv /tmp/attnlab-logs.tar.gz logs.tar.gz)
 ls -la "$out"
