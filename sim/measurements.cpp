@@ -53,6 +53,8 @@ const FieldTable& measurement_fields() {
       FieldSpec::real("p90_ms", 0, kMaxMs, "90th percentile, ms").optional(),
       FieldSpec::real("tops", 0, 1e7, "achieved tera-operations per second").optional(),
       FieldSpec::real("hbm_gbps", 0, 1e7, "achieved DRAM bandwidth, GB/s").optional(),
+      FieldSpec::real("decode_step_ms", 1e-6, kMaxMs, "the serving loop's mean time per generated token (append, "
+                      "flush, attend), ms").optional(),
   };
   return t;
 }
@@ -75,9 +77,12 @@ json measurements_json(const std::vector<Results>& runs) {
     for (const VariantResult& v : r.variants) {
       if (!v.kernel) continue;
       const KernelResult& k = *v.kernel;
-      list.push_back({{"variant", v.id}, {"label", v.label}, {"params", v.params}, {"problem", r.problem},
-                      {"median_ms", k.median_ms}, {"p10_ms", k.p10_ms}, {"p90_ms", k.p90_ms}, {"tops", k.tops},
-                      {"hbm_gbps", k.hbm_gbps}});
+      json row = {{"variant", v.id}, {"label", v.label}, {"params", v.params}, {"problem", r.problem},
+                  {"median_ms", k.median_ms}, {"p10_ms", k.p10_ms}, {"p90_ms", k.p90_ms}, {"tops", k.tops},
+                  {"hbm_gbps", k.hbm_gbps}};
+      if (const auto it = k.probes.find("decode.steps"); it != k.probes.end() && it->second.values.size() >= 2)
+        row["decode_step_ms"] = it->second.values[1];  // labels: steps, step_ms, attend_ms, step_over_attend
+      list.push_back(std::move(row));
     }
   }
   return {{"schema", "attnlab.measurements/1"}, {"gpu", spec_id_for_device(device)}, {"device", device},

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <limits>
 
 namespace attnlab::views {
@@ -26,15 +27,20 @@ Table bench_table(const std::vector<Results>& runs) {
   t.title = "GPU kernel timings (CUDA events, median of the timed runs) and the cost model's prediction";
   t.columns = {{"variant", "variant", ""},    {"shape", "shape", ""},         {"median_ms", "median", "ms"},
                {"p10_ms", "p10", "ms"},       {"p90_ms", "p90", "ms"},        {"tflops", "rate", "TFLOP/s"},
-               {"hbm_gbps", "HBM", "GB/s"},   {"model_ms", "model", "ms"},    {"model_ratio", "model / measured", ""}};
+               {"hbm_gbps", "HBM", "GB/s"},   {"model_ms", "model", "ms"},    {"model_ratio", "model / measured", ""},
+               {"step_ratio", "decode step / attend", ""}};
   for (const Results& r : runs)
     for (const VariantResult& v : r.variants) {
       if (!v.kernel) continue;
       const KernelResult& k = *v.kernel;
       const double model = v.model ? v.model->time_ms : kNoValue;
+      // The serving loop's time per token (append, flush, attend) over the attention alone, where it ran.
+      const auto steps = k.probes.find("decode.steps");
+      const double step_ratio = steps != k.probes.end() && steps->second.values.size() >= 4 ? steps->second.values[3] : kNoValue;
       t.rows.push_back({Cell{v.label, kNoValue}, Cell{shape_of(r.problem), kNoValue}, number(k.median_ms, "{:.4f}"),
                         number(k.p10_ms, "{:.4f}"), number(k.p90_ms, "{:.4f}"), number(k.tops, "{:.1f}"),
-                        number(k.hbm_gbps, "{:.0f}"), number(model, "{:.4f}"), number(model / k.median_ms, "{:.2f}")});
+                        number(k.hbm_gbps, "{:.0f}"), number(model, "{:.4f}"), number(model / k.median_ms, "{:.2f}"),
+                        std::isnan(step_ratio) ? Cell{"", kNoValue} : number(step_ratio, "{:.3f}")});
     }
   return t;
 }

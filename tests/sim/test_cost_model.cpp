@@ -1,6 +1,7 @@
 // The cost model: its byte counts equal the IO laws and the references' own counts; its times scale
 // with the resource that bounds them; SAS moves the exponential from the SFU to the FMA units; bad GPU
 // specs are rejected naming the field.
+#include "core/probes.h"
 #include "core/config.h"
 #include "core/data/generators.h"
 #include "core/error.h"
@@ -280,6 +281,12 @@ TEST_CASE("the measurements bench writes are what calibrate reads", "[sim][calib
   r.variants.push_back(VariantResult{"naive", "naive", {}, std::nullopt, std::nullopt, std::nullopt});  // no kernel
   const nlohmann::json j = measurements_json({r});
   CHECK(j["gpu"] == "h100-sxm5");
+  CHECK_FALSE(j["measurements"][0].contains("decode_step_ms"));  // no serving loop ran
+  // A serving loop's time per token travels with the timing.
+  Results loop = r;
+  loop.variants[0].kernel->probes["decode.steps"] = labelled({"steps", "step_ms", "attend_ms", "step_over_attend"},
+                                                             {256, 1.3, 1.25, 1.04}, "", "");
+  CHECK(measurements_json({loop})["measurements"][0]["decode_step_ms"] == 1.3);
   const std::string path = std::string(ATTNLAB_TEST_TMP) + "/bench-out.json";
   std::filesystem::create_directories(ATTNLAB_TEST_TMP);
   std::ofstream(path) << j.dump();
