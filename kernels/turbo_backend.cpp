@@ -9,15 +9,12 @@
 #include "kernels/timing.h"
 #include "kernels/turbo_decode_host.h"
 
-#include "core/error.h"
 #include "core/probes.h"
 #include "core/registry.h"
 
 #include <fmt/format.h>
 
-#include <cstdlib>
 #include <cstring>
-#include <string_view>
 #include <vector>
 
 namespace attnlab::kernels {
@@ -66,16 +63,6 @@ std::string turbo_cannot_run(const VariantRequest& v, const Experiment& e, const
   return "";
 }
 
-// The decode kernel's cp.async ring depth (TurboDecodeArgs::stages), for measuring the two in one session:
-// ATTNLAB_TURBO_STAGES = 2 or 3 (default 3).
-static int turbo_stages() {
-  const char* env = std::getenv("ATTNLAB_TURBO_STAGES");
-  if (env == nullptr || *env == '\0') return 3;
-  if (std::string_view(env) == "2") return 2;
-  if (std::string_view(env) == "3") return 3;
-  fail_input("ATTNLAB_TURBO_STAGES", fmt::format("'{}' is not 2 or 3", echo(env)));
-}
-
 void turbo_run(const Experiment& e, const VariantRequest& v, const QKV& in, const TensorF64& truth, const DeviceInfo&,
                VariantResult& into) {
   const Problem& p = e.problem;
@@ -99,7 +86,6 @@ void turbo_run(const Experiment& e, const VariantRequest& v, const QKV& in, cons
     a.cache = c.args, a.exp = exp, a.q = q.as<float>(), a.o = o.as<__half>(), a.lse = lse.as<float>();
     a.batch = int(p.batch), a.q_heads = int(p.q_heads), a.kv_heads = int(p.kv_heads);
     a.chains = chains, a.scale = static_cast<float>(p.scale());
-    a.stages = turbo_stages();
     return a;
   };
   std::vector<TurboDecodeArgs> args;
@@ -112,10 +98,9 @@ void turbo_run(const Experiment& e, const VariantRequest& v, const QKV& in, cons
   for (int b : caches[0].head_bits) bits.push_back(double(b));
   into.kernel->probes["kv_bits"] = {{p.batch, p.kv_heads}, bits, {}, "bits", "cache width per KV head on the GPU"};
   into.kernel->probes["kernel.launch"] = labelled(
-      {"chains", "input_sets", "timed_runs", "arch", "stages"},
-      {double(chains), double(copies), double(kTimedRuns), 80.0, double(args[0].stages)}, "",
+      {"chains", "input_sets", "timed_runs", "arch"}, {double(chains), double(copies), double(kTimedRuns), 80.0}, "",
       "chains per (batch, KV head) (turbo_chains.h), rotating cache copies, timed launches, kernel generation "
-      "(80: mma.sync), cache blocks in each warp's ring");
+      "(80: mma.sync)");
 
   if (steps == 0) return;
   // The serving loop: from the prefill's cache, append and attend once per generated token.

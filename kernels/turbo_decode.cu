@@ -33,7 +33,8 @@
 // O and the logsumexp agree to a few FP32 ulps (tests/kernels/test_turbo_decode_kernel.cpp derives the
 // bound). With exact_exp the kernel takes ex2.approx on the SFU instead of the reference's exp.
 //
-// Versions: v1 (this) — see kernels/PERF.md, "turbo decode".
+// Versions (kernels/PERF.md, "turbo decode"): v1 — the structure above; v2 (this) — SAS or exp2 chosen at
+// compile time, P̃'s quantization through the reciprocal with an exact fallback near half-integers.
 #include "kernels/turbo_decode.h"
 
 #include "core/variants/turbo_layout.h"
@@ -50,6 +51,7 @@ namespace {
 namespace layout = attnlab::turbo_layout;
 
 constexpr int kWarps = 4;   // warps per CTA, one chain each
+constexpr int kStages = 3;  // cache blocks in flight per warp (2 measured slower: kernels/PERF.md, v1)
 constexpr int kRows = 8;    // query heads per KV head the MMA rows hold (rows g; g + 8 carry lo)
 constexpr unsigned kFull = 0xffffffffu;
 constexpr float kFltMin = 1.17549435e-38f;  // FLT_MIN: quant::scale_for_span's smallest scale
@@ -61,7 +63,7 @@ struct Shape {
   static constexpr int NJ = D / 8;                                    // n-tiles (8 channels) of P·V
   static constexpr int kStageBytes = 2 * kTurboBlock * D / 2 + 4 * D + 16;  // 4-bit codes, s/z, block scales
 };
-// Shared memory with ST cache blocks in each warp's ring (TurboDecodeArgs::stages).
+// Shared memory with ST cache blocks in each warp's ring.
 template <int D, int ST>
 constexpr int kWarpBytes = ST * Shape<D>::kStageBytes + kRows * D + 32;  // + Q codes, s_Q
 template <int D, int ST>
@@ -73,14 +75,16 @@ __device__ __forceinline__ void cp_async_8(void* smem, const void* gmem) {
 
 // The exponential of the softmax: SAS (core/sas.cpp's Fp32Kernel, bit for bit for finite t and −∞) or
 // 2^(t·log₂e) on the SFU.
+// EXACT is a template parameter: as a run-time flag the compiler evaluated both exponentials per score and
+// selected (v1: one MUFU.EX2, a select and a branch per score beside SAS).
+template <bool EXACT>
 struct Exp {
   const float* lut;  // shared memory, 31 entries
   int x_max_bits;    // FP32 bits of −n_r
   float c0, c1, c2, c3;
-  bool exact;
 
   __device__ __forceinline__ float operator()(float t) const {
-    if (exact) return ex2(__fmul_rn(t, 1.4426950408889634f));
+    if constexpr (EXACT) return ex2(__fmul_rn(t, 1.4426950408889634f));
     const int x_bits = __float_as_int(-t);
     const float x = __int_as_float(min(max(x_bits, 0), x_max_bits));  // clamp(−t, 0, −n_r) on the bits
     // ⌊x⌋ for 0 ≤ x ≤ 30: round to nearest through 1.5·2²³, step back where that rounded up.
@@ -96,8 +100,9 @@ struct Exp {
   }
 };
 
-__device__ __forceinline__ Exp make_exp(const TurboExpArgs& e, const float* lut) {
-  return Exp{lut, __float_as_int(float(-e.n_r)), e.c[0], e.c[1], e.c[2], e.c[3], e.exact_exp};
+template <bool EXACT>
+__device__ __forceinline__ Exp<EXACT> make_exp(const TurboExpArgs& e, const float* lut) {
+  return Exp<EXACT>{lut, __float_as_int(float(-e.n_r)), e.c[0], e.c[1], e.c[2], e.c[3]};
 }
 
 __device__ __forceinline__ float quad_max(float x) {
@@ -146,7 +151,7 @@ struct Chain {
 
 // Alg. 2 l. 4–8 for one tile, from the scores: the SAS online softmax, s_P and the P codes. Returns the
 // P codes packed as the A fragment of the P·V product (k-step κ: a0 = [0], a2 = [1]) and sets sp, psum.
-template <int D>
+template <int D, class Exp>
 __device__ __forceinline__ void softmax_tile(const int (&sint)[8][2], int rows, float f_s, const Exp& exp_fn,
                                              Chain<D>& ch, uint32_t (&ap)[2][2], float& sp, int& psum) {
   const int t = threadIdx.x % 4;
@@ -177,15 +182,33 @@ __device__ __forceinline__ void softmax_tile(const int (&sint)[8][2], int rows, 
   ch.l = __fadd_rn(__fmul_rn(alpha, ch.l), sum);                      // l. 6
   ch.m = m_new;
   sp = scale_for_span(pmax);                                          // l. 7: s_P = max P̃ / 119
+  // Q(P̃) = ⌈fl(P̃ / s_P)⌋ ∈ [0, 119], as the reference divides — through the reciprocal: y = fl(P̃·fl(1/s_P))
+  // is within q·1.5·2⁻²³ ≤ 2.2·10⁻⁵ of fl(q) (q < 120; two roundings of 2⁻²⁴ each, and fl(q)'s own), so
+  // where y lies farther than 2⁻¹⁵ from every half-integer, y and fl(q) round to the same integer. The
+  // few that lie closer (about 2⁻¹⁴ of them) take the exact division; rne(y) by the 1.5·2²³ constant.
+  const float r = __frcp_rn(sp);
   int pq[8][2];
-  psum = 0;
+  uint32_t near_half = 0;
 #pragma unroll
   for (int j = 0; j < 8; ++j)
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
-      pq[j][e] = __float2int_rn(__fdiv_rn(s[j][e], sp));             // Q(P̃) = ⌈P̃ / s_P⌋ ∈ [0, 119]
-      psum += pq[j][e];
+      const float y = __fmul_rn(s[j][e], r);
+      const float big = __fadd_rn(y, kMagic);
+      pq[j][e] = __float_as_int(big) - kMagicBits;
+      const float off = fabsf(__fsub_rn(y, __fsub_rn(big, kMagic)));  // |y − rne(y)| ≤ ½, exact
+      if (__fsub_rn(0.5f, off) < 3.0517578125e-05f) near_half |= 1u << (2 * j + e);
     }
+  if (__any_sync(kFull, near_half != 0)) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 2; ++e)
+        if ((near_half >> (2 * j + e)) & 1u) pq[j][e] = __float2int_rn(__fdiv_rn(s[j][e], sp));
+  }
+  psum = 0;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) psum += pq[j][0] + pq[j][1];
   psum = quad_sum(psum);
 #pragma unroll
   for (int k = 0; k < 2; ++k) {  // k-step κ = k: tokens 32κ …; V's stored order matches (turbo_layout.h)
@@ -216,7 +239,7 @@ __device__ __forceinline__ void dump_scores(int32_t* dump, int64_t row_stride, c
     for (int e = 0; e < 2; ++e) dump[g * row_stride + 8 * j + 2 * t + e] = sint[j][e];
 }
 
-template <int D, int BITS>
+template <int D, int BITS, class Exp>
 __device__ void coded_tile(const uint8_t* stage, const int8_t* q8, float s_q, int rows, bool may_saturate,
                            float scale, const Exp& exp_fn, Chain<D>& ch, int32_t* dump, int64_t row_stride) {
   using S = Shape<D>;
@@ -375,7 +398,7 @@ __device__ void coded_tile(const uint8_t* stage, const int8_t* q8, float s_q, in
 }
 
 // The pending buffer's tile: INT8 K and V (the universal scales), an ordinary INT8 product.
-template <int D>
+template <int D, class Exp>
 __device__ void buffer_tile(const int8_t* kb, const int8_t* vb, const int8_t* q8, float s_q, float2 universal,
                             int rows, float scale, const Exp& exp_fn, Chain<D>& ch, int32_t* dump,
                             int64_t row_stride) {
@@ -436,7 +459,7 @@ __device__ __forceinline__ void load_stage(uint8_t* stage, const TurboCacheArgs&
   if (lane == 0) cp_async_8(stage + 2 * kCodeBytes + 4 * D, c.block_scales + (int64_t(pair) * c.slots + slot) * 2);
 }
 
-template <int D, int BITS, int kStages>
+template <int D, int BITS, int kStages, class Exp>
 __device__ void run_chain(const TurboDecodeArgs& a, int pair, int chain, uint8_t* ring, const int8_t* q8,
                           float s_q, const Exp& exp_fn) {
   const Tiles tiles(a.cache);
@@ -487,7 +510,7 @@ __device__ void run_chain(const TurboDecodeArgs& a, int pair, int chain, uint8_t
   }
 }
 
-template <int D, int kStages>
+template <int D, int kStages, bool EXACT>
 __global__ void __launch_bounds__(kWarps * 32) turbo_chains_kernel(const TurboDecodeArgs a) {
   extern __shared__ __align__(16) uint8_t smem[];
   float* lut = reinterpret_cast<float*>(smem);
@@ -521,7 +544,7 @@ __global__ void __launch_bounds__(kWarps * 32) turbo_chains_kernel(const TurboDe
   }
   __syncwarp();
   const float s_q = s_q_rows[lane / 4];
-  const Exp exp_fn = make_exp(a.exp, lut);
+  const Exp<EXACT> exp_fn = make_exp<EXACT>(a.exp, lut);
   if (a.cache.bits[pair] == 4) run_chain<D, 4, kStages>(a, pair, chain, mine, q8, s_q, exp_fn);
   else run_chain<D, 2, kStages>(a, pair, chain, mine, q8, s_q, exp_fn);
 }
@@ -532,8 +555,10 @@ __global__ void __launch_bounds__(D) turbo_merge_kernel(const TurboDecodeArgs a)
   __shared__ float lut[32];
   for (int i = threadIdx.x; i < 31; i += blockDim.x) lut[i] = a.exp.lut[i];
   __syncthreads();
-  const Exp exp_fn = make_exp(a.exp, lut);
+  const Exp<false> sas = make_exp<false>(a.exp, lut);
+  const Exp<true> sas_exact = make_exp<true>(a.exp, lut);
   const int row = blockIdx.x;  // b·Hq + hq
+  const auto exp_fn = [&](float t) { return a.exp.exact_exp ? sas_exact(t) : sas(t); };
   const int group = a.q_heads / a.kv_heads, b = row / a.q_heads, hq = row % a.q_heads;
   const int pair = b * a.kv_heads + hq / group, g = hq % group, c = threadIdx.x;
   const float* ml = a.workspace;
@@ -623,14 +648,20 @@ __global__ void __launch_bounds__(D) turbo_append_kernel(const TurboCacheArgs c,
   for (int i = ch; i < kTurboBlock * D / 4; i += D) kz[i] = 0u, vz[i] = 0u;  // the buffer starts empty again
 }
 
-template <int D, int ST>
-cudaError_t launch(const TurboDecodeArgs& a, cudaStream_t stream) {
+template <int D, int ST, bool EXACT>
+cudaError_t launch_chains(const TurboDecodeArgs& a, cudaStream_t stream) {
   const int smem = kSmemBytes<D, ST>;
-  cudaError_t e = cudaFuncSetAttribute(turbo_chains_kernel<D, ST>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  cudaError_t e = cudaFuncSetAttribute(turbo_chains_kernel<D, ST, EXACT>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
   const int warps = a.batch * a.kv_heads * a.chains;
-  turbo_chains_kernel<D, ST><<<(warps + kWarps - 1) / kWarps, kWarps * 32, smem, stream>>>(a);
-  if ((e = cudaGetLastError()) != cudaSuccess) return e;
+  turbo_chains_kernel<D, ST, EXACT><<<(warps + kWarps - 1) / kWarps, kWarps * 32, smem, stream>>>(a);
+  return cudaGetLastError();
+}
+
+template <int D>
+cudaError_t launch(const TurboDecodeArgs& a, cudaStream_t stream) {
+  const cudaError_t e = a.exp.exact_exp ? launch_chains<D, kStages, true>(a, stream) : launch_chains<D, kStages, false>(a, stream);
+  if (e != cudaSuccess) return e;
   turbo_merge_kernel<D><<<a.batch * a.q_heads, D, 0, stream>>>(a);
   return cudaGetLastError();
 }
@@ -648,10 +679,9 @@ int turbo_decode_tiles(const TurboCacheArgs& c) { return Tiles(c).total; }
 
 cudaError_t turbo_decode_attend(const TurboDecodeArgs& a, cudaStream_t stream) {
   if (!turbo_decode_supports(a.cache.head_dim, a.q_heads / a.kv_heads) || a.chains < 1 ||
-      a.chains > Tiles(a.cache).total || (a.stages != 2 && a.stages != 3))
+      a.chains > Tiles(a.cache).total)
     return cudaErrorInvalidValue;
-  if (a.stages == 2) return a.cache.head_dim == 64 ? launch<64, 2>(a, stream) : launch<128, 2>(a, stream);
-  return a.cache.head_dim == 64 ? launch<64, 3>(a, stream) : launch<128, 3>(a, stream);
+  return a.cache.head_dim == 64 ? launch<64>(a, stream) : launch<128>(a, stream);
 }
 
 cudaError_t turbo_decode_append(const TurboCacheArgs& c, const float* k, const float* v, bool int_scale_up,

@@ -46,8 +46,6 @@ struct TurboDecodeArgs {
   float* workspace = nullptr; // turbo_decode_workspace_bytes(args): each chain's (m, ℓ, O)
   int batch = 0, q_heads = 0, kv_heads = 0;
   int chains = 1;             // per pair (core/variants/turbo_chains.h)
-  int stages = 3;             // cache blocks in each warp's cp.async ring: 3 (8 warps per SM at d 128) or 2
-                              // (12 warps per SM: less in flight per warp, more warps to hide latency)
   float scale = 0;            // softmax scale
   int32_t* scores = nullptr;  // when set, (pairs, 8, tiles·64): S_int of every (row, tile, token position)
 };

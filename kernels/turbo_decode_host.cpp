@@ -121,13 +121,12 @@ int turbo_chains_for(const Problem& p, const ParamValues& params, const TurboCac
 }
 
 TurboDecodeOutput turbo_decode_once(const Problem& p, const TurboDeviceCache& c, const float* q_device,
-                                    const TurboExpArgs& exp, int chains, int stages) {
+                                    const TurboExpArgs& exp, int chains) {
   const PoisonedOutput out(p);
   TurboDecodeArgs a;
   a.cache = c.args, a.exp = exp, a.q = q_device, a.o = out.o(), a.lse = out.lse();
   a.batch = int(p.batch), a.q_heads = int(p.q_heads), a.kv_heads = int(p.kv_heads);
   a.chains = chains, a.scale = static_cast<float>(p.scale());
-  a.stages = stages;
   DeviceBuffer workspace(turbo_decode_workspace_bytes(a));
   a.workspace = workspace.as<float>();
   ATTNLAB_CUDA(turbo_decode_attend(a, nullptr));

@@ -53,6 +53,6 @@ struct TurboDecodeOutput {
 };
 // One attention launch over cache c for queries q (B, Hq, d) FP32 on the device, with poisoned outputs.
 TurboDecodeOutput turbo_decode_once(const Problem& p, const TurboDeviceCache& c, const float* q_device,
-                                    const TurboExpArgs& exp, int chains, int stages = 3);
+                                    const TurboExpArgs& exp, int chains);
 
 }  // namespace attnlab::kernels

@@ -31,15 +31,12 @@ if [ -z "${BENCH_ONLY:-}" ]; then
   done
   [ -n "${TESTS_ONLY:-}" ] && exit 0
 fi
-# TURBO_STAGES="3 2" times the turbo kernel with each ring depth (bench-…-st2.json for 2).
-for st in ${TURBO_STAGES:-3}; do
-  for cfg in ${BENCH_CONFIGS:-configs/bench-turbo-decode.json configs/bench-turbo-decode-gqa.json}; do
-    name=$(basename "$cfg" .json)$([ "$st" = 3 ] || echo "-st$st")
-    step "attnlab bench $cfg (turbo stages $st)"
-    ATTNLAB_TURBO_STAGES=$st build-gpu/bin/attnlab bench --config "$cfg" --out "$out/$name.json" >"$out/$name.log" 2>&1
-    echo "exit $?" | tee -a "$log"
-    tail -12 "$out/$name.log"
-  done
+for cfg in ${BENCH_CONFIGS:-configs/bench-turbo-decode.json configs/bench-turbo-decode-gqa.json}; do
+  name=$(basename "$cfg" .json)
+  step "attnlab bench $cfg"
+  build-gpu/bin/attnlab bench --config "$cfg" --out "$out/$name.json" >"$out/$name.log" 2>&1
+  echo "exit $?" | tee -a "$log"
+  tail -12 "$out/$name.log"
 done
 step "PyTorch SDPA on the same shapes"
 python3 - "$out" <<'PY'

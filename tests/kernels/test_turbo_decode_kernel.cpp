@@ -130,10 +130,7 @@ void check_case(const Case& c, uint64_t seed) {
                                        c.exact_exp, chains, seed);
   const auto out = kernels::turbo_decode_once(p, cache, q.ptr(), kernels::turbo_exp_args(pv), chains);
   check_outputs(p, ref, out, c.exact_exp, max_abs(in.v), what);
-  // The two-deep ring computes the same numbers in the same order: bit for bit the three-deep's.
-  const auto two = kernels::turbo_decode_once(p, cache, q.ptr(), kernels::turbo_exp_args(pv), chains, 2);
-  CHECK(std::memcmp(two.o.data(), out.o.data(), out.o.size() * sizeof(float)) == 0);
-  CHECK(two.lse == out.lse);
+
   if (c.exact_exp) {
     const TensorF64 truth = attention_fp64(p, in);
     const double err_k = compare_to_truth(out.o, truth).rel_l2, err_r = compare_to_truth(ref.o, truth).rel_l2;
