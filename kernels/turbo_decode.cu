@@ -328,7 +328,7 @@ __device__ void coded_tile(const uint8_t* stage, const int8_t* q8, float s_q, in
       for (int j = 0; j < 8; ++j)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          const layout::CodeAt at = layout::k_code_at(8 * j + 2 * t + e, c, D, BITS);
+          const auto at = layout::k_code_at(8 * j + 2 * t + e, c, D, BITS);  // int arithmetic
           const int code = (kc[at.byte] >> at.shift) & L;
           sint[j][e] += qv * sat127((code + z) * s);
         }
@@ -383,7 +383,7 @@ __device__ void coded_tile(const uint8_t* stage, const int8_t* q8, float s_q, in
           for (int i4 = 0; i4 < 4; ++i4) {
             const int tau = 32 * k + 16 * hf + 8 * (i4 / 2) + 2 * t + (i4 % 2);
             const int pq = int((ap[k][hf] >> (8 * i4)) & 0xFF);
-            const layout::CodeAt at = layout::v_code_at(tau, c, D, BITS);
+            const auto at = layout::v_code_at(tau, c, D, BITS);
             const int code = (vc[at.byte] >> at.shift) & L;
             part += pq * sat127((code + z) * s);
           }
@@ -632,7 +632,7 @@ __global__ void __launch_bounds__(D) turbo_append_kernel(const TurboCacheArgs c,
     const int z = div_rne(mn, s);
     for (int tau = 0; tau < kTurboBlock; ++tau) {
       const int code = min(max(div_rne_small(int(q[tau]) - z * s, s), 0), L);
-      const layout::CodeAt at = which == 0 ? layout::k_code_at(tau, ch, D, bits) : layout::v_code_at(tau, ch, D, bits);
+      const auto at = which == 0 ? layout::k_code_at(tau, ch, D, bits) : layout::v_code_at(tau, ch, D, bits);
       const int64_t byte = at.byte + (which == 0 ? 0 : code_bytes);
       atomicOr(&words[byte / 4], uint32_t(code) << (8 * (byte % 4) + at.shift));
     }

@@ -31,6 +31,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #if defined(__CUDACC__)
 #define ATTNLAB_HD __host__ __device__
@@ -40,30 +41,39 @@
 
 namespace attnlab::turbo_layout {
 
-// Where one code lives: byte offset within its array and bit shift within the byte.
-struct CodeAt {
-  int64_t byte;
+// Where one code lives: byte offset within its array and bit shift within the byte. The index functions
+// below compute in the integer type of their first argument: int64_t on the host, int in the kernels
+// (64-bit index arithmetic costs the kernel two instructions per operation and keeps the compiler from
+// folding the per-token part into constants).
+template <class I>
+struct CodeAtT {
+  I byte;
   int shift;
 };
+using CodeAt = CodeAtT<int64_t>;
+template <class I>
+using Same = std::type_identity_t<I>;
 
 ATTNLAB_HD constexpr int64_t code_bytes(int64_t block_c, int64_t d, int bits) { return block_c * d * bits / 8; }
 
 // K code of (token τ, channel c) in a K block (bits ∈ {2, 4}).
-ATTNLAB_HD constexpr CodeAt k_code_at(int64_t tau, int64_t c, int64_t d, int bits) {
-  const int64_t j = tau / 8, g = tau % 8, ks = c / 32, r = c % 32;
-  const int64_t h = r / 16, t = (r % 16) / 4, i = r % 4, lane = 4 * g + t;
+template <class I>
+ATTNLAB_HD constexpr CodeAtT<I> k_code_at(I tau, Same<I> c, Same<I> d, int bits) {
+  const I j = tau / 8, g = tau % 8, ks = c / 32, r = c % 32;
+  const I h = r / 16, t = (r % 16) / 4, i = r % 4, lane = 4 * g + t;
   if (bits == 4) {
-    const int64_t word = (j * 32 + lane) * (d / 32) + ks;
+    const I word = (j * 32 + lane) * (d / 32) + ks;
     return {4 * word + i, int(4 * h)};
   }
-  const int64_t word = (j * 32 + lane) * (d / 64) + ks / 2;
+  const I word = (j * 32 + lane) * (d / 64) + ks / 2;
   return {4 * word + i, int(2 * (2 * (ks % 2) + h))};
 }
 
 // The k index (0…31) of token position pos (0…31) within a V k-step: the inverse of the permutation above.
-ATTNLAB_HD constexpr int64_t v_k_of_token(int64_t pos) {
-  const int64_t h = pos / 16, rem = pos % 16, ihi = (rem % 16) / 8, rem2 = rem % 8;
-  const int64_t t = rem2 / 2, e = rem2 % 2;
+template <class I>
+ATTNLAB_HD constexpr I v_k_of_token(I pos) {
+  const I h = pos / 16, rem = pos % 16, ihi = (rem % 16) / 8, rem2 = rem % 8;
+  const I t = rem2 / 2, e = rem2 % 2;
   return 16 * h + 4 * t + 2 * ihi + e;
 }
 // The token position (0…31) of k index k (0…31) within a V k-step.
@@ -73,15 +83,16 @@ ATTNLAB_HD constexpr int64_t v_token_of_k(int64_t k) {
 }
 
 // V code of (token τ, channel c) in a V block (bits ∈ {2, 4}).
-ATTNLAB_HD constexpr CodeAt v_code_at(int64_t tau, int64_t c, int64_t d, int bits) {
-  const int64_t kappa = tau / 32, k = v_k_of_token(tau % 32);
-  const int64_t h = k / 16, t = (k % 16) / 4, i = k % 4;
-  const int64_t jc = c / 8, g = c % 8, lane = 4 * g + t, nj = d / 8;
+template <class I>
+ATTNLAB_HD constexpr CodeAtT<I> v_code_at(I tau, Same<I> c, Same<I> d, int bits) {
+  const I kappa = tau / 32, k = v_k_of_token(I(tau % 32));
+  const I h = k / 16, t = (k % 16) / 4, i = k % 4;
+  const I jc = c / 8, g = c % 8, lane = 4 * g + t, nj = d / 8;
   if (bits == 4) {
-    const int64_t word = ((kappa * (nj / 4) + jc / 4) * 32 + lane) * 4 + jc % 4;
+    const I word = ((kappa * (nj / 4) + jc / 4) * 32 + lane) * 4 + jc % 4;
     return {4 * word + i, int(4 * h)};
   }
-  const int64_t word = ((kappa * (nj / 8) + jc / 8) * 32 + lane) * 4 + (jc % 8) / 2;
+  const I word = ((kappa * (nj / 8) + jc / 8) * 32 + lane) * 4 + (jc % 8) / 2;
   return {4 * word + i, int(2 * (2 * (jc % 2) + h))};
 }
 

@@ -35,6 +35,11 @@ TEST_CASE("turbo layout: every code has its own field and the fields fill the bl
       for (int64_t tau = 0; tau < block_c; ++tau)
         for (int64_t c = 0; c < d; ++c) {
           const auto ka = turbo_layout::k_code_at(tau, c, d, bits), va = turbo_layout::v_code_at(tau, c, d, bits);
+          // The kernels compute the same positions in int arithmetic.
+          const auto ki = turbo_layout::k_code_at(int(tau), int(c), int(d), bits);
+          const auto vi = turbo_layout::v_code_at(int(tau), int(c), int(d), bits);
+          REQUIRE((int64_t(ki.byte) == ka.byte && ki.shift == ka.shift));
+          REQUIRE((int64_t(vi.byte) == va.byte && vi.shift == va.shift));
           REQUIRE(ka.byte < bytes);
           REQUIRE(va.byte < bytes);
           k_fields.insert(ka.byte * 8 + ka.shift);
