@@ -253,15 +253,16 @@ __device__ void coded_tile(const uint8_t* stage, const int8_t* q8, float s_q, in
   const float2 bs = *reinterpret_cast<const float2*>(stage + 2 * kCodeBytes + 4 * D);
 
   // Channels that may saturate (see the head comment), one bit per channel.
-  uint32_t kflag[KS], vflag[KS];
+  // may_saturate is uniform across the warp: a 4-bit prefill block skips the test.
+  uint32_t kflag[KS] = {}, vflag[KS] = {};
+  if (may_saturate) {
 #pragma unroll
-  for (int i = 0; i < KS; ++i) {
-    const int c = 32 * i + lane;
-    const int ks_ = sz[c], kz = sz[D + c], vs_ = sz[2 * D + c], vz = sz[3 * D + c];
-    const bool kf = may_saturate && (kz * ks_ < -127 || (L + kz) * ks_ > 127);
-    const bool vf = may_saturate && (vz * vs_ < -127 || (L + vz) * vs_ > 127);
-    kflag[i] = __ballot_sync(kFull, kf);
-    vflag[i] = __ballot_sync(kFull, vf);
+    for (int i = 0; i < KS; ++i) {
+      const int c = 32 * i + lane;
+      const int ks_ = sz[c], kz = sz[D + c], vs_ = sz[2 * D + c], vz = sz[3 * D + c];
+      kflag[i] = __ballot_sync(kFull, kz * ks_ < -127 || (L + kz) * ks_ > 127);
+      vflag[i] = __ballot_sync(kFull, vz * vs_ < -127 || (L + vz) * vs_ > 127);
+    }
   }
 
   // A fragments of the fold: row g holds hi, row g + 8 lo of q·s (0 for saturating channels).
