@@ -11,8 +11,6 @@ namespace {
 
 constexpr double kNoValue = std::numeric_limits<double>::quiet_NaN();
 
-Cell number(double x, const char* format) { return {fmt::format(fmt::runtime(format), x), x}; }
-
 std::string shape_of(const nlohmann::json& p) {
   return fmt::format("B{} H{}/{} N{}/{} d{}{}", p.value("batch", 0), p.value("q_heads", 0), p.value("kv_heads", 0),
                      p.value("q_len", 0), p.value("kv_len", 0), p.value("head_dim", 0),
@@ -32,9 +30,9 @@ Table bench_table(const std::vector<Results>& runs) {
       if (!v.kernel) continue;
       const KernelResult& k = *v.kernel;
       const double model = v.model ? v.model->time_ms : kNoValue;
-      t.rows.push_back({Cell{v.label, kNoValue}, Cell{shape_of(r.problem), kNoValue}, number(k.median_ms, "{:.4f}"),
-                        number(k.p10_ms, "{:.4f}"), number(k.p90_ms, "{:.4f}"), number(k.tops, "{:.1f}"),
-                        number(k.hbm_gbps, "{:.0f}"), number(model, "{:.4f}"), number(model / k.median_ms, "{:.2f}")});
+      t.rows.push_back({Cell{v.label, kNoValue}, Cell{shape_of(r.problem), kNoValue}, number_cell(k.median_ms, "{:.4f}"),
+                        number_cell(k.p10_ms, "{:.4f}"), number_cell(k.p90_ms, "{:.4f}"), number_cell(k.tops, "{:.1f}"),
+                        number_cell(k.hbm_gbps, "{:.0f}"), number_cell(model, "{:.4f}"), number_cell(model / k.median_ms, "{:.2f}")});
     }
   return t;
 }

@@ -14,10 +14,13 @@ namespace {
 constexpr double kNoValue = std::numeric_limits<double>::quiet_NaN();
 
 Cell text(std::string s) { return {std::move(s), kNoValue}; }
-Cell sci(double v) { return {fmt::format("{:.3e}", v), v}; }
-Cell fixed(double v, int digits) { return {fmt::format("{:.{}f}", v, digits), v}; }
-Cell cosine(double v) { return {fmt::format("{:.6f}", v), v}; }
+Cell sci(double v) { return number_cell(v, "{:.3e}"); }
+Cell fixed(double v, int digits) {
+  return std::isfinite(v) ? Cell{fmt::format("{:.{}f}", v, digits), v} : number_cell(v, "");
+}
+Cell cosine(double v) { return number_cell(v, "{:.6f}"); }
 Cell bytes(double v) {
+  if (!std::isfinite(v)) return number_cell(v, "");
   if (v >= 1 << 30) return {fmt::format("{:.2f} GiB", v / (1 << 30)), v};
   if (v >= 1 << 20) return {fmt::format("{:.2f} MiB", v / (1 << 20)), v};
   if (v >= 1 << 10) return {fmt::format("{:.1f} KiB", v / (1 << 10)), v};
@@ -25,6 +28,11 @@ Cell bytes(double v) {
 }
 
 }  // namespace
+
+Cell number_cell(double value, const char* format) {
+  if (!std::isfinite(value)) return {kNoNumber, kNoValue};
+  return {fmt::format(fmt::runtime(format), value), value};
+}
 
 Table results_table(const Results& r) {
   Table t;

@@ -220,8 +220,11 @@ std::vector<std::string> npy_paths(const std::string& dir) {
   std::vector<std::string> paths;
   for (const char* name : {"q", "k", "v"}) {
     const std::string path = (fs::path(dir) / (std::string(name) + ".npy")).string();
+    // Named in the rule too: a long folder path is cut in the message (echo) and would drop the file name.
     if (!fs::exists(path, ec) && !ec)
-      fail_input(echo(path), "file not found (the folder must hold q.npy, k.npy and v.npy)");
+      fail_input(echo(path), fmt::format("file not found: the folder holds no {}.npy (it must hold q.npy, k.npy and "
+                                         "v.npy)",
+                                         name));
     paths.push_back(path);
   }
   return paths;
