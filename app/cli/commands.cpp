@@ -233,7 +233,7 @@ int calibrate_command(const CalibrateOptions& o) {
   const std::vector<sim::Measurement> m = sim::load_measurements(o.measurements, &file_gpu);
   if (o.gpu.empty() && file_gpu.empty()) throw InputError("--gpu: not given and the measurements file names no GPU");
   // The spec the factors are written into: --gpu (an id or a path), else the file's GPU id (never a path).
-  const std::string spec_path = o.gpu.empty() ? sim::gpu_spec_path(file_gpu, echo(o.measurements) + ".gpu")
+  const std::string spec_path = o.gpu.empty() ? sim::gpu_spec_path(file_gpu, echo_path(o.measurements) + ".gpu")
                                               : sim::gpu_spec_path(o.gpu, "--gpu");
   const sim::GpuSpec g = sim::load_gpu_spec_file(spec_path);
   if (!file_gpu.empty() && g.id != file_gpu)
@@ -261,7 +261,7 @@ int calibrate_command(const CalibrateOptions& o) {
              100 * c.median_error_after, 100 * c.median_error_loo);
   if (!o.dry_run) {
     report::write_file_atomically(spec_path, sim::spec_with_calibration(spec_path, c, m.size(), o.measurements));
-    fmt::print("wrote the factors into {}\n", echo(spec_path));
+    fmt::print("wrote the factors into {}\n", echo_path(spec_path));
   }
   return 0;
 }
@@ -324,13 +324,13 @@ int presets_command() {
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
     if (it->path().extension() == ".json") files.push_back(it->path());
-  if (ec) fail_input(echo(root.string()), fmt::format("cannot list the presets folder ({})", ec.message()));
+  if (ec) fail_input(echo_path(root.string()), fmt::format("cannot list the presets folder ({})", ec.message()));
   std::sort(files.begin(), files.end());
   for (const auto& f : files) {
     const nlohmann::json j = read_json_file(f.string());
-    if (!j.is_object()) fail_input(echo(f.string()), "expected a JSON object (an experiment config)");
-    if (j.contains("title") && !j["title"].is_string()) fail_input(echo(f.string()) + ".title", "expected a string");
-    fmt::print("{:<36} {}\n", echo(fs::relative(f, root).string()), echo(j.value("title", ""), 300));
+    if (!j.is_object()) fail_input(echo_path(f.string()), "expected a JSON object (an experiment config)");
+    if (j.contains("title") && !j["title"].is_string()) fail_input(echo_path(f.string()) + ".title", "expected a string");
+    fmt::print("{:<36} {}\n", echo_path(fs::relative(f, root).string()), echo(j.value("title", ""), 300));
   }
   return 0;
 }

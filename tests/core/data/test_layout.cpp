@@ -114,7 +114,7 @@ TEST_CASE("a data file too large for the memory limit is refused before its data
   const long before = peak_rss_kib();
   const Experiment e = parse_experiment(json{{"data", {{"file", path}}}, {"variants", {"naive"}}});
   CHECK(e.problem.kv_len == 131072);
-  require_input_error([&] { Runner().run(e); }, {"problem: needs about", "0.25 GiB allowed", "data.file " + echo(path)});
+  require_input_error([&] { Runner().run(e); }, {"problem: needs about", "0.25 GiB allowed", "data.file " + echo_path(path)});
   // Nothing of the tensors was allocated: the process's peak grew by far less than one of them.
   CHECK(peak_rss_kib() - before < 100 * 1024);
 }

@@ -158,7 +158,7 @@ TEST_CASE("malformed npy preambles and dicts", "[data]") {
   bad_k(npy_bytes("{'descr: '<f4', 'fortran_order': False, 'shape': (1, 2, 5, 2)}", data), {"not a valid dict"});
 }
 
-// The path as echo() shows it, then the tensor or file that is missing: the second part comes after the
+// The path as echo_path() shows it, then the tensor or file that is missing: the second part comes after the
 // (possibly cut) path, so the check holds wherever the build folder lies and still fails if another
 // tensor or file were blamed.
 TEST_CASE("a missing tensor", "[data]") {
