@@ -72,7 +72,7 @@ Table with_time_ratio(Table t, const std::string& baseline) {
   double base = kNoValue;
   for (const auto& row : t.rows)
     if (row[variant].text == baseline && row[backend].text == "reference") base = row[time].value;
-  if (!(base > 0)) throw InputError(fmt::format("--baseline: no reference row for variant '{}'", baseline));
+  if (!(base > 0)) throw InputError(fmt::format("--baseline: no reference row for variant '{}'", echo(baseline)));
   t.columns.push_back({"time_ratio", "time / " + baseline, ""});
   for (auto& row : t.rows) row.push_back(fixed(row[time].value / base, 2));
   return t;
