@@ -46,7 +46,8 @@ Results run_experiment(const Experiment& e) {
 
 // Characters, not bytes, as fmt pads them ("—", "×" are one column each).
 size_t columns_of(const std::string& s) {
-  return size_t(std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xc0) != 0x80; }));
+  const auto starts_a_character = [](char c) { return (static_cast<unsigned char>(c) & 0xc0) != 0x80; };
+  return size_t(std::count_if(s.begin(), s.end(), starts_a_character));
 }
 
 void print_table(const views::Table& t) {
@@ -322,14 +323,16 @@ int presets_command() {
   std::vector<fs::path> files;
   const fs::path root = configs_dir();
   std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec))
     if (it->path().extension() == ".json") files.push_back(it->path());
   if (ec) fail_input(echo_path(root.string()), fmt::format("cannot list the presets folder ({})", ec.message()));
   std::sort(files.begin(), files.end());
   for (const auto& f : files) {
     const nlohmann::json j = read_json_file(f.string());
     if (!j.is_object()) fail_input(echo_path(f.string()), "expected a JSON object (an experiment config)");
-    if (j.contains("title") && !j["title"].is_string()) fail_input(echo_path(f.string()) + ".title", "expected a string");
+    if (j.contains("title") && !j["title"].is_string())
+      fail_input(echo_path(f.string()) + ".title", "expected a string");
     fmt::print("{:<36} {}\n", echo_path(fs::relative(f, root).string()), echo(j.value("title", ""), 300));
   }
   return 0;

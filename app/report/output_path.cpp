@@ -75,10 +75,12 @@ void check_destination(const fs::path& folder, const fs::path& given, const Outp
       break;
     }
     if (ec && st.type() != fs::file_type::not_found) refuse(rule, given, "cannot be read: " + ec.message());
-    if (!rule.create_folders) refuse(rule, given, fmt::format("the folder '{}' does not exist", echo_path(folder.string())));
+    if (!rule.create_folders)
+      refuse(rule, given, fmt::format("the folder '{}' does not exist", echo_path(folder.string())));
     p = p.parent_path();
   }
-  if (access(p.c_str(), W_OK) != 0) refuse(rule, given, fmt::format("the folder '{}' is not writable", echo_path(p.string())));
+  if (access(p.c_str(), W_OK) != 0)
+    refuse(rule, given, fmt::format("the folder '{}' is not writable", echo_path(p.string())));
 }
 
 void check_not_protected(const fs::path& real, const fs::path& given, const OutputRule& rule) {
@@ -94,7 +96,8 @@ void check_not_protected(const fs::path& real, const fs::path& given, const Outp
   for (const auto& input : rule.inputs) {
     const fs::path in = real_input(input);
     if (!in.empty() && within(in, real))
-      refuse(rule, given, fmt::format("holds '{}', an input of this command: give another folder", echo_path(input.string())));
+      refuse(rule, given,
+             fmt::format("holds '{}', an input of this command: give another folder", echo_path(input.string())));
   }
 }
 
@@ -136,10 +139,12 @@ fs::path check_output_file(const fs::path& target, const OutputRule& rule) {
   for (const auto& input : rule.inputs) {
     std::error_code ec;
     if (fs::exists(st) && fs::equivalent(path, input, ec))
-      refuse(rule, target, fmt::format("is '{}', an input of this command: give another file", echo_path(input.string())));
+      refuse(rule, target,
+             fmt::format("is '{}', an input of this command: give another file", echo_path(input.string())));
     const fs::path in = real_input(input);
     if (!in.empty() && fs::is_directory(in, ec) && within(real_location(path), in))
-      refuse(rule, target, fmt::format("is inside '{}', an input of this command: give another file", echo_path(input.string())));
+      refuse(rule, target,
+             fmt::format("is inside '{}', an input of this command: give another file", echo_path(input.string())));
   }
   check_destination(path.parent_path(), target, rule);
   return path;

@@ -30,9 +30,11 @@ Table bench_table(const std::vector<Results>& runs) {
       if (!v.kernel) continue;
       const KernelResult& k = *v.kernel;
       const double model = v.model ? v.model->time_ms : kNoValue;
-      t.rows.push_back({Cell{v.label, kNoValue}, Cell{shape_of(r.problem), kNoValue}, number_cell(k.median_ms, "{:.4f}"),
-                        number_cell(k.p10_ms, "{:.4f}"), number_cell(k.p90_ms, "{:.4f}"), number_cell(k.tops, "{:.1f}"),
-                        number_cell(k.hbm_gbps, "{:.0f}"), number_cell(model, "{:.4f}"), number_cell(model / k.median_ms, "{:.2f}")});
+      t.rows.push_back({Cell{v.label, kNoValue}, Cell{shape_of(r.problem), kNoValue},
+                        number_cell(k.median_ms, "{:.4f}"), number_cell(k.p10_ms, "{:.4f}"),
+                        number_cell(k.p90_ms, "{:.4f}"), number_cell(k.tops, "{:.1f}"),
+                        number_cell(k.hbm_gbps, "{:.0f}"), number_cell(model, "{:.4f}"),
+                        number_cell(model / k.median_ms, "{:.2f}")});
     }
   return t;
 }

@@ -16,11 +16,11 @@ constexpr double kNoValue = std::numeric_limits<double>::quiet_NaN();
 Cell text(std::string s) { return {std::move(s), kNoValue}; }
 Cell sci(double v) { return number_cell(v, "{:.3e}"); }
 Cell fixed(double v, int digits) {
-  return std::isfinite(v) ? Cell{fmt::format("{:.{}f}", v, digits), v} : number_cell(v, "");
+  return std::isfinite(v) ? Cell{fmt::format("{:.{}f}", v, digits), v} : Cell{kNoNumber, kNoValue};
 }
 Cell cosine(double v) { return number_cell(v, "{:.6f}"); }
 Cell bytes(double v) {
-  if (!std::isfinite(v)) return number_cell(v, "");
+  if (!std::isfinite(v)) return {kNoNumber, kNoValue};
   if (v >= 1 << 30) return {fmt::format("{:.2f} GiB", v / (1 << 30)), v};
   if (v >= 1 << 20) return {fmt::format("{:.2f} MiB", v / (1 << 20)), v};
   if (v >= 1 << 10) return {fmt::format("{:.1f} KiB", v / (1 << 10)), v};

@@ -222,9 +222,8 @@ std::vector<std::string> npy_paths(const std::string& dir) {
     const std::string path = (fs::path(dir) / (std::string(name) + ".npy")).string();
     // Named in the rule too: a long folder path is cut in the message (echo) and would drop the file name.
     if (!fs::exists(path, ec) && !ec)
-      fail_input(echo_path(path), fmt::format("file not found: the folder holds no {}.npy (it must hold q.npy, k.npy and "
-                                         "v.npy)",
-                                         name));
+      fail_input(echo_path(path),
+                 fmt::format("file not found: the folder holds no {}.npy (it must hold q.npy, k.npy and v.npy)", name));
     paths.push_back(path);
   }
   return paths;

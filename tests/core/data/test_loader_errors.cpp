@@ -35,7 +35,8 @@ TEST_CASE("missing or unreadable files and folders", "[data]") {
   const std::string nodir = (dir / "no_folder").string();
   require_input_error([&] { load_npy_folder(nodir); }, {named(nodir), "folder not found"});
   write_bytes(dir / "plain.txt", "hello");
-  require_input_error([&] { load_npy_folder((dir / "plain.txt").string()); }, {named(dir / "plain.txt"), "not a folder"});
+  require_input_error([&] { load_npy_folder((dir / "plain.txt").string()); },
+                      {named(dir / "plain.txt"), "not a folder"});
 
   const fs::path locked = dir / "locked.safetensors";
   write_bytes(locked, safetensors_bytes(good_entries()));
@@ -53,10 +54,12 @@ TEST_CASE("truncated safetensors files", "[data]") {
   const std::string full = safetensors_bytes(good_entries());
 
   write_bytes(dir / "tiny.safetensors", full.substr(0, 5));
-  require_input_error([&] { load_qkv((dir / "tiny.safetensors").string()); }, {named(dir / "tiny.safetensors"), "truncated"});
+  require_input_error([&] { load_qkv((dir / "tiny.safetensors").string()); },
+                      {named(dir / "tiny.safetensors"), "truncated"});
 
   write_bytes(dir / "head.safetensors", full.substr(0, 20));  // header cut off
-  require_input_error([&] { load_qkv((dir / "head.safetensors").string()); }, {named(dir / "head.safetensors"), "truncated"});
+  require_input_error([&] { load_qkv((dir / "head.safetensors").string()); },
+                      {named(dir / "head.safetensors"), "truncated"});
 
   write_bytes(dir / "data.safetensors", full.substr(0, full.size() - 3));  // v's last value cut off
   require_input_error([&] { load_qkv((dir / "data.safetensors").string()); },
@@ -64,7 +67,8 @@ TEST_CASE("truncated safetensors files", "[data]") {
 
   // A header length of 2^63 must be refused before any allocation.
   write_bytes(dir / "liar.safetensors", le(uint64_t{1} << 63, 8) + "{}");
-  require_input_error([&] { load_qkv((dir / "liar.safetensors").string()); }, {named(dir / "liar.safetensors"), "truncated"});
+  require_input_error([&] { load_qkv((dir / "liar.safetensors").string()); },
+                      {named(dir / "liar.safetensors"), "truncated"});
 
   // A consistent header promising 16 GiB of q in a file of a few hundred bytes.
   auto entries = good_entries();
@@ -110,7 +114,8 @@ TEST_CASE("malformed safetensors headers", "[data]") {
                       {named(dir / "a.safetensors"), "not valid JSON"});
   require_input_error([&] { load_qkv(with_header("b.safetensors", "not json at all")); },
                       {named(dir / "b.safetensors"), "not valid JSON"});
-  require_input_error([&] { load_qkv(with_header("c.safetensors", "[1, 2, 3]")); }, {named(dir / "c.safetensors"), "JSON object"});
+  require_input_error([&] { load_qkv(with_header("c.safetensors", "[1, 2, 3]")); },
+                      {named(dir / "c.safetensors"), "JSON object"});
   require_input_error([&] { load_qkv(with_header("d.safetensors", R"({"q": [1, 2]})")); },
                       {named(dir / "d.safetensors"), "tensor 'q'", "dtype"});
 
