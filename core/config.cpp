@@ -194,7 +194,7 @@ void adopt_file_shapes(Experiment& e, const json& problem_json) {
     if (problem_json.is_object() && problem_json.contains(field) &&
         get_int(problem_json, field, 0, "problem") != from_file)
       fail_input(std::string("problem.") + field, fmt::format("{} disagrees with {} in {}", problem_json[field].dump(),
-                                                              from_file, echo(e.data.file)));
+                                                              from_file, echo_path(e.data.file)));
     return from_file;
   };
   p.batch = agree("batch", t.q.batch);
@@ -292,7 +292,7 @@ Experiment load_experiment(const std::string& path) {
   try {
     return parse_experiment(j, folder.empty() ? "." : folder);
   } catch (const InputError& err) {
-    throw InputError(echo(path) + ": " + err.what());
+    throw InputError(echo_path(path) + ": " + err.what());
   }
 }
 

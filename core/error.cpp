@@ -49,6 +49,8 @@ std::string escape(std::string_view s, std::size_t max_chars, bool escape_backsl
 
 std::string echo(std::string_view value, std::size_t max_chars) { return escape(value, max_chars, true); }
 
+std::string echo_path(std::string_view path) { return echo(path, kMaxPathChars); }
+
 std::string one_line(std::string_view message, std::size_t max_chars) { return escape(message, max_chars, false); }
 
 }  // namespace attnlab

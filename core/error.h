@@ -28,6 +28,12 @@ struct InputError : std::runtime_error {
 // characters is cut and marked with "…(N bytes in all)". No quotes are added.
 std::string echo(std::string_view value, std::size_t max_chars = 80);
 
+// A file or folder path put in a message ("<path>: <rule>"): escaped as echo() does, but cut only past
+// kMaxPathChars characters, so that the file name at the end of an ordinary deep path (a data folder some
+// levels down, a scratch or build folder) is still in the message.
+inline constexpr std::size_t kMaxPathChars = 200;
+std::string echo_path(std::string_view path);
+
 // A whole message made printable on one line: newlines and other control characters escaped as
 // echo() does, and cut after `max_chars` (default 600) characters.
 std::string one_line(std::string_view message, std::size_t max_chars = 600);

@@ -55,7 +55,7 @@ InputMagnitudes measure_inputs(const QKV& in) {
 }
 
 std::string data_source(const Experiment& e) {
-  if (!e.data.file.empty()) return "data.file " + echo(e.data.file);
+  if (!e.data.file.empty()) return "data.file " + echo_path(e.data.file);
   std::string params;
   for (const auto& [name, value] : e.data.generator_params.values())
     if (!std::holds_alternative<bool>(value))

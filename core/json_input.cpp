@@ -59,12 +59,13 @@ nlohmann::json parse_json_text(std::string_view text, const std::string& where) 
 }
 
 nlohmann::json read_json_file(const std::string& path) {
-  data::detail::InFile in(path);
+  data::detail::InFile in(path);  // in.path(): the path echoed (escaped and cut), as every message shows it
   if (in.size() > kMaxJsonFileBytes)
-    fail_input(path, fmt::format("is {} bytes: JSON inputs are limited to {} MiB", in.size(), kMaxJsonFileBytes >> 20));
+    fail_input(in.path(),
+               fmt::format("is {} bytes: JSON inputs are limited to {} MiB", in.size(), kMaxJsonFileBytes >> 20));
   std::string text(static_cast<std::size_t>(in.size()), '\0');
   in.read(0, text.data(), in.size(), "the JSON text");
-  return parse_json_text(text, path);
+  return parse_json_text(text, in.path());
 }
 
 }  // namespace attnlab

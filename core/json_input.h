@@ -17,11 +17,12 @@ namespace attnlab {
 inline constexpr int kMaxJsonDepth = 64;                      // no attnlab file nests deeper than 6
 inline constexpr std::uint64_t kMaxJsonFileBytes = 64ull << 20;  // configs, specs, measurements
 
-// Parses `text`; throws InputError("<where>: …") on any of the above.
+// Parses `text`; throws InputError("<where>: …") on any of the above. `where` goes into the message as it
+// is: a label of the program's own ("--vary") or a path already passed through echo().
 nlohmann::json parse_json_text(std::string_view text, const std::string& where);
 
 // Reads a regular file (not a folder, FIFO or device: those are refused before opening, so nothing
-// blocks) of at most kMaxJsonFileBytes and parses it; errors name the path.
+// blocks) of at most kMaxJsonFileBytes and parses it; errors name the path, echoed (core/error.h).
 nlohmann::json read_json_file(const std::string& path);
 
 }  // namespace attnlab

@@ -81,7 +81,7 @@ void check_memory(const Experiment& e, bool ground_truth) {
                            "{:.3g} GiB allowed (ATTNLAB_MAX_MEMORY_GB){}",
                            need / kGiB, m.inputs / kGiB, m.truth / kGiB, m.truth_scratch / kGiB,
                            echo(m.variant_label, 40), m.variant / kGiB, threads, limit / kGiB,
-                           e.data.file.empty() ? "" : "; the sizes are those of data.file " + echo(e.data.file)));
+                           e.data.file.empty() ? "" : "; the sizes are those of data.file " + echo_path(e.data.file)));
 }
 
 }  // namespace attnlab

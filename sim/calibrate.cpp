@@ -319,13 +319,13 @@ Calibration calibrate(const GpuSpec& gpu, const std::vector<Measurement>& m, con
 std::string spec_with_calibration(const std::string& spec_path, const Calibration& c, size_t measurements,
                                   const std::string& source) {
   std::ifstream in(spec_path);
-  if (!in) fail_input(echo(spec_path), "cannot open the GPU spec");
+  if (!in) fail_input(echo_path(spec_path), "cannot open the GPU spec");
   std::stringstream text;
   text << in.rdbuf();
   const std::string s = text.str();
   // Replace the `"measured": …` line (the spec files keep it on one line, last) and keep the rest verbatim.
   const auto at = s.find("\n \"measured\":");
-  if (at == std::string::npos) fail_input(echo(spec_path), "no \"measured\" line to replace");
+  if (at == std::string::npos) fail_input(echo_path(spec_path), "no \"measured\" line to replace");
   const auto end = s.find('\n', at + 1);
   std::map<std::string, double> factors = c.efficiency;
   const auto overhead = factors.find(kOverhead);

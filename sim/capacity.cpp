@@ -73,7 +73,7 @@ std::vector<LlmConfig> all_llms() {
   std::error_code ec;
   for (auto it = fs::directory_iterator(models_dir(), ec); !ec && it != fs::directory_iterator(); it.increment(ec))
     if (it->path().extension() == ".json") out.push_back(parse_llm(it->path().string()));
-  if (ec) fail_input(echo(models_dir()), "cannot list the models folder");
+  if (ec) fail_input(echo_path(models_dir()), "cannot list the models folder");
   std::sort(out.begin(), out.end(), [](const LlmConfig& a, const LlmConfig& b) { return a.id < b.id; });
   return out;
 }
@@ -84,7 +84,7 @@ LlmConfig load_llm(const std::string& id_or_path, const std::string& where) {
 
 CacheFormat cache_format(const LlmConfig& m, const VariantRequest& v) {
   const VariantSpec* spec = find_variant(v.id);
-  if (!spec || !spec->storage) fail_input("variant", fmt::format("no cache format for '{}'", v.id));
+  if (!spec || !spec->storage) fail_input("variant", fmt::format("no cache format for '{}'", echo(v.id)));
   const bool mla = m.attention == "mla";
   // One layer of one sequence as a decode problem: K and V per KV head of head_dim elements, or MLA's one
   // latent vector of kv_lora_rank + rope_head_dim elements per token (stored as the variant stores K, at

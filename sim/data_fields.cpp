@@ -260,12 +260,12 @@ std::string data_file_path(const std::string& arg, const std::string& dir, const
   if (st.type() == fs::file_type::not_found) {
     const std::vector<std::string> ids = file_ids(dir);
     fail_input(where, fmt::format("unknown {} '{}' (known: {})", what, echo(arg),
-                                  ids.empty() ? "none in " + echo(dir) : fmt::format("{}", fmt::join(ids, ", "))));
+                                  ids.empty() ? "none in " + echo_path(dir) : fmt::format("{}", fmt::join(ids, ", "))));
   }
   return file.string();  // whatever else is wrong with it (a folder, a loop) the reader says
 }
 
-std::string where_of(const std::string& path) { return echo(path, 200); }
+std::string where_of(const std::string& path) { return echo_path(path); }
 
 json read_data_file(const std::string& path) {
   json j = read_json_file(path);

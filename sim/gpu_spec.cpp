@@ -193,7 +193,7 @@ std::vector<GpuSpec> all_gpu_specs() {
   std::error_code ec;
   for (auto it = fs::directory_iterator(specs_dir(), ec); !ec && it != fs::directory_iterator(); it.increment(ec))
     if (it->path().extension() == ".json") specs.push_back(load_gpu_spec_file(it->path().string()));
-  if (ec) fail_input(echo(specs_dir()), "cannot list the GPU specs folder");
+  if (ec) fail_input(echo_path(specs_dir()), "cannot list the GPU specs folder");
   std::sort(specs.begin(), specs.end(), [](const GpuSpec& a, const GpuSpec& b) { return a.id < b.id; });
   return specs;
 }

@@ -15,9 +15,10 @@ namespace attnlab::cli {
 std::string check_input_file(const std::string& value) {
   if (value.empty()) return "is empty: give a file path";
   struct stat st {};
-  if (stat(value.c_str(), &st) != 0) return fmt::format("'{}': {}", echo(value), std::strerror(errno));
-  if (S_ISDIR(st.st_mode)) return fmt::format("'{}': is a folder, not a file", echo(value));
-  if (!S_ISREG(st.st_mode)) return fmt::format("'{}': is not a regular file (a FIFO, socket or device)", echo(value));
+  if (stat(value.c_str(), &st) != 0) return fmt::format("'{}': {}", echo_path(value), std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) return fmt::format("'{}': is a folder, not a file", echo_path(value));
+  if (!S_ISREG(st.st_mode))
+    return fmt::format("'{}': is not a regular file (a FIFO, socket or device)", echo_path(value));
   return "";
 }
 

@@ -11,6 +11,7 @@
 #include "app/views/table.h"
 #include "core/config.h"
 #include "core/error.h"
+#include "core/json_input.h"
 #include "core/sweep.h"
 #include "core/registry.h"
 #include "sim/calibrate.h"
@@ -23,7 +24,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 
 namespace attnlab::cli {
 
@@ -44,14 +44,20 @@ Results run_experiment(const Experiment& e) {
   return make_runner().run(e, control);
 }
 
+// Characters, not bytes, as fmt pads them ("—", "×" are one column each).
+size_t columns_of(const std::string& s) {
+  const auto starts_a_character = [](char c) { return (static_cast<unsigned char>(c) & 0xc0) != 0x80; };
+  return size_t(std::count_if(s.begin(), s.end(), starts_a_character));
+}
+
 void print_table(const views::Table& t) {
   std::vector<size_t> width(t.columns.size());
   auto header = [&](size_t c) {
     return t.columns[c].unit.empty() ? t.columns[c].title : t.columns[c].title + " (" + t.columns[c].unit + ")";
   };
   for (size_t c = 0; c < t.columns.size(); ++c) {
-    width[c] = header(c).size();
-    for (const auto& row : t.rows) width[c] = std::max(width[c], row[c].text.size());
+    width[c] = columns_of(header(c));
+    for (const auto& row : t.rows) width[c] = std::max(width[c], columns_of(row[c].text));
   }
   for (size_t c = 0; c < t.columns.size(); ++c) fmt::print("{:<{}}  ", header(c), width[c]);
   fmt::print("\n");
@@ -210,13 +216,14 @@ int capacity_command(const CapacityOptions& o) {
   double first = 0;
   for (const auto& [f, c] : rows) {
     if (first == 0) first = c.tokens_per_s;
-    auto num = [](double x, const char* f) { return views::Cell{fmt::format(fmt::runtime(f), x), x}; };
+    const auto num = views::number_cell;
+    const views::Cell none{views::kNoNumber, std::nan("")};
     // A variant that does not fit one sequence has no decode step: a dash, not a 0.00 ms step.
-    auto fits = [&](double x, const char* f) { return c.max_batch > 0 ? num(x, f) : views::Cell{"—", std::nan("")}; };
+    auto fits = [&](double x, const char* f) { return c.max_batch > 0 ? num(x, f) : none; };
     t.rows.push_back({views::Cell{echo(f.variant), std::nan("")}, num(f.bytes_per_token * double(m.layers), "{:.0f}"),
                       num(c.seq_bytes / (1 << 20), "{:.1f}"), num(double(c.max_batch), "{:.0f}"),
                       fits(c.step_ms, "{:.2f}"), fits(c.tokens_per_s, "{:.0f}"),
-                      first > 0 ? fits(c.tokens_per_s / first, "{:.2f}") : views::Cell{"—", std::nan("")}});
+                      first > 0 ? fits(c.tokens_per_s / first, "{:.2f}") : none});
   }
   print_table(t);
   return 0;
@@ -227,7 +234,7 @@ int calibrate_command(const CalibrateOptions& o) {
   const std::vector<sim::Measurement> m = sim::load_measurements(o.measurements, &file_gpu);
   if (o.gpu.empty() && file_gpu.empty()) throw InputError("--gpu: not given and the measurements file names no GPU");
   // The spec the factors are written into: --gpu (an id or a path), else the file's GPU id (never a path).
-  const std::string spec_path = o.gpu.empty() ? sim::gpu_spec_path(file_gpu, echo(o.measurements) + ".gpu")
+  const std::string spec_path = o.gpu.empty() ? sim::gpu_spec_path(file_gpu, echo_path(o.measurements) + ".gpu")
                                               : sim::gpu_spec_path(o.gpu, "--gpu");
   const sim::GpuSpec g = sim::load_gpu_spec_file(spec_path);
   if (!file_gpu.empty() && g.id != file_gpu)
@@ -240,10 +247,10 @@ int calibrate_command(const CalibrateOptions& o) {
   t.columns = {{"kernel", "kernel", ""},          {"measured_ms", "measured", "ms"}, {"before_ms", "model before", "ms"},
                {"after_ms", "model after", "ms"}, {"loo_ms", "leave-one-out", "ms"}, {"error_after", "error after", "%"}};
   for (const auto& r : c.rows) {
-    auto ms = [](double x) { return views::Cell{fmt::format("{:.4f}", x), x}; };
+    auto ms = [](double x) { return views::number_cell(x, "{:.4f}"); };
     const double err = (r.after_ms / r.measured_ms - 1) * 100;
     t.rows.push_back({views::Cell{r.label, std::nan("")}, ms(r.measured_ms), ms(r.before_ms), ms(r.after_ms),
-                      ms(r.loo_ms), views::Cell{fmt::format("{:+.1f}", err), err}});
+                      ms(r.loo_ms), views::number_cell(err, "{:+.1f}")});
   }
   print_table(t);
   for (const auto& [u, e] : c.efficiency)
@@ -255,7 +262,7 @@ int calibrate_command(const CalibrateOptions& o) {
              100 * c.median_error_after, 100 * c.median_error_loo);
   if (!o.dry_run) {
     report::write_file_atomically(spec_path, sim::spec_with_calibration(spec_path, c, m.size(), o.measurements));
-    fmt::print("wrote the factors into {}\n", echo(spec_path));
+    fmt::print("wrote the factors into {}\n", echo_path(spec_path));
   }
   return 0;
 }
@@ -309,23 +316,24 @@ int gpus_command() {
   return 0;
 }
 
+// Lists the configs under configs/ (or $ATTNLAB_CONFIGS) with their titles. Each file is read as every
+// JSON input is (core/json_input.h): a FIFO, a folder named *.json or a broken file is refused, naming it,
+// rather than read until it blocks; a title is echoed, one line whatever it holds.
 int presets_command() {
   std::vector<fs::path> files;
   const fs::path root = configs_dir();
   std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator(); ++it)
+  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec))
     if (it->path().extension() == ".json") files.push_back(it->path());
-  if (ec) throw InputError(root.string() + ": cannot list the presets folder");
+  if (ec) fail_input(echo_path(root.string()), fmt::format("cannot list the presets folder ({})", ec.message()));
   std::sort(files.begin(), files.end());
   for (const auto& f : files) {
-    std::string title;
-    try {
-      std::ifstream in(f);
-      title = nlohmann::json::parse(in).value("title", "");
-    } catch (const std::exception&) {
-      title = "(not valid JSON)";
-    }
-    fmt::print("{:<36} {}\n", fs::relative(f, root).string(), title);
+    const nlohmann::json j = read_json_file(f.string());
+    if (!j.is_object()) fail_input(echo_path(f.string()), "expected a JSON object (an experiment config)");
+    if (j.contains("title") && !j["title"].is_string())
+      fail_input(echo_path(f.string()) + ".title", "expected a string");
+    fmt::print("{:<36} {}\n", echo_path(fs::relative(f, root).string()), echo(j.value("title", ""), 300));
   }
   return 0;
 }

@@ -24,7 +24,7 @@ std::string random_suffix() {
 }
 
 [[noreturn]] void refuse(const OutputRule& rule, const fs::path& given, const std::string& why) {
-  fail_input(rule.where, fmt::format("'{}': {}", echo(given.string()), why));
+  fail_input(rule.where, fmt::format("'{}': {}", echo_path(given.string()), why));
 }
 
 bool marked(const fs::path& folder) { return fs::is_regular_file(fs::symlink_status(folder / kOutputMarker)); }

@@ -32,7 +32,8 @@ std::string to_csv(const views::Table& t) {
   for (const auto& row : t.rows) {
     for (size_t c = 0; c < row.size(); ++c) {
       if (c) out += ',';
-      out += std::isnan(row[c].value) ? quoted(row[c].text) : fmt::format("{}", row[c].value);
+      if (!std::isnan(row[c].value)) out += fmt::format("{}", row[c].value);
+      else if (row[c].text != views::kNoNumber) out += quoted(row[c].text);  // a missing number: an empty field
     }
     out += '\n';
   }

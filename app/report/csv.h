@@ -1,4 +1,5 @@
-// attnlab report: a table view as RFC 4180 CSV (the numbers, not the formatted text, where a cell has one).
+// attnlab report: a table view as RFC 4180 CSV (the numbers, not the formatted text, where a cell has one;
+// an empty field where a number is missing, the cells views show as "—": views::kNoNumber).
 #pragma once
 
 #include "app/views/table.h"

@@ -15,7 +15,7 @@ namespace fs = std::filesystem;
 namespace {
 
 [[noreturn]] void refuse(const OutputRule& rule, const fs::path& given, const std::string& why) {
-  fail_input(rule.where, fmt::format("'{}': {}", echo(given.string()), why));
+  fail_input(rule.where, fmt::format("'{}': {}", echo_path(given.string()), why));
 }
 
 // The path as the writer will use it: absolute, lexically normal ("a/./b/../c" is "a/c"), no trailing
@@ -71,14 +71,16 @@ void check_destination(const fs::path& folder, const fs::path& given, const Outp
   for (;;) {
     const fs::file_status st = fs::status(p, ec);
     if (fs::exists(st)) {
-      if (!fs::is_directory(st)) refuse(rule, given, fmt::format("'{}' is not a folder", echo(p.string())));
+      if (!fs::is_directory(st)) refuse(rule, given, fmt::format("'{}' is not a folder", echo_path(p.string())));
       break;
     }
     if (ec && st.type() != fs::file_type::not_found) refuse(rule, given, "cannot be read: " + ec.message());
-    if (!rule.create_folders) refuse(rule, given, fmt::format("the folder '{}' does not exist", echo(folder.string())));
+    if (!rule.create_folders)
+      refuse(rule, given, fmt::format("the folder '{}' does not exist", echo_path(folder.string())));
     p = p.parent_path();
   }
-  if (access(p.c_str(), W_OK) != 0) refuse(rule, given, fmt::format("the folder '{}' is not writable", echo(p.string())));
+  if (access(p.c_str(), W_OK) != 0)
+    refuse(rule, given, fmt::format("the folder '{}' is not writable", echo_path(p.string())));
 }
 
 void check_not_protected(const fs::path& real, const fs::path& given, const OutputRule& rule) {
@@ -94,7 +96,8 @@ void check_not_protected(const fs::path& real, const fs::path& given, const Outp
   for (const auto& input : rule.inputs) {
     const fs::path in = real_input(input);
     if (!in.empty() && within(in, real))
-      refuse(rule, given, fmt::format("holds '{}', an input of this command: give another folder", echo(input.string())));
+      refuse(rule, given,
+             fmt::format("holds '{}', an input of this command: give another folder", echo_path(input.string())));
   }
 }
 
@@ -136,10 +139,12 @@ fs::path check_output_file(const fs::path& target, const OutputRule& rule) {
   for (const auto& input : rule.inputs) {
     std::error_code ec;
     if (fs::exists(st) && fs::equivalent(path, input, ec))
-      refuse(rule, target, fmt::format("is '{}', an input of this command: give another file", echo(input.string())));
+      refuse(rule, target,
+             fmt::format("is '{}', an input of this command: give another file", echo_path(input.string())));
     const fs::path in = real_input(input);
     if (!in.empty() && fs::is_directory(in, ec) && within(real_location(path), in))
-      refuse(rule, target, fmt::format("is inside '{}', an input of this command: give another file", echo(input.string())));
+      refuse(rule, target,
+             fmt::format("is inside '{}', an input of this command: give another file", echo_path(input.string())));
   }
   check_destination(path.parent_path(), target, rule);
   return path;
@@ -157,7 +162,7 @@ CreatedFolders::CreatedFolders(const fs::path& folder, const std::string& where)
       created_.push_back(*it);
     } else if (ec) {
       remove_created();  // the ones made so far go again
-      fail_input(where, fmt::format("'{}': cannot create the folder: {}", echo(it->string()), ec.message()));
+      fail_input(where, fmt::format("'{}': cannot create the folder: {}", echo_path(it->string()), ec.message()));
     }
   }
 }

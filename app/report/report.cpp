@@ -50,7 +50,7 @@ void print_pdf(const fs::path& chromium, const fs::path& folder) {
                                   kChromiumTimeout, log);
   std::error_code ec;
   fs::remove_all(profile, ec);
-  if (!c.started) fail_input("--pdf", fmt::format("cannot start '{}': {}", echo(chromium.string()), c.error));
+  if (!c.started) fail_input("--pdf", fmt::format("cannot start '{}': {}", echo_path(chromium.string()), c.error));
   if (c.timed_out)
     fail_input("--pdf", fmt::format("headless Chromium did not finish in {} s and was stopped", kChromiumTimeout.count()));
   if (c.exit_code != 0 || !fs::is_regular_file(pdf, ec) || fs::file_size(pdf, ec) == 0)

@@ -1,5 +1,7 @@
 #include "app/views/axis.h"
 
+#include "app/views/table.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -55,6 +57,7 @@ AxisScale axis_scale(double lo, double hi, double p0, double p1, bool log) {
 }
 
 std::string tick_label(double x) {
+  if (!std::isfinite(x)) return kNoNumber;  // a tooltip on a cell with no value (table.h)
   if (x == 0) return "0";
   const double a = std::abs(x);
   if (a >= 1e5 || a < 1e-3) return fmt::format("{:.2g}", x);

@@ -27,7 +27,8 @@ struct AxisScale {
 // The scale for data in [lo, hi]: padded by 4%, widened to include 0 when the data nearly reach it.
 AxisScale axis_scale(double lo, double hi, double p0, double p1, bool log);
 
-// A tick label: 4 significant digits, exponent form for very large or small magnitudes.
+// A tick label: 4 significant digits, exponent form for very large or small magnitudes; "—" (kNoNumber)
+// for a value that is not finite.
 std::string tick_label(double x);
 
 }  // namespace attnlab::views

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <cmath>
 #include <limits>
 
 namespace attnlab::views {
@@ -11,8 +10,6 @@ namespace attnlab::views {
 namespace {
 
 constexpr double kNoValue = std::numeric_limits<double>::quiet_NaN();
-
-Cell number(double x, const char* format) { return {fmt::format(fmt::runtime(format), x), x}; }
 
 std::string shape_of(const nlohmann::json& p) {
   return fmt::format("B{} H{}/{} N{}/{} d{}{}", p.value("batch", 0), p.value("q_heads", 0), p.value("kv_heads", 0),
@@ -37,10 +34,11 @@ Table bench_table(const std::vector<Results>& runs) {
       // The serving loop's time per token (append, flush, attend) over the attention alone, where it ran.
       const auto steps = k.probes.find("decode.steps");
       const double step_ratio = steps != k.probes.end() && steps->second.values.size() >= 4 ? steps->second.values[3] : kNoValue;
-      t.rows.push_back({Cell{v.label, kNoValue}, Cell{shape_of(r.problem), kNoValue}, number(k.median_ms, "{:.4f}"),
-                        number(k.p10_ms, "{:.4f}"), number(k.p90_ms, "{:.4f}"), number(k.tops, "{:.1f}"),
-                        number(k.hbm_gbps, "{:.0f}"), number(model, "{:.4f}"), number(model / k.median_ms, "{:.2f}"),
-                        std::isnan(step_ratio) ? Cell{"", kNoValue} : number(step_ratio, "{:.3f}")});
+      t.rows.push_back({Cell{v.label, kNoValue}, Cell{shape_of(r.problem), kNoValue},
+                        number_cell(k.median_ms, "{:.4f}"), number_cell(k.p10_ms, "{:.4f}"),
+                        number_cell(k.p90_ms, "{:.4f}"), number_cell(k.tops, "{:.1f}"),
+                        number_cell(k.hbm_gbps, "{:.0f}"), number_cell(model, "{:.4f}"),
+                        number_cell(model / k.median_ms, "{:.2f}"), number_cell(step_ratio, "{:.3f}")});
     }
   return t;
 }

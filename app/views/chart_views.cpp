@@ -21,7 +21,7 @@ std::vector<View> chart_views(const Results& r, int64_t max_heatmap_cols, int64_
 }
 
 Table view_as_table(const View& v) {
-  auto num = [](double x) { return Cell{std::isfinite(x) ? fmt::format("{:.9g}", x) : fmt::format("{}", x), x}; };
+  auto num = [](double x) { return number_cell(x, "{:.9g}"); };
   auto text = [](std::string s) { return Cell{std::move(s), NAN}; };
   return std::visit(
       [&](const auto& body) -> Table {

@@ -171,7 +171,7 @@ void priority_views(const VariantResult& v, std::vector<View>& out) {
     for (const auto& m : metrics) {
       const ProbeArray* a = probe(p, "priority." + m);
       const double x = a ? a->values[size_t(i)] : NAN;
-      row.push_back({a ? fmt::format("{:.4g}", x) : "", x});
+      row.push_back(a ? number_cell(x, "{:.4g}") : Cell{"", NAN});
     }
     t.rows.push_back(row);
   }

@@ -14,10 +14,13 @@ namespace {
 constexpr double kNoValue = std::numeric_limits<double>::quiet_NaN();
 
 Cell text(std::string s) { return {std::move(s), kNoValue}; }
-Cell sci(double v) { return {fmt::format("{:.3e}", v), v}; }
-Cell fixed(double v, int digits) { return {fmt::format("{:.{}f}", v, digits), v}; }
-Cell cosine(double v) { return {fmt::format("{:.6f}", v), v}; }
+Cell sci(double v) { return number_cell(v, "{:.3e}"); }
+Cell fixed(double v, int digits) {
+  return std::isfinite(v) ? Cell{fmt::format("{:.{}f}", v, digits), v} : Cell{kNoNumber, kNoValue};
+}
+Cell cosine(double v) { return number_cell(v, "{:.6f}"); }
 Cell bytes(double v) {
+  if (!std::isfinite(v)) return {kNoNumber, kNoValue};
   if (v >= 1 << 30) return {fmt::format("{:.2f} GiB", v / (1 << 30)), v};
   if (v >= 1 << 20) return {fmt::format("{:.2f} MiB", v / (1 << 20)), v};
   if (v >= 1 << 10) return {fmt::format("{:.1f} KiB", v / (1 << 10)), v};
@@ -25,6 +28,11 @@ Cell bytes(double v) {
 }
 
 }  // namespace
+
+Cell number_cell(double value, const char* format) {
+  if (!std::isfinite(value)) return {kNoNumber, kNoValue};
+  return {fmt::format(fmt::runtime(format), value), value};
+}
 
 Table results_table(const Results& r) {
   Table t;
@@ -64,7 +72,7 @@ Table with_time_ratio(Table t, const std::string& baseline) {
   double base = kNoValue;
   for (const auto& row : t.rows)
     if (row[variant].text == baseline && row[backend].text == "reference") base = row[time].value;
-  if (!(base > 0)) throw InputError(fmt::format("--baseline: no reference row for variant '{}'", baseline));
+  if (!(base > 0)) throw InputError(fmt::format("--baseline: no reference row for variant '{}'", echo(baseline)));
   t.columns.push_back({"time_ratio", "time / " + baseline, ""});
   for (auto& row : t.rows) row.push_back(fixed(row[time].value / base, 2));
   return t;

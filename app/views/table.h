@@ -20,6 +20,15 @@ struct Cell {
   double value = 0;  // the number behind it (NaN for text cells)
 };
 
+// The text of a number that is not there: a metric with no ground truth (a timing-only run), a model time
+// where no model ran, a ratio to a missing time, anything that is not finite. A view never prints "nan" or
+// "inf" as if it were a value; the CSV leaves such a field empty (app/report/csv.h).
+inline constexpr const char* kNoNumber = "—";
+
+// A number as a cell, formatted with `format` (fmt syntax, e.g. "{:.3e}"); a value that is not finite
+// gives {kNoNumber, NaN}.
+Cell number_cell(double value, const char* format);
+
 struct Table {
   std::string title;
   std::vector<Column> columns;

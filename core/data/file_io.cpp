@@ -13,7 +13,7 @@ namespace attnlab::data::detail {
 
 namespace fs = std::filesystem;
 
-InFile::InFile(const std::string& path) : path_(echo(path)) {
+InFile::InFile(const std::string& path) : path_(echo_path(path)) {
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
   if (st.type() == fs::file_type::not_found) fail_input(path_, "file not found");

@@ -213,15 +213,17 @@ NpyLayout read_layout(detail::InFile& file) {
 std::vector<std::string> npy_paths(const std::string& dir) {
   std::error_code ec;
   const fs::file_status st = fs::status(dir, ec);
-  if (st.type() == fs::file_type::not_found) fail_input(echo(dir), "folder not found");
-  if (ec) fail_input(echo(dir), "cannot be read (" + ec.message() + ")");
+  if (st.type() == fs::file_type::not_found) fail_input(echo_path(dir), "folder not found");
+  if (ec) fail_input(echo_path(dir), "cannot be read (" + ec.message() + ")");
   if (st.type() != fs::file_type::directory)
-    fail_input(echo(dir), "is not a folder (expected q.npy, k.npy and v.npy inside)");
+    fail_input(echo_path(dir), "is not a folder (expected q.npy, k.npy and v.npy inside)");
   std::vector<std::string> paths;
   for (const char* name : {"q", "k", "v"}) {
     const std::string path = (fs::path(dir) / (std::string(name) + ".npy")).string();
+    // Named in the rule too: a long folder path is cut in the message (echo) and would drop the file name.
     if (!fs::exists(path, ec) && !ec)
-      fail_input(echo(path), "file not found (the folder must hold q.npy, k.npy and v.npy)");
+      fail_input(echo_path(path),
+                 fmt::format("file not found: the folder holds no {}.npy (it must hold q.npy, k.npy and v.npy)", name));
     paths.push_back(path);
   }
   return paths;
@@ -243,7 +245,7 @@ QkvShapes read_npy_folder_shapes(const std::string& dir) {
     shapes[i] = read_layout(file).shape;
   }
   const QkvShapes out{shapes[0], shapes[1], shapes[2]};
-  detail::check_qkv_shapes(out, echo(dir));
+  detail::check_qkv_shapes(out, echo_path(dir));
   return out;
 }
 
@@ -254,7 +256,7 @@ QKV load_npy_folder(const std::string& dir) {
   t.q = load_npy(paths[0]);
   t.k = load_npy(paths[1]);
   t.v = load_npy(paths[2]);
-  detail::check_qkv(t, echo(dir));
+  detail::check_qkv(t, echo_path(dir));
   return t;
 }
 

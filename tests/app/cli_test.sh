@@ -102,6 +102,10 @@ cmp -s "$tmp/specs/h100-sxm5.json" "$tmp/spec-before.json" || fail "bad measurem
 
 # 8. presets lists configs/.
 "$bin" presets | grep -q "default.json" || fail "presets does not list default.json"
+# A title holding a newline stays on its preset's line (echoed as \n).
+mkdir -p "$tmp/presets" && printf '{"title": "one\\ntwo"}' >"$tmp/presets/t.json"
+out=$(ATTNLAB_CONFIGS="$tmp/presets" "$bin" presets) || fail "presets over a folder of one config exited $?"
+[ "$out" = "t.json                               one\ntwo" ] || fail "presets printed a title over two lines: $out"
 
 # 9. outputs: a folder attnlab wrote (the marker) is replaced; a foreign one, the working folder and the
 # folders above it are refused with nothing touched; a sweep's default CSV folder appears only on success.

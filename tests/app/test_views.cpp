@@ -1,12 +1,21 @@
-// Table views built from Results: the bench view shows each kernel timing beside the model's prediction.
+// Table views built from Results: the bench view shows each kernel timing beside the model's prediction;
+// a number that is not there (no ground truth, no model, not finite) is shown as "—" in every view, the
+// CSV and the report, never as "nan" or "inf".
+#include "app/report/csv.h"
+#include "app/report/html.h"
+#include "app/views/axis.h"
 #include "app/views/bench.h"
+#include "app/views/chart.h"
 #include "core/config.h"
 #include "core/probes.h"
 #include "tests/catch.h"
+#include "tests/support/sample_results.h"
 
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <limits>
+#include <regex>
 
 namespace attnlab::views {
 namespace {
@@ -32,16 +41,79 @@ TEST_CASE("bench_table: one row per kernel timing, model over measured", "[views
   CHECK(row[1].text == "B4 H16/16 N4096/4096 d128 causal");
   CHECK(row[2].value == 2.0);
   CHECK(row[8].value == 0.75);
-  CHECK(std::isnan(row[9].value));  // no serving loop ran: an empty cell
-  CHECK(row[9].text.empty());
+  CHECK(std::isnan(row[9].value));  // no serving loop ran: a dash
+  CHECK(row[9].text == kNoNumber);
   with.model.reset();
-  CHECK(std::isnan(bench_table({Results{r.config, r.problem, r.environment, {with}}}).rows[0][8].value));
+  const auto no_model = bench_table({Results{r.config, r.problem, r.environment, {with}}}).rows[0];
+  CHECK(std::isnan(no_model[8].value));
+  CHECK(no_model[7].text == kNoNumber);  // no model ran: a dash, not "nan"
+  CHECK(no_model[8].text == kNoNumber);
   // A kernel that ran the serving loop: step / attend from its decode.steps probe.
   with.kernel->probes["decode.steps"] = labelled({"steps", "step_ms", "attend_ms", "step_over_attend"},
                                                  {256, 2.2, 2.0, 1.1}, "", "");
   const Table s = bench_table({Results{r.config, r.problem, r.environment, {with}}});
   CHECK(s.rows[0][9].value == 1.1);
   CHECK(s.rows[0][9].text == "1.100");
+}
+
+TEST_CASE("number_cell and tick_label: a value that is not finite is shown as a dash", "[views]") {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  CHECK(number_cell(1.5, "{:.2f}").text == "1.50");
+  CHECK(number_cell(1.5, "{:.2f}").value == 1.5);
+  for (const double x : {nan, -nan, inf, -inf}) {
+    CHECK(number_cell(x, "{:.3e}").text == kNoNumber);
+    CHECK(std::isnan(number_cell(x, "{:.3e}").value));
+    CHECK(tick_label(x) == kNoNumber);
+  }
+  CHECK(tick_label(0.25) == "0.25");
+}
+
+// A timing-only reference row (no ground truth: every metric NaN) and a row whose time overflowed, beside
+// a finite row that must still show its numbers.
+Results results_with_missing_numbers() {
+  Results r = test::small_results();
+  VariantResult blank = r.variants.at(0);
+  blank.id = "flash2", blank.label = "no-truth";
+  blank.reference->metrics = no_metrics();
+  blank.reference->time_ms = std::numeric_limits<double>::infinity();
+  blank.reference->gflops = -std::numeric_limits<double>::quiet_NaN();
+  blank.model.reset(), blank.kernel.reset();
+  r.variants.at(0).reference->metrics = {1e-3, 2e-3, 0.999, 4e-3};
+  r.variants.at(0).reference->time_ms = 2, r.variants.at(0).reference->gflops = 1;
+  r.variants.push_back(blank);
+  return r;
+}
+
+TEST_CASE("results_table, with_time_ratio, CSV and report: no metric printed as nan or inf", "[views][report]") {
+  const Results r = results_with_missing_numbers();
+  const Table t = with_time_ratio(results_table(r), "turbo");
+  const std::regex not_a_number("nan|inf", std::regex::icase);
+  int dashes = 0;
+  for (const auto& row : t.rows)
+    for (const Cell& c : row) {
+      INFO(c.text);
+      CHECK_FALSE(std::regex_search(c.text, not_a_number));
+      if (c.text == kNoNumber) {
+        ++dashes;
+        CHECK(std::isnan(c.value));
+      }
+    }
+  // The blank row: rel L2, MRE, cosine, max abs, time, rate and the ratio of an infinite time.
+  CHECK(dashes == 7);
+  const auto& good = t.rows.at(0);
+  CHECK(good[2].text == "1.000e-03");
+  CHECK(good[4].text == "0.999000");
+
+  // The CSV leaves a missing number's field empty; the blank row is the last line.
+  const std::string csv = report::to_csv(t);
+  CHECK_FALSE(std::regex_search(csv, not_a_number));
+  const std::string last = csv.substr(csv.rfind('\n', csv.size() - 2) + 1);
+  CHECK(last.rfind("no-truth,reference,,,,,,,", 0) == 0);
+
+  // The report's tables and chart tooltips.
+  const std::string html = report::render_html(r);
+  CHECK_FALSE(std::regex_search(html, std::regex(R"([>:, ]-?(nan|inf)\b)", std::regex::icase)));
+  CHECK(html.find(std::string(">") + kNoNumber + "<") != std::string::npos);
 }
 
 }  // namespace

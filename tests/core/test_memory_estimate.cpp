@@ -33,6 +33,19 @@
 #include <string>
 #include <vector>
 
+// Under AddressSanitizer (`make test-sanitize`) a resident peak is not the program's: freed blocks wait in
+// ASan's quarantine (256 MiB by default) instead of being reused, every block carries redzones, and shadow
+// memory adds an eighth of what is touched: there the estimate came out at 0.28–1.73× the measured peak.
+// The bound is a property of the plain build, where this test runs; the sanitizer build still runs every
+// variant's allocations through the other tests.
+#if defined(__SANITIZE_ADDRESS__)
+#define ATTNLAB_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ATTNLAB_UNDER_ASAN 1
+#endif
+#endif
+
 namespace attnlab {
 namespace {
 
@@ -109,6 +122,9 @@ double run_peak_bytes(const Experiment& e) {
 }
 
 TEST_CASE("the memory estimate bounds every variant's measured peak within 1.5x", "[memory][runner]") {
+#ifdef ATTNLAB_UNDER_ASAN
+  ATTNLAB_SKIP("AddressSanitizer's quarantine, redzones and shadow memory are in every measured peak");
+#endif
   struct Variant {
     const char* id;
     json decode_params;  // turbo: appended tokens exercise the decode buffer and the tiles' growth

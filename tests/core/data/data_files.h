@@ -30,6 +30,11 @@ inline fs::path fresh_dir(const std::string& name) {
   return d;
 }
 
+// How a loader's message names `path`: echo_path (core/error.h: escaped, cut after 200 characters), then
+// ": ". Tests look for this rather than for the bare file name, which the cut would drop were the build
+// folder deeper still.
+inline std::string named(const fs::path& path) { return echo_path(path.string()) + ": "; }
+
 inline void write_bytes(const fs::path& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));

@@ -56,16 +56,16 @@ TEST_CASE("safetensors data_offsets must tile the data section exactly", "[data]
   auto entries = good_entries();  // v the same bytes as k
   const std::string overlap =
       st_file(dir, "overlap.safetensors", {entries[0], entries[1], {"v", "F32", {1, 2, 5, 2}, "", json{96, 176}}});
-  require_input_error([&] { load_qkv(overlap); }, {"overlap.safetensors", "overlap tensor", "must not share bytes"});
-  require_input_error([&] { read_qkv_shapes(overlap); }, {"overlap.safetensors", "overlap"});
+  require_input_error([&] { load_qkv(overlap); }, {named(overlap), "overlap tensor", "must not share bytes"});
+  require_input_error([&] { read_qkv_shapes(overlap); }, {named(overlap), "overlap"});
 
   entries = good_entries();  // 8 bytes nobody indexes between q and k
   entries[0].data += std::string(8, '\0');
   entries[0].offsets = {0, 96};
   require_input_error([&] { load_qkv(st_file(dir, "gap.safetensors", entries)); },
-                      {"gap.safetensors", "bytes [96, 104)", "belong to no tensor"});
+                      {named(dir / "gap.safetensors") + "bytes [96, 104)", "belong to no tensor"});
   require_input_error([&] { load_qkv(st_file(dir, "tail.safetensors", good_entries(), "polyglot")); },
-                      {"tail.safetensors", "bytes [256, 264)", "belong to no tensor"});
+                      {named(dir / "tail.safetensors") + "bytes [256, 264)", "belong to no tensor"});
 
   // An extra tensor (ignored otherwise) still takes part: overlapping q is refused, indexing the tail is fine.
   entries = good_entries();
@@ -78,10 +78,12 @@ TEST_CASE("safetensors data_offsets must tile the data section exactly", "[data]
   // The header goes through the guarded parser: a NUL inside it, or nesting past 64.
   const std::string nul("{\"q\": 1}\0  ", 11);
   write_bytes(dir / "nul.safetensors", le(nul.size(), 8) + nul);
-  require_input_error([&] { load_qkv((dir / "nul.safetensors").string()); }, {"nul.safetensors: header", "NUL byte"});
+  require_input_error([&] { load_qkv((dir / "nul.safetensors").string()); },
+                      {named(dir / "nul.safetensors") + "header", "NUL byte"});
   const std::string deep = "{\"q\": " + std::string(100, '[') + std::string(100, ']') + "}";
   write_bytes(dir / "deep.safetensors", le(deep.size(), 8) + deep);
-  require_input_error([&] { load_qkv((dir / "deep.safetensors").string()); }, {"deep.safetensors: header", "deeper than 64"});
+  require_input_error([&] { load_qkv((dir / "deep.safetensors").string()); },
+                      {named(dir / "deep.safetensors") + "header", "deeper than 64"});
 }
 
 TEST_CASE("shapes come from the headers alone, with every check the loaders make", "[data]") {
@@ -97,11 +99,14 @@ TEST_CASE("shapes come from the headers alone, with every check the loaders make
   // Truncation and header/data disagreement are found without reading the data.
   const std::string full = safetensors_bytes(good_entries());
   write_bytes(dir / "cut.safetensors", full.substr(0, full.size() - 4));
-  require_input_error([&] { read_qkv_shapes((dir / "cut.safetensors").string()); }, {"cut.safetensors", "truncated"});
+  require_input_error([&] { read_qkv_shapes((dir / "cut.safetensors").string()); },
+                      {named(dir / "cut.safetensors"), "truncated"});
   write_bytes(dir / "npy" / "k.npy", npy_bytes(npy_dict("<f4", "(1, 2, 5, 2)"), f32_bytes(iota_values(21))));
-  require_input_error([&] { read_qkv_shapes((dir / "npy").string()); }, {"k.npy", "follow the data"});
+  require_input_error([&] { read_qkv_shapes((dir / "npy").string()); },
+                      {named(dir / "npy" / "k.npy"), "follow the data"});
   write_bytes(dir / "npy" / "k.npy", npy_bytes(npy_dict("<f4", "(1, 3, 5, 2)"), f32_bytes(iota_values(30))));
-  require_input_error([&] { read_qkv_shapes((dir / "npy").string()); }, {"npy", "k and v must have the same shape"});
+  require_input_error([&] { read_qkv_shapes((dir / "npy").string()); },
+                      {named(dir / "npy"), "k and v must have the same shape"});
 }
 
 TEST_CASE("a data file too large for the memory limit is refused before its data is read", "[data][runner]") {
@@ -114,7 +119,8 @@ TEST_CASE("a data file too large for the memory limit is refused before its data
   const long before = peak_rss_kib();
   const Experiment e = parse_experiment(json{{"data", {{"file", path}}}, {"variants", {"naive"}}});
   CHECK(e.problem.kv_len == 131072);
-  require_input_error([&] { Runner().run(e); }, {"problem: needs about", "0.25 GiB allowed", "big.safetensors"});
+  require_input_error([&] { Runner().run(e); },
+                      {"problem: needs about", "0.25 GiB allowed", "data.file " + echo_path(path)});
   // Nothing of the tensors was allocated: the process's peak grew by far less than one of them.
   CHECK(peak_rss_kib() - before < 100 * 1024);
 }
