@@ -2,6 +2,7 @@
 #include "app/views/chart.h"
 
 #include "app/views/probe_views.h"
+#include "app/views/speedup_views.h"
 #include "app/views/traffic_views.h"
 
 #include <fmt/format.h>
@@ -14,7 +15,8 @@ namespace attnlab::views {
 std::vector<View> chart_views(const Results& r, int64_t max_heatmap_cols, int64_t channel_head) {
   std::vector<View> out = probe_views(r, max_heatmap_cols, channel_head);
   std::vector<View> traffic = traffic_views(r);
-  // Panel order (chart.h): scales, channels, priority, SAS, then traffic and roofline, then the trace.
+  for (View& v : speedup_views(r)) traffic.push_back(std::move(v));
+  // Panel order (chart.h): scales, channels, priority, SAS, then traffic, roofline and speedup, then the trace.
   auto trace = std::stable_partition(out.begin(), out.end(), [](const View& v) { return v.panel != "Tile stepper"; });
   out.insert(trace, std::make_move_iterator(traffic.begin()), std::make_move_iterator(traffic.end()));
   return out;

@@ -6,7 +6,8 @@
 # packed). TESTS_ONLY=1 stops after the tests; BENCH_ONLY=1 skips them. NCU=1 adds Nsight Compute's DRAM
 # bytes and warp stalls of each decode kernel (one launch each, at the bench shape); SASS=1 the kernels'
 # disassembly; OOM=1 the GPU-memory refusals (a problem larger than the GPU; a GPU mostly taken by another
-# process). Everything lands packed in $OUT/logs.tar.gz beside session.log and comparison.json.
+# process); FIG6=1 the report of configs/papers/turbo-fig6-decode.json. Everything lands packed in
+# $OUT/logs.tar.gz beside session.log and comparison.json.
 set -u
 out=${OUT:-/tmp/attnlab-out}
 mkdir -p "$out"
@@ -104,9 +105,17 @@ if [ -n "${SASS:-}" ]; then
     echo "$(basename "$o"): $(wc -l <"$out/$(basename "$o" .cu.o).sass") lines" | tee -a "$log"
   done
 fi
+if [ -n "${FIG6:-}" ]; then
+  step "TurboAttention Fig. 6 (decode) report, kernels and model"
+  build-gpu/bin/attnlab report --config configs/papers/turbo-fig6-decode.json --out "$out/fig6" >"$out/fig6.log" 2>&1
+  echo "exit $?" | tee -a "$log"
+  grep -o 'Speed over[^<]*' "$out/fig6/index.html" | head -1 | tee -a "$log"
+  cp "$out/fig6/views/speedup.csv" "$out/fig6-speedup.csv" 2>/dev/null && cat "$out/fig6-speedup.csv" | tee -a "$log"
+fi
 step pack
 # Only 8 files come back: everything but the log and the comparison goes into one archive (made outside
 # $OUT, so tar does not read its own output).
 (cd "$out" && tar czf /tmp/attnlab-logs.tar.gz --exclude=session.log --exclude=comparison.json . &&
-  find . -maxdepth 1 -type f ! -name session.log ! -name comparison.json -delete && mv /tmp/attnlab-logs.tar.gz logs.tar.gz)
+  find . -mindepth 1 -maxdepth 1 ! -name session.log ! -name comparison.json -exec rm -rf {} + &&
+  mv /tmp/attnlab-logs.tar.gz logs.tar.gz)
 ls -la "$out"
