@@ -25,9 +25,10 @@
 //   - The whole problem's K/V is one cache written at once: the split point between the quantized
 //     tokens and the FP16 residual is kivi.h's, ⌊(N − R)/g⌋·g.
 //   - HBM traffic: the decode kernel reads the compressed cache (packed codes, FP16 scale and zero per
-//     group, FP16 residual) once per query row block and per query head (GQA heads each read their KV
-//     head's cache, like `turbo`), dequantizing on chip; it never reads an FP16 K or V from HBM (the
-//     k and v entries are 0). Causal row blocks read only the tiles they need.
+//     group, FP16 residual) once per query row block and (batch, KV head) — the query heads of a KV head
+//     are the columns of one MMA, so every tile it loads serves the whole group (GQA), as in `turbo` —
+//     dequantizing on chip; it never reads an FP16 K or V from HBM (the k and v entries are 0). Causal
+//     row blocks read only the tiles they need.
 #include "core/variants/shared_probes.h"
 #include "core/variants/variants.h"
 
@@ -99,12 +100,13 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, 
   ReferenceOutput out = f2.reference(p, cached, f2_params, req);
   out.kv_cache_bytes = 0;
 
-  // Cache bytes each row block's CTA reads (its causal prefix of tiles), and the traced block's running count.
+  // Cache bytes each row block reads (its causal prefix of tiles) once per KV head, for all the query heads
+  // of that KV head together; and the traced block's running count.
   double cache_total = 0;
   for (int64_t row0 = 0; row0 < p.q_len; row0 += Br) {
     const int64_t rows = std::min(Br, p.q_len - row0);
     const int64_t tokens = std::min((p.visible_keys(row0 + rows - 1) + Bc - 1) / Bc * Bc, p.kv_len);
-    for (const KvHead& x : kv) cache_total += double(p.group()) * cache_bytes(x.cache, tokens).total();
+    for (const KvHead& x : kv) cache_total += cache_bytes(x.cache, tokens).total();
   }
   ProbeArray& trace_bytes = out.probes.at("trace.hbm_bytes");
   const std::vector<double>& traced_tiles = out.probes.at("trace.kv_tile").values;
@@ -152,7 +154,8 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, 
   out.probes["hbm_bytes"] = labelled({"q", "k", "v", "o", "lse", "kv_cache"},
                                      {q_bytes, 0.0, 0.0, q_bytes, heads * p.q_len * kF32, cache_total}, "bytes",
                                      "HBM traffic: the kernel reads the compressed cache (codes, FP16 scales and "
-                                     "zeros, FP16 residual) once per query row block and head, never FP16 K or V");
+                                     "zeros, FP16 residual) once per query row block and KV head (its query heads "
+                                     "share every tile), never FP16 K or V");
   return out;
 }
 

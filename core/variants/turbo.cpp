@@ -343,15 +343,17 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, 
                                            "", "decode-buffer flushes and pending tokens after decode_steps appends");
   // HBM traffic. Prefill (Alg. 1): Q, K, V read in FP16 (quantized on chip), K and V once per row block
   // that needs them, O written in FP16 and L in FP32, the cache written once. Decode (Alg. 2): q read,
-  // the cache and the buffer read once per query head (one row block), O and L written.
+  // the cache and the buffer read once per (batch, KV head) — the decode kernel holds the query heads of a
+  // KV head in one MMA, so every tile it loads serves the whole group (GQA) — O and L written. Either way
+  // the cache's bytes move once: read in decode, written in prefill.
   const double qo = double(q_heads) * p.q_len * d * kF16;
   const double kv_read = decode ? 0.0 : kv_rows * d * kF16;
   const double cache_bytes = double(total.total());
-  const double cache_reads = decode ? cache_bytes * double(p.group()) : 0.0;
   out.probes["hbm_bytes"] = labelled(
       {"q", "k", "v", "o", "lse", "kv_cache"},
-      {qo, kv_read, kv_read, qo, double(q_heads) * p.q_len * kF32, decode ? cache_reads : cache_bytes}, "bytes",
-      decode ? "Alg. 2: q in, the compressed cache and INT8 buffer read (once per query head), O and L out"
+      {qo, kv_read, kv_read, qo, double(q_heads) * p.q_len * kF32, cache_bytes}, "bytes",
+      decode ? "Alg. 2: q in, the compressed cache and INT8 buffer read once per (batch, KV head), its query "
+               "heads sharing every tile; O and L out"
              : "Alg. 1: FP16 Q/K/V in (K, V once per row block), O and L out, compressed cache written once");
   const HeadRecord& tr = rec[static_cast<size_t>(std::clamp<int64_t>(req.batch * p.q_heads + req.head, 0, q_heads - 1))];
   add_trace_probes(out.probes, p, req,

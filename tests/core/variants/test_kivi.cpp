@@ -242,8 +242,8 @@ TEST_CASE("kivi: probes have the documented shapes and the cache its documented 
           std::vector<double>{double(kv * codes), double(kv * params_bytes), double(kv * residual)});
     const ProbeArray& hbm = out.probes.at("hbm_bytes");
     CHECK(hbm.labels == std::vector<std::string>{"q", "k", "v", "o", "lse", "kv_cache"});
-    // Decode: one row block per query head, each reading its KV head's whole cache.
-    CHECK(hbm.values[5] == double(out.kv_cache_bytes * p.group()));
+    // Decode: one row block, reading each KV head's whole cache once for all its query heads.
+    CHECK(hbm.values[5] == double(out.kv_cache_bytes));
     CHECK(out.probes.at("clamped").labels == std::vector<std::string>{"k", "v"});
     CHECK(out.probes.at("trace.m").shape == std::vector<int64_t>{(300 + 63) / 64, 1});
   }
