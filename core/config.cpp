@@ -221,6 +221,17 @@ void check_experiment(Experiment& e) {
       fail_input(at + ".id", fmt::format("'{}' does not support the {} phase", spec.id, to_string(e.problem.phase)));
     if (spec.validate) spec.validate(e.problem, e.variants[i].params, at + ".params");
   }
+  if (!e.speedup_over.empty()) {  // names exactly one variant, as tables name them (label, else id)
+    const auto named = std::count_if(e.variants.begin(), e.variants.end(), [&](const VariantRequest& v) {
+      return (v.label.empty() ? v.id : v.label) == e.speedup_over;
+    });
+    if (named == 0)
+      fail_input("report.speedup_over",
+                 fmt::format("'{}' is not a listed variant (its label, or its id where it has none)", echo(e.speedup_over)));
+    if (named > 1)
+      fail_input("report.speedup_over", fmt::format("'{}' names {} variants: give the baseline a label of its own",
+                                                    echo(e.speedup_over), named));
+  }
 }
 
 // "sweep": [{"vary": "<path>", "values": [v1, v2, …]}, …]: at most two axes, each with ≥ 1 value. The
@@ -245,7 +256,7 @@ Experiment parse_experiment(const json& j, const std::string& base_dir) {
   if (!j.is_object()) fail_input("config", "expected a JSON object");
   reject_unknown(j,
                  {"title", "description", "problem", "data", "variants", "backends", "gpu_model", "model", "probe", "sweep",
-                  "lesson"},
+                  "lesson", "report"},
                  "config");
   Experiment e;
   auto text = [&](const char* key) -> std::string {
@@ -281,6 +292,12 @@ Experiment parse_experiment(const json& j, const std::string& base_dir) {
   }
   if (!e.data.file.empty()) adopt_file_shapes(e, j.value("problem", none));
   e.sweep = parse_sweep(j.value("sweep", none), "sweep");
+  if (j.contains("report")) {  // what the report draws beyond its standard views
+    require_object(j["report"], "report");
+    reject_unknown(j["report"], {"speedup_over"}, "report");
+    if (j["report"].contains("speedup_over"))
+      e.speedup_over = name_text(j["report"]["speedup_over"], "report.speedup_over");
+  }
   check_experiment(e);
   return e;
 }
@@ -329,6 +346,7 @@ json to_json(const Experiment& e) {
     j["sweep"] = json::array();
     for (const auto& a : e.sweep) j["sweep"].push_back({{"vary", a.path}, {"values", a.values}});
   }
+  if (!e.speedup_over.empty()) j["report"] = {{"speedup_over", e.speedup_over}};
   return j;
 }
 

@@ -49,6 +49,9 @@ struct Experiment {
   bool model_l2_reuse = true;  // "model": {"l2_reuse": …}: K/V re-reads of one head hit L2 (sim/cost_model.h)
   ProbeRequest probe;
   std::vector<SweepAxis> sweep;  // optional: the grid `attnlab sweep` runs when given no --vary (≤ 2 axes)
+  // Optional "report": {"speedup_over": name}: the report draws every variant's time as a speedup over
+  // this variant's — its label, or its id where it has none — measured beside predicted (app/views/speedup.h).
+  std::string speedup_over;
   bool problem_from_file = false;  // shapes were taken from the data file
 
   bool wants(const std::string& backend) const;

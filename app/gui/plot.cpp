@@ -189,16 +189,19 @@ void bars(const views::View& v, const views::BarChart& c, float w, float height)
   std::vector<std::string> names = c.stacks;
   if (!c.mark_meaning.empty()) names.push_back("outlined: " + c.mark_meaning);
   const Frame f = reserve(v.id.c_str(), w, height, legend_width(names));
-  double top = 0;
+  double top = 0;  // the tallest stack, or with grouped bars the tallest segment
   for (const auto& b : c.bars) {
     double sum = 0;
-    for (double x : b.segments) sum += std::max(0.0, x);
+    for (double x : b.segments)
+      if (std::isfinite(x)) sum = c.grouped ? std::max(sum, x) : sum + std::max(0.0, x);
     top = std::max(top, sum);
   }
+  if (c.grouped) top *= 1.15;  // room above the tallest bar for its value
   const auto ys = views::axis_scale(0, top > 0 ? top : 1, f.max.y, f.min.y, false);
   axes(f, {0, 1, f.min.x, f.max.x, false}, ys, {c.x_label, ""}, c.y, false, false);
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const float slot = (f.max.x - f.min.x) / float(std::max<size_t>(c.bars.size(), 1)), bw = slot * 0.7f;
+  const float sw = c.grouped ? bw / float(std::max<size_t>(c.stacks.size(), 1)) : bw;  // grouped: side by side
   const ImVec2 mouse = ImGui::GetMousePos();
   std::string tip;
   for (size_t i = 0; i < c.bars.size(); ++i) {
@@ -206,12 +209,20 @@ void bars(const views::View& v, const views::BarChart& c, float w, float height)
     const float x = f.min.x + float(i) * slot + (slot - bw) / 2;
     double base = 0;
     for (size_t k = 0; k < b.segments.size(); ++k) {
+      if (!std::isfinite(b.segments[k])) continue;  // a value that does not exist: no bar
       const double s = std::max(0.0, b.segments[k]);
-      const ImVec2 a(x, float(ys.at(base + s))), z(x + bw, float(ys.at(base)));
+      const float sx = c.grouped ? x + float(k) * sw : x;
+      const ImVec2 a(sx, float(ys.at(base + s))), z(sx + sw, float(ys.at(base)));
       dl->AddRectFilled(a, z, palette(k));
       if (mouse.x >= a.x && mouse.x <= z.x && mouse.y >= a.y && mouse.y <= z.y)
         tip = fmt::format("{}\n{}: {} {}", b.label, c.stacks[k], views::tick_label(b.segments[k]), c.y.unit);
-      base += s;
+      if (c.grouped) {
+        const std::string value = views::tick_label(b.segments[k]);
+        const ImVec2 ts = ImGui::CalcTextSize(value.c_str());
+        if (ts.x < sw + 4) dl->AddText(ImVec2(sx + sw / 2 - ts.x / 2, a.y - ts.y), kInk, value.c_str());
+      } else {
+        base += s;
+      }
     }
     if (b.marked) dl->AddRect(ImVec2(x - 1, float(ys.at(base)) - 1), ImVec2(x + bw + 1, f.max.y + 1), kInk, 0, 0, 2.5f);
     const ImVec2 ts = ImGui::CalcTextSize(b.label.c_str());

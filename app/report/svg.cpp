@@ -157,28 +157,38 @@ std::string line_svg(const views::LineChart& c, const std::string& label, int w,
 std::string bar_svg(const views::BarChart& c, const std::string& label, int w, int height) {
   Frame f{w, height};
   f.bottom = 70;
-  double top = 0;
+  double top = 0;  // the tallest stack, or with grouped bars the tallest segment
   for (const auto& b : c.bars) {
     double sum = 0;
-    for (double v : b.segments) sum += std::max(0.0, v);
+    for (double v : b.segments)
+      if (std::isfinite(v)) sum = c.grouped ? std::max(sum, v) : sum + std::max(0.0, v);
     top = std::max(top, sum);
   }
+  if (c.grouped) top *= 1.15;  // room above the tallest bar for its value and the legend
   const Scale ys = scale_of(0, top > 0 ? top : 1, f.y0(), f.y1(), false);
   const Scale xs{0, 1, f.x0(), f.x1(), false};
   std::string s = open_svg(f, label) + axes(f, xs, ys, {c.x_label, ""}, c.y, false);
   const double slot = (f.x1() - f.x0()) / double(std::max<size_t>(c.bars.size(), 1)), bw = slot * 0.7;
+  // Grouped: each segment its own bar of width bw / (segments), from zero, its value written above it.
+  const double sw = c.grouped ? bw / double(std::max<size_t>(c.stacks.size(), 1)) : bw;
   for (size_t i = 0; i < c.bars.size(); ++i) {
     const auto& b = c.bars[i];
     const double x = f.x0() + double(i) * slot + (slot - bw) / 2;
     double base = 0;
     for (size_t k = 0; k < b.segments.size(); ++k) {
+      if (!std::isfinite(b.segments[k])) continue;  // a value that does not exist: no bar
       const double v = std::max(0.0, b.segments[k]);
+      const double sx = c.grouped ? x + double(k) * sw : x;
       const double y_top = ys.at(base + v), y_bottom = ys.at(base);
       s += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"{}><title>{} · {}: {}</title></rect>\n",
-                       x, y_top, bw, std::max(0.0, y_bottom - y_top), palette(k),
+                       sx, y_top, sw, std::max(0.0, y_bottom - y_top), palette(k),
                        b.marked ? " stroke=\"#000\" stroke-width=\"2\"" : "", escape_html(b.label),
                        escape_html(c.stacks.at(k)), num(b.segments[k]));
-      base += v;
+      if (c.grouped)
+        s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n", sx + sw / 2, y_top - 3,
+                         num(b.segments[k]));
+      else
+        base += v;
     }
     s += fmt::format("<text transform=\"translate({:.1f} {}) rotate(-35)\" text-anchor=\"end\">{}{}</text>\n", x + bw / 2,
                      f.y0() + 12, escape_html(b.label), b.marked ? " ●" : "");

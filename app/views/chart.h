@@ -40,8 +40,10 @@ struct LineChart {
   std::vector<Series> series;
 };
 
-// One bar per category, made of stacked segments (one per stack name); `marked` bars are highlighted
-// (e.g. the heads a policy chose for 2-bit storage).
+// One bar per category, made of stacked segments (one per stack name) — or, `grouped`, of segments side
+// by side, each from zero (two measures of one category: predicted beside measured); a NaN segment is a
+// value that does not exist (no bar drawn). `marked` bars are highlighted (e.g. the heads a policy chose
+// for 2-bit storage).
 struct Bar {
   std::string label;
   std::vector<double> segments;  // one per BarChart::stacks entry
@@ -54,6 +56,7 @@ struct BarChart {
   std::vector<std::string> stacks;  // segment names, bottom first
   std::vector<Bar> bars;
   std::string mark_meaning;         // legend text for marked bars ("" when none are)
+  bool grouped = false;             // segments side by side, each labelled with its value, instead of stacked
 };
 
 struct View {
@@ -65,7 +68,7 @@ struct View {
 };
 
 // Every view the results support, in panel order: block scales, channel outliers, head priority, SAS,
-// HBM traffic, roofline, online-softmax trace. Views whose probes no variant recorded are absent.
+// the speedup over the config's baseline, HBM traffic, roofline, online-softmax trace. Views whose probes no variant recorded are absent.
 // `channel_head` picks the (batch · KV heads + KV head) whose channel ranges the line charts show.
 std::vector<View> chart_views(const Results& r, int64_t max_heatmap_cols = 128, int64_t channel_head = 0);
 

@@ -14,9 +14,9 @@ namespace attnlab::views {
 
 std::vector<View> chart_views(const Results& r, int64_t max_heatmap_cols, int64_t channel_head) {
   std::vector<View> out = probe_views(r, max_heatmap_cols, channel_head);
-  std::vector<View> traffic = traffic_views(r);
-  for (View& v : speedup_views(r)) traffic.push_back(std::move(v));
-  // Panel order (chart.h): scales, channels, priority, SAS, then traffic, roofline and speedup, then the trace.
+  std::vector<View> traffic = speedup_views(r);  // the panel's timing view first: the one a figure is about
+  for (View& v : traffic_views(r)) traffic.push_back(std::move(v));
+  // Panel order (chart.h): scales, channels, priority, SAS, then speedup, traffic and roofline, then the trace.
   auto trace = std::stable_partition(out.begin(), out.end(), [](const View& v) { return v.panel != "Tile stepper"; });
   out.insert(trace, std::make_move_iterator(traffic.begin()), std::make_move_iterator(traffic.end()));
   return out;

@@ -1,86 +1,106 @@
-// attnlab views: speed over the FP16 baseline as bars, measured beside predicted (speedup_views.h).
+// attnlab views: the speedup over the config's baseline variant, predicted beside measured (speedup_views.h).
 #include "app/views/speedup_views.h"
-
-#include "core/config.h"
-#include "core/registry.h"
-#include "core/storage.h"
 
 #include <fmt/format.h>
 
-#include <optional>
+#include <algorithm>
+#include <cmath>
+#include <limits>
 
 namespace attnlab::views {
 
 namespace {
 
-// Whether variant i of the run's config computes and stores in FP16 throughout: the baseline a speedup is
-// measured against.
-bool fp16_throughout(const Experiment& e, size_t i) {
-  const VariantSpec* spec = find_variant(e.variants[i].id);
-  if (!spec || !spec->storage) return false;
-  const Storage st = spec->storage(e.problem, e.variants[i].params);
-  for (const NumberFormat f : {st.q, st.k, st.v, st.p, st.o})
-    if (f != kFp16) return false;
-  for (const HeadClass& c : st.cache.classes)
-    if (c.k.codes != kFp16 || c.v.codes != kFp16 || !c.k.scales.empty() || !c.v.scales.empty()) return false;
-  return !st.kv_in && !st.cache.residual;
+constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
+
+// One kind of bar: a backend's time per variant, and how the note speaks of it. The bars of each kind
+// stand side by side within a variant's slot, in this order.
+struct Timing {
+  const char* stack;    // the legend's name for these bars
+  const char* backend;  // the backend that records the time (as Results' skipped entries name it)
+  const char* who;      // the subject of "… did not run"
+  const char* alone;    // what the bars show when they are the only ones
+  double (*time_ms)(const VariantResult&);                         // NaN where the backend left no time
+  std::string (*source)(const Results&, const VariantResult&);     // where the times come from (the baseline's)
+};
+
+const Timing kTimings[] = {
+    {"predicted (model)", "model", "The cost model", "the cost model's prediction",
+     [](const VariantResult& v) { return v.model ? v.model->time_ms : kNone; },
+     [](const Results&, const VariantResult& base) { return fmt::format("predicted: the cost model for the {}", base.model->gpu); }},
+    {"measured (kernel)", "kernel", "The kernels", "the kernels' measurement",
+     [](const VariantResult& v) { return v.kernel ? v.kernel->median_ms : kNone; },
+     [](const Results& r, const VariantResult&) {
+       return fmt::format("measured: the kernels' median time on the {}", r.environment.gpu.value_or("GPU"));
+     }},
+};
+
+// Why `backend` left no time for the variant `id`: the run's entry for the whole backend, else the variant's.
+std::string why_not(const Environment& env, const std::string& backend, const std::string& id, bool* whole) {
+  for (const auto& s : env.skipped)
+    if (s.backend == backend && s.variant.empty()) return *whole = true, s.reason;
+  for (const auto& s : env.skipped)
+    if (s.backend == backend && s.variant == id) return s.reason;
+  return "no time recorded";
 }
 
-std::optional<double> time_of(const VariantResult& v, bool kernel) {
-  if (kernel && v.kernel && v.kernel->median_ms > 0) return v.kernel->median_ms;
-  if (!kernel && v.model && v.model->time_ms > 0) return v.model->time_ms;
-  return std::nullopt;
-}
-
-// Why the kernel backend did not run, from the run's environment ("" when it ran or was not asked).
-std::string kernel_absence(const Results& r) {
-  for (const SkippedBackend& s : r.environment.skipped)
-    if (s.backend == "kernel" && s.variant.empty()) return s.reason;
-  return "";
+std::string baseline_name(const Results& r) {
+  const auto it = r.config.find("report");
+  if (it == r.config.end() || !it->is_object()) return "";
+  const auto name = it->find("speedup_over");
+  return name != it->end() && name->is_string() ? name->get<std::string>() : "";
 }
 
 }  // namespace
 
 std::vector<View> speedup_views(const Results& r) {
-  Experiment e;
-  try {
-    e = parse_experiment(r.config);
-  } catch (const std::exception&) {
-    return {};  // a results file whose config this build does not read: no baseline to name
-  }
-  const VariantResult* base = nullptr;
-  for (size_t i = 0; i < r.variants.size() && i < e.variants.size(); ++i)
-    if (fp16_throughout(e, i)) {
-      base = &r.variants[i];
-      break;
-    }
-  if (!base) return {};
+  const std::string name = baseline_name(r);
+  const auto base = std::find_if(r.variants.begin(), r.variants.end(), [&](const VariantResult& v) { return v.label == name; });
+  if (name.empty() || base == r.variants.end()) return {};
+
   BarChart c;
-  c.y = {fmt::format("speedup over {}", base->label), "×"};
-  c.x_label = "variant · backend";
-  c.stacks = {"speedup"};
-  c.mark_meaning = "measured on the GPU (kernel backend); unmarked: the cost model's prediction";
-  bool measured = false;
-  for (const VariantResult& v : r.variants) {
-    if (&v == base) continue;
-    for (const bool kernel : {true, false}) {
-      const std::optional<double> t = time_of(v, kernel), t0 = time_of(*base, kernel);
-      if (!t || !t0) continue;
-      c.bars.push_back({fmt::format("{} · {}", v.label, kernel ? "measured" : "model"), {*t0 / *t}, kernel});
-      measured = measured || kernel;
+  c.y = {fmt::format("speedup over {}", name), "×"};
+  c.x_label = "variant";
+  c.grouped = true;
+  for (const auto& v : r.variants) c.bars.push_back({v.label, {}, false});
+  std::vector<std::string> sources, missing;
+  bool some_absent = false;  // a kind of bar with no value at all
+  for (const Timing& t : kTimings) {
+    const double base_ms = t.time_ms(*base);
+    std::vector<double> ratios;
+    for (const auto& v : r.variants) {
+      const double ms = t.time_ms(v);
+      ratios.push_back(base_ms > 0 && ms > 0 ? base_ms / ms : kNone);
+    }
+    if (std::none_of(ratios.begin(), ratios.end(), [](double x) { return std::isfinite(x); })) {
+      bool whole = false;
+      const std::string why = why_not(r.environment, t.backend, base->id, &whole);
+      missing.push_back(whole ? fmt::format("{} did not run: {}.", t.who, why)
+                              : fmt::format("No {} bars: {} has no time ({}).", t.stack, name, why));
+      some_absent = true;
+      continue;
+    }
+    c.stacks.push_back(t.stack);
+    sources.push_back(t.source(r, *base));
+    for (size_t i = 0; i < ratios.size(); ++i) {
+      c.bars[i].segments.push_back(ratios[i]);
+      bool whole = false;
+      if (!std::isfinite(ratios[i]))
+        missing.push_back(fmt::format("No {} bar for {}: {}.", t.stack, r.variants[i].label,
+                                      why_not(r.environment, t.backend, r.variants[i].id, &whole)));
     }
   }
-  if (c.bars.empty()) return {};
-  std::string note = fmt::format(
-      "Attention time of {} over each variant's, per backend: above 1 is faster than the FP16 baseline "
-      "(TurboAttention Fig. 6 plots the same ratio on an A100).",
-      base->label);
-  if (!measured) {
-    const std::string why = kernel_absence(r);
-    note += why.empty() ? " The kernels did not run: these bars are the cost model's prediction only."
-                        : fmt::format(" The kernels did not run ({}): these bars are the cost model's prediction only.", why);
-  }
-  return {{"speedup", "HBM traffic", fmt::format("Speed over the FP16 baseline ({}), measured and predicted", base->label), note, c}};
+  if (c.stacks.empty()) return {};
+
+  std::string note = fmt::format("{}'s time over each variant's: above 1 is faster than {} ({}).", name, name,
+                                 fmt::join(sources, "; "));
+  for (const auto& m : missing) note += " " + m;
+  if (c.stacks.size() == 1 && some_absent)
+    note += fmt::format(" The bars show {} alone.",
+                        std::find_if(std::begin(kTimings), std::end(kTimings), [&](const Timing& t) {
+                          return c.stacks.front() == t.stack;
+                        })->alone);
+  return {{"speedup", "HBM traffic", fmt::format("Speedup over {}: {}", name, fmt::join(c.stacks, " beside ")), note, c}};
 }
 
 }  // namespace attnlab::views

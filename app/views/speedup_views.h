@@ -1,15 +1,17 @@
-// attnlab views: speed over the FP16 baseline as bars, measured beside predicted (TurboAttention Fig. 6's
-// form). One of chart_views' parts (chart.h).
+// attnlab views: every variant's time as a speedup over a baseline variant's — the config's
+// "report": {"speedup_over": name} — as grouped bars, the cost model's prediction beside the kernels'
+// measurement (TurboAttention Fig. 6 draws decode latency this way, against FlashAttention FP16). Where a
+// backend did not run, its bars are absent and the view's note says so, with the reason the run recorded.
 #pragma once
 
 #include "app/views/chart.h"
+#include "core/results.h"
+
+#include <vector>
 
 namespace attnlab::views {
 
-// Present when the run holds an FP16 baseline — the first variant whose storage declaration (core/storage.h)
-// keeps Q, K, V, P and O and its cache in FP16 — and another variant with a time from the same backend: one
-// bar per (variant, backend) with a time, baseline time / its time, kernel bars marked as measured. When the
-// kernels did not run, the note says so and why (the run's skipped reason).
+// The view "speedup", or nothing when the config names no baseline or no ratio can be formed.
 std::vector<View> speedup_views(const Results& r);
 
 }  // namespace attnlab::views

@@ -109,7 +109,7 @@ if [ -n "${FIG6:-}" ]; then
   step "TurboAttention Fig. 6 (decode) report, kernels and model"
   build-gpu/bin/attnlab report --config configs/papers/turbo-fig6-decode.json --out "$out/fig6" >"$out/fig6.log" 2>&1
   echo "exit $?" | tee -a "$log"
-  grep -o 'Speed over[^<]*' "$out/fig6/index.html" | head -1 | tee -a "$log"
+  grep -o 'Speedup over[^<]*' "$out/fig6/index.html" | head -1 | tee -a "$log"
   cp "$out/fig6/views/speedup.csv" "$out/fig6-speedup.csv" 2>/dev/null && cat "$out/fig6-speedup.csv" | tee -a "$log"
 fi
 step pack

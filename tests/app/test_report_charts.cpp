@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -72,6 +73,26 @@ TEST_CASE("render_svg: stacked bars, marked bars outlined, and nothing for a tab
   CHECK(count(svg, "stroke-width=\"2\"") == 2);
   CHECK(svg.find("2-bit") != std::string::npos);
   CHECK(render_svg({"t", "p", "title", "", views::Table{}}).empty());
+}
+
+TEST_CASE("render_svg: grouped bars side by side from zero, each with its value; none for a NaN", "[report]") {
+  views::BarChart b;
+  b.y = {"speedup", "×"}, b.stacks = {"predicted", "measured"}, b.grouped = true;
+  b.bars = {{"a", {2, 3}, false}, {"b", {4, NAN}, false}};
+  const std::string svg = render_svg({"t", "p", "title", "", b});
+  CHECK(count(svg, "<title>") == 3);  // b's NaN: no bar
+  CHECK(svg.find("<title>b · measured") == std::string::npos);
+  const std::regex rect(R"re(<rect x="([0-9.]+)" y="([0-9.]+)" width="([0-9.]+)" height="([0-9.]+)" fill="[^"]+"><title>a · (\w+): )re");
+  std::vector<std::smatch> bars;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), rect); it != std::sregex_iterator(); ++it) bars.push_back(*it);
+  REQUIRE(bars.size() == 2);
+  auto num = [](const std::ssub_match& m) { return std::stod(m.str()); };
+  // Side by side: the second starts where the first ends, both the same width, both ending on the axis.
+  CHECK(num(bars[1][1]) == Approx(num(bars[0][1]) + num(bars[0][3])).margin(0.11));
+  CHECK(num(bars[1][3]) == Approx(num(bars[0][3])).margin(0.11));
+  CHECK(num(bars[0][2]) + num(bars[0][4]) == Approx(num(bars[1][2]) + num(bars[1][4])).margin(0.11));
+  CHECK(num(bars[1][4]) == Approx(1.5 * num(bars[0][4])).epsilon(0.01));  // 3 against 2, from zero
+  CHECK(svg.find(">3</text>") != std::string::npos);  // each value written above its bar
 }
 
 TEST_CASE("report: self-contained index.html, a chart in every view, a CSV per view", "[report]") {

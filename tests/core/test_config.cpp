@@ -93,6 +93,19 @@ TEST_CASE("bad configs are rejected with a one-line error naming field and rule"
       {"causal not boolean", "problem.causal", "true or false", [](json& j) { j["problem"]["causal"] = 1; }},
       {"probe head out of range", "probe.head", "query head", [](json& j) { j["probe"] = {{"head", 8}}; }},
       {"missing data file", "no/such/file.safetensors", "", [](json& j) { j["data"] = {{"file", "no/such/file.safetensors"}}; }},
+      {"report not an object", "report", "expected an object", [](json& j) { j["report"] = "speedup"; }},
+      {"unknown report field", "report.speedup", "unknown field", [](json& j) { j["report"] = {{"speedup", "naive"}}; }},
+      {"speedup_over not a name", "report.speedup_over", "non-empty string", [](json& j) { j["report"] = {{"speedup_over", 1}}; }},
+      {"speedup_over no variant", "report.speedup_over", "'flash3' is not a listed variant",
+       [](json& j) { j["report"] = {{"speedup_over", "flash3"}}; }},
+      {"speedup_over a relabelled id", "report.speedup_over", "'flash2' is not a listed variant", [](json& j) {
+         j["variants"][1]["label"] = "FP16";  // tables name it FP16 now, and so must the baseline
+         j["report"] = {{"speedup_over", "flash2"}};
+       }},
+      {"speedup_over ambiguous", "report.speedup_over", "names 2 variants", [](json& j) {
+         j["variants"][0] = {{"id", "flash2"}};
+         j["report"] = {{"speedup_over", "flash2"}};
+       }},
   };
   for (const auto& c : cases) {
     json j = base();
@@ -103,6 +116,20 @@ TEST_CASE("bad configs are rejected with a one-line error naming field and rule"
     CHECK(msg.find(c.rule) != std::string::npos);
     CHECK(msg.find('\n') == std::string::npos);
   }
+}
+
+TEST_CASE("report.speedup_over names one variant by its label, else its id, and survives to_json", "[config]") {
+  json j = base();
+  j["variants"][0]["label"] = "FP32 naive";
+  j["report"] = {{"speedup_over", "FP32 naive"}};
+  const Experiment e = parse_experiment(j);
+  CHECK(e.speedup_over == "FP32 naive");
+  const json out = to_json(e);
+  CHECK(out.at("report") == json{{"speedup_over", "FP32 naive"}});
+  CHECK(parse_experiment(out).speedup_over == "FP32 naive");  // the complete config parses back
+  j["report"] = {{"speedup_over", "flash2"}};                 // no label: the id names it
+  CHECK(parse_experiment(j).speedup_over == "flash2");
+  CHECK_FALSE(to_json(parse_experiment(base())).contains("report"));
 }
 
 TEST_CASE("set_value edits one field through the same validation", "[config]") {
