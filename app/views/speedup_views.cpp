@@ -92,8 +92,8 @@ std::vector<View> speedup_views(const Results& r) {
   }
   if (c.stacks.empty()) return {};
 
-  std::string note = fmt::format("{}'s time over each variant's: above 1 is faster than {} ({}).", name, name,
-                                 fmt::join(sources, "; "));
+  std::string note = fmt::format("The time of {} divided by each variant's: above 1 is faster than {} ({}).", name,
+                                 name, fmt::join(sources, "; "));
   for (const auto& m : missing) note += " " + m;
   if (c.stacks.size() == 1 && some_absent)
     note += fmt::format(" The bars show {} alone.",
