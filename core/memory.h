@@ -16,9 +16,10 @@ namespace attnlab {
 
 // What the itemized allocations leave out: glibc keeps part of the memory freed in its per-thread arenas
 // (the truth's scratch, freed in the worker threads, is not all reused by the variants' allocations that
-// follow) and rounds every allocation up. Measured at up to 2% of the itemized total
-// (tests/core/test_memory_estimate.cpp); 5% is added.
-inline constexpr double kAllocatorSlack = 1.05;
+// follow) and rounds every allocation up. Measured at up to 2% of the itemized total on an idle machine
+// (tests/core/test_memory_estimate.cpp), and the itemized total came within 1% of the peak (ratio 0.99 with
+// 5% added) on a machine loaded with other builds, where more freed memory stays in the arenas; 10% is added.
+inline constexpr double kAllocatorSlack = 1.10;
 
 struct MemoryEstimate {
   double inputs = 0;         // Q, K, V in FP32
