@@ -330,3 +330,22 @@ TEST_CASE("model details: per-tile bytes and operations of one KV tile", "[model
 
 }  // namespace
 }  // namespace attnlab::sim
+
+namespace attnlab::sim {
+namespace {
+
+// Millions of CTAs (a fuzzed config asked for 4·10⁵ sequences; the wave simulation then ran for minutes):
+// one class of CTAs takes ⌈n / slots⌉ waves in closed form, so twice the sequences take twice the time up to
+// the fixed launch cost, and the layout's wave count is the simulated one's rule.
+TEST_CASE("the cost model with millions of CTAs: closed-form waves", "[sim]") {
+  Problem big = prefill(4096, 128, false, 16, 16), half = big;
+  big.batch = 400000, half.batch = 200000;
+  const GpuSpec g = load_gpu_spec("h100-sxm5");
+  const Prediction b = predict(make_schedule(big, request("flash2"), g), g);
+  const Prediction h = predict(make_schedule(half, request("flash2"), g), g);
+  REQUIRE(std::isfinite(b.time_ms));
+  CHECK(b.time_ms / h.time_ms == Approx(2.0).epsilon(1e-3));
+}
+
+}  // namespace
+}  // namespace attnlab::sim
