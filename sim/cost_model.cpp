@@ -42,11 +42,11 @@ double tail_factor(const Schedule& s, double slots) {
   double count = 0;
   for (const auto& c : classes) count += c.second;
   if (count <= 0 || total <= 0) return 1;
-  // Simulate up to kSimulatedCtas CTAs (milliseconds); beyond, one class is exact in closed form — ⌈n/S⌉
+  // Simulate up to kSimulatedCtas CTAs (well under a millisecond); beyond, one class is exact in closed form — ⌈n/S⌉
   // waves of w — and several are bounded by Graham's LPT bound, the ideal plus the longest CTA (the tail is
   // then under 1/kSimulatedCtas·S of the whole anyway). A fuzzed config of 4·10⁵ sequences had the
   // simulation run for minutes.
-  constexpr double kSimulatedCtas = 1 << 20;
+  constexpr double kSimulatedCtas = 1 << 16;
   if (count > kSimulatedCtas) {
     const double ideal = total / double(S);
     if (classes.size() == 1) return std::ceil(classes[0].second / double(S)) * double(classes[0].first) / ideal;
