@@ -33,8 +33,14 @@
 // O and the logsumexp agree to a few FP32 ulps (tests/kernels/test_turbo_decode_kernel.cpp derives the
 // bound). With exact_exp the kernel takes ex2.approx on the SFU instead of the reference's exp.
 //
-// Versions (kernels/PERF.md, "turbo decode"): v1 — the structure above; v2 (this) — SAS or exp2 chosen at
-// compile time, P̃'s quantization through the reciprocal with an exact fallback near half-integers.
+// Pair order. Each width's path through the loop is its own fully unrolled code (the chains kernel is
+// 80–200 KB of SASS per instantiation); a mixed 2/4-bit launch takes the pairs 4-bit first
+// (TurboCacheArgs::pair_order), so that at any time an SM runs mostly one width's code.
+//
+// Versions (kernels/PERF.md, "turbo decode"): v1 — the structure above; v2 — SAS or exp2 chosen at
+// compile time, P̃'s quantization through the reciprocal with an exact fallback near half-integers;
+// v3, v4 — integer index arithmetic, the saturation test only where a block may saturate; v5 (this) —
+// the softmax and the saturating channels in the spread layout (softmax_tile's comment), pair order.
 #include "kernels/turbo_decode.h"
 
 #include "core/variants/turbo_layout.h"
@@ -149,36 +155,112 @@ struct Chain {
   float o[Shape<D>::NJ][2];
 };
 
-// Alg. 2 l. 4–8 for one tile, from the scores: the SAS online softmax, s_P and the P codes. Returns the
-// P codes packed as the A fragment of the P·V product (k-step κ: a0 = [0], a2 = [1]) and sets sp, psum.
-template <int D, class Exp>
-__device__ __forceinline__ void softmax_tile(const int (&sint)[8][2], int rows, float f_s, const Exp& exp_fn,
-                                             Chain<D>& ch, uint32_t (&ap)[2][2], float& sp, int& psum) {
-  const int t = threadIdx.x % 4;
-  float s[8][2];
+// The softmax's layout (v5). The MMAs leave row g's 64 scores of a tile in the four lanes (g, t), 16 each,
+// but only the group's G rows are queries: at MHA (G = 1) seven of eight lanes would run SAS on empty
+// rows. So the scores are spread: with GE = G rounded up to a power of two and R = 8/GE, lane (g, t)
+// takes row g' = g mod GE, and of its tokens 8j + 2t + e those of the tiles j ≡ ⌊g/GE⌋ (mod R): 2·GE
+// scores per lane (slot i ↔ j = R·i + ⌊g/GE⌋). The saturating channels' per-token terms, the softmax and
+// the P codes are computed there; the codes are gathered back into the MMA's A fragment for P·V.
+// Lanes g < GE hold their own row (⌊g/GE⌋ = 0), so O, m and ℓ stay where the chain's output expects them.
+template <int GE>
+struct Spread {
+  static constexpr int R = 8 / GE;  // lanes' rows that share one query row
+  static __device__ __forceinline__ int row() { return (threadIdx.x / 4 % 8) % GE; }
+  static __device__ __forceinline__ int part() { return (threadIdx.x / 4 % 8) / GE; }
+  // The token of slot i, element e.
+  static __device__ __forceinline__ int token(int i, int e) { return 8 * (R * i + part()) + 2 * (threadIdx.x % 4) + e; }
+};
+
+// Reductions over the lanes holding one row: t (xor 1, 2) and the R copies (xor 4·GE … 16).
+template <int GE>
+__device__ __forceinline__ float row_max(float x) {
+  x = quad_max(x);
+#pragma unroll
+  for (int o = 4 * GE; o < 32; o *= 2) x = fmaxf(x, __shfl_xor_sync(kFull, x, o));
+  return x;
+}
+template <int GE>
+__device__ __forceinline__ float row_sum(float x) {
+  x = quad_sum(x);
+#pragma unroll
+  for (int o = 4 * GE; o < 32; o *= 2) x = __fadd_rn(x, __shfl_xor_sync(kFull, x, o));
+  return x;
+}
+template <int GE>
+__device__ __forceinline__ int row_sum(int x) {
+  x = quad_sum(x);
+#pragma unroll
+  for (int o = 4 * GE; o < 32; o *= 2) x += __shfl_xor_sync(kFull, x, o);
+  return x;
+}
+
+// The MMA's S fragments (row g, tokens 8j + 2t + e) → the spread layout.
+template <int GE>
+__device__ __forceinline__ void spread_scores(const int (&sint)[8][2], int (&s)[GE][2]) {
+  constexpr int R = Spread<GE>::R;
+  if constexpr (GE == 8) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) s[j][0] = sint[j][0], s[j][1] = sint[j][1];
+  } else {
+    const int t = threadIdx.x % 4, src = 4 * Spread<GE>::row() + t, part = Spread<GE>::part();
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int v = __shfl_sync(kFull, sint[j][e], src);
+        if (j % R == part) s[j / R][e] = v;
+      }
+  }
+}
+
+// The P codes (spread, each < 128) → the A fragment of P·V: k-step κ, a0 = tiles j = 4κ, 4κ + 1 and
+// a2 = 4κ + 2, 4κ + 3, each 32-bit word the bytes of tokens (8j + 2t, +1) of two tiles.
+template <int GE>
+__device__ __forceinline__ void gather_codes(const int (&pq)[GE][2], uint32_t (&ap)[2][2]) {
+  constexpr int R = Spread<GE>::R;
+  const int t = threadIdx.x % 4, row = Spread<GE>::row();
+  uint32_t pair[8];  // tile j's two codes of this lane's row, as the low 16 bits
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    const uint32_t mine = uint32_t(pq[j / R][0]) | (uint32_t(pq[j / R][1]) << 8);
+    pair[j] = GE == 8 ? mine : __shfl_sync(kFull, mine, 4 * (GE * (j % R) + row) + t);
+  }
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+    ap[k][0] = pair[4 * k] | (pair[4 * k + 1] << 16);
+    ap[k][1] = pair[4 * k + 2] | (pair[4 * k + 3] << 16);
+  }
+}
+
+// Alg. 2 l. 4–8 for one tile, from the spread scores: the SAS online softmax, s_P and the P codes (pq,
+// spread; ap, gathered for P·V). Sets sp, psum and rescales O by α.
+template <int D, int GE, class Exp>
+__device__ __forceinline__ void softmax_tile(const int (&sint)[GE][2], int rows, float f_s, const Exp& exp_fn,
+                                             Chain<D>& ch, int (&pq)[GE][2], uint32_t (&ap)[2][2], float& sp,
+                                             int& psum) {
+  float s[GE][2];
   float mt = -INFINITY;
 #pragma unroll
-  for (int j = 0; j < 8; ++j)
+  for (int i = 0; i < GE; ++i)
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
-      const int tau = 8 * j + 2 * t + e;
-      s[j][e] = tau < rows ? __fmul_rn(exact_float(sint[j][e]), f_s) : -INFINITY;  // l. 3: S = s_Q·s_K·(Q·Kᵀ)
-      mt = fmaxf(mt, s[j][e]);
+      s[i][e] = Spread<GE>::token(i, e) < rows ? __fmul_rn(exact_float(sint[i][e]), f_s) : -INFINITY;  // l. 3
+      mt = fmaxf(mt, s[i][e]);
     }
-  mt = quad_max(mt);
+  mt = row_max<GE>(mt);
   const float m_new = fmaxf(ch.m, mt);                               // l. 4
   const float alpha = isinf(ch.m) ? 0.0f : exp_fn(__fsub_rn(ch.m, m_new));
   float sum = 0.0f, pmax = 0.0f;
 #pragma unroll
-  for (int j = 0; j < 8; ++j)
+  for (int i = 0; i < GE; ++i)
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
-      s[j][e] = exp_fn(__fsub_rn(s[j][e], m_new));                    // l. 5: P̃ = SAS(S − m)
-      sum = __fadd_rn(sum, s[j][e]);
-      pmax = fmaxf(pmax, s[j][e]);
+      s[i][e] = exp_fn(__fsub_rn(s[i][e], m_new));                    // l. 5: P̃ = SAS(S − m)
+      sum = __fadd_rn(sum, s[i][e]);
+      pmax = fmaxf(pmax, s[i][e]);
     }
-  sum = quad_sum(sum);
-  pmax = quad_max(pmax);
+  sum = row_sum<GE>(sum);
+  pmax = row_max<GE>(pmax);
   ch.l = __fadd_rn(__fmul_rn(alpha, ch.l), sum);                      // l. 6
   ch.m = m_new;
   sp = scale_for_span(pmax);                                          // l. 7: s_P = max P̃ / 119
@@ -187,34 +269,29 @@ __device__ __forceinline__ void softmax_tile(const int (&sint)[8][2], int rows, 
   // where y lies farther than 2⁻¹⁵ from every half-integer, y and fl(q) round to the same integer. The
   // few that lie closer (about 2⁻¹⁴ of them) take the exact division; rne(y) by the 1.5·2²³ constant.
   const float r = __frcp_rn(sp);
-  int pq[8][2];
   uint32_t near_half = 0;
 #pragma unroll
-  for (int j = 0; j < 8; ++j)
+  for (int i = 0; i < GE; ++i)
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
-      const float y = __fmul_rn(s[j][e], r);
+      const float y = __fmul_rn(s[i][e], r);
       const float big = __fadd_rn(y, kMagic);
-      pq[j][e] = __float_as_int(big) - kMagicBits;
+      pq[i][e] = __float_as_int(big) - kMagicBits;
       const float off = fabsf(__fsub_rn(y, __fsub_rn(big, kMagic)));  // |y − rne(y)| ≤ ½, exact
-      if (__fsub_rn(0.5f, off) < 3.0517578125e-05f) near_half |= 1u << (2 * j + e);
+      if (__fsub_rn(0.5f, off) < 3.0517578125e-05f) near_half |= 1u << (2 * i + e);
     }
   if (__any_sync(kFull, near_half != 0)) {
 #pragma unroll
-    for (int j = 0; j < 8; ++j)
+    for (int i = 0; i < GE; ++i)
 #pragma unroll
       for (int e = 0; e < 2; ++e)
-        if ((near_half >> (2 * j + e)) & 1u) pq[j][e] = __float2int_rn(__fdiv_rn(s[j][e], sp));
+        if ((near_half >> (2 * i + e)) & 1u) pq[i][e] = __float2int_rn(__fdiv_rn(s[i][e], sp));
   }
   psum = 0;
 #pragma unroll
-  for (int j = 0; j < 8; ++j) psum += pq[j][0] + pq[j][1];
-  psum = quad_sum(psum);
-#pragma unroll
-  for (int k = 0; k < 2; ++k) {  // k-step κ = k: tokens 32κ …; V's stored order matches (turbo_layout.h)
-    ap[k][0] = pack_s8x4(pq[4 * k][0], pq[4 * k][1], pq[4 * k + 1][0], pq[4 * k + 1][1]);
-    ap[k][1] = pack_s8x4(pq[4 * k + 2][0], pq[4 * k + 2][1], pq[4 * k + 3][0], pq[4 * k + 3][1]);
-  }
+  for (int i = 0; i < GE; ++i) psum += pq[i][0] + pq[i][1];
+  psum = row_sum<GE>(psum);
+  gather_codes<GE>(pq, ap);  // tokens 32κ …; V's stored order matches (turbo_layout.h)
 #pragma unroll
   for (int jc = 0; jc < Shape<D>::NJ; ++jc) ch.o[jc][0] = __fmul_rn(ch.o[jc][0], alpha), ch.o[jc][1] = __fmul_rn(ch.o[jc][1], alpha);
 }
@@ -228,18 +305,19 @@ __device__ __forceinline__ void accumulate(Chain<D>& ch, const int (&x)[Shape<D>
     for (int e = 0; e < 2; ++e) ch.o[jc][e] = __fadd_rn(ch.o[jc][e], __fmul_rn(exact_float(x[jc][e]), f_pv));
 }
 
-// One coded block (its stage in shared memory) of a BITS-wide pair.
-// The scores of one tile for the tests (TurboDecodeArgs::scores): row g at dump[g·row_stride], token τ.
-__device__ __forceinline__ void dump_scores(int32_t* dump, int64_t row_stride, const int (&sint)[8][2]) {
+// The scores of one tile for the tests (TurboDecodeArgs::scores), from the spread layout: row g' at
+// dump[g'·row_stride], token τ (rows GE … 7 are not written).
+template <int GE>
+__device__ __forceinline__ void dump_scores(int32_t* dump, int64_t row_stride, const int (&s)[GE][2]) {
   if (dump == nullptr) return;
-  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
 #pragma unroll
-  for (int j = 0; j < 8; ++j)
+  for (int i = 0; i < GE; ++i)
 #pragma unroll
-    for (int e = 0; e < 2; ++e) dump[g * row_stride + 8 * j + 2 * t + e] = sint[j][e];
+    for (int e = 0; e < 2; ++e) dump[Spread<GE>::row() * row_stride + Spread<GE>::token(i, e)] = s[i][e];
 }
 
-template <int D, int BITS, class Exp>
+// One coded block (its stage in shared memory) of a BITS-wide pair.
+template <int D, int GE, int BITS, class Exp>
 __device__ void coded_tile(const uint8_t* stage, const int8_t* q8, float s_q, int rows, bool may_saturate,
                            float scale, const Exp& exp_fn, Chain<D>& ch, int32_t* dump, int64_t row_stride) {
   using S = Shape<D>;
@@ -319,27 +397,31 @@ __device__ void coded_tile(const uint8_t* stage, const int8_t* q8, float s_q, in
     sint[j][0] = 128 * acc[0] + acc[2];
     sint[j][1] = 128 * acc[1] + acc[3];
   }
-  // Saturating K channels, token by token.
+  int ss[GE][2];
+  spread_scores<GE>(sint, ss);
+  // Saturating K channels, token by token, in the spread layout (2·GE tokens per lane).
+  const int row = Spread<GE>::row();
 #pragma unroll
   for (int i = 0; i < KS; ++i)
     for (uint32_t m = kflag[i]; m != 0; m &= m - 1) {
       const int c = 32 * i + __ffs(m) - 1;
-      const int s = sz[c], z = sz[D + c], qv = q8[g * D + c];
+      const int s = sz[c], z = sz[D + c], qv = q8[row * D + c];
 #pragma unroll
-      for (int j = 0; j < 8; ++j)
+      for (int i2 = 0; i2 < GE; ++i2)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          const auto at = layout::k_code_at(8 * j + 2 * t + e, c, D, BITS);  // int arithmetic
+          const auto at = layout::k_code_at(Spread<GE>::token(i2, e), c, D, BITS);  // int arithmetic
           const int code = (kc[at.byte] >> at.shift) & L;
-          sint[j][e] += qv * sat127((code + z) * s);
+          ss[i2][e] += qv * sat127((code + z) * s);
         }
     }
-  dump_scores(dump, row_stride, sint);
+  dump_scores<GE>(dump, row_stride, ss);
 
   uint32_t ap[2][2];
+  int pq[GE][2];
   float sp;
   int psum;
-  softmax_tile<D>(sint, rows, __fmul_rn(__fmul_rn(s_q, bs.x), scale), exp_fn, ch, ap, sp, psum);
+  softmax_tile<D, GE>(ss, rows, __fmul_rn(__fmul_rn(s_q, bs.x), scale), exp_fn, ch, pq, ap, sp, psum);
 
   // P·V: the P codes times the raw V codes, then s_c·(X + z_c·ΣP) per channel.
   int x[NJ][2];
@@ -368,8 +450,7 @@ __device__ void coded_tile(const uint8_t* stage, const int8_t* q8, float s_q, in
         x[grp * kTilesPerLoad + q][e] = int(sz[2 * D + c]) * (acc[q][e] + int(sz[3 * D + c]) * psum);
       }
   }
-  // Saturating V channels: the row's sum over its 64 tokens, gathered from the quad's four lanes.
-  // (ap holds the P codes; re-derive each token's code from the packed fragment.)
+  // Saturating V channels: the row's sum over its 64 tokens, from the spread P codes.
 #pragma unroll
   for (int i = 0; i < KS; ++i)
     for (uint32_t m = vflag[i]; m != 0; m &= m - 1) {
@@ -377,18 +458,14 @@ __device__ void coded_tile(const uint8_t* stage, const int8_t* q8, float s_q, in
       const int s = sz[2 * D + c], z = sz[3 * D + c];
       int part = 0;
 #pragma unroll
-      for (int k = 0; k < 2; ++k)
+      for (int i2 = 0; i2 < GE; ++i2)
 #pragma unroll
-        for (int hf = 0; hf < 2; ++hf)
-#pragma unroll
-          for (int i4 = 0; i4 < 4; ++i4) {
-            const int tau = 32 * k + 16 * hf + 8 * (i4 / 2) + 2 * t + (i4 % 2);
-            const int pq = int((ap[k][hf] >> (8 * i4)) & 0xFF);
-            const auto at = layout::v_code_at(tau, c, D, BITS);
-            const int code = (vc[at.byte] >> at.shift) & L;
-            part += pq * sat127((code + z) * s);
-          }
-      part = quad_sum(part);
+        for (int e = 0; e < 2; ++e) {
+          const auto at = layout::v_code_at(Spread<GE>::token(i2, e), c, D, BITS);
+          const int code = (vc[at.byte] >> at.shift) & L;
+          part += pq[i2][e] * sat127((code + z) * s);
+        }
+      part = row_sum<GE>(part);
 #pragma unroll
       for (int jc = 0; jc < NJ; ++jc)
 #pragma unroll
@@ -399,7 +476,7 @@ __device__ void coded_tile(const uint8_t* stage, const int8_t* q8, float s_q, in
 }
 
 // The pending buffer's tile: INT8 K and V (the universal scales), an ordinary INT8 product.
-template <int D, class Exp>
+template <int D, int GE, class Exp>
 __device__ void buffer_tile(const int8_t* kb, const int8_t* vb, const int8_t* q8, float s_q, float2 universal,
                             int rows, float scale, const Exp& exp_fn, Chain<D>& ch, int32_t* dump,
                             int64_t row_stride) {
@@ -425,11 +502,14 @@ __device__ void buffer_tile(const int8_t* kb, const int8_t* vb, const int8_t* q8
     }
     sint[j][0] = acc[0], sint[j][1] = acc[1];
   }
-  dump_scores(dump, row_stride, sint);
+  int ss[GE][2];
+  spread_scores<GE>(sint, ss);
+  dump_scores<GE>(dump, row_stride, ss);
   uint32_t ap[2][2];
+  int pq[GE][2];
   float sp;
   int psum;
-  softmax_tile<D>(sint, rows, __fmul_rn(__fmul_rn(s_q, universal.x), scale), exp_fn, ch, ap, sp, psum);
+  softmax_tile<D, GE>(ss, rows, __fmul_rn(__fmul_rn(s_q, universal.x), scale), exp_fn, ch, pq, ap, sp, psum);
   int x[NJ][2];
   const uint32_t* vw = reinterpret_cast<const uint32_t*>(vb);
 #pragma unroll
@@ -460,7 +540,7 @@ __device__ __forceinline__ void load_stage(uint8_t* stage, const TurboCacheArgs&
   if (lane == 0) cp_async_8(stage + 2 * kCodeBytes + 4 * D, c.block_scales + (int64_t(pair) * c.slots + slot) * 2);
 }
 
-template <int D, int BITS, int kStages, class Exp>
+template <int D, int GE, int BITS, int kStages, class Exp>
 __device__ void run_chain(const TurboDecodeArgs& a, int pair, int chain, uint8_t* ring, const int8_t* q8,
                           float s_q, const Exp& exp_fn) {
   const Tiles tiles(a.cache);
@@ -486,7 +566,7 @@ __device__ void run_chain(const TurboDecodeArgs& a, int pair, int chain, uint8_t
     if (ahead < coded_end) load_stage<D, BITS>(ring + ((ahead - first) % kStages) * kStage, a.cache, pair, ahead);
     cp_async_commit();
     const bool may_saturate = !(BITS == 4 && j < tiles.prefill_blocks);  // progressive.h: 4-bit prefill never
-    coded_tile<D, BITS>(ring + ((j - first) % kStages) * kStage, q8, s_q, tiles.rows(j), may_saturate, a.scale,
+    coded_tile<D, GE, BITS>(ring + ((j - first) % kStages) * kStage, q8, s_q, tiles.rows(j), may_saturate, a.scale,
                         exp_fn, ch, dump_at(a, pair, j), row_stride);
     __syncwarp();
   }
@@ -494,7 +574,7 @@ __device__ void run_chain(const TurboDecodeArgs& a, int pair, int chain, uint8_t
   if (last > tiles.coded) {  // the chain ends with the pending buffer
     const int64_t off = int64_t(pair) * kTurboBlock * D;
     const float2 universal = *reinterpret_cast<const float2*>(a.cache.universal + 2 * pair);
-    buffer_tile<D>(a.cache.k_buffer + off, a.cache.v_buffer + off, q8, s_q, universal, tiles.pending, a.scale,
+    buffer_tile<D, GE>(a.cache.k_buffer + off, a.cache.v_buffer + off, q8, s_q, universal, tiles.pending, a.scale,
                    exp_fn, ch, dump_at(a, pair, tiles.coded), row_stride);
   }
   // The chain's (m, ℓ, O) for the merge.
@@ -511,7 +591,7 @@ __device__ void run_chain(const TurboDecodeArgs& a, int pair, int chain, uint8_t
   }
 }
 
-template <int D, int kStages, bool EXACT>
+template <int D, int GE, int kStages, bool EXACT>
 __global__ void __launch_bounds__(kWarps * 32) turbo_chains_kernel(const TurboDecodeArgs a) {
   extern __shared__ __align__(16) uint8_t smem[];
   float* lut = reinterpret_cast<float*>(smem);
@@ -519,8 +599,9 @@ __global__ void __launch_bounds__(kWarps * 32) turbo_chains_kernel(const TurboDe
   __syncthreads();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int pairs = a.batch * a.kv_heads;
-  const int id = blockIdx.x * kWarps + warp, pair = id / a.chains, chain = id % a.chains;
-  if (pair >= pairs) return;
+  const int id = blockIdx.x * kWarps + warp, chain = id % a.chains;
+  if (id / a.chains >= pairs) return;
+  const int pair = a.cache.pair_order ? a.cache.pair_order[id / a.chains] : id / a.chains;
   uint8_t* mine = smem + 32 * 4 + warp * kWarpBytes<D, kStages>;
   int8_t* q8 = reinterpret_cast<int8_t*>(mine + kStages * Shape<D>::kStageBytes);
   float* s_q_rows = reinterpret_cast<float*>(q8 + kRows * D);
@@ -544,10 +625,10 @@ __global__ void __launch_bounds__(kWarps * 32) turbo_chains_kernel(const TurboDe
     if (lane == 0) s_q_rows[g] = s;
   }
   __syncwarp();
-  const float s_q = s_q_rows[lane / 4];
+  const float s_q = s_q_rows[Spread<GE>::row()];  // the scores' row (the spread layout)
   const Exp<EXACT> exp_fn = make_exp<EXACT>(a.exp, lut);
-  if (a.cache.bits[pair] == 4) run_chain<D, 4, kStages>(a, pair, chain, mine, q8, s_q, exp_fn);
-  else run_chain<D, 2, kStages>(a, pair, chain, mine, q8, s_q, exp_fn);
+  if (a.cache.bits[pair] == 4) run_chain<D, GE, 4, kStages>(a, pair, chain, mine, q8, s_q, exp_fn);
+  else run_chain<D, GE, 2, kStages>(a, pair, chain, mine, q8, s_q, exp_fn);
 }
 
 // turbo_chains.h's merge, one thread per channel of one query head; then O = G / ℓ in FP16, L = m + log ℓ.
@@ -649,19 +730,30 @@ __global__ void __launch_bounds__(D) turbo_append_kernel(const TurboCacheArgs c,
   for (int i = ch; i < kTurboBlock * D / 4; i += D) kz[i] = 0u, vz[i] = 0u;  // the buffer starts empty again
 }
 
-template <int D, int ST, bool EXACT>
+template <int D, int GE, bool EXACT>
 cudaError_t launch_chains(const TurboDecodeArgs& a, cudaStream_t stream) {
-  const int smem = kSmemBytes<D, ST>;
-  cudaError_t e = cudaFuncSetAttribute(turbo_chains_kernel<D, ST, EXACT>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  const int smem = kSmemBytes<D, kStages>;
+  const auto kernel = turbo_chains_kernel<D, GE, kStages, EXACT>;
+  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
   const int warps = a.batch * a.kv_heads * a.chains;
-  turbo_chains_kernel<D, ST, EXACT><<<(warps + kWarps - 1) / kWarps, kWarps * 32, smem, stream>>>(a);
+  kernel<<<(warps + kWarps - 1) / kWarps, kWarps * 32, smem, stream>>>(a);
   return cudaGetLastError();
+}
+
+// The spread's GE: the group rounded up to a power of two.
+template <int D, bool EXACT>
+cudaError_t launch_for_group(const TurboDecodeArgs& a, cudaStream_t stream) {
+  const int group = a.q_heads / a.kv_heads;
+  if (group == 1) return launch_chains<D, 1, EXACT>(a, stream);
+  if (group == 2) return launch_chains<D, 2, EXACT>(a, stream);
+  if (group <= 4) return launch_chains<D, 4, EXACT>(a, stream);
+  return launch_chains<D, 8, EXACT>(a, stream);
 }
 
 template <int D>
 cudaError_t launch(const TurboDecodeArgs& a, cudaStream_t stream) {
-  const cudaError_t e = a.exp.exact_exp ? launch_chains<D, kStages, true>(a, stream) : launch_chains<D, kStages, false>(a, stream);
+  const cudaError_t e = a.exp.exact_exp ? launch_for_group<D, true>(a, stream) : launch_for_group<D, false>(a, stream);
   if (e != cudaSuccess) return e;
   turbo_merge_kernel<D><<<a.batch * a.q_heads, D, 0, stream>>>(a);
   return cudaGetLastError();

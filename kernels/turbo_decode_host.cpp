@@ -9,8 +9,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
+#include <numeric>
 #include <stdexcept>
 
 namespace attnlab::kernels {
@@ -63,11 +65,15 @@ TurboDeviceCache upload_turbo_cache(const std::vector<HeadCache>& heads, int slo
   c.codes = upload(codes), c.code_offset = upload(c.offsets), c.scale_zero = upload(sz);
   c.block_scales = upload(bscales), c.k_buffer = upload(kbuf), c.v_buffer = upload(vbuf);
   c.universal = upload(universal), c.bits = upload(c.head_bits);
+  std::vector<int> order(heads.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return c.head_bits[size_t(x)] > c.head_bits[size_t(y)]; });
+  c.pair_order = upload(order);
   TurboCacheArgs& a = c.args;
   a.codes = c.codes.as<uint8_t>(), a.code_offset = c.code_offset.as<int64_t>();
   a.scale_zero = c.scale_zero.as<int8_t>(), a.block_scales = c.block_scales.as<float>();
   a.k_buffer = c.k_buffer.as<int8_t>(), a.v_buffer = c.v_buffer.as<int8_t>();
-  a.universal = c.universal.as<float>(), a.bits = c.bits.as<int>();
+  a.universal = c.universal.as<float>(), a.bits = c.bits.as<int>(), a.pair_order = c.pair_order.as<int>();
   a.pairs = int(heads.size()), a.slots = slots, a.head_dim = int(d);
   a.prefill_tokens = int(heads[0].prefill_tokens);
   a.tokens = int(heads[0].prefill_tokens + heads[0].pending() +

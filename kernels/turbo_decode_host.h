@@ -19,7 +19,7 @@ using variants::turbo_detail::HeadCache;
 
 // Every pair's cache on the device. `args` points into the buffers; args.tokens advances with appends.
 struct TurboDeviceCache {
-  DeviceBuffer codes, code_offset, scale_zero, block_scales, k_buffer, v_buffer, universal, bits;
+  DeviceBuffer codes, code_offset, scale_zero, block_scales, k_buffer, v_buffer, universal, bits, pair_order;
   TurboCacheArgs args;
   std::vector<int64_t> offsets;  // host copy of code_offset
   std::vector<int> head_bits;    // host copy of bits

@@ -146,25 +146,30 @@ TEST_CASE("turbo decode kernel equals the turbo reference (SAS) up to ℓ's summ
     for (const Case& c : {Case{d, 2, 4, 777, 100, 1, false, 0, "llm_like"},   // GQA 4:1, mixed 2/4-bit
                           Case{d, 2, 8, 1000, 0, 0, false, 3, "normal"},      // GQA 8:1, no buffer, 4-bit
                           Case{d, 4, 1, 545, 70, 4, false, 1, "llm_like"},    // MHA, all 2-bit, Alg. 2's one loop
-                          Case{d, 1, 2, 64 * 9 + 1, 64, 0, false, 0, "student_t"}})
+                          Case{d, 1, 2, 64 * 9 + 1, 64, 0, false, 0, "student_t"},
+                          Case{d, 2, 3, 700, 30, 1, false, 0, "llm_like"}})  // G = 3: an empty row in the spread
       check_case(c, seed++);
 }
 
 TEST_CASE("turbo decode kernel with exact_exp is the reference up to rare P-code flips", "[gpu][kernels][turbo]") {
   GPU_OR_SKIP();
   uint64_t seed = 7100;
-  for (int64_t d : {64, 128}) check_case(Case{d, 2, 4, 900, 90, 1, true, 0, "llm_like"}, seed++);
+  for (int64_t d : {64, 128})
+    for (const Case& c : {Case{d, 2, 4, 900, 90, 1, true, 0, "llm_like"}, Case{d, 2, 1, 600, 40, 1, true, 0, "llm_like"}})
+      check_case(c, seed++);
 }
 
 // S_int of the kernel against the integer product of the reference's Q^q1 and K̂ (tiles_of: the cache
-// dequantized by progressive_dequantize, saturation included; the pending tokens as they are).
+// dequantized by progressive_dequantize, saturation included; the pending tokens as they are). Every
+// spread of the scores (turbo_decode.cu: GE = 1, 4, 8; G = 3 leaves row 3 of four empty) is covered.
 TEST_CASE("turbo decode kernel's INT32 scores are Q^q1·K̂ᵀ exactly, saturating channels included", "[gpu][kernels][turbo]") {
   GPU_OR_SKIP();
   for (int64_t d : {64, 128})
+    for (int64_t group : {1, 3, 4, 8})
     for (int two_bit : {0, 2}) {
       Problem p;
-      p.batch = 1, p.kv_heads = 2, p.q_heads = 8, p.head_dim = d, p.kv_len = 420, p.q_len = 1, p.phase = Phase::decode;
-      const uint64_t seed = 555 + uint64_t(d) + uint64_t(two_bit);
+      p.batch = 1, p.kv_heads = 2, p.q_heads = 2 * group, p.head_dim = d, p.kv_len = 420, p.q_len = 1, p.phase = Phase::decode;
+      const uint64_t seed = 555 + uint64_t(d) + uint64_t(two_bit) + 1000 * uint64_t(group);
       const QKV in = data::generate(p, "llm_like", ParamValues::defaults(data::find_generator("llm_like")->params), seed);
       const ParamValues pv = params_with({{"decode_steps", 150}, {"two_bit_heads", two_bit}, {"kv_splits", 2}});
       const std::vector<HeadCache> heads = kernels::turbo_host_caches(p, in, pv);
@@ -176,7 +181,7 @@ TEST_CASE("turbo decode kernel's INT32 scores are Q^q1·K̂ᵀ exactly, saturati
       kernels::TurboDecodeArgs a;
       const kernels::PoisonedOutput out(p);
       a.cache = cache.args, a.exp = kernels::turbo_exp_args(pv), a.q = q.ptr(), a.o = out.o(), a.lse = out.lse();
-      a.batch = 1, a.q_heads = 8, a.kv_heads = 2, a.chains = 2, a.scale = float(p.scale());
+      a.batch = 1, a.q_heads = int(p.q_heads), a.kv_heads = 2, a.chains = 2, a.scale = float(p.scale());
       a.scores = scores.as<int32_t>();
       kernels::DeviceBuffer ws(kernels::turbo_decode_workspace_bytes(a));
       a.workspace = ws.as<float>();
@@ -188,8 +193,8 @@ TEST_CASE("turbo decode kernel's INT32 scores are Q^q1·K̂ᵀ exactly, saturati
         const auto t = variants::turbo_detail::tiles_of(heads[size_t(pair)]);
         saturated += heads[size_t(pair)].stats.saturated;
         REQUIRE(t.tiles() == tiles);
-        for (int g = 0; g < 4; ++g) {
-          const int64_t hq = pair * 4 + g;
+        for (int64_t g = 0; g < group; ++g) {
+          const int64_t hq = pair * group + g;
           const quant::Quantized q8 = quant::quantize(
               in.q.head(0, hq).data(), 1, d, quant::Spec{.bits = 8, .granularity = quant::Granularity::block, .block_rows = 64, .q_max = 119});
           for (int64_t j = 0; j < tiles; ++j)
@@ -199,11 +204,12 @@ TEST_CASE("turbo decode kernel's INT32 scores are Q^q1·K̂ᵀ exactly, saturati
                 want += int64_t(q8.q[size_t(ch)]) * int64_t(t.k(t.start[size_t(j)] + tau, ch));
               const int32_t have = got[size_t(((pair * 8 + g) * tiles + j) * 64 + tau)];
               ++checked;
-              if (have != want) FAIL(fmt::format("d={} pair {} head {} tile {} token {}: S = {} vs {}", d, pair, g, j, tau, have, want));
+              if (have != want)
+                FAIL(fmt::format("d={} G={} pair {} head {} tile {} token {}: S = {} vs {}", d, group, pair, g, j, tau, have, want));
             }
         }
       }
-      INFO(fmt::format("d={} two_bit_heads={}: {} scores, {} saturated cache values", d, two_bit, checked, saturated));
+      INFO(fmt::format("d={} G={} two_bit_heads={}: {} scores, {} saturated cache values", d, group, two_bit, checked, saturated));
       CHECK(checked > 0);
       if (two_bit > 0) CHECK(saturated > 0);  // the 2-bit heads exercise the per-token path
     }
