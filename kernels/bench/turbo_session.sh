@@ -3,7 +3,8 @@
 # their [gpu] tests and compute-sanitizer on the small shapes, time them with attnlab bench at the
 # benchmark shapes (B 16, d 128, N 32k; MHA and GQA 4:1) and PyTorch SDPA's FP16 decode on the same shapes
 # in the same session, and print the ratios. Logs land in $OUT (at most 8 files come back: they are
-# packed). TESTS_ONLY=1 stops after the tests; BENCH_ONLY=1 skips them. NCU=1 adds Nsight Compute's DRAM
+# packed). TESTS_ONLY=1 stops after the tests; BENCH_ONLY=1 skips them; NO_BENCH=1 skips the timings and
+# SDPA (for a call that only profiles or checks the refusals). NCU=1 adds Nsight Compute's DRAM
 # bytes and warp stalls of each decode kernel (one launch each, at the bench shape); SASS=1 the kernels'
 # disassembly; OOM=1 the GPU-memory refusals (a problem larger than the GPU; a GPU mostly taken by another
 # process); FIG6=1 the report of configs/papers/turbo-fig6-decode.json. Everything lands packed in
@@ -32,6 +33,7 @@ if [ -z "${BENCH_ONLY:-}" ]; then
   done
   [ -n "${TESTS_ONLY:-}" ] && exit 0
 fi
+if [ -z "${NO_BENCH:-}" ]; then
 for cfg in ${BENCH_CONFIGS:-configs/bench-turbo-decode.json configs/bench-turbo-decode-gqa.json}; do
   name=$(basename "$cfg" .json)
   step "attnlab bench $cfg"
@@ -49,6 +51,7 @@ for f in sorted(glob.glob(f"{out}/bench-*.json")):
 json.dump({"schema": "attnlab.measurements/1", "measurements": ms}, open(f"{out}/ours.json", "w"))
 PY
 PYTHONUNBUFFERED=1 python3 kernels/bench/sdpa_bench.py --out-dir "$out" --ours "$out/ours.json" 2>&1 | tee -a "$log"
+fi
 
 if [ -n "${OOM:-}" ]; then
   step "GPU memory refusals"
@@ -79,7 +82,8 @@ fi
 if [ -n "${NCU:-}" ]; then
   step "Nsight Compute: DRAM bytes and stalls of the decode kernels"
   for cfg in ${NCU_CONFIGS:-configs/bench-turbo-decode.json}; do
-    for label in $(python3 -c "import json,sys; print(' '.join(v.get('label', v['id']) for v in json.load(open('$cfg'))['variants']))"); do
+    # NCU_LABELS (space-separated variant labels) profiles only those.
+    for label in ${NCU_LABELS:-$(python3 -c "import json,sys; print(' '.join(v.get('label', v['id']) for v in json.load(open('$cfg'))['variants']))")}; do
       python3 - "$cfg" "$label" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))
