@@ -39,8 +39,9 @@
 //
 // Versions (kernels/PERF.md, "turbo decode"): v1 — the structure above; v2 — SAS or exp2 chosen at
 // compile time, P̃'s quantization through the reciprocal with an exact fallback near half-integers;
-// v3, v4 — integer index arithmetic, the saturation test only where a block may saturate; v5 (this) —
-// the softmax and the saturating channels in the spread layout (softmax_tile's comment), pair order.
+// v3, v4 — integer index arithmetic, the saturation test only where a block may saturate; v5 — the
+// softmax and the saturating channels in the spread layout (softmax_tile's comment), pair order; v6
+// (this) — P·V's results and O spread the same way.
 #include "kernels/turbo_decode.h"
 
 #include "core/variants/turbo_layout.h"
@@ -147,12 +148,13 @@ struct Tiles {
   }
 };
 
-// One warp's chain state: the online softmax of its rows (lane (g, t) holds row g) and O's accumulators
-// for channels 8·jc + 2t + e.
-template <int D>
+// One warp's chain state, in the spread layout (softmax_tile's comment): the online softmax of the lane's
+// row g' = g mod GE and O's accumulators for its channels 8·jc + 2t + e, jc = R·i + ⌊g/GE⌋ (slot i).
+template <int D, int GE>
 struct Chain {
+  static constexpr int NO = Shape<D>::NJ * GE / 8;  // O slots per lane
   float m = -INFINITY, l = 0.0f;
-  float o[Shape<D>::NJ][2];
+  float o[NO][2];
 };
 
 // The softmax's layout (v5). The MMAs leave row g's 64 scores of a tile in the four lanes (g, t), 16 each,
@@ -194,21 +196,22 @@ __device__ __forceinline__ int row_sum(int x) {
   return x;
 }
 
-// The MMA's S fragments (row g, tokens 8j + 2t + e) → the spread layout.
-template <int GE>
-__device__ __forceinline__ void spread_scores(const int (&sint)[8][2], int (&s)[GE][2]) {
+// MMA fragments (row g, columns 8j + 2t + e for n-tiles j < N: the scores' tokens, or P·V's channels)
+// → the spread layout: slot i holds n-tile j = R·i + ⌊g/GE⌋ of row g mod GE.
+template <int GE, int N>
+__device__ __forceinline__ void spread(const int (&in)[N][2], int (&out)[N * GE / 8][2]) {
   constexpr int R = Spread<GE>::R;
   if constexpr (GE == 8) {
 #pragma unroll
-    for (int j = 0; j < 8; ++j) s[j][0] = sint[j][0], s[j][1] = sint[j][1];
+    for (int j = 0; j < N; ++j) out[j][0] = in[j][0], out[j][1] = in[j][1];
   } else {
     const int t = threadIdx.x % 4, src = 4 * Spread<GE>::row() + t, part = Spread<GE>::part();
 #pragma unroll
-    for (int j = 0; j < 8; ++j)
+    for (int j = 0; j < N; ++j)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const int v = __shfl_sync(kFull, sint[j][e], src);
-        if (j % R == part) s[j / R][e] = v;
+        const int v = __shfl_sync(kFull, in[j][e], src);
+        if (j % R == part) out[j / R][e] = v;
       }
   }
 }
@@ -236,7 +239,7 @@ __device__ __forceinline__ void gather_codes(const int (&pq)[GE][2], uint32_t (&
 // spread; ap, gathered for P·V). Sets sp, psum and rescales O by α.
 template <int D, int GE, class Exp>
 __device__ __forceinline__ void softmax_tile(const int (&sint)[GE][2], int rows, float f_s, const Exp& exp_fn,
-                                             Chain<D>& ch, int (&pq)[GE][2], uint32_t (&ap)[2][2], float& sp,
+                                             Chain<D, GE>& ch, int (&pq)[GE][2], uint32_t (&ap)[2][2], float& sp,
                                              int& psum) {
   float s[GE][2];
   float mt = -INFINITY;
@@ -293,16 +296,16 @@ __device__ __forceinline__ void softmax_tile(const int (&sint)[GE][2], int rows,
   psum = row_sum<GE>(psum);
   gather_codes<GE>(pq, ap);  // tokens 32κ …; V's stored order matches (turbo_layout.h)
 #pragma unroll
-  for (int jc = 0; jc < Shape<D>::NJ; ++jc) ch.o[jc][0] = __fmul_rn(ch.o[jc][0], alpha), ch.o[jc][1] = __fmul_rn(ch.o[jc][1], alpha);
+  for (int i = 0; i < Chain<D, GE>::NO; ++i) ch.o[i][0] = __fmul_rn(ch.o[i][0], alpha), ch.o[i][1] = __fmul_rn(ch.o[i][1], alpha);
 }
 
-// l. 8: O += s_P·s_V·(P^q·V̂), X the exact integer product per channel.
-template <int D>
-__device__ __forceinline__ void accumulate(Chain<D>& ch, const int (&x)[Shape<D>::NJ][2], float f_pv) {
+// l. 8: O += s_P·s_V·(P^q·V̂), X the exact integer product per channel (spread layout).
+template <int D, int GE>
+__device__ __forceinline__ void accumulate(Chain<D, GE>& ch, const int (&x)[Chain<D, GE>::NO][2], float f_pv) {
 #pragma unroll
-  for (int jc = 0; jc < Shape<D>::NJ; ++jc)
+  for (int i = 0; i < Chain<D, GE>::NO; ++i)
 #pragma unroll
-    for (int e = 0; e < 2; ++e) ch.o[jc][e] = __fadd_rn(ch.o[jc][e], __fmul_rn(exact_float(x[jc][e]), f_pv));
+    for (int e = 0; e < 2; ++e) ch.o[i][e] = __fadd_rn(ch.o[i][e], __fmul_rn(exact_float(x[i][e]), f_pv));
 }
 
 // The scores of one tile for the tests (TurboDecodeArgs::scores), from the spread layout: row g' at
@@ -319,7 +322,7 @@ __device__ __forceinline__ void dump_scores(int32_t* dump, int64_t row_stride, c
 // One coded block (its stage in shared memory) of a BITS-wide pair.
 template <int D, int GE, int BITS, class Exp>
 __device__ void coded_tile(const uint8_t* stage, const int8_t* q8, float s_q, int rows, bool may_saturate,
-                           float scale, const Exp& exp_fn, Chain<D>& ch, int32_t* dump, int64_t row_stride) {
+                           float scale, const Exp& exp_fn, Chain<D, GE>& ch, int32_t* dump, int64_t row_stride) {
   using S = Shape<D>;
   constexpr int KS = S::KS, NJ = S::NJ, L = (1 << BITS) - 1;
   constexpr int kCodeBytes = kTurboBlock * D * BITS / 8;
@@ -398,7 +401,7 @@ __device__ void coded_tile(const uint8_t* stage, const int8_t* q8, float s_q, in
     sint[j][1] = 128 * acc[1] + acc[3];
   }
   int ss[GE][2];
-  spread_scores<GE>(sint, ss);
+  spread<GE, 8>(sint, ss);
   // Saturating K channels, token by token, in the spread layout (2·GE tokens per lane).
   const int row = Spread<GE>::row();
 #pragma unroll
@@ -423,8 +426,9 @@ __device__ void coded_tile(const uint8_t* stage, const int8_t* q8, float s_q, in
   int psum;
   softmax_tile<D, GE>(ss, rows, __fmul_rn(__fmul_rn(s_q, bs.x), scale), exp_fn, ch, pq, ap, sp, psum);
 
-  // P·V: the P codes times the raw V codes, then s_c·(X + z_c·ΣP) per channel.
-  int x[NJ][2];
+  // P·V: the P codes times the raw V codes; then, spread (a lane's channels 8jc + 2t + e of its row,
+  // jc = R·i + ⌊g/GE⌋), s_c·(X + z_c·ΣP) per channel.
+  int pv[NJ][2];
   constexpr int kTilesPerLoad = BITS == 4 ? 4 : 8;  // n-tiles one 16-byte load covers
 #pragma unroll
   for (int grp = 0; grp < NJ / kTilesPerLoad; ++grp) {
@@ -443,13 +447,18 @@ __device__ void coded_tile(const uint8_t* stage, const int8_t* q8, float s_q, in
       }
     }
 #pragma unroll
-    for (int q = 0; q < kTilesPerLoad; ++q)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int c = 8 * (grp * kTilesPerLoad + q) + 2 * t + e;
-        x[grp * kTilesPerLoad + q][e] = int(sz[2 * D + c]) * (acc[q][e] + int(sz[3 * D + c]) * psum);
-      }
+    for (int q = 0; q < kTilesPerLoad; ++q) pv[grp * kTilesPerLoad + q][0] = acc[q][0], pv[grp * kTilesPerLoad + q][1] = acc[q][1];
   }
+  constexpr int NO = Chain<D, GE>::NO;
+  int x[NO][2];
+  spread<GE, NJ>(pv, x);
+#pragma unroll
+  for (int i = 0; i < NO; ++i)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int c = Spread<GE>::token(i, e);  // the channel (same index rule as the tokens of a tile)
+      x[i][e] = int(sz[2 * D + c]) * (x[i][e] + int(sz[3 * D + c]) * psum);
+    }
   // Saturating V channels: the row's sum over its 64 tokens, from the spread P codes.
 #pragma unroll
   for (int i = 0; i < KS; ++i)
@@ -467,18 +476,18 @@ __device__ void coded_tile(const uint8_t* stage, const int8_t* q8, float s_q, in
         }
       part = row_sum<GE>(part);
 #pragma unroll
-      for (int jc = 0; jc < NJ; ++jc)
+      for (int i2 = 0; i2 < NO; ++i2)
 #pragma unroll
         for (int e = 0; e < 2; ++e)
-          if (c == 8 * jc + 2 * t + e) x[jc][e] = part;
+          if (c == Spread<GE>::token(i2, e)) x[i2][e] = part;
     }
-  accumulate<D>(ch, x, __fmul_rn(sp, bs.y));
+  accumulate<D, GE>(ch, x, __fmul_rn(sp, bs.y));
 }
 
 // The pending buffer's tile: INT8 K and V (the universal scales), an ordinary INT8 product.
 template <int D, int GE, class Exp>
 __device__ void buffer_tile(const int8_t* kb, const int8_t* vb, const int8_t* q8, float s_q, float2 universal,
-                            int rows, float scale, const Exp& exp_fn, Chain<D>& ch, int32_t* dump,
+                            int rows, float scale, const Exp& exp_fn, Chain<D, GE>& ch, int32_t* dump,
                             int64_t row_stride) {
   using S = Shape<D>;
   constexpr int KS = S::KS, NJ = S::NJ;
@@ -503,14 +512,14 @@ __device__ void buffer_tile(const int8_t* kb, const int8_t* vb, const int8_t* q8
     sint[j][0] = acc[0], sint[j][1] = acc[1];
   }
   int ss[GE][2];
-  spread_scores<GE>(sint, ss);
+  spread<GE, 8>(sint, ss);
   dump_scores<GE>(dump, row_stride, ss);
   uint32_t ap[2][2];
   int pq[GE][2];
   float sp;
   int psum;
   softmax_tile<D, GE>(ss, rows, __fmul_rn(__fmul_rn(s_q, universal.x), scale), exp_fn, ch, pq, ap, sp, psum);
-  int x[NJ][2];
+  int pv[NJ][2];
   const uint32_t* vw = reinterpret_cast<const uint32_t*>(vb);
 #pragma unroll
   for (int jc = 0; jc < NJ; ++jc) {
@@ -521,9 +530,11 @@ __device__ void buffer_tile(const int8_t* kb, const int8_t* vb, const int8_t* q8
       const uint32_t af[4] = {ap[k][0], 0u, ap[k][1], 0u};
       mma_s8(acc, af, __ldg(vw + w), __ldg(vw + w + 1));
     }
-    x[jc][0] = acc[0], x[jc][1] = acc[1];
+    pv[jc][0] = acc[0], pv[jc][1] = acc[1];
   }
-  accumulate<D>(ch, x, __fmul_rn(sp, universal.y));
+  int x[Chain<D, GE>::NO][2];
+  spread<GE, NJ>(pv, x);
+  accumulate<D, GE>(ch, x, __fmul_rn(sp, universal.y));
 }
 
 // Stage one coded block (codes of K and V, s/z, block scales) into shared memory.
@@ -550,9 +561,9 @@ __device__ void run_chain(const TurboDecodeArgs& a, int pair, int chain, uint8_t
   auto dump_at = [&](const TurboDecodeArgs& args, int p, int j) {
     return args.scores ? args.scores + int64_t(p) * kRows * row_stride + int64_t(j) * kTurboBlock : nullptr;
   };
-  Chain<D> ch;
+  Chain<D, GE> ch;
 #pragma unroll
-  for (int jc = 0; jc < Shape<D>::NJ; ++jc) ch.o[jc][0] = ch.o[jc][1] = 0.0f;
+  for (int i = 0; i < Chain<D, GE>::NO; ++i) ch.o[i][0] = ch.o[i][1] = 0.0f;
   constexpr int kStage = Shape<D>::kStageBytes;
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
@@ -577,17 +588,17 @@ __device__ void run_chain(const TurboDecodeArgs& a, int pair, int chain, uint8_t
     buffer_tile<D, GE>(a.cache.k_buffer + off, a.cache.v_buffer + off, q8, s_q, universal, tiles.pending, a.scale,
                    exp_fn, ch, dump_at(a, pair, tiles.coded), row_stride);
   }
-  // The chain's (m, ℓ, O) for the merge.
-  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  // The chain's (m, ℓ, O) for the merge, from the spread layout: every lane holds channels of row g'.
+  const int t = threadIdx.x % 4, row = Spread<GE>::row();
   const int group = a.q_heads / a.kv_heads;
-  if (g < group) {
-    const int64_t part = (int64_t(pair) * a.chains + chain) * kRows + g;
+  if (row < group) {
+    const int64_t part = (int64_t(pair) * a.chains + chain) * kRows + row;
     float* ml = a.workspace;
     float* po = a.workspace + int64_t(a.batch) * a.kv_heads * a.chains * kRows * 2;
-    if (t == 0) ml[2 * part] = ch.m, ml[2 * part + 1] = ch.l;
+    if (t == 0 && Spread<GE>::part() == 0) ml[2 * part] = ch.m, ml[2 * part + 1] = ch.l;
 #pragma unroll
-    for (int jc = 0; jc < Shape<D>::NJ; ++jc)
-      *reinterpret_cast<float2*>(po + part * D + 8 * jc + 2 * t) = make_float2(ch.o[jc][0], ch.o[jc][1]);
+    for (int i = 0; i < Chain<D, GE>::NO; ++i)
+      *reinterpret_cast<float2*>(po + part * D + Spread<GE>::token(i, 0)) = make_float2(ch.o[i][0], ch.o[i][1]);
   }
 }
 
