@@ -40,8 +40,8 @@
 // Versions (kernels/PERF.md, "turbo decode"): v1 — the structure above; v2 — SAS or exp2 chosen at
 // compile time, P̃'s quantization through the reciprocal with an exact fallback near half-integers;
 // v3, v4 — integer index arithmetic, the saturation test only where a block may saturate; v5 — the
-// softmax and the saturating channels in the spread layout (softmax_tile's comment), pair order; v6
-// (this) — P·V's results and O spread the same way.
+// softmax and the saturating channels in the spread layout (softmax_tile's comment), pair order; v6 —
+// P·V's results and O spread the same way; v7 (this) — at G = 1 the fold's products spread too.
 #include "kernels/turbo_decode.h"
 
 #include "core/variants/turbo_layout.h"
@@ -348,25 +348,54 @@ __device__ void coded_tile(const uint8_t* stage, const int8_t* q8, float s_q, in
 
   // A fragments of the fold: row g holds hi, row g + 8 lo of q·s (0 for saturating channels).
   uint32_t a[KS][4];
+  if constexpr (GE == 1) {
+    // One query row (MHA): only lanes (0, t) hold a nonzero fragment, 32 channels each. The products are
+    // spread instead — lane L computes channels 4L … 4L + 3 (L < D/4) — and lane (0, t) gathers word
+    // 8ks + 4h + t (channels 32ks + 16h + 4t …) by shuffles; rows g ≥ 1 are zero.
+    const uint32_t qw = *reinterpret_cast<const uint32_t*>(q8 + 4 * lane);  // row 0 (reads stay in the rows)
+    const uint32_t sw = *reinterpret_cast<const uint32_t*>(sz + 4 * lane);
+    uint32_t kf = kflag[0];
 #pragma unroll
-  for (int ks = 0; ks < KS; ++ks)
+    for (int ks = 1; ks < KS; ++ks) kf = lane / 8 == ks ? kflag[ks] : kf;
+    const uint32_t flags = kf >> (4 * (lane % 8));
+    int hi[4], lo[4];
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int c0 = 32 * ks + 16 * h + 4 * t;
-      const uint32_t qw = *reinterpret_cast<const uint32_t*>(q8 + g * D + c0);
-      const uint32_t sw = *reinterpret_cast<const uint32_t*>(sz + c0);
-      const uint32_t flags = kflag[ks] >> (16 * h + 4 * t);
-      int hi[4], lo[4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int si = (flags >> i) & 1 ? 0 : int((sw >> (8 * i)) & 0xFF);
-        const int p = sbyte(qw, i) * si;
-        hi[i] = p >> 7;   // floor(p / 128)
-        lo[i] = p & 127;  // p − 128·hi
-      }
-      a[ks][2 * h] = pack_s8x4(hi[0], hi[1], hi[2], hi[3]);
-      a[ks][2 * h + 1] = pack_s8x4(lo[0], lo[1], lo[2], lo[3]);
+    for (int i = 0; i < 4; ++i) {
+      const int si = (flags >> i) & 1 ? 0 : int((sw >> (8 * i)) & 0xFF);
+      const int p = sbyte(qw, i) * si;
+      hi[i] = p >> 7;
+      lo[i] = p & 127;
     }
+    const uint32_t hw = pack_s8x4(hi[0], hi[1], hi[2], hi[3]), lw = pack_s8x4(lo[0], lo[1], lo[2], lo[3]);
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const uint32_t hv = __shfl_sync(kFull, hw, 8 * ks + 4 * h + t), lv = __shfl_sync(kFull, lw, 8 * ks + 4 * h + t);
+        a[ks][2 * h] = g == 0 ? hv : 0u;
+        a[ks][2 * h + 1] = g == 0 ? lv : 0u;
+      }
+  } else {
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int c0 = 32 * ks + 16 * h + 4 * t;
+        const uint32_t qw = *reinterpret_cast<const uint32_t*>(q8 + g * D + c0);
+        const uint32_t sw = *reinterpret_cast<const uint32_t*>(sz + c0);
+        const uint32_t flags = kflag[ks] >> (16 * h + 4 * t);
+        int hi[4], lo[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const int si = (flags >> i) & 1 ? 0 : int((sw >> (8 * i)) & 0xFF);
+          const int p = sbyte(qw, i) * si;
+          hi[i] = p >> 7;   // floor(p / 128)
+          lo[i] = p & 127;  // p − 128·hi
+        }
+        a[ks][2 * h] = pack_s8x4(hi[0], hi[1], hi[2], hi[3]);
+        a[ks][2 * h + 1] = pack_s8x4(lo[0], lo[1], lo[2], lo[3]);
+      }
+  }
   // Z = Σ (q·s)·z: z as B's column 0 (lanes g = 0), the result in column 0 of rows g and g + 8.
   int zacc[4] = {0, 0, 0, 0};
 #pragma unroll
