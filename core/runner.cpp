@@ -123,7 +123,8 @@ Results Runner::run(const Experiment& e, const RunControl& control) const {
   };
 
   advance(control.inputs ? "given inputs" : e.data.file.empty() ? "generating data" : "loading " + e.data.file);
-  const QKV in = control.inputs ? *control.inputs : experiment_inputs(e);
+  std::optional<QKV> read;  // the experiment's own data; given inputs are used in place, not copied
+  const QKV& in = control.inputs ? *control.inputs : read.emplace(experiment_inputs(e));
   if (control.inputs && (in.q.shape() != e.problem.q_shape() || in.k.shape() != e.problem.kv_shape() ||
                          in.v.shape() != e.problem.kv_shape()))
     throw std::invalid_argument("Runner::run: the given inputs do not have the problem's shapes");
@@ -133,8 +134,8 @@ Results Runner::run(const Experiment& e, const RunControl& control) const {
   // whose channel ranges the variants that record channel ranges get beside their own (post-RoPE) ones.
   // Computed once, when the first such variant has run.
   std::optional<Probes> pre_rope;
-  const bool rotated =
-      !control.inputs && e.data.file.empty() && e.data.generator_params.values().count("rope") && e.data.generator_params.flag("rope");
+  const bool rotated = !control.inputs && e.data.file.empty() && e.data.generator_params.values().count("rope") &&
+                       e.data.generator_params.flag("rope");
   auto pre_rope_probes = [&]() -> const Probes& {
     if (!pre_rope) {
       pre_rope.emplace();

@@ -195,7 +195,8 @@ class BadInput(unittest.TestCase):
 
     def test_non_contiguous_and_float16_give_the_copy_result(self):
         q, k, v = random_qkv()
-        q_strided = np.swapaxes(np.ascontiguousarray(np.swapaxes(q, 2, 3)), 2, 3)  # (B, H, N, d) view of d-major data
+        # A (B, H, N, d) view of d-major data, and K/V with negative strides along N.
+        q_strided = np.swapaxes(np.ascontiguousarray(np.swapaxes(q, 2, 3)), 2, 3)
         self.assertFalse(q_strided.flags["C_CONTIGUOUS"])
         np.testing.assert_array_equal(q_strided, q)
         a = attnlab.run(CONFIG, q=q_strided, k=k[:, :, ::-1], v=v[:, :, ::-1])
