@@ -122,16 +122,20 @@ Results Runner::run(const Experiment& e, const RunControl& control) const {
     done += 1;
   };
 
-  advance(e.data.file.empty() ? "generating data" : "loading " + e.data.file);
-  const QKV in = experiment_inputs(e);
+  advance(control.inputs ? "given inputs" : e.data.file.empty() ? "generating data" : "loading " + e.data.file);
+  std::optional<QKV> read;  // the experiment's own data; given inputs are used in place, not copied
+  const QKV& in = control.inputs ? *control.inputs : read.emplace(experiment_inputs(e));
+  if (control.inputs && (in.q.shape() != e.problem.q_shape() || in.k.shape() != e.problem.kv_shape() ||
+                         in.v.shape() != e.problem.kv_shape()))
+    throw std::invalid_argument("Runner::run: the given inputs do not have the problem's shapes");
   const InputMagnitudes magnitudes = measure_inputs(in);
   check_input_range(e, magnitudes);
   // The generator rotates Q and K by RoPE as its last step: the same draws without it are K before RoPE,
   // whose channel ranges the variants that record channel ranges get beside their own (post-RoPE) ones.
   // Computed once, when the first such variant has run.
   std::optional<Probes> pre_rope;
-  const bool rotated =
-      e.data.file.empty() && e.data.generator_params.values().count("rope") && e.data.generator_params.flag("rope");
+  const bool rotated = !control.inputs && e.data.file.empty() && e.data.generator_params.values().count("rope") &&
+                       e.data.generator_params.flag("rope");
   auto pre_rope_probes = [&]() -> const Probes& {
     if (!pre_rope) {
       pre_rope.emplace();
@@ -163,6 +167,7 @@ Results Runner::run(const Experiment& e, const RunControl& control) const {
       ReferenceResult ref;
       ref.time_ms = ms_since(t0);
       ref.metrics = control.ground_truth ? compare_to_truth(out.o, truth) : no_metrics();
+      if (control.on_reference_output) control.on_reference_output(index, out.o);
       ref.gflops = e.problem.flops() / (ref.time_ms * 1e6);
       ref.kv_cache_bytes = out.kv_cache_bytes;
       ref.probes = std::move(out.probes);

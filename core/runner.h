@@ -43,6 +43,12 @@ struct RunControl {
   // false: skip the FP64 ground truth (timing-only runs such as `attnlab bench`, where it would cost
   // minutes at long sequences); backends then receive an empty truth and leave their metrics at NaN.
   bool ground_truth = true;
+  // Given operands replace the experiment's generator or file (the Python module's NumPy arrays); their
+  // shapes must match e.problem. q is (B, Hq, Nq, d); k and v are (B, Hkv, Nkv, d). May be null.
+  const QKV* inputs = nullptr;
+  // Called with each variant's reference output O (B, Hq, Nq, d) — the tensor its metrics were computed
+  // from — before the runner drops it; results.json does not hold outputs. May be empty.
+  std::function<void(size_t variant, const Tensor& o)> on_reference_output;
 };
 
 struct Cancelled : std::runtime_error {

@@ -16,6 +16,9 @@ packages=(
   catch2 xvfb xauth libgl1-mesa-dri chromium fonts-dejavu-core
   # the hostile-input corpus runner (tests/corpus/run_corpus.py)
   python3
+  # `import attnlab` (app/python): pybind11 headers, and NumPy for Debian's /usr/bin/python3, which the
+  # module is built for and its tests (tests/python) run under
+  pybind11-dev python3-numpy
   # `make fuzz` / `make fuzz-regress`: clang with libFuzzer and the sanitizer runtimes, llvm-symbolizer for
   # readable stacks. Clang 16, not bookworm's default 14: 14 cannot capture a structured binding in a
   # lambda (C++20), which the sources do. `make test-sanitize` uses GCC's libasan/libubsan (g++ brings them).

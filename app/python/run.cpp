@@ -1,0 +1,128 @@
+#include "app/python/run.h"
+
+#include "app/cli/backends.h"
+#include "app/python/arrays.h"
+#include "app/python/json_to_python.h"
+#include "core/config.h"
+#include "core/error.h"
+#include "core/json_input.h"
+#include "core/results.h"
+#include "core/runner.h"
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attnlab::python {
+
+namespace py = pybind11;
+using nlohmann::json;
+
+namespace {
+
+// Given arrays fix the problem's shapes and replace the data section (generator or file).
+void adopt_array_shapes(json& j, const QKV& in) {
+  if (!j.is_object()) return;  // parse_experiment names the problem
+  json& p = j["problem"];
+  if (p.is_null()) p = json::object();
+  if (!p.is_object()) return;
+  const Shape4 q = in.q.shape(), kv = in.k.shape();
+  p["batch"] = q.batch;
+  p["q_heads"] = q.heads;
+  p["kv_heads"] = kv.heads;
+  p["q_len"] = q.len;
+  p["kv_len"] = kv.len;
+  p["head_dim"] = q.dim;
+  j.erase("data");
+}
+
+// The config as an Experiment, through the CLI's path: a file is read by the guarded reader and its
+// errors name the file (load_experiment); a dict becomes JSON text (json.dumps) and is parsed as a file is.
+Experiment experiment_from(const py::object& config, const std::optional<QKV>& arrays) {
+  if (py::isinstance<py::str>(config) || py::hasattr(config, "__fspath__")) {
+    const std::string path = py::str(py::module_::import("os").attr("fspath")(config));
+    if (!arrays) return load_experiment(path);
+    json j = read_json_file(path);
+    adopt_array_shapes(j, *arrays);
+    const std::string folder = std::filesystem::path(path).parent_path().string();
+    try {
+      return parse_experiment(j, folder.empty() ? "." : folder);
+    } catch (const InputError& err) {
+      throw InputError(echo_path(path) + ": " + err.what());
+    }
+  }
+  if (!py::isinstance<py::dict>(config))
+    fail_input("config", "must be a dict or the path of a config file, got " +
+                             echo(py::str(py::type::of(config).attr("__name__")).cast<std::string>(), 40));
+  std::string text;
+  try {
+    text = py::module_::import("json").attr("dumps")(config, py::arg("allow_nan") = false).cast<std::string>();
+  } catch (py::error_already_set& err) {
+    if (!err.matches(PyExc_TypeError) && !err.matches(PyExc_ValueError)) throw;
+    fail_input("config", "not JSON: " + echo(py::str(err.value()).cast<std::string>(), 120));
+  }
+  json j = parse_json_text(text, "config");
+  if (arrays) adopt_array_shapes(j, *arrays);
+  return parse_experiment(j, ".");
+}
+
+// Adds "array" beside each probe's JSON form.
+void add_probe_arrays(const py::dict& backend, const Probes& probes) {
+  const auto out = backend["probes"].cast<py::dict>();
+  for (const auto& [name, probe] : probes) out[py::str(name)].cast<py::dict>()["array"] = to_numpy(probe);
+}
+
+}  // namespace
+
+py::dict run(const py::object& config, const py::object& q, const py::object& k, const py::object& v,
+             const py::object& progress) {
+  if (!progress.is_none() && !PyCallable_Check(progress.ptr()))
+    fail_input("progress", "must be None or a callable(fraction, stage)");
+  const std::optional<QKV> arrays = qkv_from_numpy(q, k, v);
+  const Experiment e = experiment_from(config, arrays);
+
+  std::vector<std::optional<Tensor>> outputs(e.variants.size());
+  std::optional<py::error_already_set> python_error;  // raised by the callback or a pending signal
+  RunControl control;
+  control.inputs = arrays ? &*arrays : nullptr;
+  control.on_reference_output = [&](size_t i, const Tensor& o) { outputs.at(i) = o; };
+  control.progress = [&](double fraction, const std::string& stage) {
+    py::gil_scoped_acquire gil;
+    try {
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();  // Ctrl-C stops the run
+      if (!progress.is_none()) progress(fraction, stage);
+    } catch (py::error_already_set& err) {
+      python_error.emplace(std::move(err));
+      throw Cancelled();
+    }
+  };
+
+  const Runner runner = cli::make_runner();
+  Results results;
+  try {
+    py::gil_scoped_release release;
+    results = runner.run(e, control);
+  } catch (const Cancelled&) {
+    if (python_error) throw std::move(*python_error);
+    throw;
+  }
+
+  const auto out = to_python(to_json(results)).cast<py::dict>();
+  if (arrays) out["config"]["data"] = py::dict(py::arg("arrays") = "q, k, v given to attnlab.run");
+  const auto variants = out["variants"].cast<py::list>();
+  for (size_t i = 0; i < results.variants.size(); ++i) {
+    const VariantResult& vr = results.variants[i];
+    const auto jv = variants[i].cast<py::dict>();
+    if (vr.reference) {
+      const auto ref = jv["reference"].cast<py::dict>();
+      if (outputs[i]) ref["output"] = to_numpy(*outputs[i]);
+      add_probe_arrays(ref, vr.reference->probes);
+      if (ref["probes"].contains("lse")) ref["lse"] = ref["probes"]["lse"]["array"];  // (B, H, N), where kept
+    }
+    if (vr.kernel) add_probe_arrays(jv["kernel"].cast<py::dict>(), vr.kernel->probes);
+  }
+  return out;
+}
+
+}  // namespace attnlab::python
