@@ -112,18 +112,6 @@ __device__ __forceinline__ Exp<EXACT> make_exp(const TurboExpArgs& e, const floa
   return Exp<EXACT>{lut, __float_as_int(float(-e.n_r)), e.c[0], e.c[1], e.c[2], e.c[3]};
 }
 
-__device__ __forceinline__ float quad_max(float x) {
-  x = fmaxf(x, __shfl_xor_sync(kFull, x, 1));
-  return fmaxf(x, __shfl_xor_sync(kFull, x, 2));
-}
-__device__ __forceinline__ float quad_sum(float x) {
-  x = __fadd_rn(x, __shfl_xor_sync(kFull, x, 1));
-  return __fadd_rn(x, __shfl_xor_sync(kFull, x, 2));
-}
-__device__ __forceinline__ int quad_sum(int x) {
-  x += __shfl_xor_sync(kFull, x, 1);
-  return x + __shfl_xor_sync(kFull, x, 2);
-}
 __device__ __forceinline__ int sat127(int x) { return min(max(x, -127), 127); }
 __device__ __forceinline__ int sbyte(uint32_t w, int i) { return int(int8_t((w >> (8 * i)) & 0xFF)); }
 __device__ __forceinline__ float scale_for_span(float span) {  // quant::scale_for_span(span, 119)
@@ -173,28 +161,20 @@ struct Spread {
   static __device__ __forceinline__ int token(int i, int e) { return 8 * (R * i + part()) + 2 * (threadIdx.x % 4) + e; }
 };
 
-// Reductions over the lanes holding one row: t (xor 1, 2) and the R copies (xor 4·GE … 16).
-template <int GE>
-__device__ __forceinline__ float row_max(float x) {
-  x = quad_max(x);
+// A reduction over the lanes holding one row: t (xor 1, 2), then the R copies (xor 4·GE … 16). The order
+// of a float sum is fixed by the offsets (the tests' bound on ℓ allows any order).
+template <int GE, class T, class Op>
+__device__ __forceinline__ T row_reduce(T x, Op op) {
 #pragma unroll
-  for (int o = 4 * GE; o < 32; o *= 2) x = fmaxf(x, __shfl_xor_sync(kFull, x, o));
+  for (int o = 1; o < 32; o = o == 2 ? 4 * GE : 2 * o) x = op(x, __shfl_xor_sync(kFull, x, o));
   return x;
 }
 template <int GE>
-__device__ __forceinline__ float row_sum(float x) {
-  x = quad_sum(x);
-#pragma unroll
-  for (int o = 4 * GE; o < 32; o *= 2) x = __fadd_rn(x, __shfl_xor_sync(kFull, x, o));
-  return x;
-}
+__device__ __forceinline__ float row_max(float x) { return row_reduce<GE>(x, [](float a, float b) { return fmaxf(a, b); }); }
 template <int GE>
-__device__ __forceinline__ int row_sum(int x) {
-  x = quad_sum(x);
-#pragma unroll
-  for (int o = 4 * GE; o < 32; o *= 2) x += __shfl_xor_sync(kFull, x, o);
-  return x;
-}
+__device__ __forceinline__ float row_sum(float x) { return row_reduce<GE>(x, [](float a, float b) { return __fadd_rn(a, b); }); }
+template <int GE>
+__device__ __forceinline__ int row_sum(int x) { return row_reduce<GE>(x, [](int a, int b) { return a + b; }); }
 
 // MMA fragments (row g, columns 8j + 2t + e for n-tiles j < N: the scores' tokens, or P·V's channels)
 // → the spread layout: slot i holds n-tile j = R·i + ⌊g/GE⌋ of row g mod GE.
@@ -319,6 +299,21 @@ __device__ __forceinline__ void dump_scores(int32_t* dump, int64_t row_stride, c
     for (int e = 0; e < 2; ++e) dump[Spread<GE>::row() * row_stride + Spread<GE>::token(i, e)] = s[i][e];
 }
 
+// The fold's A words for four channels: q·s = 128·hi + lo (hi = ⌊q·s/128⌋, lo ∈ [0, 127]) from four Q codes
+// (qw) and four K scales (sw), packed as bytes; a channel whose flag bit is set (it may saturate) gets 0.
+__device__ __forceinline__ void fold_words(uint32_t qw, uint32_t sw, uint32_t flags, uint32_t& hw, uint32_t& lw) {
+  int hi[4], lo[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int si = (flags >> i) & 1 ? 0 : int((sw >> (8 * i)) & 0xFF);
+    const int p = sbyte(qw, i) * si;
+    hi[i] = p >> 7;
+    lo[i] = p & 127;
+  }
+  hw = pack_s8x4(hi[0], hi[1], hi[2], hi[3]);
+  lw = pack_s8x4(lo[0], lo[1], lo[2], lo[3]);
+}
+
 // One coded block (its stage in shared memory) of a BITS-wide pair.
 template <int D, int GE, int BITS, class Exp>
 __device__ void coded_tile(const uint8_t* stage, const int8_t* q8, float s_q, int rows, bool may_saturate,
@@ -357,16 +352,8 @@ __device__ void coded_tile(const uint8_t* stage, const int8_t* q8, float s_q, in
     uint32_t kf = kflag[0];
 #pragma unroll
     for (int ks = 1; ks < KS; ++ks) kf = lane / 8 == ks ? kflag[ks] : kf;
-    const uint32_t flags = kf >> (4 * (lane % 8));
-    int hi[4], lo[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int si = (flags >> i) & 1 ? 0 : int((sw >> (8 * i)) & 0xFF);
-      const int p = sbyte(qw, i) * si;
-      hi[i] = p >> 7;
-      lo[i] = p & 127;
-    }
-    const uint32_t hw = pack_s8x4(hi[0], hi[1], hi[2], hi[3]), lw = pack_s8x4(lo[0], lo[1], lo[2], lo[3]);
+    uint32_t hw, lw;
+    fold_words(qw, sw, kf >> (4 * (lane % 8)), hw, lw);
 #pragma unroll
     for (int ks = 0; ks < KS; ++ks)
 #pragma unroll
@@ -383,17 +370,7 @@ __device__ void coded_tile(const uint8_t* stage, const int8_t* q8, float s_q, in
         const int c0 = 32 * ks + 16 * h + 4 * t;
         const uint32_t qw = *reinterpret_cast<const uint32_t*>(q8 + g * D + c0);
         const uint32_t sw = *reinterpret_cast<const uint32_t*>(sz + c0);
-        const uint32_t flags = kflag[ks] >> (16 * h + 4 * t);
-        int hi[4], lo[4];
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const int si = (flags >> i) & 1 ? 0 : int((sw >> (8 * i)) & 0xFF);
-          const int p = sbyte(qw, i) * si;
-          hi[i] = p >> 7;   // floor(p / 128)
-          lo[i] = p & 127;  // p − 128·hi
-        }
-        a[ks][2 * h] = pack_s8x4(hi[0], hi[1], hi[2], hi[3]);
-        a[ks][2 * h + 1] = pack_s8x4(lo[0], lo[1], lo[2], lo[3]);
+        fold_words(qw, sw, kflag[ks] >> (16 * h + 4 * t), a[ks][2 * h], a[ks][2 * h + 1]);
       }
   }
   // Z = Σ (q·s)·z: z as B's column 0 (lanes g = 0), the result in column 0 of rows g and g + 8.
