@@ -33,15 +33,17 @@
 // O and the logsumexp agree to a few FP32 ulps (tests/kernels/test_turbo_decode_kernel.cpp derives the
 // bound). With exact_exp the kernel takes ex2.approx on the SFU instead of the reference's exp.
 //
-// Pair order. Each width's path through the loop is its own fully unrolled code (the chains kernel is
-// 80–200 KB of SASS per instantiation); a mixed 2/4-bit launch takes the pairs 4-bit first
-// (TurboCacheArgs::pair_order), so that at any time an SM runs mostly one width's code.
+// One launch per width. Each width's path through the loop is its own fully unrolled code (80–200 KB of
+// SASS per instantiation), and a 2-bit block needs half a 4-bit block's shared memory: the 4-bit pairs
+// (the first of TurboCacheArgs::pair_order) are one launch at 8 warps per SM, the 2-bit pairs another, at
+// 16 warps per SM where G ≤ 2 (kCtasPerSm).
 //
 // Versions (kernels/PERF.md, "turbo decode"): v1 — the structure above; v2 — SAS or exp2 chosen at
 // compile time, P̃'s quantization through the reciprocal with an exact fallback near half-integers;
 // v3, v4 — integer index arithmetic, the saturation test only where a block may saturate; v5 — the
 // softmax and the saturating channels in the spread layout (softmax_tile's comment), pair order; v6 —
-// P·V's results and O spread the same way; v7 (this) — at G = 1 the fold's products spread too.
+// P·V's results and O spread the same way; v7 — at G = 1 the fold's products spread too; v9 (this) —
+// one launch per width, 2-bit at 16 warps per SM.
 #include "kernels/turbo_decode.h"
 
 #include "core/variants/turbo_layout.h"
@@ -66,15 +68,33 @@ constexpr float kQMax8 = 119.0f;            // Alg. 2: Q and P̃ quantized with 
 
 template <int D>
 struct Shape {
-  static constexpr int KS = D / 32;                                   // k-steps of Q·Kᵀ
-  static constexpr int NJ = D / 8;                                    // n-tiles (8 channels) of P·V
-  static constexpr int kStageBytes = 2 * kTurboBlock * D / 2 + 4 * D + 16;  // 4-bit codes, s/z, block scales
+  static constexpr int KS = D / 32;  // k-steps of Q·Kᵀ
+  static constexpr int NJ = D / 8;   // n-tiles (8 channels) of P·V
 };
-// Shared memory with ST cache blocks in each warp's ring.
-template <int D, int ST>
-constexpr int kWarpBytes = ST * Shape<D>::kStageBytes + kRows * D + 32;  // + Q codes, s_Q
-template <int D, int ST>
-constexpr int kSmemBytes = kWarps * kWarpBytes<D, ST> + 32 * 4;            // + the SAS table
+// One ring stage: a cache block's K and V codes, its s/z (4 per channel) and its two FP32 block scales.
+template <int D, int BITS>
+constexpr int kStageBytes = 2 * kTurboBlock * D * BITS / 8 + 4 * D + 16;
+// Rows of Q codes a warp keeps: the GE rows of the spread (rows ≥ G hold zeros), at least the 128 bytes the
+// G = 1 fold reads as 32 words.
+template <int D, int GE>
+constexpr int kQRows = GE * D >= 128 ? GE : 128 / D;
+// A warp's shared memory: its ring, then the Q codes and their scales s_Q (≤ 8 floats).
+template <int D, int GE, int BITS>
+constexpr int kWarpBytes = kStages * kStageBytes<D, BITS> + kQRows<D, GE> * D + 32;
+template <int D, int GE, int BITS>
+constexpr int kSmemBytes = kWarps * kWarpBytes<D, GE, BITS> + 32 * 4;  // + the SAS table
+// CTAs per SM: 4 (16 warps) where shared memory allows it, else 2 — never 3, whose 12 warps per SM leave
+// a partial last wave of turbo_chains.h's chains (4096 = 2 waves of 16 warps on 132 SMs, 4 of 8; 3 CTAs
+// measured 14% slower at GQA 2-bit, v9). A 2-bit block needs half a 4-bit block's ring, so 2-bit launches
+// at G ≤ 2 run 16 warps per SM. The launch bounds ask the compiler for registers to match, and the launch
+// asks for enough shared memory that a third CTA does not fit (kSmemRequest).
+constexpr int kSmemPerSm = 233472, kSmemPerCtaReserved = 1024;  // H100: 228 KB per SM, 1 KB reserved per CTA
+template <int D, int GE, int BITS>
+constexpr int kCtasPerSm = 4 * (kSmemBytes<D, GE, BITS> + kSmemPerCtaReserved) <= kSmemPerSm ? 4 : 2;
+template <int D, int GE, int BITS>
+constexpr int kSmemRequest = kCtasPerSm<D, GE, BITS> == 4 || 3 * (kSmemBytes<D, GE, BITS> + kSmemPerCtaReserved) > kSmemPerSm
+                                 ? kSmemBytes<D, GE, BITS>
+                                 : kSmemPerSm / 3 - kSmemPerCtaReserved + 16;
 
 __device__ __forceinline__ void cp_async_8(void* smem, const void* gmem) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(smem_addr(smem)), "l"(gmem));
@@ -368,7 +388,7 @@ __device__ void coded_tile(const uint8_t* stage, const int8_t* q8, float s_q, in
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int c0 = 32 * ks + 16 * h + 4 * t;
-        const uint32_t qw = *reinterpret_cast<const uint32_t*>(q8 + g * D + c0);
+        const uint32_t qw = g < GE ? *reinterpret_cast<const uint32_t*>(q8 + g * D + c0) : 0u;  // rows ≥ GE: none
         const uint32_t sw = *reinterpret_cast<const uint32_t*>(sz + c0);
         fold_words(qw, sw, kflag[ks] >> (16 * h + 4 * t), a[ks][2 * h], a[ks][2 * h + 1]);
       }
@@ -501,8 +521,8 @@ __device__ void buffer_tile(const int8_t* kb, const int8_t* vb, const int8_t* q8
   uint32_t aq[KS][4];
 #pragma unroll
   for (int ks = 0; ks < KS; ++ks) {
-    aq[ks][0] = *reinterpret_cast<const uint32_t*>(q8 + g * D + 32 * ks + 4 * t);
-    aq[ks][2] = *reinterpret_cast<const uint32_t*>(q8 + g * D + 32 * ks + 16 + 4 * t);
+    aq[ks][0] = g < GE ? *reinterpret_cast<const uint32_t*>(q8 + g * D + 32 * ks + 4 * t) : 0u;
+    aq[ks][2] = g < GE ? *reinterpret_cast<const uint32_t*>(q8 + g * D + 32 * ks + 16 + 4 * t) : 0u;
     aq[ks][1] = aq[ks][3] = 0u;
   }
   int sint[8][2];
@@ -557,7 +577,7 @@ __device__ __forceinline__ void load_stage(uint8_t* stage, const TurboCacheArgs&
   if (lane == 0) cp_async_8(stage + 2 * kCodeBytes + 4 * D, c.block_scales + (int64_t(pair) * c.slots + slot) * 2);
 }
 
-template <int D, int GE, int BITS, int kStages, class Exp>
+template <int D, int GE, int BITS, class Exp>
 __device__ void run_chain(const TurboDecodeArgs& a, int pair, int chain, uint8_t* ring, const int8_t* q8,
                           float s_q, const Exp& exp_fn) {
   const Tiles tiles(a.cache);
@@ -570,7 +590,7 @@ __device__ void run_chain(const TurboDecodeArgs& a, int pair, int chain, uint8_t
   Chain<D, GE> ch;
 #pragma unroll
   for (int i = 0; i < Chain<D, GE>::NO; ++i) ch.o[i][0] = ch.o[i][1] = 0.0f;
-  constexpr int kStage = Shape<D>::kStageBytes;
+  constexpr int kStage = kStageBytes<D, BITS>;
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
     if (first + s < coded_end) load_stage<D, BITS>(ring + s * kStage, a.cache, pair, first + s);
@@ -608,24 +628,26 @@ __device__ void run_chain(const TurboDecodeArgs& a, int pair, int chain, uint8_t
   }
 }
 
-template <int D, int GE, int kStages, bool EXACT>
-__global__ void __launch_bounds__(kWarps * 32) turbo_chains_kernel(const TurboDecodeArgs a) {
+// The chains of the pairs pair_order[begin …) that are BITS wide (one width per launch: each width's loop
+// is its own code, and a 2-bit ring is half a 4-bit one — kCtasPerSm).
+template <int D, int GE, int BITS, bool EXACT>
+__global__ void __launch_bounds__(kWarps * 32, (kCtasPerSm<D, GE, BITS>)) turbo_chains_kernel(const TurboDecodeArgs a,
+                                                                                           int begin, int count) {
   extern __shared__ __align__(16) uint8_t smem[];
   float* lut = reinterpret_cast<float*>(smem);
   for (int i = threadIdx.x; i < 31; i += blockDim.x) lut[i] = a.exp.lut[i];
   __syncthreads();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int pairs = a.batch * a.kv_heads;
   const int id = blockIdx.x * kWarps + warp, chain = id % a.chains;
-  if (id / a.chains >= pairs) return;
-  const int pair = a.cache.pair_order ? a.cache.pair_order[id / a.chains] : id / a.chains;
-  uint8_t* mine = smem + 32 * 4 + warp * kWarpBytes<D, kStages>;
-  int8_t* q8 = reinterpret_cast<int8_t*>(mine + kStages * Shape<D>::kStageBytes);
-  float* s_q_rows = reinterpret_cast<float*>(q8 + kRows * D);
+  if (id / a.chains >= count) return;
+  const int pair = a.cache.pair_order[begin + id / a.chains];
+  uint8_t* mine = smem + 32 * 4 + warp * kWarpBytes<D, GE, BITS>;
+  int8_t* q8 = reinterpret_cast<int8_t*>(mine + kStages * kStageBytes<D, BITS>);
+  float* s_q_rows = reinterpret_cast<float*>(q8 + kQRows<D, GE> * D);
 
   // Alg. 2 l. 1: the group's queries to INT8, s_Q = max|q| / 119 per head (quant::quantize, one row).
   const int group = a.q_heads / a.kv_heads, b = pair / a.kv_heads, hk = pair % a.kv_heads;
-  for (int g = 0; g < kRows; ++g) {
+  for (int g = 0; g < kQRows<D, GE>; ++g) {
     float q[D / 32], span = 0.0f;
     const float* src = a.q + (int64_t(b) * a.q_heads + hk * group + g) * D;
 #pragma unroll
@@ -644,8 +666,7 @@ __global__ void __launch_bounds__(kWarps * 32) turbo_chains_kernel(const TurboDe
   __syncwarp();
   const float s_q = s_q_rows[Spread<GE>::row()];  // the scores' row (the spread layout)
   const Exp<EXACT> exp_fn = make_exp<EXACT>(a.exp, lut);
-  if (a.cache.bits[pair] == 4) run_chain<D, GE, 4, kStages>(a, pair, chain, mine, q8, s_q, exp_fn);
-  else run_chain<D, GE, 2, kStages>(a, pair, chain, mine, q8, s_q, exp_fn);
+  run_chain<D, GE, BITS>(a, pair, chain, mine, q8, s_q, exp_fn);
 }
 
 // turbo_chains.h's merge, one thread per channel of one query head; then O = G / ℓ in FP16, L = m + log ℓ.
@@ -747,15 +768,25 @@ __global__ void __launch_bounds__(D) turbo_append_kernel(const TurboCacheArgs c,
   for (int i = ch; i < kTurboBlock * D / 4; i += D) kz[i] = 0u, vz[i] = 0u;  // the buffer starts empty again
 }
 
-template <int D, int GE, bool EXACT>
-cudaError_t launch_chains(const TurboDecodeArgs& a, cudaStream_t stream) {
-  const int smem = kSmemBytes<D, kStages>;
-  const auto kernel = turbo_chains_kernel<D, GE, kStages, EXACT>;
+template <int D, int GE, int BITS, bool EXACT>
+cudaError_t launch_width(const TurboDecodeArgs& a, int begin, int count, cudaStream_t stream) {
+  if (count == 0) return cudaSuccess;
+  constexpr int smem = kSmemRequest<D, GE, BITS>;
+  const auto kernel = turbo_chains_kernel<D, GE, BITS, EXACT>;
   cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
-  const int warps = a.batch * a.kv_heads * a.chains;
-  kernel<<<(warps + kWarps - 1) / kWarps, kWarps * 32, smem, stream>>>(a);
+  const int warps = count * a.chains;
+  kernel<<<(warps + kWarps - 1) / kWarps, kWarps * 32, smem, stream>>>(a, begin, count);
   return cudaGetLastError();
+}
+
+// The 4-bit pairs (the first wide_pairs of pair_order), then the 2-bit ones, one launch per width, one after
+// the other (v9: the 2-bit launch on a second stream beside the 4-bit one measured 4% slower at the mix).
+template <int D, int GE, bool EXACT>
+cudaError_t launch_chains(const TurboDecodeArgs& a, cudaStream_t stream) {
+  const int pairs = a.batch * a.kv_heads, wide = a.cache.wide_pairs;
+  const cudaError_t e = launch_width<D, GE, 4, EXACT>(a, 0, wide, stream);
+  return e != cudaSuccess ? e : launch_width<D, GE, 2, EXACT>(a, wide, pairs - wide, stream);
 }
 
 // The spread's GE: the group rounded up to a power of two.
@@ -789,7 +820,8 @@ int turbo_decode_tiles(const TurboCacheArgs& c) { return Tiles(c).total; }
 
 cudaError_t turbo_decode_attend(const TurboDecodeArgs& a, cudaStream_t stream) {
   if (!turbo_decode_supports(a.cache.head_dim, a.q_heads / a.kv_heads) || a.chains < 1 ||
-      a.chains > Tiles(a.cache).total)
+      a.chains > Tiles(a.cache).total || a.cache.pair_order == nullptr || a.cache.wide_pairs < 0 ||
+      a.cache.wide_pairs > a.batch * a.kv_heads)
     return cudaErrorInvalidValue;
   return a.cache.head_dim == 64 ? launch<64>(a, stream) : launch<128>(a, stream);
 }

@@ -24,9 +24,10 @@ struct TurboCacheArgs {
   int8_t* v_buffer = nullptr;
   const float* universal = nullptr;  // (pairs, 2): the buffer's universal scales s_K, s_V (§3.3)
   const int* bits = nullptr;         // (pairs) the pair's cache width, 2 or 4 (Eq. 12)
-  // (pairs) the order the attention takes the pairs in: the 4-bit pairs, then the 2-bit ones, so that
-  // the SMs run one width's code at a time (turbo_decode.cu, "Pair order"); null = pair index order.
+  // (pairs) the order the attention takes the pairs in: the wide_pairs 4-bit pairs, then the 2-bit ones;
+  // each width is its own launch (turbo_decode.cu, "Pair order").
   const int* pair_order = nullptr;
+  int wide_pairs = 0;
   int pairs = 0, slots = 0, head_dim = 0;
   int prefill_tokens = 0;            // P: tokens the prefill compressed (its last block may be short)
   int tokens = 0;                    // the sequence so far: P + tokens appended through the buffer

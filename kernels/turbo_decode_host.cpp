@@ -74,6 +74,7 @@ TurboDeviceCache upload_turbo_cache(const std::vector<HeadCache>& heads, int slo
   a.scale_zero = c.scale_zero.as<int8_t>(), a.block_scales = c.block_scales.as<float>();
   a.k_buffer = c.k_buffer.as<int8_t>(), a.v_buffer = c.v_buffer.as<int8_t>();
   a.universal = c.universal.as<float>(), a.bits = c.bits.as<int>(), a.pair_order = c.pair_order.as<int>();
+  a.wide_pairs = int(std::count(c.head_bits.begin(), c.head_bits.end(), 4));
   a.pairs = int(heads.size()), a.slots = slots, a.head_dim = int(d);
   a.prefill_tokens = int(heads[0].prefill_tokens);
   a.tokens = int(heads[0].prefill_tokens + heads[0].pending() +

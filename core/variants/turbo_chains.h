@@ -18,8 +18,12 @@
 
 namespace attnlab::turbo_chains {
 
-inline constexpr int64_t kChainTarget = 2048;    // chains in flight over the whole GPU: 132 SMs × 16 warps
-inline constexpr int64_t kMinTilesPerChain = 4;  // auto never makes chains shorter than this
+// Chains over the whole GPU: two waves of 16 warps per SM on an H100's 132 SMs (four of 8) — enough that a
+// mixed 2/4-bit cache's 2-bit half alone fills the SMs (kernels/PERF.md, turbo decode v9).
+inline constexpr int64_t kChainTarget = 4096;
+// Auto never makes chains shorter than this: a chain's prologue (Q to INT8, filling its ring) and its
+// partial result are paid per chain (4 tiles measured 16% slower than 8 at Fig. 6's shape, v9).
+inline constexpr int64_t kMinTilesPerChain = 8;
 
 // C for `pairs` = batch × KV heads and T tiles per head; requested = kv_splits (0 = auto).
 constexpr int64_t chains(int64_t requested, int64_t pairs, int64_t tiles) {

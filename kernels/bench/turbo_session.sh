@@ -5,7 +5,8 @@
 # in the same session, and print the ratios. Logs land in $OUT (at most 8 files come back: they are
 # packed). TESTS_ONLY=1 stops after the tests; BENCH_ONLY=1 skips them; NO_BENCH=1 skips the timings and
 # SDPA (for a call that only profiles or checks the refusals). NCU=1 adds Nsight Compute's DRAM
-# bytes and warp stalls of each decode kernel (one launch each, at the bench shape); SASS=1 the kernels'
+# bytes and warp stalls of each decode kernel (NCU_COUNT launches each, 1 unless set: a mixed 2/4-bit
+# turbo step is 2 launches, one per width); SASS=1 the kernels'
 # disassembly; OOM=1 the GPU-memory refusals (a problem larger than the GPU; a GPU mostly taken by another
 # process); FIG6=1 the report of configs/papers/turbo-fig6-decode.json. Everything lands packed in
 # $OUT/logs.tar.gz beside session.log and comparison.json.
@@ -94,7 +95,7 @@ c["backends"] = ["kernel"]
 json.dump(c, open("/tmp/ncu-one.json", "w"))
 PY
       name=$(basename "$cfg" .json)-$label
-      ncu --kernel-name regex:"chains_kernel|flash2_decode|flash2_kernel|split" --launch-skip 2 --launch-count 1 \
+      ncu --kernel-name regex:"chains_kernel|flash2_decode|flash2_kernel|split" --launch-skip 2 --launch-count "${NCU_COUNT:-1}" \
           --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum \
           --section WarpStateStats --section Occupancy --section SchedulerStats --section LaunchStats \
           build-gpu/bin/attnlab bench --config /tmp/ncu-one.json --out /tmp/ncu-one-out.json >"$out/ncu-$name.txt" 2>&1
