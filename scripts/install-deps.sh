@@ -19,6 +19,9 @@ packages=(
   # `import attnlab` (app/python): pybind11 headers, and NumPy for Debian's /usr/bin/python3, which the
   # module is built for and its tests (tests/python) run under
   pybind11-dev python3-numpy
+  # the notebooks (notebooks/, executed by `make test`): a headless kernel and runner, their plots, and
+  # tqdm for attnlab.run's progress bar
+  python3-nbclient python3-nbformat python3-ipykernel python3-matplotlib python3-tqdm
   # `make fuzz` / `make fuzz-regress`: clang with libFuzzer and the sanitizer runtimes, llvm-symbolizer for
   # readable stacks. Clang 16, not bookworm's default 14: 14 cannot capture a structured binding in a
   # lambda (C++20), which the sources do. `make test-sanitize` uses GCC's libasan/libubsan (g++ brings them).

@@ -1,6 +1,8 @@
 // attnlab python: the module `attnlab` — the engine itself (core, sim, and the kernels when this build
 // has them) behind Python, not a re-implementation. Errors: attnlab::InputError (bad input the user can
 // fix) becomes ValueError carrying the CLI's one-line message; any other failure RuntimeError.
+#include "app/python/blocks.h"
+#include "app/python/model.h"
 #include "app/python/run.h"
 #include "core/error.h"
 
@@ -44,4 +46,6 @@ progress: optional callable(fraction, stage), called between stages.
 Returns the dict of results.json, with NumPy arrays added: variants[i]["reference"]["output"], the
 output O (B, H, N, d) float32 the metrics were computed from, and probes[name]["array"] for each probe.
 Raises ValueError for bad input (the CLI's message), RuntimeError for internal failures.)");
+  attnlab::python::bind_blocks(m);
+  attnlab::python::bind_model(m);
 }
