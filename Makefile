@@ -37,7 +37,7 @@ bench-blocks: build
 # The CPU test suite and the attnlab binary under AddressSanitizer and UndefinedBehaviorSanitizer (GCC),
 # in their own build folder; the first report fails the test that triggered it. CUDA is off there.
 # RelWithDebInfo without -DNDEBUG: optimized (the numeric tests stay fast), with line numbers in reports
-# and with assertions on. Leak detection is ASan's default here; attnlab-gui turns it off for itself
+# and with assertions on. The reference sweeps stop at N = 257 here (tests/support/sweep.h says why). Leak detection is ASan's default here; attnlab-gui turns it off for itself
 # (tests/sanitize/gui_options.cpp says why).
 SAN_BUILD ?= build-sanitize
 SAN_ASAN_OPTIONS  ?= halt_on_error=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1

@@ -48,6 +48,7 @@
 #include "tests/support/variant_cases.h"
 #include "tests/support/compare.h"
 #include "tests/support/input_error.h"
+#include "tests/support/sweep.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -184,7 +185,7 @@ void check_case(const Problem& p, const std::string& gen, uint64_t seed, SweepSt
 void check_sweep(Phase phase, const std::string& gen) {
   SweepStats st;
   for (int64_t d : {64, 96, 128})
-    for (int64_t n : {1, 7, 100, 257, 1024})
+    for (int64_t n : test::sweep_lengths({1, 7, 100, 257, 1024}))
       for (bool causal : {false, true})
         for (bool gqa : {false, true}) {
           // Prefill at N = 1024: one case per generator (normal: causal GQA; llm_like: full MHA).

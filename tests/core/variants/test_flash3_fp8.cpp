@@ -34,6 +34,7 @@
 #include "tests/catch.h"
 #include "tests/support/variant_cases.h"
 #include "tests/support/input_error.h"
+#include "tests/support/sweep.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -118,7 +119,7 @@ Tensor simple_fp8p(const Problem& p, const QKV& s8) {
 void check_sweep(Phase phase, const std::string& gen, double& e4m3_sum, double& fp16_sum) {
   double worst = 0, worst16 = 0, worst_online = 0;
   for (int64_t d : {64, 96, 128})
-    for (int64_t n : {1, 7, 100, 257, 1024})
+    for (int64_t n : test::sweep_lengths({1, 7, 100, 257, 1024}))
       for (bool causal : {false, true})
         for (bool gqa : {false, true}) {
           const Problem p = problem_for(d, n, causal, gqa, phase);

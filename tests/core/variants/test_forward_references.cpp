@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 #include "tests/support/compare.h"
+#include "tests/support/sweep.h"
 
 #include <fmt/format.h>
 
@@ -81,7 +82,7 @@ double max_abs_score(const Problem& p, const QKV& in) {
 std::vector<Case> sweep(Phase phase) {
   std::vector<Case> cases;
   for (int64_t d : {32, 64, 96, 128})
-    for (int64_t n : {1, 7, 64, 100, 257, 1024})
+    for (int64_t n : test::sweep_lengths({1, 7, 64, 100, 257, 1024}))
       for (bool causal : {false, true})
         for (bool gqa : {false, true}) cases.push_back({d, n, causal, gqa, phase});
   return cases;

@@ -40,6 +40,7 @@
 #include "core/variants/variants.h"
 #include "tests/catch.h"
 #include "tests/support/input_error.h"
+#include "tests/support/sweep.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -147,7 +148,7 @@ struct Shape {
 std::vector<Shape> sweep() {
   std::vector<Shape> s;
   for (int64_t d : {64, 96, 128})
-    for (int64_t n : {1, 7, 100, 257, 1024})
+    for (int64_t n : test::sweep_lengths({1, 7, 100, 257, 1024}))
       for (bool causal : {false, true})
         for (bool gqa : {false, true}) s.push_back({d, n, n, causal, gqa});
   s.push_back({64, 100, 300, true, true});

@@ -22,6 +22,7 @@
 #include "tests/catch.h"
 #include "tests/support/variant_cases.h"
 #include "tests/support/input_error.h"
+#include "tests/support/sweep.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -86,7 +87,7 @@ QKV simple8(const Problem& p, const QKV& in, const ParamValues& pv) {
 void check_sweep(Phase phase, const std::string& gen) {
   double worst = 0;
   for (int64_t d : {64, 96, 128})
-    for (int64_t n : {1, 7, 100, 257, 1024})
+    for (int64_t n : test::sweep_lengths({1, 7, 100, 257, 1024}))
       for (bool causal : {false, true})
         for (bool gqa : {false, true}) {
           const Problem p = problem_for(d, n, causal, gqa, phase);
