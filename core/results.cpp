@@ -87,7 +87,7 @@ Results results_from_json(const json& j) {
       const json& x = jv["kernel"];
       v.kernel = KernelResult{metrics_from_json(x.at("metrics")), x.at("time_ms").at("median"),
                               x.at("time_ms").at("p10"), x.at("time_ms").at("p90"), x.value("tops", 0.0),
-                              x.value("hbm_gbps", 0.0), probes_from(x.value("probes", json::object()))};
+                              x.value("hbm_gbps", 0.0), probes_from(x.value("probes", json::object())), std::nullopt};
     }
     if (jv.contains("model")) {
       const json& x = jv["model"];

@@ -5,6 +5,7 @@
 
 #include "core/metrics.h"
 #include "core/probes.h"
+#include "core/tensor.h"
 
 #include <nlohmann/json.hpp>
 
@@ -31,6 +32,9 @@ struct KernelResult {
   double tops = 0.0;
   double hbm_gbps = 0.0;
   Probes probes;  // values read back from the GPU (scales)
+  // O (B, Hq, Nq, d) read back from the GPU, the tensor the metrics were computed from: the runner hands it
+  // to RunControl::on_output and drops it (results.json holds no outputs).
+  std::optional<Tensor> output;
 };
 
 struct ModelResult {

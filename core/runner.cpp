@@ -167,7 +167,7 @@ Results Runner::run(const Experiment& e, const RunControl& control) const {
       ReferenceResult ref;
       ref.time_ms = ms_since(t0);
       ref.metrics = control.ground_truth ? compare_to_truth(out.o, truth) : no_metrics();
-      if (control.on_reference_output) control.on_reference_output(index, out.o);
+      if (control.on_output) control.on_output(index, "reference", out.o);
       ref.gflops = e.problem.flops() / (ref.time_ms * 1e6);
       ref.kv_cache_bytes = out.kv_cache_bytes;
       ref.probes = std::move(out.probes);
@@ -183,6 +183,10 @@ Results Runner::run(const Experiment& e, const RunControl& control) const {
         continue;
       }
       b->run(e, v, in, truth, vr);
+      if (vr.kernel && vr.kernel->output) {
+        if (control.on_output) control.on_output(index, b->name(), *vr.kernel->output);
+        vr.kernel->output.reset();
+      }
       mark_ran(b->name());
     }
     r.variants.push_back(std::move(vr));

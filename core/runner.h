@@ -46,9 +46,10 @@ struct RunControl {
   // Given operands replace the experiment's generator or file (the Python module's NumPy arrays); their
   // shapes must match e.problem. q is (B, Hq, Nq, d); k and v are (B, Hkv, Nkv, d). May be null.
   const QKV* inputs = nullptr;
-  // Called with each variant's reference output O (B, Hq, Nq, d) — the tensor its metrics were computed
-  // from — before the runner drops it; results.json does not hold outputs. May be empty.
-  std::function<void(size_t variant, const Tensor& o)> on_reference_output;
+  // Called with each variant's output O (B, Hq, Nq, d) of each backend that computes one ("reference",
+  // "kernel") — the tensor its metrics were computed from — before the runner drops it; results.json does
+  // not hold outputs. May be empty.
+  std::function<void(size_t variant, const std::string& backend, const Tensor& o)> on_output;
 };
 
 struct Cancelled : std::runtime_error {

@@ -40,6 +40,7 @@ KernelResult result_of(const Problem& p, const Tensor& o, const std::vector<floa
                        const std::vector<float>& ms, double min_bytes) {
   KernelResult kr;
   kr.metrics = truth.size() > 0 ? compare_to_truth(o, truth) : no_metrics();
+  kr.output = o;
   kr.median_ms = percentile(ms, 0.5), kr.p10_ms = percentile(ms, 0.1), kr.p90_ms = percentile(ms, 0.9);
   kr.tops = p.flops() / (kr.median_ms * 1e-3) / 1e12;
   kr.hbm_gbps = min_bytes / (kr.median_ms * 1e-3) / 1e9;  // over the fewest bytes: inputs once, outputs once

@@ -34,17 +34,19 @@ PYBIND11_MODULE(attnlab, m) {
   });
 
   m.def("run", &attnlab::python::run, py::arg("config"), py::arg("q") = py::none(), py::arg("k") = py::none(),
-        py::arg("v") = py::none(), py::arg("progress") = py::none(),
+        py::arg("v") = py::none(), py::arg("progress") = true,
         R"(Runs an experiment with the backends of `attnlab run` (reference, model, kernel when built and a
 GPU is present).
 
 config: a dict in the config-file form (README.md) or the path of a config file.
 q, k, v: optional NumPy arrays, float32 or float16, q (B, H, N, d), k and v (B, H_kv, N_kv, d); they
     replace the config's data and fix the problem's shapes.
-progress: optional callable(fraction, stage), called between stages.
+progress: True (default) for a tqdm progress bar when tqdm is installed; a callable(fraction, stage),
+    called between stages; None or False for no progress. The GIL is released while the engine runs.
 
 Returns the dict of results.json, with NumPy arrays added: variants[i]["reference"]["output"], the
-output O (B, H, N, d) float32 the metrics were computed from, and probes[name]["array"] for each probe.
+output O (B, H, N, d) float32 the metrics were computed from, and probes[name]["array"] for each probe;
+the same under variants[i]["kernel"] where a kernel ran (its O read back from the GPU).
 Raises ValueError for bad input (the CLI's message), RuntimeError for internal failures.)");
   attnlab::python::bind_blocks(m);
   attnlab::python::bind_model(m);

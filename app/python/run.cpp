@@ -9,7 +9,10 @@
 #include "core/results.h"
 #include "core/runner.h"
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -67,6 +70,46 @@ Experiment experiment_from(const py::object& config, const std::optional<QKV>& a
   return parse_experiment(j, ".");
 }
 
+// attnlab.run's progress argument: a callable(fraction, stage); True for a tqdm bar (tqdm.auto: a widget in
+// a notebook, text on a terminal) when tqdm is installed, nothing otherwise; None or False for none.
+class ProgressBar {
+ public:
+  explicit ProgressBar(const py::object& progress) {
+    if (progress.is_none() || progress.is(py::bool_(false))) return;
+    if (progress.is(py::bool_(true))) {
+      try {
+        bar_ = py::module_::import("tqdm.auto").attr("tqdm")(py::arg("total") = 100, py::arg("unit") = "%",
+                                                             py::arg("desc") = "attnlab.run", py::arg("leave") = false);
+      } catch (py::error_already_set& err) {
+        if (!err.matches(PyExc_ImportError)) throw;  // no tqdm: no bar
+      }
+      return;
+    }
+    if (!PyCallable_Check(progress.ptr())) fail_input("progress", "must be a callable(fraction, stage), True, False or None");
+    callback_ = progress;
+  }
+  ProgressBar(const ProgressBar&) = delete;
+  ProgressBar& operator=(const ProgressBar&) = delete;
+  ~ProgressBar() {
+    if (bar_.is_none()) return;
+    try {
+      bar_.attr("close")();
+    } catch (py::error_already_set& err) {
+      err.discard_as_unraisable("attnlab.run: closing the progress bar");
+    }
+  }
+  // With the GIL held.
+  void update(double fraction, const std::string& stage) const {
+    if (!callback_.is_none()) callback_(fraction, stage);
+    if (bar_.is_none()) return;
+    bar_.attr("set_description_str")(stage, py::arg("refresh") = false);
+    bar_.attr("update")(std::max(0L, std::lround(100 * fraction) - bar_.attr("n").cast<long>()));
+  }
+
+ private:
+  py::object callback_ = py::none(), bar_ = py::none();
+};
+
 // Adds "array" beside each probe's JSON form.
 void add_probe_arrays(const py::dict& backend, const Probes& probes) {
   const auto out = backend["probes"].cast<py::dict>();
@@ -77,21 +120,20 @@ void add_probe_arrays(const py::dict& backend, const Probes& probes) {
 
 py::dict run(const py::object& config, const py::object& q, const py::object& k, const py::object& v,
              const py::object& progress) {
-  if (!progress.is_none() && !PyCallable_Check(progress.ptr()))
-    fail_input("progress", "must be None or a callable(fraction, stage)");
   const std::optional<QKV> arrays = qkv_from_numpy(q, k, v);
   const Experiment e = experiment_from(config, arrays);
+  const ProgressBar bar(progress);  // after the input checks: a refused run draws no bar
 
-  std::vector<std::optional<Tensor>> outputs(e.variants.size());
+  std::vector<std::map<std::string, Tensor>> outputs(e.variants.size());  // per variant, by backend
   std::optional<py::error_already_set> python_error;  // raised by the callback or a pending signal
   RunControl control;
   control.inputs = arrays ? &*arrays : nullptr;
-  control.on_reference_output = [&](size_t i, const Tensor& o) { outputs.at(i) = o; };
+  control.on_output = [&](size_t i, const std::string& backend, const Tensor& o) { outputs.at(i).insert_or_assign(backend, o); };
   control.progress = [&](double fraction, const std::string& stage) {
     py::gil_scoped_acquire gil;
     try {
       if (PyErr_CheckSignals() != 0) throw py::error_already_set();  // Ctrl-C stops the run
-      if (!progress.is_none()) progress(fraction, stage);
+      bar.update(fraction, stage);
     } catch (py::error_already_set& err) {
       python_error.emplace(std::move(err));
       throw Cancelled();
@@ -116,11 +158,16 @@ py::dict run(const py::object& config, const py::object& q, const py::object& k,
     const auto jv = variants[i].cast<py::dict>();
     if (vr.reference) {
       const auto ref = jv["reference"].cast<py::dict>();
-      if (outputs[i]) ref["output"] = to_numpy(*outputs[i]);
+      if (outputs[i].count("reference")) ref["output"] = to_numpy(outputs[i].at("reference"));
       add_probe_arrays(ref, vr.reference->probes);
       if (ref["probes"].contains("lse")) ref["lse"] = ref["probes"]["lse"]["array"];  // (B, H, N), where kept
     }
-    if (vr.kernel) add_probe_arrays(jv["kernel"].cast<py::dict>(), vr.kernel->probes);
+    if (vr.kernel) {
+      const auto kernel = jv["kernel"].cast<py::dict>();
+      if (outputs[i].count("kernel")) kernel["output"] = to_numpy(outputs[i].at("kernel"));
+      add_probe_arrays(kernel, vr.kernel->probes);
+      if (kernel["probes"].contains("lse")) kernel["lse"] = kernel["probes"]["lse"]["array"];
+    }
   }
   return out;
 }

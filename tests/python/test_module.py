@@ -130,6 +130,16 @@ class RoundTrip(unittest.TestCase):
         with self.assertRaises(KeyError):
             attnlab.run(CONFIG, progress=stop)
 
+    def test_tqdm_bar_by_default_and_bad_progress_named(self):
+        # The default draws a tqdm bar (on stderr here) when tqdm is installed, and gives the same numbers as
+        # no progress at all; anything neither callable nor a bool is refused by name.
+        quiet = attnlab.run(CONFIG, progress=None)
+        shown = attnlab.run(CONFIG)
+        for a, b in zip(quiet["variants"], shown["variants"]):
+            self.assertEqual(a["reference"]["metrics"], b["reference"]["metrics"])
+        with self.assertRaisesRegex(ValueError, "progress"):
+            attnlab.run(CONFIG, progress="yes")
+
 
 class OutputsAreTheMeasuredOnes(unittest.TestCase):
     def test_metrics_recomputed_from_returned_outputs(self):
