@@ -81,6 +81,10 @@ std::optional<QKV> qkv_from_numpy(const py::object& q, const py::object& k, cons
   return QKV{to_tensor(qa, "q"), to_tensor(ka, "k"), to_tensor(va, "v")};
 }
 
+Tensor tensor_from_numpy(const py::object& a, const char* name, const char* dims) {
+  return to_tensor(checked(a, name, dims), name);
+}
+
 py::array_t<float> to_numpy(const Tensor& t) {
   const Shape4& s = t.shape();
   py::array_t<float> out({s.batch, s.heads, s.len, s.dim});

@@ -16,6 +16,10 @@ namespace attnlab::python {
 // finite, Hkv dividing Hq; copied into contiguous float32 tensors. All three or none (then nullopt).
 std::optional<QKV> qkv_from_numpy(const pybind11::object& q, const pybind11::object& k, const pybind11::object& v);
 
+// One 4-D array (float32 or float16, any strides, every value finite) as a float32 tensor; `name` and
+// `dims` ("(B, H, N, d)") name it in the error.
+Tensor tensor_from_numpy(const pybind11::object& a, const char* name, const char* dims);
+
 // A float32 copy with the tensor's shape (B, H, N, d).
 pybind11::array_t<float> to_numpy(const Tensor& t);
 

@@ -2,6 +2,7 @@
 // has them) behind Python, not a re-implementation. Errors: attnlab::InputError (bad input the user can
 // fix) becomes ValueError carrying the CLI's one-line message; any other failure RuntimeError.
 #include "app/python/blocks.h"
+#include "app/python/compare.h"
 #include "app/python/model.h"
 #include "app/python/run.h"
 #include "core/error.h"
@@ -49,5 +50,6 @@ output O (B, H, N, d) float32 the metrics were computed from, and probes[name]["
 the same under variants[i]["kernel"] where a kernel ran (its O read back from the GPU).
 Raises ValueError for bad input (the CLI's message), RuntimeError for internal failures.)");
   attnlab::python::bind_blocks(m);
+  attnlab::python::bind_compare(m);
   attnlab::python::bind_model(m);
 }

@@ -221,6 +221,44 @@ class BadInput(unittest.TestCase):
         self.assertEqual(without_timing(c), without_timing(d))
 
 
+class CompareYourOwn(unittest.TestCase):
+    """attnlab.inputs / attnlab.compare: a user's attention scored by the engine's own metric code."""
+
+    def test_compare_gives_each_variants_own_metrics(self):
+        r = attnlab.run(CONFIG, progress=None)
+        for v in r["variants"]:
+            self.assertEqual(attnlab.compare(v["reference"]["output"], CONFIG), v["reference"]["metrics"], v["id"])
+
+    def test_inputs_are_the_runs_inputs(self):
+        x = attnlab.inputs(CONFIG)
+        self.assertEqual(x["q"].shape, (1, 4, 48, 32))
+        self.assertEqual(x["k"].shape, (1, 2, 80, 32))
+        a = attnlab.run(CONFIG, progress=None)
+        b = attnlab.run(CONFIG, q=x["q"], k=x["k"], v=x["v"], progress=None)
+        for va, vb in zip(a["variants"], b["variants"]):
+            np.testing.assert_array_equal(va["reference"]["output"], vb["reference"]["output"])
+
+    def test_numpy_attention_scores_at_float32_rounding(self):
+        # An FP64 attention rounded once to float32: each element within 2⁻²⁴ relative of the truth, so
+        # rel_l2 ≤ 2⁻²⁴ ≈ 6e-8 (plus the 1e-14 between two FP64 evaluations, test_module's header).
+        x = attnlab.inputs(CONFIG)
+        o = attention_fp64(x["q"], x["k"], x["v"], x["softmax_scale"]).astype(np.float32)
+        m = attnlab.compare(o, CONFIG)
+        self.assertLessEqual(m["rel_l2"], 2.0 ** -24 + 1e-12)
+        self.assertGreater(m["cosine"], 1 - 1e-12)
+
+    def test_bad_output_named(self):
+        x = attnlab.inputs(CONFIG)
+        with self.assertRaisesRegex(ValueError, r"^output: shape \(1, 4, 48, 31\) must be"):
+            attnlab.compare(np.zeros((1, 4, 48, 31), np.float32), CONFIG)
+        bad = np.zeros(x["q"].shape, np.float32)
+        bad[0, 1, 2, 3] = np.nan
+        with self.assertRaisesRegex(ValueError, r"^output: element \[0, 1, 2, 3\] is NaN"):
+            attnlab.compare(bad, CONFIG)
+        with self.assertRaisesRegex(ValueError, "^output: dtype int32"):
+            attnlab.compare(np.zeros(x["q"].shape, np.int32), CONFIG)
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 3:
         sys.exit("usage: test_module.py <attnlab CLI> <scratch folder>")
