@@ -111,9 +111,13 @@ double CacheFormat::seq_bytes(int64_t context) const {
   return (latent ? b.k.total() / double(kv_heads) : b.total()) + reserve;
 }
 
-Capacity capacity(const LlmConfig& m, const CacheFormat& f, const GpuSpec& g, int64_t context, double weight_bytes) {
+void check_context(int64_t context) {
   if (context < 1 || context > kMaxContext)
     fail_input("--context", fmt::format("{} tokens is outside [1, {}]", context, kMaxContext));
+}
+
+Capacity capacity(const LlmConfig& m, const CacheFormat& f, const GpuSpec& g, int64_t context, double weight_bytes) {
+  check_context(context);
   Capacity c;
   const double memory = g.hbm_capacity_gb * 1e9;
   c.weights_bytes = m.parameters * weight_bytes;

@@ -70,6 +70,8 @@ struct Capacity {
 
 // Contexts beyond this many tokens are refused (a billion tokens is past every model's window).
 inline constexpr int64_t kMaxContext = int64_t(1) << 30;
+// The rule for a context: [1, kMaxContext] tokens, else InputError "--context: …" (the CLI's option).
+void check_context(int64_t context);
 
 // weight_bytes: bytes per parameter (2 for FP16/BF16 weights). Refused ("capacity: …", naming the model and
 // the GPU) when the weights and the workspace leave no memory for a cache; a context outside

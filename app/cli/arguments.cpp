@@ -55,16 +55,22 @@ static bool names_a_file(const std::string& v) {
   return v.find('/') != std::string::npos || (v.size() > 5 && v.compare(v.size() - 5, 5, ".json") == 0);
 }
 
+std::string check_gpu_id(const std::string& value) {
+  return names_a_file(value) ? check_input_file(value)
+                             : check_name(value, "a GPU id", "attnlab gpus lists them, or give a spec .json");
+}
+
+std::string check_model_id(const std::string& value) {
+  return names_a_file(value) ? check_input_file(value)
+                             : check_name(value, "a model name", "sim/models/ lists them, or give a model .json");
+}
+
 CLI::Validator gpu_id() {
-  return CLI::Validator([](std::string& v) {
-    return names_a_file(v) ? check_input_file(v) : check_name(v, "a GPU id", "attnlab gpus lists them, or give a spec .json");
-  }, "");
+  return CLI::Validator([](std::string& v) { return check_gpu_id(v); }, "");
 }
 
 CLI::Validator model_id() {
-  return CLI::Validator([](std::string& v) {
-    return names_a_file(v) ? check_input_file(v) : check_name(v, "a model name", "sim/models/ lists them, or give a model .json");
-  }, "");
+  return CLI::Validator([](std::string& v) { return check_model_id(v); }, "");
 }
 
 CLI::Validator whole_number() {

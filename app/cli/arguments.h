@@ -17,6 +17,10 @@ std::string check_input_file(const std::string& value);
 std::string check_name(const std::string& value, const std::string& what, const std::string& listed);
 // A whole number within the range of a 64-bit integer.
 std::string check_whole_number(const std::string& value);
+// --gpu and --model: a value with '/' or ending in .json names a file (check_input_file), anything else an
+// id (check_name), as sim/data_fields.h reads them. The Python module checks its arguments with these too.
+std::string check_gpu_id(const std::string& value);
+std::string check_model_id(const std::string& value);
 
 CLI::Validator input_file();
 CLI::Validator not_empty(const std::string& expected);  // "is empty: give <expected>"

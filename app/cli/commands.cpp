@@ -13,9 +13,9 @@
 #include "core/error.h"
 #include "core/json_input.h"
 #include "core/sweep.h"
-#include "core/registry.h"
 #include "sim/calibrate.h"
 #include "sim/capacity.h"
+#include "sim/capacity_table.h"
 #include "sim/gpu_spec.h"
 
 #include <fmt/format.h>
@@ -178,34 +178,12 @@ int sweep_command(const SweepOptions& o) {
 int capacity_command(const CapacityOptions& o) {
   const sim::LlmConfig m = sim::load_llm(o.model, "--model");
   const sim::GpuSpec g = sim::load_gpu_spec(o.gpu, "--gpu");
-  if (o.context < 1 || o.context > sim::kMaxContext)
-    throw InputError(fmt::format("--context: {} tokens is outside [1, {}]", o.context, sim::kMaxContext));
-  std::vector<VariantRequest> variants;
-  if (!o.config.empty()) {
-    variants = load_experiment(o.config).variants;
-  } else {  // every registered variant at its defaults, and turbo with half its KV heads at 2 bits (the paper's mix)
-    for (const auto& v : variant_registry()) variants.push_back({v.id, ParamValues::defaults(v.params), ""});
-    if (const VariantSpec* t = find_variant("turbo")) {
-      VariantRequest mixed{"turbo", ParamValues::defaults(t->params), "turbo 2/4-bit mix"};
-      mixed.params.set(t->params, "two_bit_heads", m.kv_heads / 2, "--model " + echo(o.model) + ": kv_heads / 2 as turbo");
-      variants.push_back(mixed);
-    }
-  }
-  // Every row first: a model whose weights leave no room for a cache fails before anything is printed.
-  std::vector<std::pair<sim::CacheFormat, sim::Capacity>> rows;
-  for (const auto& v : variants) {
-    const sim::CacheFormat f = sim::cache_format(m, v);
-    rows.emplace_back(f, sim::capacity(m, f, g, o.context));
-  }
-  const auto smallest = std::min_element(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
-    return a.second.seq_bytes < b.second.seq_bytes;
-  });
-  if (smallest != rows.end() && smallest->second.max_batch == 0)
-    throw InputError(fmt::format("--context: one sequence of {} tokens of {} needs {:.1f} GB even as {}, more than the "
-                                 "{:.1f} GB the {} has left for the cache",
-                                 o.context, echo(m.id), smallest->second.seq_bytes / 1e9,
-                                 echo(smallest->first.variant), smallest->second.free_bytes / 1e9, echo(g.id)));
-  const sim::Capacity& head = rows.front().second;
+  sim::check_context(o.context);
+  const std::vector<VariantRequest> variants = o.config.empty()
+                                                   ? sim::default_capacity_variants(m, "--model " + echo(o.model))
+                                                   : load_experiment(o.config).variants;
+  const std::vector<sim::CapacityRow> rows = sim::capacity_table(m, g, o.context, variants);
+  const sim::Capacity& head = rows.front().capacity;
   fmt::print("{} on {} at {} tokens of context: weights {:.1f} GB (FP16), workspace {:.1f} GB, {:.1f} GB for the cache\n",
              m.name, g.name, o.context, head.weights_bytes / 1e9, head.workspace_bytes / 1e9, head.free_bytes / 1e9);
   views::Table t;
@@ -213,17 +191,15 @@ int capacity_command(const CapacityOptions& o) {
                {"seq_bytes", "per sequence", "MiB"}, {"max_batch", "max batch", ""},
                {"step_ms", "decode step", "ms"},     {"tokens_per_s", "throughput", "tokens/s"},
                {"speedup", "× first", ""}};
-  double first = 0;
-  for (const auto& [f, c] : rows) {
-    if (first == 0) first = c.tokens_per_s;
+  for (const auto& row : rows) {
+    const sim::Capacity& c = row.capacity;
     const auto num = views::number_cell;
     const views::Cell none{views::kNoNumber, std::nan("")};
     // A variant that does not fit one sequence has no decode step: a dash, not a 0.00 ms step.
-    auto fits = [&](double x, const char* f) { return c.max_batch > 0 ? num(x, f) : none; };
-    t.rows.push_back({views::Cell{echo(f.variant), std::nan("")}, num(f.bytes_per_token * double(m.layers), "{:.0f}"),
+    auto fits = [&](double x, const char* f) { return row.fits() ? num(x, f) : none; };
+    t.rows.push_back({views::Cell{echo(row.format.variant), std::nan("")}, num(row.bytes_per_token, "{:.0f}"),
                       num(c.seq_bytes / (1 << 20), "{:.1f}"), num(double(c.max_batch), "{:.0f}"),
-                      fits(c.step_ms, "{:.2f}"), fits(c.tokens_per_s, "{:.0f}"),
-                      first > 0 ? fits(c.tokens_per_s / first, "{:.2f}") : none});
+                      fits(c.step_ms, "{:.2f}"), fits(c.tokens_per_s, "{:.0f}"), fits(row.speedup, "{:.2f}")});
   }
   print_table(t);
   return 0;

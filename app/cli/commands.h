@@ -4,6 +4,10 @@
 #include <string>
 #include <vector>
 
+namespace attnlab {
+struct Experiment;
+}
+
 namespace attnlab::cli {
 
 struct RunOptions {
@@ -59,5 +63,9 @@ int gpus_command();  // the GPU specs the cost model knows
 
 // Where the presets live: $ATTNLAB_CONFIGS, else the source tree's configs/.
 std::string configs_dir();
+
+// --gpu ID of run, report and sweep: the GPU the cost model predicts for, in place of the config's; refused
+// as "--gpu: …" when no spec has that id or path. An empty id keeps the config's.
+void override_gpu(Experiment& e, const std::string& gpu);
 
 }  // namespace attnlab::cli
