@@ -10,6 +10,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <string>
+#include <tuple>
+#include <vector>
 
 namespace attnlab {
 namespace {
@@ -73,6 +76,45 @@ TEST_CASE("a backend runs where it can and says why where it cannot", "[runner]"
   for (const auto& s : r.environment.skipped)
     reason_found |= s.variant == "naive" && s.backend == "model" && s.reason == "no schedule for this variant";
   CHECK(reason_found);
+}
+
+// A stand-in kernel backend: returns O scaled by 2 from its inputs' shapes (not a correct attention: the
+// test only follows where the tensor goes).
+struct FakeKernel : Backend {
+  std::string name() const override { return "kernel"; }
+  std::string unavailable() const override { return ""; }
+  std::string cannot_run(const VariantRequest&, const Experiment&) const override { return ""; }
+  void run(const Experiment& e, const VariantRequest&, const QKV& in, const TensorF64&, VariantResult& into) override {
+    KernelResult k;
+    k.output = Tensor(e.problem.q_shape(), 2.0f);
+    k.output->data()[0] = in.q.data()[0];
+    into.kernel = std::move(k);
+  }
+};
+
+TEST_CASE("every backend's output reaches on_output once, and Results keep none", "[runner]") {
+  Runner runner;
+  runner.add_backend(std::make_unique<FakeKernel>());
+  const Experiment e = small_experiment();
+  std::vector<std::tuple<size_t, std::string, float, float>> seen;  // variant, backend, O[0], O[1]
+  RunControl control;
+  control.on_output = [&](size_t i, const std::string& backend, const Tensor& o) {
+    CHECK(o.shape() == e.problem.q_shape());
+    seen.emplace_back(i, backend, o.data()[0], o.data()[1]);
+  };
+  const Results r = runner.run(e, control);
+  REQUIRE(seen.size() == 4);  // naive and flash2, each reference then kernel
+  const QKV in = experiment_inputs(e);
+  for (size_t v = 0; v < 2; ++v) {
+    CHECK(std::get<0>(seen[2 * v]) == v);
+    CHECK(std::get<1>(seen[2 * v]) == "reference");
+    CHECK(std::get<0>(seen[2 * v + 1]) == v);
+    CHECK(std::get<1>(seen[2 * v + 1]) == "kernel");
+    CHECK(std::get<2>(seen[2 * v + 1]) == in.q.data()[0]);
+    CHECK(std::get<3>(seen[2 * v + 1]) == 2.0f);
+    REQUIRE(r.variants[v].kernel.has_value());
+    CHECK_FALSE(r.variants[v].kernel->output.has_value());  // dropped once handed over
+  }
 }
 
 TEST_CASE("Results survive a JSON round trip", "[runner][results]") {
