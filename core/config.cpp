@@ -181,7 +181,12 @@ ProbeRequest parse_probe(const json& j, const std::string& where) {
   reject_unknown(j, {"batch", "head", "row_block"}, where);
   r.batch = get_int(j, "batch", 0, where);
   r.head = get_int(j, "head", 0, where);
-  r.row_block = get_int(j, "row_block", 0, where);
+  // "last" (the default) or an index ≥ 0; variants with fewer row blocks trace their last.
+  if (const auto it = j.find("row_block"); it != j.end() && !(it->is_string() && *it == "last")) {
+    if (it->is_string()) fail_input(where + ".row_block", "must be \"last\" or an index ≥ 0");
+    r.row_block = get_int(j, "row_block", 0, where);
+    if (r.row_block < 0) fail_input(where + ".row_block", "must be \"last\" or an index ≥ 0");
+  }
   return r;
 }
 
@@ -213,7 +218,6 @@ void check_experiment(Experiment& e) {
   const ProbeRequest& r = e.probe;
   if (r.batch < 0 || r.batch >= e.problem.batch) fail_input("probe.batch", "must index a batch entry of the problem");
   if (r.head < 0 || r.head >= e.problem.q_heads) fail_input("probe.head", "must index a query head of the problem");
-  if (r.row_block < 0) fail_input("probe.row_block", "must be ≥ 0");
   for (size_t i = 0; i < e.variants.size(); ++i) {
     const VariantSpec& spec = *find_variant(e.variants[i].id);
     const std::string at = fmt::format("variants[{}]", i);
@@ -341,7 +345,8 @@ json to_json(const Experiment& e) {
   j["backends"] = e.backends;
   j["gpu_model"] = e.gpu_model;
   j["model"] = {{"l2_reuse", e.model_l2_reuse}};
-  j["probe"] = {{"batch", e.probe.batch}, {"head", e.probe.head}, {"row_block", e.probe.row_block}};
+  j["probe"] = {{"batch", e.probe.batch}, {"head", e.probe.head}};
+  j["probe"]["row_block"] = e.probe.row_block == ProbeRequest::kLastRowBlock ? json("last") : json(e.probe.row_block);
   if (!e.sweep.empty()) {
     j["sweep"] = json::array();
     for (const auto& a : e.sweep) j["sweep"].push_back({{"vary", a.path}, {"values", a.values}});

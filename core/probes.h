@@ -29,8 +29,18 @@ using Probes = std::map<std::string, ProbeArray>;
 struct ProbeRequest {
   int64_t batch = 0;
   int64_t head = 0;       // query head
-  int64_t row_block = 0;  // index i of the query row block Q_i
+  // Index i of the query row block Q_i, or kLastRowBlock: the last one — under a causal mask the one with
+  // the longest KV loop, so a learner stepping through it sees every tile (row block 0 sees one or two).
+  int64_t row_block = kLastRowBlock;
+  static constexpr int64_t kLastRowBlock = -1;
 };
+
+// The row block a variant with `row_blocks` of them (its T_r for its own B_r) traces: the requested index,
+// clamped to its last block (a request made for a finer B_r), or the last block.
+inline int64_t traced_row_block(const ProbeRequest& r, int64_t row_blocks) {
+  if (r.row_block == ProbeRequest::kLastRowBlock || r.row_block >= row_blocks) return row_blocks - 1;
+  return r.row_block < 0 ? 0 : r.row_block;
+}
 
 // A 1-D probe of named entries (bytes per tensor, counts per category).
 ProbeArray labelled(std::vector<std::string> labels, std::vector<double> values, std::string unit,

@@ -315,7 +315,7 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, 
   std::vector<QHead> qh(static_cast<size_t>(q_heads));
   std::vector<HeadRecord> rec(static_cast<size_t>(q_heads));
   const int64_t Tr = (p.q_len + st.block_r - 1) / st.block_r;
-  const int64_t trace_block = std::clamp<int64_t>(req.row_block, 0, Tr - 1);
+  const int64_t trace_block = traced_row_block(req, Tr);
   parallel_for(q_heads, [&](int64_t bh) {
     const int64_t b = bh / p.q_heads, h = bh % p.q_heads;
     const KvHead& x = kv[b * p.kv_heads + p.kv_head_of(h)];

@@ -50,7 +50,7 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, 
   std::vector<double> kv_rows_read(p.batch * p.q_heads, 0.0);  // K (= V) rows loaded, per head
   std::vector<double> kv_tiles_read(p.batch * p.q_heads, 0.0);
   Trace trace;
-  const int64_t trace_block = std::clamp<int64_t>(req.row_block, 0, Tr - 1);
+  const int64_t trace_block = traced_row_block(req, Tr);
 
   parallel_for(p.batch * p.q_heads, [&](int64_t bh) {
     const int64_t b = bh / p.q_heads, h = bh % p.q_heads, kvh = p.kv_head_of(h);

@@ -238,7 +238,7 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, 
   Tensor lse({p.batch, p.q_heads, p.q_len, 1});
   std::vector<HeadRecord> rec(static_cast<size_t>(q_heads));
   const int64_t Tr = (p.q_len + s.block_r - 1) / s.block_r;
-  const int64_t trace_block = std::clamp<int64_t>(req.row_block, 0, Tr - 1);
+  const int64_t trace_block = traced_row_block(req, Tr);
   parallel_for(q_heads, [&](int64_t bh) {
     const int64_t b = bh / p.q_heads, h = bh % p.q_heads;
     const KvHead& e = kv[b * p.kv_heads + p.kv_head_of(h)];

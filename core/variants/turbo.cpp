@@ -269,7 +269,7 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, 
   Tensor lse({p.batch, p.q_heads, p.q_len, 1});
   std::vector<HeadRecord> rec(static_cast<size_t>(q_heads));
   const int64_t Tr = (p.q_len + s.block_r - 1) / s.block_r;
-  const int64_t trace_block = std::clamp<int64_t>(req.row_block, 0, Tr - 1);
+  const int64_t trace_block = traced_row_block(req, Tr);
   // Decode's chains (turbo_chains.h); prefill is one chain. Every head has the same tile count.
   const int64_t T = tiles[0].tiles();
   const int64_t C = decode ? turbo_chains::chains(s.kv_splits, kv_heads, T) : 1;

@@ -92,6 +92,8 @@ TEST_CASE("bad configs are rejected with a one-line error naming field and rule"
       {"empty variants", "variants", "non-empty", [](json& j) { j["variants"] = json::array(); }},
       {"causal not boolean", "problem.causal", "true or false", [](json& j) { j["problem"]["causal"] = 1; }},
       {"probe head out of range", "probe.head", "query head", [](json& j) { j["probe"] = {{"head", 8}}; }},
+      {"probe row block negative", "probe.row_block", "\"last\" or an index", [](json& j) { j["probe"] = {{"row_block", -1}}; }},
+      {"probe row block a word", "probe.row_block", "\"last\" or an index", [](json& j) { j["probe"] = {{"row_block", "first"}}; }},
       {"missing data file", "no/such/file.safetensors", "", [](json& j) { j["data"] = {{"file", "no/such/file.safetensors"}}; }},
       {"report not an object", "report", "expected an object", [](json& j) { j["report"] = "speedup"; }},
       {"unknown report field", "report.speedup", "unknown field", [](json& j) { j["report"] = {{"speedup", "naive"}}; }},
@@ -116,6 +118,21 @@ TEST_CASE("bad configs are rejected with a one-line error naming field and rule"
     CHECK(msg.find(c.rule) != std::string::npos);
     CHECK(msg.find('\n') == std::string::npos);
   }
+}
+
+TEST_CASE("probe.row_block: \"last\" by default, an index when given, both survive to_json", "[config]") {
+  const Experiment by_default = parse_experiment(base());
+  CHECK(by_default.probe.row_block == ProbeRequest::kLastRowBlock);
+  CHECK(to_json(by_default).at("probe").at("row_block") == "last");
+  CHECK(parse_experiment(to_json(by_default)).probe.row_block == ProbeRequest::kLastRowBlock);
+  json j = base();
+  j["probe"] = {{"row_block", 3}};
+  const Experiment given = parse_experiment(j);
+  CHECK(given.probe.row_block == 3);
+  CHECK(parse_experiment(to_json(given)).probe.row_block == 3);
+  CHECK(traced_row_block(given.probe, 8) == 3);
+  CHECK(traced_row_block(given.probe, 2) == 1);          // a coarser B_r: that variant's last block
+  CHECK(traced_row_block(by_default.probe, 8) == 7);
 }
 
 TEST_CASE("report.speedup_over names one variant by its label, else its id, and survives to_json", "[config]") {

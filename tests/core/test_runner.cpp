@@ -129,6 +129,15 @@ TEST_CASE("Results survive a JSON round trip", "[runner][results]") {
   CHECK_THROWS_AS(results_from_json(json{{"schema", "other/2"}}), InputError);
 }
 
+TEST_CASE("by default the trace follows the last row block, the one with the longest causal KV loop", "[runner][probes]") {
+  json no_probe = {{"probe", nullptr}};
+  const Results r = Runner().run(small_experiment(no_probe));
+  const ProbeArray& block = r.variants[1].reference->probes.at("trace.block");  // flash2, B_r 32, N 150
+  CHECK(block.values[2] == 4);                                                  // row blocks 0 … 4
+  const ProbeArray& tiles = r.variants[1].reference->probes.at("trace.kv_tile");
+  CHECK(tiles.values.size() == 10);  // rows 128 … 149 see keys 0 … 149: ⌈150 / 16⌉ tiles of B_c 16
+}
+
 TEST_CASE("progress rises to 1 and cancel stops the run", "[runner]") {
   std::vector<double> seen;
   RunControl control;

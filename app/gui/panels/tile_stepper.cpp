@@ -18,8 +18,12 @@ namespace {
 
 void choose_slice(AppState& s) {
   Experiment& e = s.experiment;
-  int head = int(e.probe.head), batch = int(e.probe.batch), row_block = int(e.probe.row_block);
-  const int blocks = std::max(1, int((e.problem.q_len + 15) / 16));  // the finest B_r any variant may use
+  int head = int(e.probe.head), batch = int(e.probe.batch);
+  bool last = e.probe.row_block == ProbeRequest::kLastRowBlock;
+  // Any index a variant may have: B_r can be as small as 1 (turbo); a variant with fewer, larger row
+  // blocks traces its last (core/probes.h traced_row_block), which the stepper's heading then names.
+  const int blocks = int(std::max<int64_t>(1, e.problem.q_len));
+  int row_block = last ? blocks - 1 : int(std::min<int64_t>(e.probe.row_block, blocks - 1));
   const float w = ImGui::GetFontSize() * 4;
   ImGui::SetNextItemWidth(w);
   bool changed = ImGui::DragInt("head", &head, 0.1f, 0, int(e.problem.q_heads) - 1, "%d", ImGuiSliderFlags_AlwaysClamp);
@@ -28,8 +32,13 @@ void choose_slice(AppState& s) {
   changed |= ImGui::DragInt("batch", &batch, 0.1f, 0, int(e.problem.batch) - 1, "%d", ImGuiSliderFlags_AlwaysClamp);
   ImGui::SameLine();
   ImGui::SetNextItemWidth(w);
-  changed |= ImGui::DragInt("row block", &row_block, 0.1f, 0, blocks - 1, "%d", ImGuiSliderFlags_AlwaysClamp);
-  if (changed) e.probe = {batch, head, row_block};
+  changed |= ImGui::Checkbox("last row block", &last);
+  if (!last) {
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(w);
+    changed |= ImGui::DragInt("row block", &row_block, 0.1f, 0, blocks - 1, "%d", ImGuiSliderFlags_AlwaysClamp);
+  }
+  if (changed) e.probe = {batch, head, last ? ProbeRequest::kLastRowBlock : int64_t(row_block)};
   ImGui::SameLine();
   if (ImGui::SmallButton("trace") && !s.worker.busy()) s.run();
 }
