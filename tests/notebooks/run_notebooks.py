@@ -7,8 +7,11 @@ and must execute top to bottom without an error; the notebooks check their own t
 assert. Plots go to matplotlib's Agg backend. The notebooks run with their own folder as the working
 folder, as they do when a user opens them from notebooks/ in Jupyter; nothing is written back.
 """
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 import time
 
 import nbclient
@@ -28,6 +31,13 @@ def main():
         sys.exit("usage: run_notebooks.py <notebooks folder>")
     folder = os.path.abspath(sys.argv[1])
     os.environ["MPLBACKEND"] = "Agg"
+    # Jupyter's connection files, IPython's profile and matplotlib's font cache in a folder of this run's
+    # own, removed at the end: nothing lands in the user's home, and a home that cannot be written is fine.
+    scratch = tempfile.mkdtemp(prefix="attnlab-notebooks-")
+    atexit.register(shutil.rmtree, scratch, ignore_errors=True)
+    for var, sub in (("JUPYTER_RUNTIME_DIR", "jupyter"), ("IPYTHONDIR", "ipython"), ("MPLCONFIGDIR", "matplotlib")):
+        os.environ[var] = os.path.join(scratch, sub)
+        os.makedirs(os.environ[var])
     os.environ["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"  # ipykernel's debugger notice about frozen modules
     # The kernels start in the notebooks' folder: relative entries of PYTHONPATH would point elsewhere there.
     if os.environ.get("PYTHONPATH"):
