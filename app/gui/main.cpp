@@ -8,10 +8,12 @@
 // status line (what ran, the last error) on stdout and exits 0 — a bad config included: the error is in
 // the picture, not an exit code.
 #include "app/gui/app_state.h"
+#include "app/gui/layout.h"
 #include "app/gui/panels.h"
 #include "app/gui/screenshot.h"
 #include "app/cli/commands.h"
 #include "app/report/output_path.h"
+#include "app/views/stepper.h"
 #include "core/error.h"
 
 #include <CLI/CLI.hpp>
@@ -21,10 +23,12 @@
 #include <imgui_impl_glfw.h>
 #include <imgui_impl_opengl3.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <regex>
+#include <vector>
 
 namespace {
 
@@ -67,21 +71,20 @@ void draw_all(gui::AppState& s, float W, float H) {
   place("Status", left, 0, W - left, status);
   gui::draw_status_line(s);
   ImGui::End();
-  // A 4 × 2 grid: results, the five chart panels, the tile stepper.
-  const char* panels[] = {"Block scales", "Channel outliers", "Head priority", "SAS", "HBM traffic"};
-  const float gx = left, gy = status, gw = (W - left) / 4, gh = (H - status) / 2;
-  place("Results", gx, gy, gw * 2, gh);
-  gui::draw_results_table(s);
-  ImGui::End();
-  for (int i = 0; i < 5; ++i) {
-    const int cell = i + 2;
-    place(panels[i], gx + float(cell % 4) * gw, gy + float(cell / 4) * gh, gw, gh);
-    gui::draw_chart_panel(s, panels[i]);
+  // The grid (gui/layout.h): the results, the chart panels and the tile stepper — before the first run all
+  // of them, after it only those with something to show for it.
+  const char* charts[] = {"Block scales", "Channel outliers", "Head priority", "SAS", "HBM traffic"};
+  std::vector<gui::GridPanel> grid{{"Results", 2, true}};
+  for (const char* name : charts)
+    grid.push_back({name, 1, !s.results || std::any_of(s.views.begin(), s.views.end(), [&](const views::View& v) { return v.panel == name; })});
+  grid.push_back({"Tile stepper", 1, !s.results || !views::traced_variants(*s.results).empty()});
+  for (const gui::PanelCell& c : gui::grid_layout(grid, left, status, W - left, H - status)) {
+    place(c.name.c_str(), c.x, c.y, c.w, c.h);
+    if (c.name == "Results") gui::draw_results_table(s);
+    else if (c.name == "Tile stepper") gui::draw_tile_stepper(s);
+    else gui::draw_chart_panel(s, c.name.c_str());
     ImGui::End();
   }
-  place("Tile stepper", gx + 3 * gw, gy + gh, gw, gh);
-  gui::draw_tile_stepper(s);
-  ImGui::End();
 }
 
 }  // namespace

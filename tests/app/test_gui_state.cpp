@@ -1,6 +1,7 @@
 // The GUI's state without a window: a run on the background thread delivers Results and views; a bad
 // config, an unreadable data file or a cancel leaves the previous results in place with a readable error.
 #include "app/gui/app_state.h"
+#include "app/gui/layout.h"
 #include "tests/catch.h"
 
 #include <chrono>
@@ -75,6 +76,40 @@ TEST_CASE("gui state: Cancel stops a run and keeps what was shown", "[gui-state]
   finish(s);
   CHECK(s.error == "cancelled");
   CHECK_FALSE(s.results.has_value());
+}
+
+TEST_CASE("gui layout: panels with nothing to show take no space; the rest fill the grid", "[gui-state]") {
+  auto inside = [](const gui::PanelCell& c) { return c.x >= 100 && c.y >= 50 && c.x + c.w <= 900.001f && c.y + c.h <= 650.001f; };
+  auto overlap = [](const gui::PanelCell& a, const gui::PanelCell& b) {
+    return a.x < b.x + b.w - 1e-3f && b.x < a.x + a.w - 1e-3f && a.y < b.y + b.h - 1e-3f && b.y < a.y + a.h - 1e-3f;
+  };
+  std::vector<gui::GridPanel> all{{"Results", 2, true}, {"A", 1, true}, {"B", 1, true}, {"C", 1, true},
+                                  {"D", 1, true},       {"E", 1, true}, {"Stepper", 1, true}};
+  const auto full = gui::grid_layout(all, 100, 50, 800, 600);  // 8 cells: 2 rows of 4
+  REQUIRE(full.size() == 7);
+  CHECK(full[0].w == Approx(400));  // the results table spans two of four columns
+  CHECK(full[1].w == Approx(200));
+  CHECK(full[6].h == Approx(300));
+  double area = 0;
+  for (size_t i = 0; i < full.size(); ++i) {
+    CHECK(inside(full[i]));
+    area += double(full[i].w) * full[i].h;
+    for (size_t j = 0; j < i; ++j) CHECK_FALSE(overlap(full[i], full[j]));
+  }
+  CHECK(area == Approx(800.0 * 600.0));  // no hole
+
+  // The online-softmax lesson: only the results and the tile stepper have something to show.
+  for (size_t i = 1; i <= 5; ++i) all[i].shown = false;
+  const auto lesson = gui::grid_layout(all, 100, 50, 800, 600);
+  REQUIRE(lesson.size() == 2);
+  CHECK(lesson[0].name == "Results");
+  CHECK(lesson[1].name == "Stepper");
+  CHECK(lesson[1].h == Approx(600));  // one row: the stepper gets the full height
+  CHECK(lesson[1].w == Approx(800.0 / 3));
+  CHECK_FALSE(overlap(lesson[0], lesson[1]));
+
+  for (auto& p : all) p.shown = false;
+  CHECK(gui::grid_layout(all, 100, 50, 800, 600).empty());
 }
 
 }  // namespace
