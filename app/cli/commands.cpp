@@ -125,7 +125,42 @@ int run_command(const RunOptions& o) {
   return 0;
 }
 
+namespace {
+
+// A report from results computed elsewhere (a GPU server, an earlier run): nothing is run; the views are
+// drawn from the saved Results, whose environment says where and on which GPU they were computed.
+int report_from_results(const ReportOptions& o) {
+  fs::path file = o.results;
+  std::error_code ec;
+  if (fs::is_directory(file, ec)) file /= "results.json";
+  const Results r = [&] {
+    try {
+      return results_from_json(read_json_file(file.string()));
+    } catch (const InputError& err) {
+      const std::string what = err.what();
+      // read_json_file names the file itself; a schema error names only the field.
+      throw InputError(what.find(file.string()) != std::string::npos ? what : "--results " + echo_path(file.string()) + ": " + what);
+    } catch (const nlohmann::json::exception& err) {  // a field missing or of the wrong type
+      throw InputError("--results " + echo_path(file.string()) + ": not attnlab results: " + one_line(err.what()));
+    }
+  }();
+  const report::ReportRequest how{o.pdf, "--out", {fs::absolute(file)}};
+  report::check_output_folder(o.out, {how.where, how.inputs, true});
+  if (o.pdf) report::pdf_printer();
+  fmt::print("{}\n", report::write_report(r, o.out, how).string());
+  return 0;
+}
+
+}  // namespace
+
 int report_command(const ReportOptions& o) {
+  if (o.config.empty() == o.results.empty())
+    throw InputError(o.config.empty() ? "--config or --results: one is required; attnlab report --help lists the options"
+                                      : "--results: runs nothing, so it takes no --config; give one of them");
+  if (!o.results.empty()) {
+    if (!o.gpu.empty()) throw InputError("--gpu: --results runs nothing; the saved results say which GPU the model used");
+    return report_from_results(o);
+  }
   Experiment e = load_experiment(o.config);
   override_gpu(e, o.gpu);
   const report::ReportRequest how{o.pdf, "--out", inputs_of(o.config, e)};

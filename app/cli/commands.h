@@ -21,6 +21,7 @@ int run_command(const RunOptions& o);
 
 struct ReportOptions {
   std::string config;
+  std::string results;  // --results: render saved results (a results.json or the folder holding one) instead
   std::string out = "out/report";
   std::string gpu;
   bool pdf = false;

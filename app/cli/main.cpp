@@ -60,9 +60,12 @@ int main(int argc, char** argv) {
       ->check(not_empty("a variant label or id"));
 
   ReportOptions report;
-  auto* report_cmd = app.add_subcommand("report", "run an experiment and write index.html, results.json, results.csv");
-  required.emplace_back(report_cmd,
-                        report_cmd->add_option("--config", report.config, "experiment config (JSON), required")->check(input_file()));
+  auto* report_cmd = app.add_subcommand(
+      "report", "run an experiment (or take saved results) and write index.html, results.json, results.csv");
+  report_cmd->add_option("--config", report.config, "experiment config (JSON); this or --results is required")->check(input_file());
+  report_cmd->add_option("--results", report.results,
+                         "render saved results instead of running: a results.json or the folder holding one")
+      ->check(not_empty("a results.json or its folder"));
   report_cmd->add_option("--out", report.out,
                          "report folder: new, empty, or one attnlab wrote (replaced atomically; default out/report)")
       ->check(not_empty("a folder path"));

@@ -33,6 +33,30 @@ for f in index.html results.json results.csv; do [ -s "$tmp/report/$f" ] || fail
 grep -q "flash2" "$tmp/report/index.html" || fail "index.html does not mention flash2"
 grep -qiE "src=\"http|href=\"http|<script" "$tmp/report/index.html" && fail "index.html references the network or scripts"
 
+# 2b. report --results: the same report from the saved folder (or its results.json), nothing re-run.
+"$bin" report --results "$tmp/report" --out "$tmp/saved" >/dev/null 2>"$tmp/err" || fail "report --results exited $?: $(cat "$tmp/err")"
+for f in index.html results.json results.csv; do
+  cmp -s "$tmp/report/$f" "$tmp/saved/$f" || fail "report --results: $f differs from the live run's"
+done
+"$bin" report --results "$tmp/report/results.json" --out "$tmp/saved" >/dev/null 2>"$tmp/err" || fail "report --results FILE exited $?"
+check_results_bad() {  # name, expected substring, arguments…
+  local name=$1 want=$2
+  shift 2
+  "$bin" report "$@" --out "$tmp/never" >"$tmp/out" 2>"$tmp/err"
+  [ $? -eq 2 ] || fail "$name: exit code not 2"
+  [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "$name: stderr is not one line: $(cat "$tmp/err")"
+  grep -q -- "$want" "$tmp/err" || fail "$name: stderr lacks '$want': $(cat "$tmp/err")"
+  [ -e "$tmp/never" ] && fail "$name: wrote $tmp/never"
+}
+echo '{"schema": "attnlab.results/1"}' >"$tmp/not-results.json"
+echo '{"schema": "attnlab.results/9"}' >"$tmp/other-schema.json"
+check_results_bad "--results missing" "not found" --results "$tmp/no-such-results.json"
+check_results_bad "--results not results" "not attnlab results" --results "$tmp/not-results.json"
+check_results_bad "--results other schema" "attnlab.results/1" --results "$tmp/other-schema.json"
+check_results_bad "--results and --config" "takes no --config" --results "$tmp/report" --config "$tmp/ok.json"
+check_results_bad "neither" "--config or --results" --pdf
+check_results_bad "--results with --gpu" "--gpu" --results "$tmp/report" --gpu h200
+
 # 3. bad input: exit 2, one line naming the field, nothing written, previous report intact.
 cp "$tmp/report/results.json" "$tmp/previous.json"
 check_bad() {  # name, config text, expected substring
