@@ -108,6 +108,8 @@ int run_command(const RunOptions& o) {
   override_gpu(e, o.gpu);
   const report::OutputRule json_rule{"--json", inputs_of(o.config, e)};
   if (!o.json_out.empty()) report::check_output_file(o.json_out, json_rule);  // before the run: a refusal costs nothing
+  const report::OutputRule save_rule{"--save", inputs_of(o.config, e), true};
+  if (!o.save.empty()) report::check_output_folder(o.save, save_rule);
   if (!o.baseline.empty()) {  // checked before the run: a typo costs nothing
     const bool listed = std::any_of(e.variants.begin(), e.variants.end(), [&](const VariantRequest& v) {
       return (v.label.empty() ? v.id : v.label) == o.baseline;
@@ -118,6 +120,7 @@ int run_command(const RunOptions& o) {
   }
   const Results r = run_experiment(e);
   if (!o.json_out.empty()) report::write_output_file(o.json_out, to_json(r).dump(1) + "\n", json_rule);
+  if (!o.save.empty()) fmt::print("saved {}\n", report::write_results_folder(r, o.save, save_rule).string());
   print_table(o.baseline.empty() ? views::results_table(r) : views::with_time_ratio(views::results_table(r), o.baseline));
   for (const auto& s : r.environment.skipped)
     if (s.reason != "not requested")

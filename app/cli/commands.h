@@ -13,6 +13,7 @@ namespace attnlab::cli {
 struct RunOptions {
   std::string config;
   std::string json_out;               // --json OUT
+  std::string save;                   // --save DIR: a results folder for report --results / the GUI
   std::vector<std::string> backends;  // --backend, overrides the config's list
   std::string baseline;               // --baseline LABEL: add each row's time over that variant's
   std::string gpu;                    // --gpu ID: the cost model's GPU, overrides the config

@@ -53,6 +53,8 @@ int main(int argc, char** argv) {
   auto* run_cmd = app.add_subcommand("run", "run an experiment and print the results table");
   required.emplace_back(run_cmd, run_cmd->add_option("--config", run.config, "experiment config (JSON), required")->check(input_file()));
   run_cmd->add_option("--json", run.json_out, "also write results.json here")->check(not_empty("a file path"));
+  run_cmd->add_option("--save", run.save, "also save a results folder here (attnlab report --results and attnlab-gui --results open it)")
+      ->check(not_empty("a folder path"));
   run_cmd->add_option("--backend", run.backends, "backends to run (reference, kernel, model); overrides the config")
       ->check(not_empty("a backend"));
   run_cmd->add_option("--gpu", run.gpu, "the GPU the cost model predicts for (attnlab gpus lists them)")->check(gpu_id());

@@ -77,6 +77,13 @@ fs::path pdf_printer() {
   return chromium;
 }
 
+fs::path write_results_folder(const Results& r, const fs::path& dir, const OutputRule& rule) {
+  StagedDir staged(dir, rule);
+  write(staged.path() / "results.json", to_json(r).dump(1) + "\n");
+  staged.commit();
+  return staged.target() / "results.json";
+}
+
 fs::path write_report(const Results& r, const fs::path& dir, const ReportRequest& how) {
   const fs::path chromium = how.pdf ? pdf_printer() : fs::path();
   StagedDir staged(dir, OutputRule{how.where, how.inputs, true});

@@ -3,6 +3,7 @@
 // atomically: all of it or nothing, and only where output_path.h allows.
 #pragma once
 
+#include "app/report/output_path.h"
 #include "core/results.h"
 
 #include <filesystem>
@@ -21,6 +22,11 @@ struct ReportRequest {
 // the folder may not be written (check_output_folder) or `pdf` is asked for and Chromium is missing or
 // fails.
 std::filesystem::path write_report(const Results& r, const std::filesystem::path& dir, const ReportRequest& how = {});
+
+// A results folder — results.json and the folder marker, no views — that `attnlab report --results` and
+// the GUI's --results open elsewhere (`attnlab run --save`). Same folder rule and atomic replacement as
+// write_report; returns the absolute path of the written results.json.
+std::filesystem::path write_results_folder(const Results& r, const std::filesystem::path& dir, const OutputRule& rule);
 
 // Headless Chromium, as --pdf needs it; throws InputError when it is not on the PATH. Commands ask for
 // it before they run anything.

@@ -56,6 +56,16 @@ check_results_bad "--results other schema" "attnlab.results/1" --results "$tmp/o
 check_results_bad "--results and --config" "takes no --config" --results "$tmp/report" --config "$tmp/ok.json"
 check_results_bad "neither" "--config or --results" --pdf
 check_results_bad "--results with --gpu" "--gpu" --results "$tmp/report" --gpu h200
+# run --save: a results folder the report opens; its report equals the one run directly.
+"$bin" run --config "$tmp/ok.json" --save "$tmp/saved-run" >"$tmp/out" 2>"$tmp/err" || fail "run --save exited $?: $(cat "$tmp/err")"
+grep -q "^saved .*saved-run/results.json" "$tmp/out" || fail "run --save did not say where: $(head -1 "$tmp/out")"
+[ -f "$tmp/saved-run/.attnlab-report" ] || fail "run --save: no folder marker"
+"$bin" report --results "$tmp/saved-run" --out "$tmp/saved-run-report" >/dev/null 2>"$tmp/err" || fail "report of run --save exited $?"
+grep -q "flash2" "$tmp/saved-run-report/index.html" || fail "report of run --save lacks flash2"
+mkdir -p "$tmp/foreign" && echo mine >"$tmp/foreign/notes.txt"
+"$bin" run --config "$tmp/ok.json" --save "$tmp/foreign" >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] || fail "run --save into a foreign folder: exit code not 2"
+[ "$(ls -A "$tmp/foreign")" = "notes.txt" ] || fail "run --save into a foreign folder changed it"
 
 # 3. bad input: exit 2, one line naming the field, nothing written, previous report intact.
 cp "$tmp/report/results.json" "$tmp/previous.json"
