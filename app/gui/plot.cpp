@@ -156,12 +156,21 @@ void lines(const views::View& v, const views::LineChart& c, float w, float heigh
       if (usable(s.x[i], s.y[i]))
         xl = std::min(xl, s.x[i]), xh = std::max(xh, s.x[i]), yl = std::min(yl, s.y[i]), yh = std::max(yh, s.y[i]);
   if (!(xl <= xh)) xl = 0, xh = 1, yl = 0, yh = 1;
-  const auto xs = views::axis_scale(xl, xh, f.min.x, f.max.x, c.x.log);
-  const auto ys = views::axis_scale(yl, yh, f.max.y, f.min.y, c.y.log);
+  // An axis whose range the view fixed (a roofline fitted to its points) is drawn over that range exactly.
+  const auto xs = c.x.fixed() ? views::AxisScale{c.x.lo, c.x.hi, f.min.x, f.max.x, c.x.log}
+                              : views::axis_scale(xl, xh, f.min.x, f.max.x, c.x.log);
+  const auto ys = c.y.fixed() ? views::AxisScale{c.y.lo, c.y.hi, f.max.y, f.min.y, c.y.log}
+                              : views::axis_scale(yl, yh, f.max.y, f.min.y, c.y.log);
   axes(f, xs, ys, c.x, c.y, true, false);
   ImDrawList* dl = ImGui::GetWindowDrawList();
   dl->PushClipRect(f.min, f.max, true);
   std::vector<std::pair<std::string, ImU32>> entries;
+  const ImU32 link_grey = rgb(0x888888);
+  for (const auto& l : c.links)  // under the points they join
+    dl->AddLine(ImVec2(float(xs.at(l.x0)), float(ys.at(l.y0))), ImVec2(float(xs.at(l.x1)), float(ys.at(l.y1))), link_grey,
+                1.4f);
+  if (!c.link_meaning.empty()) entries.emplace_back(c.link_meaning, link_grey);
+  const float em = ImGui::GetFontSize();
   const ImVec2 mouse = ImGui::GetMousePos();
   float best = 64;  // px², the nearest point under the mouse gets the tooltip
   std::string tip;
@@ -174,9 +183,16 @@ void lines(const views::View& v, const views::LineChart& c, float w, float heigh
       const ImVec2 p(float(xs.at(s.x[i])), float(ys.at(s.y[i])));
       if (s.points) dl->AddCircleFilled(p, 4, palette(k));
       else pts.push_back(p);
+      // The point's label beside it, on the side facing the plot's middle so it stays inside the frame.
+      if (i < s.labels.size() && !s.labels[i].empty()) {
+        const float tw = ImGui::CalcTextSize(s.labels[i].c_str()).x;
+        const bool left_half = p.x < (f.min.x + f.max.x) / 2;
+        dl->AddText(ImVec2(left_half ? p.x + 6 : p.x - 6 - tw, p.y - em / 2), palette(k), s.labels[i].c_str());
+      }
       const float d = (p.x - mouse.x) * (p.x - mouse.x) + (p.y - mouse.y) * (p.y - mouse.y);
-      if (d < best) best = d, tip = fmt::format("{}\n{}: {}\n{}: {}", s.name, c.x.label, views::tick_label(s.x[i]),
-                                                c.y.label, views::tick_label(s.y[i]));
+      if (d < best)
+        best = d, tip = fmt::format("{}{}\n{}: {}\n{}: {}", s.name, i < s.labels.size() ? " · " + s.labels[i] : "",
+                                    c.x.label, views::tick_label(s.x[i]), c.y.label, views::tick_label(s.y[i]));
     }
     if (pts.size() > 1) dl->AddPolyline(pts.data(), int(pts.size()), palette(k), 0, 1.6f);
   }

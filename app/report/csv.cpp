@@ -33,7 +33,8 @@ std::string to_csv(const views::Table& t) {
     for (size_t c = 0; c < row.size(); ++c) {
       if (c) out += ',';
       if (!std::isnan(row[c].value)) out += fmt::format("{}", row[c].value);
-      else if (row[c].text != views::kNoNumber) out += quoted(row[c].text);  // a missing number: an empty field
+      // A missing number ("—", or "— (why)" where a backend cannot fill it): an empty field.
+      else if (row[c].text.rfind(views::kNoNumber, 0) != 0) out += quoted(row[c].text);
     }
     out += '\n';
   }

@@ -131,9 +131,17 @@ std::string line_svg(const views::LineChart& c, const std::string& label, int w,
       xl = std::min(xl, s.x[i]), xh = std::max(xh, s.x[i]), yl = std::min(yl, s.y[i]), yh = std::max(yh, s.y[i]);
     }
   if (!(xl <= xh)) xl = 0, xh = 1, yl = 0, yh = 1;
-  const Scale xs = scale_of(xl, xh, f.x0(), f.x1(), c.x.log), ys = scale_of(yl, yh, f.y0(), f.y1(), c.y.log);
+  // An axis whose range the view fixed (a roofline fitted to its points) is drawn over that range exactly.
+  const Scale xs = c.x.fixed() ? Scale{c.x.lo, c.x.hi, f.x0(), f.x1(), c.x.log} : scale_of(xl, xh, f.x0(), f.x1(), c.x.log);
+  const Scale ys = c.y.fixed() ? Scale{c.y.lo, c.y.hi, f.y0(), f.y1(), c.y.log} : scale_of(yl, yh, f.y0(), f.y1(), c.y.log);
   std::string s = open_svg(f, label) + axes(f, xs, ys, c.x, c.y);
   std::vector<std::pair<std::string, std::string>> entries;
+  constexpr unsigned kLinkGrey = 0x888888;
+  for (const auto& l : c.links)  // under the points they join
+    s += fmt::format("<line class=\"link\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" "
+                     "stroke-width=\"1.4\" stroke-dasharray=\"4 3\"/>\n",
+                     xs.at(l.x0), ys.at(l.y0), xs.at(l.x1), ys.at(l.y1), hex(kLinkGrey));
+  if (!c.link_meaning.empty()) entries.emplace_back(c.link_meaning, hex(kLinkGrey));
   for (size_t k = 0; k < c.series.size(); ++k) {
     const auto& se = c.series[k];
     const std::string colour = palette(k);
@@ -147,6 +155,12 @@ std::string line_svg(const views::LineChart& c, const std::string& label, int w,
                          colour, escape_html(se.name), num(se.x[i]), num(se.y[i]));
       else
         pts += fmt::format("{:.1f},{:.1f} ", x, y);
+      // The point's label beside it, on the side facing the plot's middle so it stays inside the frame.
+      if (i < se.labels.size() && !se.labels[i].empty()) {
+        const bool left_half = x < (f.x0() + f.x1()) / 2;
+        s += fmt::format("<text class=\"point-label\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"{}\" fill=\"{}\">{}</text>\n",
+                         left_half ? x + 6 : x - 6, y + 4, left_half ? "start" : "end", colour, escape_html(se.labels[i]));
+      }
     }
     if (!se.points && !pts.empty())
       s += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.6\" points=\"{}\"/>\n", colour, pts);

@@ -33,9 +33,17 @@ double AxisScale::at(double v) const {
 std::vector<double> AxisScale::ticks(bool integer) const {
   std::vector<double> t;
   if (log) {
-    for (double d = std::floor(std::log10(lo)); d <= std::ceil(std::log10(hi)); ++d)
-      if (const double v = std::pow(10.0, d); v >= lo * 0.999 && v <= hi * 1.001) t.push_back(v);
-    return t;
+    // Decades; on a range of less than about two decades (a roofline fitted to its points) 1, 2, 5 × 10^k,
+    // and on one too narrow even for those the linear ticks.
+    for (const std::vector<double>& mantissas : {std::vector<double>{1}, std::vector<double>{1, 2, 5}}) {
+      t.clear();
+      for (double d = std::floor(std::log10(lo)); d <= std::ceil(std::log10(hi)); ++d)
+        for (double m : mantissas)
+          if (const double v = m * std::pow(10.0, d); v >= lo * 0.999 && v <= hi * 1.001) t.push_back(v);
+      if (t.size() >= 3) return t;
+    }
+    if (t.size() >= 2) return t;
+    return AxisScale{lo, hi, p0, p1, false}.ticks(integer);
   }
   const double raw = (hi - lo) / 5, mag = std::pow(10.0, std::floor(std::log10(raw > 0 ? raw : 1)));
   double step = raw / mag < 1.5 ? mag : raw / mag < 3.5 ? 2 * mag : raw / mag < 7.5 ? 5 * mag : 10 * mag;

@@ -1,5 +1,7 @@
 #include "app/views/bench.h"
 
+#include "app/views/measured_views.h"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -10,12 +12,6 @@ namespace attnlab::views {
 namespace {
 
 constexpr double kNoValue = std::numeric_limits<double>::quiet_NaN();
-
-std::string shape_of(const nlohmann::json& p) {
-  return fmt::format("B{} H{}/{} N{}/{} d{}{}", p.value("batch", 0), p.value("q_heads", 0), p.value("kv_heads", 0),
-                     p.value("q_len", 0), p.value("kv_len", 0), p.value("head_dim", 0),
-                     p.value("causal", false) ? " causal" : "");
-}
 
 }  // namespace
 
@@ -34,7 +30,7 @@ Table bench_table(const std::vector<Results>& runs) {
       // The serving loop's time per token (append, flush, attend) over the attention alone, where it ran.
       const auto steps = k.probes.find("decode.steps");
       const double step_ratio = steps != k.probes.end() && steps->second.values.size() >= 4 ? steps->second.values[3] : kNoValue;
-      t.rows.push_back({Cell{v.label, kNoValue}, Cell{shape_of(r.problem), kNoValue},
+      t.rows.push_back({Cell{v.label, kNoValue}, Cell{shape_label(r.problem), kNoValue},
                         number_cell(k.median_ms, "{:.4f}"), number_cell(k.p10_ms, "{:.4f}"),
                         number_cell(k.p90_ms, "{:.4f}"), number_cell(k.tops, "{:.1f}"),
                         number_cell(k.hbm_gbps, "{:.0f}"), number_cell(model, "{:.4f}"),

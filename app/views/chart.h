@@ -6,6 +6,7 @@
 
 #include "app/views/table.h"
 
+#include <cmath>
 #include <string>
 #include <variant>
 #include <vector>
@@ -16,6 +17,10 @@ struct Axis {
   std::string label;
   std::string unit;  // "" when dimensionless
   bool log = false;  // logarithmic scale (values must be > 0)
+  // The range the view fixes, when it knows better than "everything drawn" (the roofline fits its points,
+  // not its roofs); NaN: the renderer fits the data.
+  double lo = NAN, hi = NAN;
+  bool fixed() const { return std::isfinite(lo) && std::isfinite(hi) && lo < hi; }
 };
 
 // rows × cols values, row-major; rows are usually (batch, head) pairs, columns blocks, tokens or channels.
@@ -33,11 +38,20 @@ struct Series {
   std::string name;
   std::vector<double> x, y;
   bool points = false;  // markers only (measurements), else a polyline
+  std::vector<std::string> labels = {};  // a text beside each point (its variant), or none: empty
+};
+
+// A straight line from one data point to another, drawn under the points: it pairs points of two series
+// that belong together (a variant's predicted rate and its measured one).
+struct Link {
+  double x0, y0, x1, y1;
 };
 
 struct LineChart {
   Axis x, y;
   std::vector<Series> series;
+  std::vector<Link> links = {};
+  std::string link_meaning = {};  // the legend's text for the links ("" when there are none)
 };
 
 // One bar per category, made of stacked segments (one per stack name) — or, `grouped`, of segments side
@@ -65,10 +79,16 @@ struct View {
   std::string title;
   std::string note;   // one or two sentences: what to look at, which paper figure it mirrors
   std::variant<Heatmap, LineChart, BarChart, Table> body;
+  // Whose data it shows: the one variant label of a per-variant view (its title starts "label: "), or,
+  // after identical views were merged (shared_views.h), every variant that shares the data. Empty for
+  // views of the whole run.
+  std::vector<std::string> variants = {};
 };
 
 // Every view the results support, in panel order: block scales, channel outliers, head priority, SAS,
-// the speedup over the config's baseline, HBM traffic, roofline, online-softmax trace. Views whose probes no variant recorded are absent.
+// the speedup over the config's baseline, predicted against measured time, HBM traffic, roofline,
+// online-softmax trace. Views whose probes no variant recorded are absent; views with identical data are
+// drawn once, naming every variant that shares them (shared_views.h).
 // `channel_head` picks the (batch · KV heads + KV head) whose channel ranges the line charts show.
 std::vector<View> chart_views(const Results& r, int64_t max_heatmap_cols = 128, int64_t channel_head = 0);
 

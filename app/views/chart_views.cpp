@@ -1,7 +1,10 @@
 // attnlab views: every chart view of a Results, and each view as a table for its CSV.
 #include "app/views/chart.h"
 
+#include "app/views/measured_views.h"
 #include "app/views/probe_views.h"
+#include "app/views/roofline_views.h"
+#include "app/views/shared_views.h"
 #include "app/views/speedup_views.h"
 #include "app/views/traffic_views.h"
 
@@ -14,12 +17,14 @@ namespace attnlab::views {
 
 std::vector<View> chart_views(const Results& r, int64_t max_heatmap_cols, int64_t channel_head) {
   std::vector<View> out = probe_views(r, max_heatmap_cols, channel_head);
-  std::vector<View> traffic = speedup_views(r);  // the panel's timing view first: the one a figure is about
-  for (View& v : traffic_views(r)) traffic.push_back(std::move(v));
+  // The panel's timing views first (the ones a figure is about), then bytes, then the roofline.
+  std::vector<View> traffic = speedup_views(r);
+  for (auto&& part : {model_vs_measured_views({r}), traffic_views(r), roofline_views(r)})
+    traffic.insert(traffic.end(), part.begin(), part.end());
   // Panel order (chart.h): scales, channels, priority, SAS, then speedup, traffic and roofline, then the trace.
   auto trace = std::stable_partition(out.begin(), out.end(), [](const View& v) { return v.panel != "Tile stepper"; });
   out.insert(trace, std::make_move_iterator(traffic.begin()), std::make_move_iterator(traffic.end()));
-  return out;
+  return merge_shared(std::move(out));
 }
 
 Table view_as_table(const View& v) {

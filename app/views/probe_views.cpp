@@ -2,6 +2,8 @@
 // outliers, head priorities, SAS, and the online-softmax trace of one row block.
 #include "app/views/probe_views.h"
 
+#include "app/views/declared.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -139,11 +141,13 @@ void priority_views(const VariantResult& v, std::vector<View>& out) {
   const Probes& p = v.reference->probes;
   const ProbeArray* bits = probe(p, "kv_bits");
   if (!bits) return;
-  const std::string metric = v.params.value("priority", std::string("gap_std"));
+  const nlohmann::json metric_param = declared_param(v, "priority"), lo_param = declared_param(v, "bits_lo");
+  if (!metric_param.is_string() || !lo_param.is_number()) return;
+  const std::string metric = metric_param.get<std::string>();
   const ProbeArray* chosen = probe(p, "priority." + metric);
   if (!chosen) return;
   const int64_t heads = bits->shape.at(1), n = static_cast<int64_t>(bits->values.size());
-  const double lo = double(v.params.value("bits_lo", int64_t(2)));
+  const double lo = lo_param.get<double>();
   std::vector<int64_t> order(static_cast<size_t>(n));
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
@@ -215,9 +219,9 @@ void zeroed_view(const Results& r, std::vector<View>& out) {
   for (const auto& v : r.variants) {
     if (!v.reference || !v.reference->probes.count("sas.zeroed_fraction")) continue;
     const ProbeArray& a = v.reference->probes.at("sas.zeroed_fraction");
-    const bool exact = v.params.value("exact_exp", false);
-    const std::string n_r = exact ? "exact exp" : fmt::format("{}", v.params.value("n_r", int64_t(0)));
-    c.bars.push_back({fmt::format("{} ({})", v.label, n_r), {100.0 * a.values.at(2)}, false});
+    const nlohmann::json exact = declared_param(v, "exact_exp"), n_r = declared_param(v, "n_r");
+    const std::string setting = exact.is_boolean() && exact.get<bool>() ? "exact exp" : n_r.is_null() ? "n_r ?" : n_r.dump();
+    c.bars.push_back({fmt::format("{} ({})", v.label, setting), {100.0 * a.values.at(2)}, false});
   }
   if (c.bars.empty()) return;
   out.push_back({"sas.zeroed", "SAS", "Scores SAS sets to zero",
@@ -266,16 +270,27 @@ void trace_views(const VariantResult& v, std::vector<View>& out) {
 std::vector<View> probe_views(const Results& r, int64_t max_heatmap_cols, int64_t channel_head) {
   std::vector<View> scales, channels, priority, sas, trace;
   bool have_channels = false;
+  // The views of one variant's data name it (View::variants), so that identical ones can be drawn once.
+  auto of_variant = [](const VariantResult& v, std::vector<View>& group, size_t from) {
+    for (size_t i = from; i < group.size(); ++i) group[i].variants = {v.label};
+  };
   for (const auto& v : r.variants) {
+    const size_t n_scales = scales.size(), n_priority = priority.size(), n_sas = sas.size(), n_trace = trace.size();
     scale_views(r, v, max_heatmap_cols, scales);
     if (!have_channels && v.reference && v.reference->probes.count("channels.k.max")) {
-      channel_views(v, true, channel_head, channels);
+      channel_views(v, true, channel_head, channels);  // the input's channels, not this variant's: no name
       have_channels = true;
     }
-    if (v.reference && v.reference->probes.count("channels.k_smoothed.max")) channel_views(v, false, channel_head, channels);
+    if (v.reference && v.reference->probes.count("channels.k_smoothed.max")) {
+      const size_t n_channels = channels.size();
+      channel_views(v, false, channel_head, channels);
+      of_variant(v, channels, n_channels);
+    }
     priority_views(v, priority);
     sas_views(v, sas);
     trace_views(v, trace);
+    of_variant(v, scales, n_scales), of_variant(v, priority, n_priority), of_variant(v, sas, n_sas),
+        of_variant(v, trace, n_trace);
   }
   zeroed_view(r, sas);
   std::vector<View> out;

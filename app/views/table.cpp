@@ -1,6 +1,7 @@
 #include "app/views/table.h"
 
 #include "core/error.h"
+#include "core/problem.h"
 
 #include <fmt/format.h>
 
@@ -26,8 +27,32 @@ Cell bytes(double v) {
   if (v >= 1 << 10) return {fmt::format("{:.1f} KiB", v / (1 << 10)), v};
   return {fmt::format("{:.0f} B", v), v};
 }
+// A rate in FLOP/s, printed in the unit that fits it (a kernel's hundreds of TFLOP/s, the CPU reference's
+// GFLOP/s); the cell's value stays in FLOP/s. A rate of 0 is one that was not recorded.
+Cell rate(double flop_per_s) {
+  if (!std::isfinite(flop_per_s) || !(flop_per_s > 0)) return {kNoNumber, kNoValue};
+  struct Unit {
+    double scale;
+    const char* name;
+  };
+  constexpr Unit kUnits[] = {{1e15, "PFLOP/s"}, {1e12, "TFLOP/s"}, {1e9, "GFLOP/s"}, {1e6, "MFLOP/s"}};
+  for (const Unit& u : kUnits)
+    if (flop_per_s >= u.scale) return {fmt::format("{:.1f} {}", flop_per_s / u.scale, u.name), flop_per_s};
+  return {fmt::format("{:.0f} FLOP/s", flop_per_s), flop_per_s};
+}
+// A cell a backend cannot fill, saying why.
+Cell none(const char* why) { return text(fmt::format("{} ({})", kNoNumber, why)); }
 
 }  // namespace
+
+double problem_flops(const nlohmann::json& j) {
+  Problem p;
+  p.batch = j.value("batch", p.batch), p.q_heads = j.value("q_heads", p.q_heads);
+  p.kv_heads = j.value("kv_heads", p.kv_heads), p.q_len = j.value("q_len", p.q_len);
+  p.kv_len = j.value("kv_len", p.kv_len), p.head_dim = j.value("head_dim", p.head_dim);
+  p.causal = j.value("causal", p.causal);
+  return p.flops();
+}
 
 Cell number_cell(double value, const char* format) {
   if (!std::isfinite(value)) return {kNoNumber, kNoValue};
@@ -39,24 +64,31 @@ Table results_table(const Results& r) {
   t.title = "Results (errors against the FP64 ground truth)";
   t.columns = {{"variant", "variant", ""},   {"backend", "backend", ""},   {"rel_l2", "rel L2", ""},
                {"mre", "MRE", ""},           {"cosine", "cosine", ""},     {"max_abs", "max abs", ""},
-               {"time_ms", "time", "ms"},    {"gflops", "rate", "GFLOP/s"},  {"kv_cache_bytes", "KV cache", "bytes"}};
+               {"time_ms", "time", "ms"},    {"flop_per_s", "rate", ""},   {"kv_cache_bytes", "KV cache", ""}};
+  // Rates and sizes carry their unit in each cell (the one that fits); the CSV keeps FLOP/s and bytes.
+  // What a backend does not produce is a dash with the reason: the model predicts time and traffic, not an
+  // output; the cache's size is what the reference's storage accounting records, not a kernel timing.
+  const double flops = problem_flops(r.problem);
   for (const auto& v : r.variants) {
     if (v.reference) {
       const auto& x = *v.reference;
       t.rows.push_back({text(v.label), text("reference"), sci(x.metrics.rel_l2), sci(x.metrics.mre),
-                        cosine(x.metrics.cosine), sci(x.metrics.max_abs), fixed(x.time_ms, 1), fixed(x.gflops, 1),
+                        cosine(x.metrics.cosine), sci(x.metrics.max_abs), fixed(x.time_ms, 1), rate(x.gflops * 1e9),
                         bytes(double(x.kv_cache_bytes))});
     }
     if (v.kernel) {
       const auto& x = *v.kernel;
       t.rows.push_back({text(v.label), text("kernel"), sci(x.metrics.rel_l2), sci(x.metrics.mre),
-                        cosine(x.metrics.cosine), sci(x.metrics.max_abs), fixed(x.median_ms, 3),
-                        fixed(x.tops * 1e3, 1), text("")});
+                        cosine(x.metrics.cosine), sci(x.metrics.max_abs), fixed(x.median_ms, 3), rate(x.tops * 1e12),
+                        none(v.reference ? "the reference row gives its size" : "sized by the reference, which did not run")});
     }
     if (v.model) {
       const auto& x = *v.model;
-      t.rows.push_back({text(v.label), text("model (" + x.bound + "-bound)"), text(""), text(""), text(""), text(""),
-                        fixed(x.time_ms, 3), text(""), text("")});
+      const char* no_output = "a prediction has no output";
+      t.rows.push_back({text(v.label), text("model (" + x.bound + "-bound)"), none(no_output), none(no_output),
+                        none(no_output), none(no_output), fixed(x.time_ms, 3),
+                        rate(x.time_ms > 0 ? flops / (x.time_ms * 1e-3) : kNoValue),
+                        none("the model counts traffic, not the cache")});
     }
   }
   return t;

@@ -29,13 +29,17 @@ inline constexpr const char* kNoNumber = "—";
 // gives {kNoNumber, NaN}.
 Cell number_cell(double value, const char* format);
 
+// Problem::flops() (4·B·H·pairs·d, useful FLOPs) of a results' problem section, for rates from times.
+double problem_flops(const nlohmann::json& problem);
+
 struct Table {
   std::string title;
   std::vector<Column> columns;
   std::vector<std::vector<Cell>> rows;
 };
 
-// One row per (variant, backend that ran): errors vs FP64, time, throughput, KV-cache size.
+// One row per (variant, backend that ran): errors vs FP64, time, throughput, KV-cache size; rates and
+// sizes in the unit that fits each (461.2 TFLOP/s, 3.0 MiB), a cell a backend cannot fill "— (why)".
 Table results_table(const Results& r);
 // results_table plus a column "time / baseline": each row's time over the time of the row whose
 // variant is `baseline` and backend is "reference". Throws InputError when no such row exists.

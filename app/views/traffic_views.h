@@ -1,5 +1,5 @@
-// attnlab views: HBM traffic per tensor and the roofline (model points, measured kernel points). One of
-// chart_views' parts (chart.h).
+// attnlab views: HBM traffic per tensor, as the reference accounts it and as the cost model predicts it
+// after L2 reuse. One of chart_views' parts (chart.h); the roofline is roofline_views.h.
 #pragma once
 
 #include "app/views/chart.h"

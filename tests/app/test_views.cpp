@@ -98,8 +98,9 @@ TEST_CASE("results_table, with_time_ratio, CSV and report: no metric printed as 
         CHECK(std::isnan(c.value));
       }
     }
-  // The blank row: rel L2, MRE, cosine, max abs, time, rate and the ratio of an infinite time.
-  CHECK(dashes == 7);
+  // The blank row: rel L2, MRE, cosine, max abs, time, rate and the ratio of an infinite time; and the
+  // sample kernel's rate, which it did not record (0).
+  CHECK(dashes == 8);
   const auto& good = t.rows.at(0);
   CHECK(good[2].text == "1.000e-03");
   CHECK(good[4].text == "0.999000");

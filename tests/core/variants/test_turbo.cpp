@@ -282,7 +282,7 @@ TEST_CASE("turbo probes have the documented shapes (core/variants/README.md)", "
   CHECK(out.probes.at("scales.p").shape == Shape{2, 4, 3, 5});
   CHECK(out.probes.at("channels.k.max").shape == Shape{2, 1, 96});
   CHECK(out.probes.at("priority.entropy").shape == Shape{2, 1});
-  CHECK(out.probes.at("trace.m").shape[1] == 128);
+  CHECK(out.probes.at("trace.m").shape[1] == 44);  // the traced row block, by default the last: rows 256–299
   // Causal: row block 0 (rows 0–127) sees keys 0–127, tiles 0 and 1 only; tiles 2–4 are skipped (0).
   const ProbeArray& sp = out.probes.at("scales.p");
   CHECK(sp.values[0] > 0);
