@@ -5,6 +5,7 @@
 #include "app/report/atomic_dir.h"
 #include "app/report/output_path.h"
 #include "app/report/report.h"
+#include "app/report/results_file.h"
 #include "app/report/csv.h"
 #include "app/views/bench.h"
 #include "app/views/sweep.h"
@@ -133,20 +134,8 @@ namespace {
 // A report from results computed elsewhere (a GPU server, an earlier run): nothing is run; the views are
 // drawn from the saved Results, whose environment says where and on which GPU they were computed.
 int report_from_results(const ReportOptions& o) {
-  fs::path file = o.results;
-  std::error_code ec;
-  if (fs::is_directory(file, ec)) file /= "results.json";
-  const Results r = [&] {
-    try {
-      return results_from_json(read_json_file(file.string()));
-    } catch (const InputError& err) {
-      const std::string what = err.what();
-      // read_json_file names the file itself; a schema error names only the field.
-      throw InputError(what.find(file.string()) != std::string::npos ? what : "--results " + echo_path(file.string()) + ": " + what);
-    } catch (const nlohmann::json::exception& err) {  // a field missing or of the wrong type
-      throw InputError("--results " + echo_path(file.string()) + ": not attnlab results: " + one_line(err.what()));
-    }
-  }();
+  const fs::path file = report::results_file_of(o.results);
+  const Results r = report::read_results(o.results, "--results");
   const report::ReportRequest how{o.pdf, "--out", {fs::absolute(file)}};
   report::check_output_folder(o.out, {how.where, how.inputs, true});
   if (o.pdf) report::pdf_printer();

@@ -1,5 +1,6 @@
 #include "app/gui/app_state.h"
 
+#include "app/report/results_file.h"
 #include "core/error.h"
 
 #include <cstdio>
@@ -22,6 +23,28 @@ bool AppState::load(const std::string& path) {
   }
 }
 
+bool AppState::load_results(const std::string& path) {
+  try {
+    Results r = report::read_results(path, "--results");
+    try {
+      experiment = parse_experiment(r.config);  // its data file may not exist here: then the controls stay
+      config_path.clear();
+    } catch (const std::exception&) {
+    }
+    results = std::move(r);
+    results_from = report::results_file_of(path).string();
+    rebuild_views();
+    table = views::results_table(*results);
+    trace_step = 0;
+    device = results->environment.gpu.value_or("no GPU");
+    error.clear();
+    return true;
+  } catch (const std::exception& ex) {  // InputError names the option, the file and the field
+    error = ex.what();
+    return false;
+  }
+}
+
 void AppState::run() {
   if (worker.busy()) return;
   error.clear();
@@ -36,6 +59,7 @@ void AppState::poll() {
     return;
   }
   results = std::move(done->results);
+  results_from.clear();
   rebuild_views();
   table = views::results_table(*results);
   trace_step = 0;

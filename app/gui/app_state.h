@@ -20,6 +20,7 @@ struct AppState {
   Experiment experiment;  // what the controls edit; runs start from a copy
   std::string config_path;
   std::optional<Results> results;  // the last finished run (kept when a later run or load fails)
+  std::string results_from;        // the file the results were read from; "" when this window ran them
   std::vector<views::View> views;  // chart_views(*results)
   views::Table table;              // results_table(*results)
   std::string error;               // the last error, one line (status line); "" when none
@@ -34,6 +35,10 @@ struct AppState {
 
   // Loads and validates a config; on error keeps the current experiment and results and sets `error`.
   bool load(const std::string& path);
+  // Shows saved results (a results.json or its folder: attnlab run --save, a report folder) computed
+  // elsewhere; the experiment panel takes their config where it parses here. On error keeps what was
+  // shown and sets `error`.
+  bool load_results(const std::string& path);
   void run();   // starts a background run of `experiment` (no-op while one runs)
   void poll();  // takes a finished run's Results or error
   void rebuild_views();  // after a view option (channel_head) changed

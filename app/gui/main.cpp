@@ -13,6 +13,7 @@
 #include "app/gui/screenshot.h"
 #include "app/cli/commands.h"
 #include "app/report/output_path.h"
+#include "app/report/results_file.h"
 #include "app/views/stepper.h"
 #include "core/error.h"
 
@@ -91,10 +92,11 @@ void draw_all(gui::AppState& s, float W, float H) {
 
 int main(int argc, char** argv) {
   CLI::App app{"attnlab-gui: the quantized-attention workbench"};
-  std::string config, lesson, screenshot, size = "1600x1000";
+  std::string config, lesson, results, screenshot, size = "1600x1000";
   float ui_scale = 1.0f;
   app.add_option("--config", config, "experiment config (JSON); default: configs/default.json");
   app.add_option("--lesson", lesson, "open configs/lessons/NAME.json");
+  app.add_option("--results", results, "show saved results (a results.json or its folder) instead of running");
   app.add_option("--screenshot", screenshot, "run, render one frame with all panels to this PNG, exit");
   app.add_option("--size", size, "window size WxH")->check([](const std::string& v) {
     return std::regex_match(v, std::regex(R"(\d{2,5}x\d{2,5})")) ? "" : "expected WxH, e.g. 1600x1000";
@@ -106,7 +108,9 @@ int main(int argc, char** argv) {
     config = lesson.empty() ? cli::configs_dir() + "/default.json" : cli::configs_dir() + "/lessons/" + lesson + ".json";
   if (!screenshot.empty()) {  // before any work: the path may be written (app/report/output_path.h)
     try {
-      report::check_output_file(screenshot, {"--screenshot", {config}, false});
+      std::vector<fs::path> inputs{config};
+      if (!results.empty()) inputs.push_back(report::results_file_of(results));
+      report::check_output_file(screenshot, {"--screenshot", inputs, false});
     } catch (const InputError& e) {
       std::fprintf(stderr, "attnlab-gui: error: %s\n", one_line(e.what()).c_str());
       return 2;
@@ -138,7 +142,8 @@ int main(int argc, char** argv) {
   ImGui_ImplOpenGL3_Init("#version 130");
 
   gui::AppState state;
-  if (state.load(config)) state.run();  // a bad config shows its error; the window stays up
+  if (!results.empty()) state.load_results(results);  // a bad file shows its error; the window stays up
+  else if (state.load(config)) state.run();           // a bad config likewise
 
   const auto started = std::chrono::steady_clock::now();
   int settle = -1;  // screenshot: frames still to draw after the run finished
@@ -165,7 +170,9 @@ int main(int argc, char** argv) {
       if (settle == 0) {
         const std::string why = gui::write_screenshot(screenshot, fw, fh);
         if (!why.empty()) std::fprintf(stderr, "attnlab-gui: %s\n", why.c_str()), status = 1;
-        std::printf("status: %s%s\n", state.results ? "results shown" : "no results",
+        const std::string from = state.results_from.empty() ? "" : " from " + state.results_from + ", computed on " +
+                                     state.results->environment.gpu.value_or("no GPU");
+        std::printf("status: %s%s%s\n", state.results ? "results shown" : "no results", from.c_str(),
                     state.error.empty() ? "" : ("; error: " + state.error).c_str());
         break;
       }

@@ -60,6 +60,19 @@ TEST_CASE("attnlab-gui --screenshot: every panel drawn, the requested size, not 
   CHECK(s.output.find("status: results shown") != std::string::npos);
 }
 
+TEST_CASE("attnlab-gui --results: an H100's saved results shown where no GPU is, saying where they came from", "[gui]") {
+  const Shot s = screenshot({"--results", "tests/data/h100-fig6-decode"}, "1280x800", "results");
+  INFO(s.output);
+  CHECK(s.exit_code == 0);
+  CHECK(s.variance > 200);
+  CHECK(s.output.find("status: results shown from tests/data/h100-fig6-decode/results.json, computed on NVIDIA H100 80GB HBM3") !=
+        std::string::npos);
+  const Shot bad = screenshot({"--results", "tests/data/no-such-results"}, "640x400", "results-missing");
+  INFO(bad.output);
+  CHECK(bad.exit_code == 0);  // the window stays up with the error in its status line
+  CHECK(bad.output.find("status: no results; error: ") != std::string::npos);
+}
+
 TEST_CASE("attnlab-gui: a tiny window does not crash", "[gui]") {
   const Shot s = screenshot({"--lesson", "online-softmax"}, "160x120", "tiny");
   INFO(s.output);

@@ -4,10 +4,12 @@
 #include "app/gui/layout.h"
 #include "tests/catch.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <thread>
+#include <variant>
 
 namespace attnlab::gui {
 namespace {
@@ -76,6 +78,29 @@ TEST_CASE("gui state: Cancel stops a run and keeps what was shown", "[gui-state]
   finish(s);
   CHECK(s.error == "cancelled");
   CHECK_FALSE(s.results.has_value());
+}
+
+TEST_CASE("gui state: saved kernel results load with their measured views; a bad file keeps what was shown", "[gui-state]") {
+  AppState s;
+  REQUIRE(s.load_results("tests/data/h100-fig6-decode"));
+  REQUIRE(s.results);
+  CHECK(s.results_from == "tests/data/h100-fig6-decode/results.json");
+  CHECK(s.device == "NVIDIA H100 80GB HBM3");
+  CHECK(s.results->variants.size() == 4);
+  for (const auto& v : s.results->variants) CHECK(v.kernel.has_value());
+  const auto roofline = std::find_if(s.views.begin(), s.views.end(), [](const views::View& v) { return v.id == "roofline"; });
+  REQUIRE(roofline != s.views.end());
+  const auto& chart = std::get<views::LineChart>(roofline->body);
+  const auto measured = std::find_if(chart.series.begin(), chart.series.end(),
+                                     [](const views::Series& x) { return x.name == "measured (kernel)"; });
+  REQUIRE(measured != chart.series.end());
+  CHECK(measured->x.size() == 4);  // one measured point per variant
+  CHECK(std::any_of(s.views.begin(), s.views.end(), [](const views::View& v) { return v.id == "model_vs_measured"; }));
+  CHECK(s.experiment.problem.kv_len == 32768);  // the experiment panel took the saved config
+
+  CHECK_FALSE(s.load_results("tests/data/no-such-results"));
+  CHECK(s.error.find("no-such-results") != std::string::npos);
+  CHECK(s.results_from == "tests/data/h100-fig6-decode/results.json");  // still showing the last good results
 }
 
 TEST_CASE("gui layout: panels with nothing to show take no space; the rest fill the grid", "[gui-state]") {

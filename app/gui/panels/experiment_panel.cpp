@@ -81,11 +81,15 @@ void param_controls(AppState& s, size_t index, const std::string& prefix, const 
 void draw_experiment_panel(AppState& s) {
   Experiment& e = s.experiment;
   const bool busy = s.worker.busy();
-  ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 4);
+  ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 8);
   ImGui::InputText("##config", s.path_buffer, sizeof(s.path_buffer));
   ImGui::SameLine();
   if (ImGui::Button("Load") && !busy && s.load(s.path_buffer)) s.run();
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("load a config file (JSON); a bad one keeps the current results");
+  ImGui::SameLine();
+  if (ImGui::Button("Open results") && !busy) s.load_results(s.path_buffer);
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("show saved results computed elsewhere: a results.json, or the folder of attnlab run --save or a report");
 
   if (ImGui::CollapsingHeader("Problem", ImGuiTreeNodeFlags_DefaultOpen)) {
     const Problem& p = e.problem;
