@@ -56,6 +56,13 @@ check_results_bad "--results other schema" "attnlab.results/1" --results "$tmp/o
 check_results_bad "--results and --config" "takes no --config" --results "$tmp/report" --config "$tmp/ok.json"
 check_results_bad "neither" "--config or --results" --pdf
 check_results_bad "--results with --gpu" "--gpu" --results "$tmp/report" --gpu h200
+# Results computed on an H100 (tests/data/h100-fig6-decode), rendered here without a GPU: the environment
+# names the GPU, the roofline joins each prediction to its measurement.
+h100="$(cd "$(dirname "$0")/../data/h100-fig6-decode" && pwd)"
+"$bin" report --results "$h100" --out "$tmp/h100-report" >/dev/null 2>"$tmp/err" || fail "report of the H100 results exited $?: $(cat "$tmp/err")"
+grep -q "NVIDIA H100 80GB HBM3" "$tmp/h100-report/index.html" || fail "the H100 report does not name its GPU"
+[ "$(grep -o 'class="link"' "$tmp/h100-report/index.html" | wc -l)" -eq 4 ] || fail "the H100 roofline does not join 4 predictions to their measurements"
+cmp -s "$h100/results.json" "$tmp/h100-report/results.json" || fail "the H100 report's results.json differs from the saved one"
 # run --save: a results folder the report opens; its report equals the one run directly.
 "$bin" run --config "$tmp/ok.json" --save "$tmp/saved-run" >"$tmp/out" 2>"$tmp/err" || fail "run --save exited $?: $(cat "$tmp/err")"
 grep -q "^saved .*saved-run/results.json" "$tmp/out" || fail "run --save did not say where: $(head -1 "$tmp/out")"
