@@ -28,6 +28,7 @@ json to_json(const Results& r) {
               {"version", r.environment.version},
               {"threads", r.environment.threads},
               {"backends_ran", r.environment.ran},
+              {"ground_truth", r.environment.ground_truth},
               {"skipped", json::array()}};
   for (const auto& s : r.environment.skipped) {
     json one = {{"backend", s.backend}, {"reason", s.reason}};
@@ -71,6 +72,7 @@ Results results_from_json(const json& j) {
   r.environment.version = env.value("version", "");
   r.environment.threads = env.value("threads", 1);
   r.environment.ran = env.value("backends_ran", std::vector<std::string>{});
+  r.environment.ground_truth = env.value("ground_truth", true);  // files from before the field: always computed
   for (const auto& s : env.value("skipped", json::array()))
     r.environment.skipped.push_back({s.value("variant", ""), s.at("backend"), s.at("reason")});
   for (const auto& jv : j.at("variants")) {

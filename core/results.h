@@ -68,6 +68,7 @@ struct Environment {
   int threads = 1;
   std::vector<std::string> ran;  // backends that ran for at least one variant
   std::vector<SkippedBackend> skipped;
+  bool ground_truth = true;  // false: a timing-only run (attnlab bench) computed no FP64 truth, no metrics
 };
 
 struct Results {

@@ -90,6 +90,7 @@ Results Runner::run(const Experiment& e, const RunControl& control) const {
   r.environment.cpu = cpu_name();
   r.environment.version = ATTNLAB_VERSION;
   r.environment.threads = worker_threads();
+  r.environment.ground_truth = control.ground_truth;
 
   // Which backends can run: requested, present, available on this machine.
   std::vector<Backend*> active;

@@ -69,17 +69,23 @@ Table results_table(const Results& r) {
   // What a backend does not produce is a dash with the reason: the model predicts time and traffic, not an
   // output; the cache's size is what the reference's storage accounting records, not a kernel timing.
   const double flops = problem_flops(r.problem);
+  // A metric that is not a number says why: no truth was computed (a timing-only run), or the output
+  // held NaN or Inf.
+  const auto metric = [&](double value, auto format) {
+    if (!r.environment.ground_truth) return none("a timing-only run computes no FP64 truth");
+    return std::isfinite(value) ? format(value) : none("the output is not finite");
+  };
   for (const auto& v : r.variants) {
     if (v.reference) {
       const auto& x = *v.reference;
-      t.rows.push_back({text(v.label), text("reference"), sci(x.metrics.rel_l2), sci(x.metrics.mre),
-                        cosine(x.metrics.cosine), sci(x.metrics.max_abs), fixed(x.time_ms, 1), rate(x.gflops * 1e9),
+      t.rows.push_back({text(v.label), text("reference"), metric(x.metrics.rel_l2, sci), metric(x.metrics.mre, sci),
+                        metric(x.metrics.cosine, cosine), metric(x.metrics.max_abs, sci), fixed(x.time_ms, 1), rate(x.gflops * 1e9),
                         bytes(double(x.kv_cache_bytes))});
     }
     if (v.kernel) {
       const auto& x = *v.kernel;
-      t.rows.push_back({text(v.label), text("kernel"), sci(x.metrics.rel_l2), sci(x.metrics.mre),
-                        cosine(x.metrics.cosine), sci(x.metrics.max_abs), fixed(x.median_ms, 3), rate(x.tops * 1e12),
+      t.rows.push_back({text(v.label), text("kernel"), metric(x.metrics.rel_l2, sci), metric(x.metrics.mre, sci),
+                        metric(x.metrics.cosine, cosine), metric(x.metrics.max_abs, sci), fixed(x.median_ms, 3), rate(x.tops * 1e12),
                         none(v.reference ? "the reference row gives its size" : "sized by the reference, which did not run")});
     }
     if (v.model) {

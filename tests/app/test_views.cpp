@@ -88,7 +88,7 @@ TEST_CASE("results_table, with_time_ratio, CSV and report: no metric printed as 
   const Results r = results_with_missing_numbers();
   const Table t = with_time_ratio(results_table(r), "turbo");
   const std::regex not_a_number("nan|inf", std::regex::icase);
-  int dashes = 0;
+  int dashes = 0, not_finite = 0;
   for (const auto& row : t.rows)
     for (const Cell& c : row) {
       INFO(c.text);
@@ -97,10 +97,16 @@ TEST_CASE("results_table, with_time_ratio, CSV and report: no metric printed as 
         ++dashes;
         CHECK(std::isnan(c.value));
       }
+      if (c.text == std::string(kNoNumber) + " (the output is not finite)") {
+        ++not_finite;
+        CHECK(std::isnan(c.value));
+      }
     }
-  // The blank row: rel L2, MRE, cosine, max abs, time, rate and the ratio of an infinite time; and the
-  // sample kernel's rate, which it did not record (0).
-  CHECK(dashes == 8);
+  // The blank row: its time, rate and the ratio of an infinite time; the sample kernel's rate, which it did
+  // not record (0). Its four metrics say why they are missing (a truth was computed, so the output was not
+  // finite).
+  CHECK(dashes == 4);
+  CHECK(not_finite == 4);
   const auto& good = t.rows.at(0);
   CHECK(good[2].text == "1.000e-03");
   CHECK(good[4].text == "0.999000");
@@ -115,6 +121,28 @@ TEST_CASE("results_table, with_time_ratio, CSV and report: no metric printed as 
   const std::string html = report::render_html(r);
   CHECK_FALSE(std::regex_search(html, std::regex(R"([>:, ]-?(nan|inf)\b)", std::regex::icase)));
   CHECK(html.find(std::string(">") + kNoNumber + "<") != std::string::npos);
+}
+
+TEST_CASE("results_table: a timing-only run's metric cells say that no truth was computed", "[views]") {
+  Results r = test::small_results();
+  r.environment.ground_truth = false;
+  for (auto& v : r.variants) {
+    if (v.reference) v.reference->metrics = no_metrics();
+    if (v.kernel) v.kernel->metrics = no_metrics();
+  }
+  const Results back = results_from_json(to_json(r));  // the flag survives results.json
+  CHECK_FALSE(back.environment.ground_truth);
+  CHECK(results_from_json(to_json(test::small_results())).environment.ground_truth);
+  const Table t = results_table(back);
+  int said = 0;
+  for (const auto& row : t.rows) {
+    if (row[1].text.rfind("model", 0) == 0) continue;
+    for (size_t c = 2; c <= 5; ++c) {
+      CHECK(row[c].text == std::string(kNoNumber) + " (a timing-only run computes no FP64 truth)");
+      ++said;
+    }
+  }
+  CHECK(said >= 8);  // at least a reference and a kernel row
 }
 
 }  // namespace
