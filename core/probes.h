@@ -37,9 +37,9 @@ struct ProbeRequest {
 
 // The row block a variant with `row_blocks` of them (its T_r for its own B_r) traces: the requested index,
 // clamped to its last block (a request made for a finer B_r), or the last block.
+// (Other negative indices never get here: the config refuses them.)
 inline int64_t traced_row_block(const ProbeRequest& r, int64_t row_blocks) {
-  if (r.row_block == ProbeRequest::kLastRowBlock || r.row_block >= row_blocks) return row_blocks - 1;
-  return r.row_block < 0 ? 0 : r.row_block;
+  return r.row_block == ProbeRequest::kLastRowBlock || r.row_block >= row_blocks ? row_blocks - 1 : r.row_block;
 }
 
 // A 1-D probe of named entries (bytes per tensor, counts per category).

@@ -84,8 +84,10 @@ constexpr int kWarpBytes = kStages * kStageBytes<D, BITS> + kQRows<D, GE> * D + 
 template <int D, int GE, int BITS>
 constexpr int kSmemBytes = kWarps * kWarpBytes<D, GE, BITS> + 32 * 4;  // + the SAS table
 // CTAs per SM: 4 (16 warps) where shared memory allows it, else 2 — never 3, whose 12 warps per SM leave
-// a partial last wave of turbo_chains.h's chains (4096 = 2 waves of 16 warps on 132 SMs, 4 of 8; 3 CTAs
-// measured 14% slower at GQA 2-bit, v9). A 2-bit block needs half a 4-bit block's ring, so 2-bit launches
+// a partial last wave of turbo_chains.h's chains (4096 = 2 waves of 16 warps on 132 SMs, 4 of 8). At GQA
+// 2-bit, 3 CTAs with 2048 chains measured 0.427 ms, 2 CTAs with 4096 chains 0.397 (v9; the two changes
+// were measured together, not apart). The padding assumes the H100's 228 KB per SM: on other GPUs it only
+// lowers occupancy (kernels/PERF.md, v9). A 2-bit block needs half a 4-bit block's ring, so 2-bit launches
 // at G ≤ 2 run 16 warps per SM. The launch bounds ask the compiler for registers to match, and the launch
 // asks for enough shared memory that a third CTA does not fit (kSmemRequest).
 constexpr int kSmemPerSm = 233472, kSmemPerCtaReserved = 1024;  // H100: 228 KB per SM, 1 KB reserved per CTA

@@ -38,6 +38,20 @@ Matrices float_matrices(const py::object& x, const char* name, const char* dims,
 // C-contiguous FP32 copy the caller may overwrite.
 py::array_t<float> float_array(const py::object& x, const char* name);
 
+// float_array(x, name) with apply(values, count) run on the copy, the GIL released: the elementwise
+// building blocks (FP8/FP16/BF16 rounding, SAS) are one engine call on a float buffer.
+template <class Apply>
+py::array_t<float> float_array_applied(const py::object& x, const char* name, Apply apply) {
+  py::array_t<float> out = float_array(x, name);
+  float* v = out.mutable_data();
+  const int64_t n = out.size();
+  {
+    py::gil_scoped_release release;
+    apply(v, n);
+  }
+  return out;
+}
+
 // x: a NumPy array of any integer dtype whose every value lies in [lo, hi], as a C-contiguous int32
 // copy. `shape`, when not empty, is the shape x must have.
 py::array_t<int32_t> int_array(const py::object& x, const char* name, int64_t lo, int64_t hi,

@@ -21,14 +21,7 @@ constexpr std::array<Name<Overflow>, 2> kOverflow = {{{"saturate", Overflow::sat
 py::array_t<float> round_fp8(const py::object& x, const std::string& format, const std::string& overflow) {
   const Fp8 f = choose(format, "format", kFp8);
   const Overflow o = choose(overflow, "overflow", kOverflow);
-  py::array_t<float> out = float_array(x, "x");
-  float* v = out.mutable_data();
-  const int64_t n = out.size();
-  {
-    py::gil_scoped_release release;
-    formats::round_fp8_inplace(v, n, f, o);
-  }
-  return out;
+  return float_array_applied(x, "x", [&](float* v, int64_t n) { formats::round_fp8_inplace(v, n, f, o); });
 }
 
 py::array_t<uint8_t> fp8_bits(const py::object& x, const std::string& format, const std::string& overflow) {
@@ -61,25 +54,13 @@ py::array_t<float> fp8_value(const py::object& codes, const std::string& format)
 }
 
 py::array_t<float> round_fp16(const py::object& x) {
-  py::array_t<float> out = float_array(x, "x");
-  float* v = out.mutable_data();
-  const int64_t n = out.size();
-  {
-    py::gil_scoped_release release;
-    formats::round_fp16_inplace(v, n);
-  }
-  return out;
+  return float_array_applied(x, "x", [](float* v, int64_t n) { formats::round_fp16_inplace(v, n); });
 }
 
 py::array_t<float> round_bf16(const py::object& x) {
-  py::array_t<float> out = float_array(x, "x");
-  float* v = out.mutable_data();
-  const int64_t n = out.size();
-  {
-    py::gil_scoped_release release;
+  return float_array_applied(x, "x", [](float* v, int64_t n) {
     for (int64_t i = 0; i < n; ++i) v[i] = formats::round_bf16(v[i]);
-  }
-  return out;
+  });
 }
 
 }  // namespace

@@ -48,14 +48,7 @@ sas::Config config(int n_r, const py::object& poly, const std::string& precision
 py::array_t<float> sas_exp(const py::object& t, int n_r, const py::object& poly, const std::string& precision,
                            float m) {
   const sas::Config c = config(n_r, poly, precision);
-  py::array_t<float> out = float_array(t, "t");
-  float* v = out.mutable_data();
-  const int64_t n = out.size();
-  {
-    py::gil_scoped_release release;
-    sas::sas_exp_inplace(v, n, m, c);
-  }
-  return out;
+  return float_array_applied(t, "t", [&](float* v, int64_t n) { sas::sas_exp_inplace(v, n, m, c); });
 }
 
 py::dict sas_table(int n_r, const py::object& poly, const std::string& precision, int samples) {

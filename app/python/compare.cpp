@@ -21,8 +21,6 @@ namespace py = pybind11;
 
 namespace {
 
-std::string shape_text(const Shape4& s) { return fmt::format("({}, {}, {}, {})", s.batch, s.heads, s.len, s.dim); }
-
 py::dict inputs(const py::object& config) {
   const Experiment e = experiment_from(config, std::nullopt);
   QKV in;
@@ -43,8 +41,8 @@ py::dict compare(const py::object& output, const py::object& config, const py::o
   const Experiment e = experiment_from(config, arrays);
   const Tensor o = tensor_from_numpy(output, "output", "(B, H, N, d)");
   if (o.shape() != e.problem.q_shape())
-    fail_input("output", fmt::format("shape {} must be the problem's query shape {}", shape_text(o.shape()),
-                                     shape_text(e.problem.q_shape())));
+    fail_input("output", fmt::format("shape {} must be the problem's query shape {}", o.shape().str(),
+                                     e.problem.q_shape().str()));
   Metrics m;
   {
     py::gil_scoped_release release;

@@ -16,7 +16,9 @@ Run by ctest: test_module.py <attnlab CLI binary> <scratch folder>, with the mod
 - Bad input raises ValueError naming the argument and the rule; a non-contiguous or float16 array is
   accepted and gives the result of its contiguous float32 copy.
 """
+import contextlib
 import copy
+import io
 import json
 import os
 import subprocess
@@ -134,7 +136,14 @@ class RoundTrip(unittest.TestCase):
         # The default draws a tqdm bar (on stderr here) when tqdm is installed, and gives the same numbers as
         # no progress at all; anything neither callable nor a bool is refused by name.
         quiet = attnlab.run(CONFIG, progress=None)
-        shown = attnlab.run(CONFIG)
+        drawn = io.StringIO()
+        with contextlib.redirect_stderr(drawn):  # tqdm writes to sys.stderr as it is when the bar is made
+            shown = attnlab.run(CONFIG)
+        self.assertIn("attnlab.run", drawn.getvalue())  # the bar's description
+        silent = io.StringIO()
+        with contextlib.redirect_stderr(silent):
+            attnlab.run(CONFIG, progress=False)
+        self.assertEqual(silent.getvalue(), "")
         for a, b in zip(quiet["variants"], shown["variants"]):
             self.assertEqual(a["reference"]["metrics"], b["reference"]["metrics"])
         with self.assertRaisesRegex(ValueError, "progress"):

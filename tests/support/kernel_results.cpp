@@ -13,6 +13,7 @@ Results kernel_results() {
   r.environment.gpu = "NVIDIA H100 80GB HBM3";
   r.environment.ran = {"kernel", "model"};
   r.environment.skipped = {{"", "reference", "not requested"}};
+  r.environment.ground_truth = false;  // a timing run (attnlab bench): no FP64 truth, no metrics
   // One block scale per 1024 tokens, per (batch, head): [1, 2, 4].
   const ProbeArray s_q{{1, 2, 4}, {1, 2, 3, 4, 5, 6, 7, 8}, {}, "", "S_Q per query token, computed on the GPU"};
   const ProbeArray s_k{{1, 2, 4}, {8, 7, 6, 5, 4, 3, 2, 1}, {}, "", "S_K per key token, computed on the GPU"};
