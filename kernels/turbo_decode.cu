@@ -33,17 +33,19 @@
 // O and the logsumexp agree to a few FP32 ulps (tests/kernels/test_turbo_decode_kernel.cpp derives the
 // bound). With exact_exp the kernel takes ex2.approx on the SFU instead of the reference's exp.
 //
-// One launch per width. Each width's path through the loop is its own fully unrolled code (80–200 KB of
-// SASS per instantiation), and a 2-bit block needs half a 4-bit block's shared memory: the 4-bit pairs
-// (the first of TurboCacheArgs::pair_order) are one launch at 8 warps per SM, the 2-bit pairs another, at
-// 16 warps per SM where G ≤ 2 (kCtasPerSm).
+// Launches. Each width's path through the loop is its own fully unrolled code (80–200 KB of SASS per
+// instantiation), and a 2-bit block needs half a 4-bit block's shared memory. At d 128 and G ≤ 2 that buys
+// the 2-bit code 16 warps per SM against 4-bit's 8 (kCtasPerSm), so the 4-bit pairs (the first of
+// TurboCacheArgs::pair_order) are one launch and the 2-bit pairs another; elsewhere one launch takes both
+// widths, each warp at its pair's (launch_chains).
 //
 // Versions (kernels/PERF.md, "turbo decode"): v1 — the structure above; v2 — SAS or exp2 chosen at
 // compile time, P̃'s quantization through the reciprocal with an exact fallback near half-integers;
 // v3, v4 — integer index arithmetic, the saturation test only where a block may saturate; v5 — the
 // softmax and the saturating channels in the spread layout (softmax_tile's comment), pair order; v6 —
-// P·V's results and O spread the same way; v7 — at G = 1 the fold's products spread too; v9 (this) —
-// one launch per width, 2-bit at 16 warps per SM.
+// P·V's results and O spread the same way; v7 — at G = 1 the fold's products spread too; v9 —
+// one launch per width, 2-bit at 16 warps per SM; v10 (this) — one launch over both widths where that
+// gains nothing, P·V's rows spread through shared memory.
 #include "kernels/turbo_decode.h"
 
 #include "core/variants/turbo_layout.h"
@@ -72,8 +74,9 @@ struct Shape {
   static constexpr int NJ = D / 8;   // n-tiles (8 channels) of P·V
 };
 // One ring stage: a cache block's K and V codes, its s/z (4 per channel) and its two FP32 block scales.
+// BITS = 0 is the launch over both widths (launch_chains): its ring is sized for 4-bit blocks.
 template <int D, int BITS>
-constexpr int kStageBytes = 2 * kTurboBlock * D * BITS / 8 + 4 * D + 16;
+constexpr int kStageBytes = 2 * kTurboBlock * D * (BITS == 0 ? 4 : BITS) / 8 + 4 * D + 16;
 // Rows of Q codes a warp keeps: the GE rows of the spread (rows ≥ G hold zeros), at least the 128 bytes the
 // G = 1 fold reads as 32 words.
 template <int D, int GE>
@@ -97,6 +100,9 @@ template <int D, int GE, int BITS>
 constexpr int kSmemRequest = kCtasPerSm<D, GE, BITS> == 4 || 3 * (kSmemBytes<D, GE, BITS> + kSmemPerCtaReserved) > kSmemPerSm
                                  ? kSmemBytes<D, GE, BITS>
                                  : kSmemPerSm / 3 - kSmemPerCtaReserved + 16;
+// Where the 2-bit kernel gains occupancy (and so runs as its own launch: launch_chains).
+static_assert(kCtasPerSm<128, 1, 2> == 4 && kCtasPerSm<128, 2, 2> == 4 && kCtasPerSm<128, 4, 2> == 2);
+static_assert(kCtasPerSm<128, 1, 4> == 2 && kCtasPerSm<64, 8, 4> == 4 && kCtasPerSm<64, 8, 0> == 4);
 
 __device__ __forceinline__ void cp_async_8(void* smem, const void* gmem) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(smem_addr(smem)), "l"(gmem));
@@ -215,6 +221,26 @@ __device__ __forceinline__ void spread(const int (&in)[N][2], int (&out)[N * GE 
         const int v = __shfl_sync(kFull, in[j][e], src);
         if (j % R == part) out[j / R][e] = v;
       }
+  }
+}
+
+// The same spread through shared memory (v10): the lanes of rows g < GE store their fragments, each lane
+// loads its slots — N stores and N·GE/8 loads of two words where the shuffles take 2N shuffles and 2N
+// selects. scratch: GE rows of 8N ints, the warp's own; the caller's next __syncwarp orders its reuse.
+template <int GE, int N>
+__device__ __forceinline__ void spread_via(int* scratch, const int (&in)[N][2], int (&out)[N * GE / 8][2]) {
+  constexpr int R = Spread<GE>::R;
+  const int g = threadIdx.x / 4 % 8, t = threadIdx.x % 4;
+  if (g < GE) {
+#pragma unroll
+    for (int j = 0; j < N; ++j) *reinterpret_cast<int2*>(scratch + g * 8 * N + 8 * j + 2 * t) = make_int2(in[j][0], in[j][1]);
+  }
+  __syncwarp();
+  const int* row = scratch + Spread<GE>::row() * 8 * N;
+#pragma unroll
+  for (int i = 0; i < N * GE / 8; ++i) {
+    const int2 v = *reinterpret_cast<const int2*>(row + 8 * (R * i + Spread<GE>::part()) + 2 * t);
+    out[i][0] = v.x, out[i][1] = v.y;
   }
 }
 
@@ -338,8 +364,8 @@ __device__ __forceinline__ void fold_words(uint32_t qw, uint32_t sw, uint32_t fl
 
 // One coded block (its stage in shared memory) of a BITS-wide pair.
 template <int D, int GE, int BITS, class Exp>
-__device__ void coded_tile(const uint8_t* stage, const int8_t* q8, float s_q, int rows, bool may_saturate,
-                           float scale, const Exp& exp_fn, Chain<D, GE>& ch, int32_t* dump, int64_t row_stride) {
+__device__ void coded_tile(uint8_t* stage, const int8_t* q8, float s_q, int rows, bool may_saturate, float scale,
+                           const Exp& exp_fn, Chain<D, GE>& ch, int32_t* dump, int64_t row_stride) {
   using S = Shape<D>;
   constexpr int KS = S::KS, NJ = S::NJ, L = (1 << BITS) - 1;
   constexpr int kCodeBytes = kTurboBlock * D * BITS / 8;
@@ -429,7 +455,7 @@ __device__ void coded_tile(const uint8_t* stage, const int8_t* q8, float s_q, in
     sint[j][1] = 128 * acc[1] + acc[3];
   }
   int ss[GE][2];
-  spread<GE, 8>(sint, ss);
+  spread<GE, 8>(sint, ss);  // by shuffles: the K codes are still read below (spread_via made the 2-bit MHA kernel spill)
   // Saturating K channels, token by token, in the spread layout (2·GE tokens per lane).
   const int row = Spread<GE>::row();
 #pragma unroll
@@ -479,7 +505,11 @@ __device__ void coded_tile(const uint8_t* stage, const int8_t* q8, float s_q, in
   }
   constexpr int NO = Chain<D, GE>::NO;
   int x[NO][2];
-  spread<GE, NJ>(pv, x);
+  // The K codes are spent (the saturating channels above were their last reader), so P·V's rows spread
+  // through their place in the stage; the ring's next load into it follows the loop's __syncwarp.
+  static_assert(GE == 8 || GE * D * 4 <= kCodeBytes, "P·V's rows fit where the K codes were");
+  if constexpr (GE == 8) spread<GE, NJ>(pv, x);
+  else spread_via<GE, NJ>(reinterpret_cast<int*>(stage), pv, x);
 #pragma unroll
   for (int i = 0; i < NO; ++i)
 #pragma unroll
@@ -580,8 +610,8 @@ __device__ __forceinline__ void load_stage(uint8_t* stage, const TurboCacheArgs&
 }
 
 template <int D, int GE, int BITS, class Exp>
-__device__ void run_chain(const TurboDecodeArgs& a, int pair, int chain, uint8_t* ring, const int8_t* q8,
-                          float s_q, const Exp& exp_fn) {
+__device__ void run_chain(const TurboDecodeArgs& a, int pair, int chain, uint8_t* ring, const int8_t* q8, float s_q,
+                          const Exp& exp_fn) {
   const Tiles tiles(a.cache);
   const int first = chain * tiles.total / a.chains, last = (chain + 1) * tiles.total / a.chains;
   const int coded_end = min(last, tiles.coded);
@@ -606,7 +636,7 @@ __device__ void run_chain(const TurboDecodeArgs& a, int pair, int chain, uint8_t
     cp_async_commit();
     const bool may_saturate = !(BITS == 4 && j < tiles.prefill_blocks);  // progressive.h: 4-bit prefill never
     coded_tile<D, GE, BITS>(ring + ((j - first) % kStages) * kStage, q8, s_q, tiles.rows(j), may_saturate, a.scale,
-                        exp_fn, ch, dump_at(a, pair, j), row_stride);
+                            exp_fn, ch, dump_at(a, pair, j), row_stride);
     __syncwarp();
   }
   cp_async_wait<0>();
@@ -630,8 +660,8 @@ __device__ void run_chain(const TurboDecodeArgs& a, int pair, int chain, uint8_t
   }
 }
 
-// The chains of the pairs pair_order[begin …) that are BITS wide (one width per launch: each width's loop
-// is its own code, and a 2-bit ring is half a 4-bit one — kCtasPerSm).
+// The chains of the pairs pair_order[begin … begin + count): BITS wide, or with BITS = 0 each pair at its
+// own width (the first wide_pairs of pair_order are 4-bit) — launch_chains says when which.
 template <int D, int GE, int BITS, bool EXACT>
 __global__ void __launch_bounds__(kWarps * 32, (kCtasPerSm<D, GE, BITS>)) turbo_chains_kernel(const TurboDecodeArgs a,
                                                                                            int begin, int count) {
@@ -668,7 +698,12 @@ __global__ void __launch_bounds__(kWarps * 32, (kCtasPerSm<D, GE, BITS>)) turbo_
   __syncwarp();
   const float s_q = s_q_rows[Spread<GE>::row()];  // the scores' row (the spread layout)
   const Exp<EXACT> exp_fn = make_exp<EXACT>(a.exp, lut);
-  run_chain<D, GE, BITS>(a, pair, chain, mine, q8, s_q, exp_fn);
+  if constexpr (BITS == 0) {
+    if (begin + id / a.chains < a.cache.wide_pairs) run_chain<D, GE, 4>(a, pair, chain, mine, q8, s_q, exp_fn);
+    else run_chain<D, GE, 2>(a, pair, chain, mine, q8, s_q, exp_fn);
+  } else {
+    run_chain<D, GE, BITS>(a, pair, chain, mine, q8, s_q, exp_fn);
+  }
 }
 
 // turbo_chains.h's merge, one thread per channel of one query head; then O = G / ℓ in FP16, L = m + log ℓ.
@@ -782,13 +817,20 @@ cudaError_t launch_width(const TurboDecodeArgs& a, int begin, int count, cudaStr
   return cudaGetLastError();
 }
 
-// The 4-bit pairs (the first wide_pairs of pair_order), then the 2-bit ones, one launch per width, one after
-// the other (v9: the 2-bit launch on a second stream beside the 4-bit one measured 4% slower at the mix).
+// Where the 2-bit kernel runs more CTAs per SM than the 4-bit one (d 128, G ≤ 2): the 4-bit pairs (the
+// first wide_pairs of pair_order), then the 2-bit ones, one launch per width, one after the other (v9: the
+// 2-bit launch on a second stream beside the 4-bit one measured 4% slower at the mix). Elsewhere one launch
+// over both widths, each warp at its pair's: two launches would gain no occupancy and leave two tails
+// (v9's GQA 4:1 mix, 0.342 → 0.367 ms).
 template <int D, int GE, bool EXACT>
 cudaError_t launch_chains(const TurboDecodeArgs& a, cudaStream_t stream) {
   const int pairs = a.batch * a.kv_heads, wide = a.cache.wide_pairs;
-  const cudaError_t e = launch_width<D, GE, 4, EXACT>(a, 0, wide, stream);
-  return e != cudaSuccess ? e : launch_width<D, GE, 2, EXACT>(a, wide, pairs - wide, stream);
+  if constexpr (kCtasPerSm<D, GE, 2> > kCtasPerSm<D, GE, 4>) {
+    const cudaError_t e = launch_width<D, GE, 4, EXACT>(a, 0, wide, stream);
+    return e != cudaSuccess ? e : launch_width<D, GE, 2, EXACT>(a, wide, pairs - wide, stream);
+  } else {
+    return launch_width<D, GE, 0, EXACT>(a, 0, pairs, stream);
+  }
 }
 
 // The spread's GE: the group rounded up to a power of two.

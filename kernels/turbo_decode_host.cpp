@@ -124,7 +124,8 @@ TurboExpArgs turbo_exp_args(const ParamValues& params) {
 }
 
 int turbo_chains_for(const Problem& p, const ParamValues& params, const TurboCacheArgs& c) {
-  return int(turbo_chains::chains(params.integer("kv_splits"), p.batch * p.kv_heads, turbo_decode_tiles(c)));
+  return int(turbo_chains::chains(params.integer("kv_splits"), p.batch * p.kv_heads, turbo_decode_tiles(c), p.head_dim,
+                                   p.group()));
 }
 
 TurboDecodeOutput turbo_decode_once(const Problem& p, const TurboDeviceCache& c, const float* q_device,

@@ -290,7 +290,8 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
     // A variant that declares kv_splits makes the split part of its function (turbo: the SAS merge order,
     // core/variants/turbo_chains.h): the same rule on every GPU.
     s.splits = declares(v, "kv_splits")
-                   ? int(turbo_chains::chains(param_or(v, "kv_splits", 0), int64_t(pairs), int64_t(tiles_total)))
+                   ? int(turbo_chains::chains(param_or(v, "kv_splits", 0), int64_t(pairs), int64_t(tiles_total),
+                                            p.head_dim, p.group()))
                    : decode_splits(static_cast<long>(pairs), gpu.sm_count, static_cast<long>(tiles_total), s.splits);
     const int64_t tiles_each = static_cast<int64_t>(std::ceil(tiles_total / s.splits));
     s.classes.push_back({pairs * s.splits, tiles_each, rows_per_cta / s.splits, double(p.kv_len) / s.splits});

@@ -18,18 +18,23 @@
 
 namespace attnlab::turbo_chains {
 
-// Chains over the whole GPU: two waves of 16 warps per SM on an H100's 132 SMs (four of 8) — enough that a
-// mixed 2/4-bit cache's 2-bit half alone fills the SMs (kernels/PERF.md, turbo decode v9).
-inline constexpr int64_t kChainTarget = 4096;
+// Chains over the whole GPU: two waves of the warps an H100's 132 SMs hold at once. The kernel runs one
+// chain per warp, 16 warps per SM where its 2-bit code fits four CTAs per SM (head_dim 64, or a KV head
+// with at most 2 query heads at 128), else 8 (kernels/turbo_decode.cu, kCtasPerSm). So 4096 chains where
+// 16 warps fit — enough that a mixed 2/4-bit cache's 2-bit half alone fills the SMs — and 2048 where 8 do:
+// at GQA 4:1, 4096 halved each chain and measured 6% slower than 2048 (kernels/PERF.md, turbo decode v9,
+// v10). The rule reads the shape only (head_dim, group), so it holds on every GPU.
+constexpr int64_t chain_target(int64_t head_dim, int64_t group) { return head_dim <= 64 || group <= 2 ? 4096 : 2048; }
 // Auto never makes chains shorter than this: a chain's prologue (Q to INT8, filling its ring) and its
 // partial result are paid per chain (4 tiles measured 16% slower than 8 at Fig. 6's shape, v9).
 inline constexpr int64_t kMinTilesPerChain = 8;
 
-// C for `pairs` = batch × KV heads and T tiles per head; requested = kv_splits (0 = auto).
-constexpr int64_t chains(int64_t requested, int64_t pairs, int64_t tiles) {
+// C for `pairs` = batch × KV heads and T tiles per head; requested = kv_splits (0 = auto); head_dim and
+// group (query heads per KV head) pick the target.
+constexpr int64_t chains(int64_t requested, int64_t pairs, int64_t tiles, int64_t head_dim, int64_t group) {
   int64_t c = requested;
   if (c <= 0) {
-    c = (kChainTarget + pairs - 1) / (pairs > 0 ? pairs : 1);
+    c = (chain_target(head_dim, group) + pairs - 1) / (pairs > 0 ? pairs : 1);
     const int64_t longest = tiles / kMinTilesPerChain;
     c = c < longest ? c : longest;
   }

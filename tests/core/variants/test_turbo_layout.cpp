@@ -197,12 +197,15 @@ TEST_CASE("turbo decode chains: with exp they compute Alg. 2's function; with SA
 }
 
 TEST_CASE("turbo decode chains: the auto rule depends on the shape alone", "[turbo]") {
-  CHECK(turbo_chains::chains(0, 512, 512) == 8);    // B 16 × 32 KV heads, N 32k: 4096 chains in all
-  CHECK(turbo_chains::chains(0, 128, 512) == 32);   // GQA 32/8
-  CHECK(turbo_chains::chains(0, 40, 512) == 64);    // Fig. 6's B 4 × 10 KV heads: 8 tiles per chain at least
-  CHECK(turbo_chains::chains(0, 8, 20) == 2);       // short: at least 8 tiles per chain
-  CHECK(turbo_chains::chains(0, 8, 3) == 1);
-  CHECK(turbo_chains::chains(7, 8, 3) == 3);        // never more chains than tiles
+  CHECK(turbo_chains::chains(0, 512, 512, 128, 1) == 8);   // B 16 × 32 KV heads, N 32k: 4096 chains in all
+  CHECK(turbo_chains::chains(0, 256, 512, 128, 2) == 16);  // G 2: the 2-bit kernel still holds 16 warps per SM
+  CHECK(turbo_chains::chains(0, 128, 512, 128, 4) == 16);  // GQA 32/8 at d 128: 8 warps per SM, 2048 chains
+  CHECK(turbo_chains::chains(0, 128, 512, 64, 4) == 32);   // d 64: 16 warps per SM at every group
+  CHECK(turbo_chains::chains(0, 40, 512, 128, 4) == 52);   // Fig. 6's B 4 × 10 KV heads: ⌈2048 / 40⌉
+  CHECK(turbo_chains::chains(0, 40, 512, 128, 1) == 64);   // at least 8 tiles per chain
+  CHECK(turbo_chains::chains(0, 8, 20, 128, 1) == 2);      // short: at least 8 tiles per chain
+  CHECK(turbo_chains::chains(0, 8, 3, 128, 1) == 1);
+  CHECK(turbo_chains::chains(7, 8, 3, 128, 1) == 3);       // never more chains than tiles
   CHECK(turbo_chains::first_tile(3, 3, 10) == 10);
 }
 
