@@ -29,8 +29,10 @@
 // core/sas.cpp round them: S = fl(S_int·fl(fl(s_Q·s_K)·scale)), t = S − m, SAS(t) bit for bit (the floor
 // of x = −t by the 1.5·2²³ trick instead of a conversion, same value), s_P = fl(max P̃ / 119),
 // P^q = rne(fl(P̃ / s_P)), O = fl(fl(α·O) + fl(X·fl(s_P·s_V))), the merge's products rounded before
-// their sum. The only difference from the reference is the order of ℓ's row sum (64 terms per tile), so
-// O and the logsumexp agree to a few FP32 ulps (tests/kernels/test_turbo_decode_kernel.cpp derives the
+// their sum. The only difference from the reference is the order of ℓ's sums: the reference adds a
+// tile's 64 terms and then fl(α·ℓ); a lane of the kernel keeps its share of ℓ (fl(α·ℓ) plus its 2·G
+// terms per tile) and the shares are summed at the chain's end. So O and the logsumexp agree to a few FP32
+// ulps (tests/kernels/test_turbo_decode_kernel.cpp derives the
 // bound). With exact_exp the kernel takes ex2.approx on the SFU instead of the reference's exp.
 //
 // Launches. Each width's path through the loop is its own fully unrolled code (80–200 KB of SASS per
@@ -165,7 +167,8 @@ struct Tiles {
 };
 
 // One warp's chain state, in the spread layout (softmax_tile's comment): the online softmax of the lane's
-// row g' = g mod GE and O's accumulators for its channels 8·jc + 2t + e, jc = R·i + ⌊g/GE⌋ (slot i).
+// row g' = g mod GE (m the row's; ℓ the lane's share, summed over the row at the chain's end) and O's
+// accumulators for its channels 8·jc + 2t + e, jc = R·i + ⌊g/GE⌋ (slot i).
 template <int D, int GE>
 struct Chain {
   static constexpr int NO = Shape<D>::NJ * GE / 8;  // O slots per lane
@@ -197,12 +200,22 @@ __device__ __forceinline__ T row_reduce(T x, Op op) {
   for (int o = 1; o < 32; o = o == 2 ? 4 * GE : 2 * o) x = op(x, __shfl_xor_sync(kFull, x, o));
   return x;
 }
+// At G = 1 a row is the whole warp, and a maximum or an integer sum is one redux.sync (v10) instead of five
+// dependent shuffles and operations. The maximum of floats goes through integers that order as the floats
+// do (non-negative: the bits; negative: the bits with all but the sign flipped) — exact, −∞ included.
+__device__ __forceinline__ int float_order(int bits) { return bits >= 0 ? bits : bits ^ 0x7fffffff; }  // an involution
 template <int GE>
-__device__ __forceinline__ float row_max(float x) { return row_reduce<GE>(x, [](float a, float b) { return fmaxf(a, b); }); }
+__device__ __forceinline__ float row_max(float x) {
+  if constexpr (GE == 1) return __int_as_float(float_order(__reduce_max_sync(kFull, float_order(__float_as_int(x)))));
+  else return row_reduce<GE>(x, [](float a, float b) { return fmaxf(a, b); });
+}
 template <int GE>
 __device__ __forceinline__ float row_sum(float x) { return row_reduce<GE>(x, [](float a, float b) { return __fadd_rn(a, b); }); }
 template <int GE>
-__device__ __forceinline__ int row_sum(int x) { return row_reduce<GE>(x, [](int a, int b) { return a + b; }); }
+__device__ __forceinline__ int row_sum(int x) {
+  if constexpr (GE == 1) return __reduce_add_sync(kFull, x);
+  else return row_reduce<GE>(x, [](int a, int b) { return a + b; });
+}
 
 // MMA fragments (row g, columns 8j + 2t + e for n-tiles j < N: the scores' tokens, or P·V's channels)
 // → the spread layout: slot i holds n-tile j = R·i + ⌊g/GE⌋ of row g mod GE.
@@ -231,6 +244,7 @@ template <int GE, int N>
 __device__ __forceinline__ void spread_via(int* scratch, const int (&in)[N][2], int (&out)[N * GE / 8][2]) {
   constexpr int R = Spread<GE>::R;
   const int g = threadIdx.x / 4 % 8, t = threadIdx.x % 4;
+  __syncwarp();  // the scratch's earlier readers (other lanes) are done before it is written
   if (g < GE) {
 #pragma unroll
     for (int j = 0; j < N; ++j) *reinterpret_cast<int2*>(scratch + g * 8 * N + 8 * j + 2 * t) = make_int2(in[j][0], in[j][1]);
@@ -290,9 +304,10 @@ __device__ __forceinline__ void softmax_tile(const int (&sint)[GE][2], int rows,
       sum = __fadd_rn(sum, s[i][e]);
       pmax = fmaxf(pmax, s[i][e]);
     }
-  sum = row_sum<GE>(sum);
   pmax = row_max<GE>(pmax);
-  ch.l = __fadd_rn(__fmul_rn(alpha, ch.l), sum);                      // l. 6
+  // l. 6 per lane: the lane's share of ℓ (α is the row's), summed over the row's lanes once, at the chain's
+  // end (v10: one reduction per chain instead of one per tile; the order of ℓ's sum is all that moves).
+  ch.l = __fadd_rn(__fmul_rn(alpha, ch.l), sum);
   ch.m = m_new;
   sp = scale_for_span(pmax);                                          // l. 7: s_P = max P̃ / 119
   // Q(P̃) = ⌈fl(P̃ / s_P)⌋ ∈ [0, 119], as the reference divides — through the reciprocal: y = fl(P̃·fl(1/s_P))
@@ -647,13 +662,14 @@ __device__ void run_chain(const TurboDecodeArgs& a, int pair, int chain, uint8_t
                    exp_fn, ch, dump_at(a, pair, tiles.coded), row_stride);
   }
   // The chain's (m, ℓ, O) for the merge, from the spread layout: every lane holds channels of row g'.
+  const float l = row_sum<GE>(ch.l);  // ℓ: the lanes' shares of the row (softmax_tile, l. 6)
   const int t = threadIdx.x % 4, row = Spread<GE>::row();
   const int group = a.q_heads / a.kv_heads;
   if (row < group) {
     const int64_t part = (int64_t(pair) * a.chains + chain) * kRows + row;
     float* ml = a.workspace;
     float* po = a.workspace + int64_t(a.batch) * a.kv_heads * a.chains * kRows * 2;
-    if (t == 0 && Spread<GE>::part() == 0) ml[2 * part] = ch.m, ml[2 * part + 1] = ch.l;
+    if (t == 0 && Spread<GE>::part() == 0) ml[2 * part] = ch.m, ml[2 * part + 1] = l;
 #pragma unroll
     for (int i = 0; i < Chain<D, GE>::NO; ++i)
       *reinterpret_cast<float2*>(po + part * D + Spread<GE>::token(i, 0)) = make_float2(ch.o[i][0], ch.o[i][1]);
