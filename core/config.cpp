@@ -270,15 +270,7 @@ Experiment parse_experiment(const json& j, const std::string& base_dir) {
   };
   e.title = text("title");
   e.description = text("description");
-  if (j.contains("lesson")) {  // a lesson's explanatory text for the GUI (configs/lessons/)
-    const json& l = j["lesson"];
-    if (!l.is_object()) fail_input("lesson", "expected an object with \"text\" (and optional \"figure\", \"panel\")");
-    reject_unknown(l, {"text", "figure", "panel"}, "lesson");
-    for (const auto& [key, value] : l.items())
-      if (!value.is_string()) fail_input("lesson." + key, "expected a string");
-    if (!l.contains("text")) fail_input("lesson.text", "missing: what the learner should look at");
-    e.lesson = l;
-  }
+  if (j.contains("lesson")) e.lesson = parse_lesson(j["lesson"], "lesson");  // checked against the rest below
   const json none;
   e.problem = parse_problem(j.value("problem", none), "problem");
   e.data = parse_data(j.value("data", none), "data", base_dir);
@@ -303,6 +295,7 @@ Experiment parse_experiment(const json& j, const std::string& base_dir) {
       e.speedup_over = name_text(j["report"]["speedup_over"], "report.speedup_over");
   }
   check_experiment(e);
+  check_lesson(e);  // every step's change applies: a typo in a step fails here, not when it is reached
   return e;
 }
 
@@ -328,7 +321,7 @@ json to_json(const Experiment& e) {
   json j;
   if (!e.title.empty()) j["title"] = e.title;
   if (!e.description.empty()) j["description"] = e.description;
-  if (!e.lesson.is_null()) j["lesson"] = e.lesson;
+  if (e.lesson) j["lesson"] = to_json(*e.lesson);
   j["problem"] = to_json(e.problem);
   if (!e.data.file.empty()) {
     j["data"] = {{"file", e.data.file}};

@@ -5,12 +5,14 @@
 // Experiment is complete (every default filled in) and consistent.
 #pragma once
 
+#include "core/lesson.h"
 #include "core/params.h"
 #include "core/probes.h"
 #include "core/problem.h"
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,7 +42,7 @@ inline const std::vector<std::string> kBackends = {"reference", "kernel", "model
 struct Experiment {
   std::string title;        // optional, for reports and the presets list
   std::string description;  // optional
-  nlohmann::json lesson;    // optional {"text", "figure", "panel"}: a lesson's explanation (the GUI shows it)
+  std::optional<Lesson> lesson;  // optional: a guided tour through this experiment (core/lesson.h)
   Problem problem;
   DataSpec data;
   std::vector<VariantRequest> variants;

@@ -3,6 +3,8 @@
 #include "app/report/results_file.h"
 #include "core/error.h"
 
+#include <fmt/format.h>
+
 #include <cstdio>
 
 namespace attnlab::gui {
@@ -16,6 +18,14 @@ bool AppState::load(const std::string& path) {
     experiment = std::move(e);
     config_path = path;
     error.clear();
+    lesson_base.reset();
+    enlarged.clear();
+    if (experiment.lesson) {  // a lesson opens at its first step
+      lesson_base = experiment;
+      lesson_step = 0;
+      experiment = step_experiment(*lesson_base, 0);
+      enlarged = lesson_base->lesson->steps[0].panel;
+    }
     return true;
   } catch (const std::exception& ex) {  // InputError names the file and the field
     error = ex.what();
@@ -32,6 +42,8 @@ bool AppState::load_results(const std::string& path) {
     } catch (const std::exception&) {
     }
     results = std::move(r);
+    lesson_base.reset();
+    enlarged.clear();
     results_from = report::results_file_of(path).string();
     rebuild_views();
     table = views::results_table(*results);
@@ -45,6 +57,24 @@ bool AppState::load_results(const std::string& path) {
   }
 }
 
+bool AppState::go_to_step(int k) {
+  if (k < 0 || k >= lesson_steps()) {
+    error = fmt::format("lesson: there is no step {} (it has {})", k + 1, lesson_steps());
+    return false;
+  }
+  lesson_step = k;
+  experiment = step_experiment(*lesson_base, size_t(k));  // checked when the lesson loaded
+  enlarged = lesson_base->lesson->steps[size_t(k)].panel;
+  trace_step = 0;
+  if (worker.busy()) {  // the run under way is for another step: its results would mislead
+    worker.cancel();
+    rerun_ = true;
+    return true;
+  }
+  run();
+  return true;
+}
+
 void AppState::run() {
   if (worker.busy()) return;
   error.clear();
@@ -54,6 +84,11 @@ void AppState::run() {
 void AppState::poll() {
   std::optional<Worker::Outcome> done = worker.take();
   if (!done) return;
+  if (rerun_) {  // a lesson step was left while its run went on: run the step now shown instead
+    rerun_ = false;
+    run();
+    return;
+  }
   if (!done->results) {
     error = done->error;
     return;

@@ -32,6 +32,12 @@ struct AppState {
   bool playing = false;   // tile stepper: advancing by itself
   double play_clock = 0;  // seconds until the next step while playing
   char path_buffer[1024] = {};
+  // A lesson (core/lesson.h): the config as loaded, whose step `lesson_step` (0-based) the experiment is.
+  std::optional<Experiment> lesson_base;
+  int lesson_step = 0;
+  // The panel drawn over most of the grid, the others collapsed to a strip: a lesson step's panel, or
+  // one the user enlarged (double-click its title); "" for the plain grid (Esc).
+  std::string enlarged;
 
   // Loads and validates a config; on error keeps the current experiment and results and sets `error`.
   bool load(const std::string& path);
@@ -39,9 +45,17 @@ struct AppState {
   // elsewhere; the experiment panel takes their config where it parses here. On error keeps what was
   // shown and sets `error`.
   bool load_results(const std::string& path);
+  // Lessons: the experiment becomes step k's (core/lesson.h step_experiment), its panel is enlarged and it
+  // runs — a run still going for the step left behind is cancelled first. False, with `error`, for a k
+  // out of range.
+  bool go_to_step(int k);
+  int lesson_steps() const { return lesson_base ? int(lesson_base->lesson->steps.size()) : 0; }
   void run();   // starts a background run of `experiment` (no-op while one runs)
   void poll();  // takes a finished run's Results or error
   void rebuild_views();  // after a view option (channel_head) changed
+
+ private:
+  bool rerun_ = false;  // go_to_step cancelled a run: start the shown step's once it has stopped
 };
 
 }  // namespace attnlab::gui

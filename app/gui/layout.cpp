@@ -33,4 +33,20 @@ std::vector<PanelCell> grid_layout(const std::vector<GridPanel>& panels, float x
   return out;
 }
 
+std::vector<PanelCell> focus_layout(const std::vector<GridPanel>& panels, const std::string& focus, float x, float y,
+                                    float w, float h, float strip) {
+  if (std::none_of(panels.begin(), panels.end(), [&](const GridPanel& p) { return p.name == focus; }))
+    return grid_layout(panels, x, y, w, h);
+  std::vector<const GridPanel*> rest;
+  for (const GridPanel& p : panels)
+    if (p.shown && p.name != focus) rest.push_back(&p);
+  const float band = rest.empty() ? 0.0f : std::min(strip, h / 2);
+  std::vector<PanelCell> out{{focus, x, y, w, h - band, false}};
+  for (size_t i = 0; i < rest.size(); ++i) {
+    const float cw = w / float(rest.size());
+    out.push_back({rest[i]->name, x + float(i) * cw, y + h - band, cw, band, true});
+  }
+  return out;
+}
+
 }  // namespace attnlab::gui
