@@ -18,7 +18,7 @@ ProbeArray labelled(std::vector<std::string> labels, std::vector<double> values,
 }
 
 json to_json(const ProbeArray& p) {
-  json out = {{"shape", p.shape}, {"values", p.values}, {"unit", p.unit}, {"help", p.help}};
+  json out = {{"shape", p.shape}, {"values", p.values.get()}, {"unit", p.unit}, {"help", p.help}};
   if (!p.labels.empty()) out["labels"] = p.labels;
   return out;
 }

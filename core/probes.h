@@ -6,6 +6,8 @@
 // Names use dots for grouping ("trace.*" is the online-softmax trace of one row block).
 #pragma once
 
+#include "core/probe_values.h"
+
 #include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
@@ -17,7 +19,7 @@ namespace attnlab {
 
 struct ProbeArray {
   std::vector<int64_t> shape;
-  std::vector<double> values;        // row-major, size = product(shape)
+  ProbeValues values;               // row-major, size = product(shape); maybe read from a sidecar
   std::vector<std::string> labels;   // optional names along axis 0
   std::string unit;
   std::string help;

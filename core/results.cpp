@@ -1,6 +1,9 @@
 #include "core/results.h"
 
 #include "core/error.h"
+#include "core/results_sidecars.h"
+
+#include <fmt/format.h>
 
 namespace attnlab {
 
@@ -8,21 +11,20 @@ using nlohmann::json;
 
 namespace {
 
-json probes_json(const Probes& probes) {
+json probes_json(const Probes& probes, SidecarPlan* plan, const std::string& variant, const std::string& backend) {
   json out = json::object();
-  for (const auto& [name, p] : probes) out[name] = to_json(p);
+  for (const auto& [name, p] : probes) out[name] = plan ? plan->probe_json(p, variant, backend, name) : to_json(p);
   return out;
 }
 
-Probes probes_from(const json& j) {
+Probes probes_from(const json& j, const ResultsSource& src, const std::string& variant, const std::string& backend) {
   Probes out;
-  for (const auto& [name, p] : j.items()) out[name] = probe_from_json(p);
+  for (const auto& [name, p] : j.items())
+    out[name] = probe_from_saved(p, src.dir, src.file, fmt::format("probe {} of {}, {}", name, variant, backend));
   return out;
 }
 
-}  // namespace
-
-json to_json(const Results& r) {
+json results_json(const Results& r, SidecarPlan* plan) {
   json env = {{"cpu", r.environment.cpu},
               {"gpu", r.environment.gpu ? json(*r.environment.gpu) : json(nullptr)},
               {"version", r.environment.version},
@@ -41,13 +43,13 @@ json to_json(const Results& r) {
     if (v.reference) {
       const auto& ref = *v.reference;
       jv["reference"] = {{"metrics", to_json(ref.metrics)}, {"time_ms", ref.time_ms}, {"gflops", ref.gflops},
-                         {"kv_cache_bytes", ref.kv_cache_bytes}, {"probes", probes_json(ref.probes)}};
+                         {"kv_cache_bytes", ref.kv_cache_bytes}, {"probes", probes_json(ref.probes, plan, v.label, "reference")}};
     }
     if (v.kernel) {
       const auto& k = *v.kernel;
       jv["kernel"] = {{"metrics", to_json(k.metrics)},
                       {"time_ms", {{"median", k.median_ms}, {"p10", k.p10_ms}, {"p90", k.p90_ms}}},
-                      {"tops", k.tops}, {"hbm_gbps", k.hbm_gbps}, {"probes", probes_json(k.probes)}};
+                      {"tops", k.tops}, {"hbm_gbps", k.hbm_gbps}, {"probes", probes_json(k.probes, plan, v.label, "kernel")}};
     }
     if (v.model) {
       const auto& m = *v.model;
@@ -60,9 +62,17 @@ json to_json(const Results& r) {
           {"environment", env}, {"variants", variants}};
 }
 
-Results results_from_json(const json& j) {
-  if (!j.is_object() || j.value("schema", "") != kResultsSchema)
-    fail_input("results", std::string("expected schema \"") + kResultsSchema + "\"");
+}  // namespace
+
+json to_json(const Results& r) { return results_json(r, nullptr); }
+json to_json(const Results& r, SidecarPlan& plan) { return results_json(r, &plan); }
+
+Results results_from_json(const json& j, const ResultsSource& src) {
+  const json schema = j.is_object() && j.contains("schema") ? j["schema"] : json();
+  if (!schema.is_string() || (schema != kResultsSchema && schema != kResultsSchemaV1))
+    fail_input(echo_path(src.file), fmt::format("schema {} is not supported (this attnlab reads \"{}\" and \"{}\")",
+                                                schema.is_null() ? "missing" : echo(schema.dump()), kResultsSchema,
+                                                kResultsSchemaV1));
   Results r;
   r.problem = j.at("problem");
   r.config = j.value("config", json::object());
@@ -83,13 +93,13 @@ Results results_from_json(const json& j) {
     if (jv.contains("reference")) {
       const json& x = jv["reference"];
       v.reference = ReferenceResult{metrics_from_json(x.at("metrics")), x.at("time_ms"), x.value("gflops", 0.0),
-                                    x.value("kv_cache_bytes", int64_t(0)), probes_from(x.value("probes", json::object()))};
+                                    x.value("kv_cache_bytes", int64_t(0)), probes_from(x.value("probes", json::object()), src, v.label, "reference")};
     }
     if (jv.contains("kernel")) {
       const json& x = jv["kernel"];
       v.kernel = KernelResult{metrics_from_json(x.at("metrics")), x.at("time_ms").at("median"),
                               x.at("time_ms").at("p10"), x.at("time_ms").at("p90"), x.value("tops", 0.0),
-                              x.value("hbm_gbps", 0.0), probes_from(x.value("probes", json::object())), std::nullopt};
+                              x.value("hbm_gbps", 0.0), probes_from(x.value("probes", json::object()), src, v.label, "kernel"), std::nullopt};
     }
     if (jv.contains("model")) {
       const json& x = jv["model"];

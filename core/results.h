@@ -1,6 +1,6 @@
 // attnlab core: Results — the one value every front end renders (DESIGN.md, results.json schema
-// "attnlab.results/1"). A backend that did not run is absent from a variant, and `environment` says
-// why.
+// "attnlab.results/2": large probe arrays in .npy sidecars beside it, results_sidecars.h). A backend that
+// did not run is absent from a variant, and `environment` says why.
 #pragma once
 
 #include "core/metrics.h"
@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
@@ -16,7 +17,11 @@
 
 namespace attnlab {
 
-inline constexpr const char* kResultsSchema = "attnlab.results/1";
+inline constexpr const char* kResultsSchema = "attnlab.results/2";
+// Still read: every probe array inline (the shipped tests/data/h100-fig6-decode is one).
+inline constexpr const char* kResultsSchemaV1 = "attnlab.results/1";
+
+class SidecarPlan;
 
 struct ReferenceResult {
   Metrics metrics;
@@ -78,7 +83,20 @@ struct Results {
   std::vector<VariantResult> variants;
 };
 
+// Every probe array inline (a valid schema /2 document at any size; Python's attnlab.run, tests).
 nlohmann::json to_json(const Results& r);
-Results results_from_json(const nlohmann::json& j);  // throws InputError on a wrong schema
+// results.json as saved: probe arrays over kInlineProbeMax values become sidecar references, recorded in
+// `plan` for the writer (the Results must outlive plan.sidecars()).
+nlohmann::json to_json(const Results& r, SidecarPlan& plan);
+
+// Where a results.json was read from: `file` names it in messages; sidecars resolve against `dir`.
+struct ResultsSource {
+  std::string file = "results";
+  std::filesystem::path dir;
+};
+
+// Reads schema /2 (sidecar arrays deferred: read when first asked for) or /1. Throws InputError naming
+// source.file on any other schema.
+Results results_from_json(const nlohmann::json& j, const ResultsSource& source = {});
 
 }  // namespace attnlab

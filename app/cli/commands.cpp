@@ -120,7 +120,7 @@ int run_command(const RunOptions& o) {
                                    echo(o.baseline)));
   }
   const Results r = run_experiment(e);
-  if (!o.json_out.empty()) report::write_output_file(o.json_out, to_json(r).dump(1) + "\n", json_rule);
+  if (!o.json_out.empty()) report::write_results_file(r, o.json_out, json_rule);
   if (!o.save.empty()) fmt::print("saved {}\n", report::write_results_folder(r, o.save, save_rule).string());
   print_table(o.baseline.empty() ? views::results_table(r) : views::with_time_ratio(views::results_table(r), o.baseline));
   for (const auto& s : r.environment.skipped)

@@ -4,6 +4,7 @@
 #include "app/report/child_process.h"
 #include "app/report/csv.h"
 #include "app/report/html.h"
+#include "app/report/results_file.h"
 #include "app/views/chart.h"
 #include "app/views/table.h"
 #include "core/error.h"
@@ -79,7 +80,7 @@ fs::path pdf_printer() {
 
 fs::path write_results_folder(const Results& r, const fs::path& dir, const OutputRule& rule) {
   StagedDir staged(dir, rule);
-  write(staged.path() / "results.json", to_json(r).dump(1) + "\n");
+  write_results_into(r, staged.path());
   staged.commit();
   return staged.target() / "results.json";
 }
@@ -88,7 +89,7 @@ fs::path write_report(const Results& r, const fs::path& dir, const ReportRequest
   const fs::path chromium = how.pdf ? pdf_printer() : fs::path();
   StagedDir staged(dir, OutputRule{how.where, how.inputs, true});
   write(staged.path() / "index.html", render_html(r));
-  write(staged.path() / "results.json", to_json(r).dump(1) + "\n");
+  write_results_into(r, staged.path());
   write(staged.path() / "results.csv", to_csv(views::results_table(r)));
   fs::create_directory(staged.path() / "views");
   for (const auto& v : views::chart_views(r))

@@ -1,6 +1,6 @@
-// attnlab report: the report folder — index.html, results.json, results.csv, views/*.csv, the marker
-// file .attnlab-report and, asked for, report.pdf (index.html printed by headless Chromium) — written
-// atomically: all of it or nothing, and only where output_path.h allows.
+// attnlab report: the report folder — index.html, results.json (its large arrays in arrays/*.npy),
+// results.csv, views/*.csv, the marker file .attnlab-report and, asked for, report.pdf (index.html printed
+// by headless Chromium) — written atomically: all of it or nothing, and only where output_path.h allows.
 #pragma once
 
 #include "app/report/output_path.h"
@@ -23,9 +23,9 @@ struct ReportRequest {
 // fails.
 std::filesystem::path write_report(const Results& r, const std::filesystem::path& dir, const ReportRequest& how = {});
 
-// A results folder — results.json and the folder marker, no views — that `attnlab report --results` and
-// the GUI's --results open elsewhere (`attnlab run --save`). Same folder rule and atomic replacement as
-// write_report; returns the absolute path of the written results.json.
+// A results folder — results.json, its arrays/ and the folder marker, no views — that `attnlab report
+// --results` and the GUI's --results open elsewhere (`attnlab run --save`). Same folder rule and atomic
+// replacement as write_report; returns the absolute path of the written results.json.
 std::filesystem::path write_results_folder(const Results& r, const std::filesystem::path& dir, const OutputRule& rule);
 
 // Headless Chromium, as --pdf needs it; throws InputError when it is not on the PATH. Commands ask for

@@ -1,15 +1,34 @@
 #include "app/report/results_file.h"
 
+#include "app/report/atomic_dir.h"
 #include "core/error.h"
 #include "core/json_input.h"
+#include "core/results_sidecars.h"
 
 #include <nlohmann/json.hpp>
 
+#include <fstream>
 #include <system_error>
 
 namespace attnlab::report {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+void write_bytes(const fs::path& path, const std::string& bytes) {
+  std::ofstream f(path, std::ios::binary);
+  f << bytes;
+  f.close();
+  if (!f) fail_input(echo_path(path.string()), "write failed (disk full?)");
+}
+
+// Each sidecar's .npy into `folder` (one at a time: a run's arrays are never all in memory twice).
+void write_sidecars(const SidecarPlan& plan, const fs::path& folder) {
+  for (const Sidecar& s : plan.sidecars()) write_bytes(folder / s.name, sidecar_bytes(s));
+}
+
+}  // namespace
 
 fs::path results_file_of(const fs::path& path_or_folder) {
   std::error_code ec;
@@ -20,14 +39,36 @@ Results read_results(const fs::path& path_or_folder, const std::string& where) {
   const fs::path file = results_file_of(path_or_folder);
   const std::string named = where + " " + echo_path(file.string());
   try {
-    return results_from_json(read_json_file(file.string()));
+    // Sidecar arrays stay on disk until a view, the report or Python asks for them (results_sidecars.h).
+    return results_from_json(read_json_file(file.string()), ResultsSource{file.string(), file.parent_path()});
   } catch (const InputError& err) {
     const std::string what = err.what();
-    // read_json_file names the file itself; a schema error names only the field.
-    throw InputError(what.find(file.string()) != std::string::npos ? what : named + ": " + what);
+    // read_json_file and the schema check name the file themselves.
+    throw InputError(what.find(echo_path(file.string())) != std::string::npos ? what : named + ": " + what);
   } catch (const nlohmann::json::exception& err) {  // a field missing or of the wrong type
     throw InputError(named + ": not attnlab results: " + one_line(err.what()));
   }
+}
+
+void write_results_into(const Results& r, const fs::path& folder) {
+  SidecarPlan plan("arrays");
+  const std::string text = to_json(r, plan).dump(1) + "\n";
+  if (!plan.sidecars().empty()) {
+    fs::create_directory(folder / plan.dir());
+    write_sidecars(plan, folder / plan.dir());
+  }
+  write_bytes(folder / "results.json", text);
+}
+
+void write_results_file(const Results& r, const fs::path& file, const OutputRule& rule) {
+  SidecarPlan plan(file.filename().string() + ".arrays");
+  const std::string text = to_json(r, plan).dump(1) + "\n";
+  if (!plan.sidecars().empty()) {
+    StagedDir arrays(file.parent_path() / plan.dir(), rule);
+    write_sidecars(plan, arrays.path());
+    arrays.commit();
+  }
+  write_output_file(file, text, rule);
 }
 
 }  // namespace attnlab::report

@@ -6,6 +6,7 @@
 
 #include "core/data/codec.h"
 #include "core/data/file_io.h"
+#include "core/data/npy_array.h"
 #include "core/error.h"
 
 #include <fmt/format.h>
@@ -24,7 +25,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr char kMagic[6] = {'\x93', 'N', 'U', 'M', 'P', 'Y'};
-constexpr uint64_t kAlign = 64;  // numpy pads so the data starts at a multiple of 64
 
 class DictParser {
  public:
@@ -126,25 +126,9 @@ class DictParser {
   size_t i_ = 0;
 };
 
-std::string npy_header(const Shape4& s, Dtype dtype) {
-  const std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': ({}, {}, {}, {}), }}",
-                                       dtype == Dtype::f32 ? "<f4" : "<f2", s.batch, s.heads, s.len, s.dim);
-  // Version 1.0 has a 2-byte length; 2.0 (4 bytes) is only needed for headers over 65535 bytes.
-  for (const uint64_t prefix : {uint64_t{10}, uint64_t{12}}) {
-    const uint64_t unpadded = prefix + dict.size() + 1;  // + '\n'
-    const uint64_t len = dict.size() + 1 + (kAlign - unpadded % kAlign) % kAlign;
-    if (prefix == 12 || len <= 0xffff) {
-      std::string out(kMagic, sizeof kMagic);
-      out += static_cast<char>(prefix == 10 ? 1 : 2);
-      out += '\0';
-      for (uint64_t b = 0; b < prefix - 8; ++b) out += static_cast<char>((len >> (8 * b)) & 0xff);
-      out += dict;
-      out.append(len - dict.size() - 1, ' ');
-      out += '\n';
-      return out;
-    }
-  }
-  return {};  // unreachable
+std::string tensor_header(const Shape4& s, Dtype dtype) {
+  return data::npy_header(dtype == Dtype::f32 ? "<f4" : "<f2",
+                          {uint64_t(s.batch), uint64_t(s.heads), uint64_t(s.len), uint64_t(s.dim)});
 }
 
 }  // namespace
@@ -272,7 +256,7 @@ void save_npy_folder(const std::string& dir, const QKV& t, Dtype dtype) {
   int i = 0;
   for (const auto& [name, tensor] : {std::pair{"q", &t.q}, std::pair{"k", &t.k}, std::pair{"v", &t.v}}) {
     const std::string path = (fs::path(dir) / (std::string(name) + ".npy")).string();
-    const std::string header = npy_header(tensor->shape(), dtype);
+    const std::string header = tensor_header(tensor->shape(), dtype);
     outs[i] = std::make_unique<detail::OutFile>(path);
     outs[i]->write(header.data(), header.size());
     detail::write_tensor(*outs[i], *tensor, dtype, path);

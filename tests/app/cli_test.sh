@@ -23,7 +23,7 @@ small "" >"$tmp/ok.json"
 out=$("$bin" run --config "$tmp/ok.json" --json "$tmp/run.json" 2>"$tmp/err") || fail "run exited $?: $(cat "$tmp/err")"
 echo "$out" | grep -q "^flash2 .*reference" || fail "run table has no flash2 reference row: $out"
 echo "$out" | grep -q "^naive .*reference" || fail "run table has no naive row"
-grep -q '"schema": "attnlab.results/1"' "$tmp/run.json" || fail "results.json lacks the schema"
+grep -q '"schema": "attnlab.results/2"' "$tmp/run.json" || fail "results.json lacks the schema"
 grep -q '"reason"' "$tmp/run.json" || fail "results.json does not say why kernel/model did not run"
 
 # 2. report: index.html, results.json, results.csv; the printed path exists.

@@ -122,7 +122,7 @@ TEST_CASE("Results survive a JSON round trip", "[runner][results]") {
   runner.add_backend(std::make_unique<FakeModel>());
   const Results r = runner.run(small_experiment());
   const json j = to_json(r);
-  CHECK(j["schema"] == "attnlab.results/1");
+  CHECK(j["schema"] == "attnlab.results/2");
   CHECK(j["variants"][1]["params"]["block_c"] == 16);
   CHECK(to_json(results_from_json(j)) == j);
   CHECK(to_json(results_from_json(json::parse(j.dump()))) == j);
