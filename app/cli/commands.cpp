@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 
 namespace attnlab::cli {
 
@@ -160,7 +161,21 @@ int report_command(const ReportOptions& o) {
   report::check_output_folder(o.out, {how.where, how.inputs, true});
   if (o.pdf) report::pdf_printer();
   const Results r = run_experiment(e);
-  fmt::print("{}\n", report::write_report(r, o.out, how).string());
+  // A lesson: every step's run, for the tour. Steps that change nothing show the config's own run, and
+  // steps that make the same change share one run.
+  std::map<std::string, Results> step_runs;
+  report::ReportRequest lesson_how = how;
+  for (size_t k = 0; e.lesson && k < e.lesson->steps.size(); ++k) {
+    const nlohmann::json& set = e.lesson->steps[k].set;
+    if (set.empty()) {
+      lesson_how.tour.push_back(&r);
+      continue;
+    }
+    auto it = step_runs.find(set.dump());
+    if (it == step_runs.end()) it = step_runs.emplace(set.dump(), run_experiment(step_experiment(e, k))).first;
+    lesson_how.tour.push_back(&it->second);
+  }
+  fmt::print("{}\n", report::write_report(r, o.out, lesson_how).string());
   return 0;
 }
 

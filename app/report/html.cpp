@@ -1,6 +1,7 @@
 #include "app/report/html.h"
 
 #include "app/report/svg.h"
+#include "app/report/tour.h"
 #include "app/views/chart.h"
 #include "app/views/table.h"
 
@@ -20,12 +21,14 @@ th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
 th { background: #f2f2f2; } td.text { text-align: left; }
 pre { background: #f7f7f7; padding: 0.8em; overflow-x: auto; }
 .note { color: #666; }
+section.step { margin: 1em 0 2.5em; } section.step h3 { font-size: 1.1em; } div.view h4 { font-size: 1em; margin-bottom: 0.2em; }
 section.view { margin: 1.2em 0 2em; } section.view h3 { font-size: 1.05em; margin-bottom: 0.2em; }
 svg { max-width: 100%; height: auto; }
 )";
 
-// The <table> alone; table_html adds the title above it.
-std::string table_body(const views::Table& t) {
+}  // namespace
+
+std::string table_element(const views::Table& t) {
   std::string out = "<table>\n<tr>";
   for (const auto& c : t.columns)
     out += fmt::format("<th>{}{}</th>", escape_html(c.title), c.unit.empty() ? "" : " (" + escape_html(c.unit) + ")");
@@ -40,7 +43,9 @@ std::string table_body(const views::Table& t) {
   return out + "</table>\n";
 }
 
-std::string table_html(const views::Table& t) { return fmt::format("<h2>{}</h2>\n", escape_html(t.title)) + table_body(t); }
+namespace {
+
+std::string table_html(const views::Table& t) { return fmt::format("<h2>{}</h2>\n", escape_html(t.title)) + table_element(t); }
 
 // The chart views, grouped under their GUI panel's name, each with its note and a link to its CSV.
 std::string views_html(const std::vector<views::View>& all) {
@@ -51,7 +56,7 @@ std::string views_html(const std::vector<views::View>& all) {
                        "<a href=\"views/{}.csv\">CSV</a></p>\n",
                        escape_html(view_file_stem(v.id)), escape_html(v.title), escape_html(v.note), view_file_stem(v.id));
     if (const auto* t = std::get_if<views::Table>(&v.body)) {
-      out += table_body(*t);  // the section's <h3> is its title
+      out += table_element(*t);  // the section's <h3> is its title
     } else {
       out += render_svg(v);
     }
@@ -83,7 +88,7 @@ std::string escape_html(const std::string& s) {
   return out;
 }
 
-std::string render_html(const Results& r) {
+std::string render_html(const Results& r, const std::vector<const Results*>& tour) {
   const std::string title = r.config.value("title", "attnlab report");
   const auto& p = r.problem;
   std::string out = fmt::format(
@@ -96,6 +101,7 @@ std::string render_html(const Results& r) {
       "<p>B={} · H<sub>q</sub>={} · H<sub>kv</sub>={} · N<sub>q</sub>={} · N<sub>kv</sub>={} · d={} · {} · {}</p>\n",
       p.value("batch", 0), p.value("q_heads", 0), p.value("kv_heads", 0), p.value("q_len", 0), p.value("kv_len", 0),
       p.value("head_dim", 0), p.value("causal", false) ? "causal" : "not causal", escape_html(p.value("phase", "")));
+  if (r.config.contains("lesson") && !tour.empty()) out += tour_html(parse_lesson(r.config["lesson"], "lesson"), tour);
   out += table_html(views::results_table(r));
   out += views_html(views::chart_views(r));
   out += table_html(views::params_table(r));

@@ -88,7 +88,7 @@ fs::path write_results_folder(const Results& r, const fs::path& dir, const Outpu
 fs::path write_report(const Results& r, const fs::path& dir, const ReportRequest& how) {
   const fs::path chromium = how.pdf ? pdf_printer() : fs::path();
   StagedDir staged(dir, OutputRule{how.where, how.inputs, true});
-  write(staged.path() / "index.html", render_html(r));
+  write(staged.path() / "index.html", render_html(r, how.tour));
   write_results_into(r, staged.path());
   write(staged.path() / "results.csv", to_csv(views::results_table(r)));
   fs::create_directory(staged.path() / "views");

@@ -16,6 +16,7 @@ struct ReportRequest {
   bool pdf = false;                           // also print index.html to report.pdf
   std::string where = "report folder";        // what messages call the folder (the CLI: "--out")
   std::vector<std::filesystem::path> inputs;  // the run's input files: the folder may not hold one
+  std::vector<const Results*> tour = {};      // a lesson's report: each step's run, in order (report/tour.h)
 };
 
 // Returns the absolute path of the written index.html. Throws InputError, with nothing written, when
