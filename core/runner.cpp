@@ -99,6 +99,9 @@ Results Runner::run(const Experiment& e, const RunControl& control) const {
     auto it = std::find_if(backends_.begin(), backends_.end(), [&](const auto& b) { return b->name() == name; });
     if (!e.wants(name)) {
       r.environment.skipped.push_back({"", name, "not requested"});
+      // The machine's GPU is still named (a status line reading "no GPU" on a GPU server misleads).
+      if (it != backends_.end() && (*it)->unavailable().empty())
+        if (const std::string gpu = (*it)->device_name(); !gpu.empty()) r.environment.gpu = gpu;
     } else if (it == backends_.end()) {
       r.environment.skipped.push_back({"", name, name == "kernel" ? "this build has no kernel backend"
                                                                   : "this build has no cost-model backend"});

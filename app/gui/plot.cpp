@@ -24,17 +24,33 @@ struct Frame {
   ImVec2 min, max;  // plot area
 };
 
-// Reserves w × h, paints the background, returns the plot area (margins for labels and a legend).
-Frame reserve(const char* id, float w, float h, float right_margin) {
+constexpr float kLeftMarginEm = 4.5f;  // the y ticks' labels
+
+// Reserves w × h, paints the background, returns the plot area (margins for labels and a legend; below the
+// plot, `label_rows` rows of x labels and the axis title).
+Frame reserve(const char* id, float w, float h, float right_margin, int label_rows = 1) {
   const ImVec2 at = ImGui::GetCursorScreenPos();
   ImGui::InvisibleButton(id, ImVec2(w, h));
   ImGui::GetWindowDrawList()->AddRectFilled(at, ImVec2(at.x + w, at.y + h), kPaper);
   const float em = ImGui::GetFontSize();
-  return {ImVec2(at.x + 4.5f * em, at.y + 1.5f * em), ImVec2(at.x + w - right_margin, at.y + h - 2.6f * em)};
+  return {ImVec2(at.x + kLeftMarginEm * em, at.y + 1.5f * em),
+          ImVec2(at.x + w - right_margin, at.y + h - (1.6f + float(label_rows)) * em)};
+}
+
+// s, or as much of it as fits `width` followed by an ellipsis (cut between UTF-8 characters).
+std::string fit_text(const std::string& s, float width) {
+  if (ImGui::CalcTextSize(s.c_str()).x <= width) return s;
+  std::string cut = s;
+  while (!cut.empty()) {
+    while (!cut.empty() && (static_cast<unsigned char>(cut.back()) & 0xC0) == 0x80) cut.pop_back();  // continuation bytes
+    if (!cut.empty()) cut.pop_back();  // the last character's first byte
+    if (ImGui::CalcTextSize((cut + "…").c_str()).x <= width) return cut + "…";
+  }
+  return "";
 }
 
 void axes(const Frame& f, const views::AxisScale& xs, const views::AxisScale& ys, const views::Axis& xa,
-          const views::Axis& ya, bool x_ticks, bool integer_x) {
+          const views::Axis& ya, bool x_ticks, bool integer_x, int label_rows = 1) {
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const float em = ImGui::GetFontSize();
   for (double t : ys.ticks()) {
@@ -57,7 +73,8 @@ void axes(const Frame& f, const views::AxisScale& xs, const views::AxisScale& ys
   }
   dl->AddRect(f.min, f.max, kInk);
   const std::string xt = axis_title(xa), yt = axis_title(ya);
-  dl->AddText(ImVec2((f.min.x + f.max.x - ImGui::CalcTextSize(xt.c_str()).x) / 2, f.max.y + 1.2f * em), kInk, xt.c_str());
+  dl->AddText(ImVec2((f.min.x + f.max.x - ImGui::CalcTextSize(xt.c_str()).x) / 2, f.max.y + (0.2f + float(label_rows)) * em),
+              kInk, xt.c_str());
   dl->AddText(ImVec2(f.min.x - 4.3f * em, f.min.y - 1.4f * em), kInk, yt.c_str());  // above the axis: no rotated text
 }
 
@@ -204,7 +221,14 @@ void lines(const views::View& v, const views::LineChart& c, float w, float heigh
 void bars(const views::View& v, const views::BarChart& c, float w, float height) {
   std::vector<std::string> names = c.stacks;
   if (!c.mark_meaning.empty()) names.push_back("outlined: " + c.mark_meaning);
-  const Frame f = reserve(v.id.c_str(), w, height, legend_width(names));
+  // Bar labels wider than a bar's slot go on two staggered rows (each then has two slots of width) and are
+  // shortened with an ellipsis only beyond that; the whole label is in the bar's tooltip.
+  const float em = ImGui::GetFontSize();
+  const float slot_w = (w - kLeftMarginEm * em - legend_width(names)) / float(std::max<size_t>(c.bars.size(), 1));
+  bool stagger = false;
+  for (const auto& b : c.bars) stagger = stagger || ImGui::CalcTextSize(b.label.c_str()).x >= slot_w;
+  const int label_rows = stagger ? 2 : 1;
+  const Frame f = reserve(v.id.c_str(), w, height, legend_width(names), label_rows);
   double top = 0;  // the tallest stack, or with grouped bars the tallest segment
   for (const auto& b : c.bars) {
     double sum = 0;
@@ -214,7 +238,7 @@ void bars(const views::View& v, const views::BarChart& c, float w, float height)
   }
   if (c.grouped) top *= 1.15;  // room above the tallest bar for its value
   const auto ys = views::axis_scale(0, top > 0 ? top : 1, f.max.y, f.min.y, false);
-  axes(f, {0, 1, f.min.x, f.max.x, false}, ys, {c.x_label, ""}, c.y, false, false);
+  axes(f, {0, 1, f.min.x, f.max.x, false}, ys, {c.x_label, ""}, c.y, false, false, label_rows);
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const float slot = (f.max.x - f.min.x) / float(std::max<size_t>(c.bars.size(), 1)), bw = slot * 0.7f;
   const float sw = c.grouped ? bw / float(std::max<size_t>(c.stacks.size(), 1)) : bw;  // grouped: side by side
@@ -241,8 +265,9 @@ void bars(const views::View& v, const views::BarChart& c, float w, float height)
       }
     }
     if (b.marked) dl->AddRect(ImVec2(x - 1, float(ys.at(base)) - 1), ImVec2(x + bw + 1, f.max.y + 1), kInk, 0, 0, 2.5f);
-    const ImVec2 ts = ImGui::CalcTextSize(b.label.c_str());
-    if (ts.x < slot) dl->AddText(ImVec2(x + bw / 2 - ts.x / 2, f.max.y + 2), kInk, b.label.c_str());
+    const std::string label = fit_text(b.label, stagger ? 2 * slot - em / 2 : slot);
+    const float lw = ImGui::CalcTextSize(label.c_str()).x, row = stagger ? float(i % 2) * em : 0.0f;
+    dl->AddText(ImVec2(x + bw / 2 - lw / 2, f.max.y + 2 + row), kInk, label.c_str());
   }
   std::vector<std::pair<std::string, ImU32>> entries;
   for (size_t k = 0; k < c.stacks.size(); ++k) entries.emplace_back(c.stacks[k], palette(k));

@@ -168,9 +168,45 @@ std::string line_svg(const views::LineChart& c, const std::string& label, int w,
   return s + legend(f, entries) + "</svg>\n";
 }
 
+// Bar labels are written at −35° from the axis down to the left. Their room is estimated from DejaVu
+// Sans's average advance at 11 px (6.4 px per character; wide glyphs run over by a few pixels): the frame's
+// bottom grows to hold the longest label (at most half the chart), its left margin so that the first bars'
+// labels do not leave the chart, and a label that still does not fit is shortened with an ellipsis.
+constexpr double kLabelAngle = 35.0 * 3.14159265358979323846 / 180.0, kCharPx = 6.4;
+
+size_t utf8_chars(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char ch : s) n += (ch & 0xC0) != 0x80;
+  return n;
+}
+
+std::string shortened(const std::string& s, size_t chars) {
+  if (utf8_chars(s) <= chars) return s;
+  std::string out;
+  size_t n = 0;
+  for (unsigned char ch : s) {
+    if ((ch & 0xC0) != 0x80 && ++n > (chars > 0 ? chars - 1 : 0)) break;
+    out += char(ch);
+  }
+  return out + "…";
+}
+
 std::string bar_svg(const views::BarChart& c, const std::string& label, int w, int height) {
   Frame f{w, height};
-  f.bottom = 70;
+  std::vector<std::string> names;
+  for (const auto& b : c.bars) names.push_back(b.label + (b.marked ? " ●" : ""));
+  size_t longest = 0;
+  for (const auto& n : names) longest = std::max(longest, utf8_chars(n));
+  f.bottom = std::clamp(40 + std::sin(kLabelAngle) * kCharPx * double(longest), 70.0, height / 2.0);
+  const size_t fits = size_t((f.bottom - 40) / (std::sin(kLabelAngle) * kCharPx));
+  for (auto& n : names) n = shortened(n, fits);
+  for (int pass = 0; pass < 2; ++pass) {  // the slot width depends on the left margin: settle it twice
+    const double slot_w = (f.x1() - f.x0()) / double(std::max<size_t>(c.bars.size(), 1));
+    double need = 70;
+    for (size_t i = 0; i < names.size(); ++i)
+      need = std::max(need, std::cos(kLabelAngle) * kCharPx * double(utf8_chars(names[i])) - (double(i) + 0.5) * slot_w + 4);
+    f.left = std::min(need, w / 3.0);
+  }
   double top = 0;  // the tallest stack, or with grouped bars the tallest segment
   for (const auto& b : c.bars) {
     double sum = 0;
@@ -204,8 +240,8 @@ std::string bar_svg(const views::BarChart& c, const std::string& label, int w, i
       else
         base += v;
     }
-    s += fmt::format("<text transform=\"translate({:.1f} {}) rotate(-35)\" text-anchor=\"end\">{}{}</text>\n", x + bw / 2,
-                     f.y0() + 12, escape_html(b.label), b.marked ? " ●" : "");
+    s += fmt::format("<text class=\"bar-label\" transform=\"translate({:.1f} {:.1f}) rotate(-35)\" text-anchor=\"end\">{}</text>\n",
+                     x + bw / 2, f.y0() + 12, escape_html(names[i]));
   }
   std::vector<std::pair<std::string, std::string>> entries;
   for (size_t k = 0; k < c.stacks.size(); ++k) entries.emplace_back(c.stacks[k], palette(k));

@@ -75,6 +75,32 @@ TEST_CASE("render_svg: stacked bars, marked bars outlined, and nothing for a tab
   CHECK(render_svg({"t", "p", "title", "", views::Table{}}).empty());
 }
 
+TEST_CASE("render_svg: long bar labels stay inside the chart, shortened only where they cannot fit", "[report]") {
+  // The labels are rotated −35° (svg.cpp): a label of n characters reaches about n·6.4·cos 35° px to the
+  // left of its anchor and n·6.4·sin 35° px below it. Each must end inside the chart, above the axis title.
+  views::BarChart b;
+  b.y = {"time", "ms"}, b.stacks = {"predicted", "measured"}, b.grouped = true;
+  for (int i = 0; i < 6; ++i) b.bars.push_back({fmt::format("turbo_2bit MHA #{}: model +12.3%", i), {1, 2}});
+  b.bars.push_back({std::string(200, 'x'), {1, 1}});  // longer than half the chart allows: shortened
+  const int w = 760, h = 340;
+  const std::string svg = render_svg({"t", "p", "title", "", b}, w, h);
+  const std::regex label(R"re(class="bar-label" transform="translate\(([0-9.]+) ([0-9.]+)\) rotate\(-35\)" text-anchor="end">([^<]*)</text>)re");
+  int labels = 0;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), label); it != std::sregex_iterator(); ++it, ++labels) {
+    const double x = std::stod((*it)[1]), y = std::stod((*it)[2]);
+    const std::string text = (*it)[3];
+    size_t chars = 0;
+    for (unsigned char ch : text) chars += (ch & 0xC0) != 0x80;
+    const double run = 6.4 * double(chars);
+    CHECK(x - run * std::cos(35 * M_PI / 180) >= 0);
+    CHECK(y + run * std::sin(35 * M_PI / 180) <= h - 18);  // the x-axis title's line is at h − 8
+    if (labels < 6) CHECK(text.find("model +12.3%") != std::string::npos);  // these fit whole
+  }
+  CHECK(labels == 7);  // one label per bar
+  CHECK(svg.find(">" + std::string(200, 'x') + "</text>") == std::string::npos);  // (whole in its tooltips)
+  CHECK(svg.find("xxx…</text>") != std::string::npos);
+}
+
 TEST_CASE("render_svg: grouped bars side by side from zero, each with its value; none for a NaN", "[report]") {
   views::BarChart b;
   b.y = {"speedup", "×"}, b.stacks = {"predicted", "measured"}, b.grouped = true;
