@@ -3,6 +3,7 @@
 #include "app/gui/plot.h"
 
 #include "app/views/axis.h"
+#include "app/views/label_layout.h"
 
 #include <fmt/format.h>
 #include <imgui.h>
@@ -191,6 +192,8 @@ void lines(const views::View& v, const views::LineChart& c, float w, float heigh
   const ImVec2 mouse = ImGui::GetMousePos();
   float best = 64;  // px², the nearest point under the mouse gets the tooltip
   std::string tip;
+  std::vector<views::LabelRequest> requests;  // the points' labels, placed after the points (label_layout.h)
+  std::vector<std::pair<const std::string*, ImU32>> texts;
   for (size_t k = 0; k < c.series.size(); ++k) {
     const auto& s = c.series[k];
     entries.emplace_back(s.name, palette(k));
@@ -200,11 +203,9 @@ void lines(const views::View& v, const views::LineChart& c, float w, float heigh
       const ImVec2 p(float(xs.at(s.x[i])), float(ys.at(s.y[i])));
       if (s.points) dl->AddCircleFilled(p, 4, palette(k));
       else pts.push_back(p);
-      // The point's label beside it, on the side facing the plot's middle so it stays inside the frame.
       if (i < s.labels.size() && !s.labels[i].empty()) {
-        const float tw = ImGui::CalcTextSize(s.labels[i].c_str()).x;
-        const bool left_half = p.x < (f.min.x + f.max.x) / 2;
-        dl->AddText(ImVec2(left_half ? p.x + 6 : p.x - 6 - tw, p.y - em / 2), palette(k), s.labels[i].c_str());
+        requests.push_back({p.x, p.y, ImGui::CalcTextSize(s.labels[i].c_str()).x, em});
+        texts.emplace_back(&s.labels[i], palette(k));
       }
       const float d = (p.x - mouse.x) * (p.x - mouse.x) + (p.y - mouse.y) * (p.y - mouse.y);
       if (d < best)
@@ -213,6 +214,10 @@ void lines(const views::View& v, const views::LineChart& c, float w, float heigh
     }
     if (pts.size() > 1) dl->AddPolyline(pts.data(), int(pts.size()), palette(k), 0, 1.6f);
   }
+  const auto places = views::place_labels(requests, {f.min.x, f.min.y, f.max.x, f.max.y}, 6);
+  for (size_t i = 0; i < places.size(); ++i)
+    if (places[i].shown)
+      dl->AddText(ImVec2(float(places[i].x), float(places[i].y) - em / 2), texts[i].second, texts[i].first->c_str());
   dl->PopClipRect();
   legend(f, entries);
   if (hovered(f) && !tip.empty()) ImGui::SetTooltip("%s", tip.c_str());

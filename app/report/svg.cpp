@@ -4,6 +4,7 @@
 
 #include "app/report/html.h"
 #include "app/views/axis.h"
+#include "app/views/label_layout.h"
 
 #include <fmt/format.h>
 
@@ -20,6 +21,16 @@ std::string colour_at(double t) { return hex(views::colour_map(t)); }
 std::string num(double x) { return views::tick_label(x); }
 
 std::string axis_title(const views::Axis& a) { return a.unit.empty() ? a.label : a.label + " (" + a.unit + ")"; }
+
+// Text extents without a font at hand: DejaVu Sans at 11 px advances about 6.4 px per character on average
+// (wide glyphs run over by a few pixels); a line is 13 px.
+constexpr double kCharPx = 6.4, kLabelLinePx = 13;
+
+size_t utf8_chars(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char ch : s) n += (ch & 0xC0) != 0x80;
+  return n;
+}
 
 using Scale = views::AxisScale;
 Scale scale_of(double lo, double hi, double p0, double p1, bool log) { return views::axis_scale(lo, hi, p0, p1, log); }
@@ -142,6 +153,8 @@ std::string line_svg(const views::LineChart& c, const std::string& label, int w,
                      "stroke-width=\"1.4\" stroke-dasharray=\"4 3\"/>\n",
                      xs.at(l.x0), ys.at(l.y0), xs.at(l.x1), ys.at(l.y1), hex(kLinkGrey));
   if (!c.link_meaning.empty()) entries.emplace_back(c.link_meaning, hex(kLinkGrey));
+  std::vector<views::LabelRequest> requests;  // the points' labels, placed after the points (label_layout.h)
+  std::vector<std::pair<std::string, std::string>> texts;  // their text and colour
   for (size_t k = 0; k < c.series.size(); ++k) {
     const auto& se = c.series[k];
     const std::string colour = palette(k);
@@ -155,30 +168,27 @@ std::string line_svg(const views::LineChart& c, const std::string& label, int w,
                          colour, escape_html(se.name), num(se.x[i]), num(se.y[i]));
       else
         pts += fmt::format("{:.1f},{:.1f} ", x, y);
-      // The point's label beside it, on the side facing the plot's middle so it stays inside the frame.
       if (i < se.labels.size() && !se.labels[i].empty()) {
-        const bool left_half = x < (f.x0() + f.x1()) / 2;
-        s += fmt::format("<text class=\"point-label\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"{}\" fill=\"{}\">{}</text>\n",
-                         left_half ? x + 6 : x - 6, y + 4, left_half ? "start" : "end", colour, escape_html(se.labels[i]));
+        requests.push_back({x, y, kCharPx * double(utf8_chars(se.labels[i])), kLabelLinePx});
+        texts.emplace_back(se.labels[i], colour);
       }
     }
     if (!se.points && !pts.empty())
       s += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.6\" points=\"{}\"/>\n", colour, pts);
   }
+  const auto places = views::place_labels(requests, {f.x0(), f.y1(), f.x1(), f.y0()}, 6);
+  for (size_t i = 0; i < places.size(); ++i)
+    if (places[i].shown)  // the baseline a third of the line below its centre
+      s += fmt::format("<text class=\"point-label\" x=\"{:.1f}\" y=\"{:.1f}\" fill=\"{}\">{}</text>\n", places[i].x,
+                       places[i].y + kLabelLinePx / 3, texts[i].second, escape_html(texts[i].first));
   return s + legend(f, entries) + "</svg>\n";
 }
 
-// Bar labels are written at −35° from the axis down to the left. Their room is estimated from DejaVu
-// Sans's average advance at 11 px (6.4 px per character; wide glyphs run over by a few pixels): the frame's
-// bottom grows to hold the longest label (at most half the chart), its left margin so that the first bars'
-// labels do not leave the chart, and a label that still does not fit is shortened with an ellipsis.
-constexpr double kLabelAngle = 35.0 * 3.14159265358979323846 / 180.0, kCharPx = 6.4;
-
-size_t utf8_chars(const std::string& s) {
-  size_t n = 0;
-  for (unsigned char ch : s) n += (ch & 0xC0) != 0x80;
-  return n;
-}
+// Bar labels are written at −35° from the axis down to the left. Their room is estimated from kCharPx:
+// the frame's bottom grows to hold the longest label (at most half the chart), its left margin so that the
+// first bars' labels do not leave the chart, and a label that still does not fit is shortened with an
+// ellipsis.
+constexpr double kLabelAngle = 35.0 * 3.14159265358979323846 / 180.0;
 
 std::string shortened(const std::string& s, size_t chars) {
   if (utf8_chars(s) <= chars) return s;

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -99,6 +100,27 @@ TEST_CASE("render_svg: long bar labels stay inside the chart, shortened only whe
   CHECK(labels == 7);  // one label per bar
   CHECK(svg.find(">" + std::string(200, 'x') + "</text>") == std::string::npos);  // (whole in its tooltips)
   CHECK(svg.find("xxx…</text>") != std::string::npos);
+}
+
+TEST_CASE("render_svg: point labels that would collide are moved apart", "[report]") {
+  // A roofline's model and measured points of one variant: same intensity, rates 10% apart.
+  views::LineChart c;
+  c.x = {"intensity", "FLOP/byte"}, c.y = {"rate", "TFLOP/s"};
+  c.series = {{"predicted", {14, 19, 27}, {21, 24, 21}, true, {"turbo 4-bit", "turbo mix", "kivi 2-bit"}},
+              {"measured", {14, 19, 27}, {19, 13, 19}, true, {"turbo 4-bit", "turbo mix", "kivi 2-bit"}}};
+  const std::string svg = render_svg({"t", "p", "title", "", c});
+  const std::regex label(R"re(class="point-label" x="([0-9.]+)" y="([0-9.]+)" fill="[^"]*">([^<]*)</text>)re");
+  std::vector<std::array<double, 4>> boxes;  // estimated as svg.cpp estimates: 6.4 px per character, 13 px lines
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), label); it != std::sregex_iterator(); ++it) {
+    const double x = std::stod((*it)[1]), base = std::stod((*it)[2]), w = 6.4 * double((*it)[3].length());
+    const double top = base - 13.0 / 3 - 6.5;
+    boxes.push_back({x, top, x + w, top + 13});
+  }
+  CHECK(boxes.size() == 6);  // room for every label here
+  for (size_t i = 0; i < boxes.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      CHECK_FALSE((boxes[i][0] < boxes[j][2] && boxes[j][0] < boxes[i][2] && boxes[i][1] < boxes[j][3] &&
+                   boxes[j][1] < boxes[i][3]));
 }
 
 TEST_CASE("render_svg: grouped bars side by side from zero, each with its value; none for a NaN", "[report]") {

@@ -1,0 +1,31 @@
+// attnlab views: where the point labels of a chart go (the roofline's variant names, beside their model
+// and measured points) so that no two overlap and none leaves the plot — shared by the report's SVG and
+// the GUI, which measure text differently and so pass each label's size in.
+#pragma once
+
+#include <vector>
+
+namespace attnlab::views {
+
+struct LabelRequest {
+  double x = 0, y = 0;  // the point it names (pixels; y grows downwards)
+  double w = 0, h = 0;  // the text's size
+};
+
+struct LabelPlace {
+  bool shown = false;
+  double x = 0;         // the text's left edge
+  double y = 0;         // the text's vertical centre
+};
+
+struct PlotBox {
+  double x0 = 0, y0 = 0, x1 = 0, y1 = 0;  // left, top, right, bottom
+};
+
+// Greedy, in request order: each label beside its point (`gap` pixels away), on the side facing the plot's
+// middle first, then the other side, then one and two text heights above and below on either side; the
+// first place that stays inside `box` and overlaps no label placed before it wins. A label with no such
+// place is not shown (its point keeps its tooltip).
+std::vector<LabelPlace> place_labels(const std::vector<LabelRequest>& labels, const PlotBox& box, double gap);
+
+}  // namespace attnlab::views

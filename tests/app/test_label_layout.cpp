@@ -1,0 +1,67 @@
+// Point-label placement (app/views/label_layout.h): labels beside their points, inside the plot, never on
+// top of each other — the roofline's model and measured points of one variant often sit a few pixels apart.
+#include "app/views/label_layout.h"
+#include "tests/catch.h"
+
+#include <cstddef>
+#include <vector>
+
+namespace attnlab::views {
+namespace {
+
+struct Box {
+  double x0, y0, x1, y1;
+};
+Box box_of(const LabelPlace& p, const LabelRequest& r) { return {p.x, p.y - r.h / 2, p.x + r.w, p.y + r.h / 2}; }
+bool overlap(const Box& a, const Box& b) { return a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1; }
+
+void check_layout(const std::vector<LabelRequest>& req, const std::vector<LabelPlace>& out, const PlotBox& plot) {
+  REQUIRE(out.size() == req.size());
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (!out[i].shown) continue;
+    const Box a = box_of(out[i], req[i]);
+    CHECK(a.x0 >= plot.x0);
+    CHECK(a.x1 <= plot.x1);
+    CHECK(a.y0 >= plot.y0);
+    CHECK(a.y1 <= plot.y1);
+    for (std::size_t j = 0; j < i; ++j)
+      if (out[j].shown) CHECK_FALSE(overlap(a, box_of(out[j], req[j])));
+  }
+}
+
+TEST_CASE("place_labels: beside the point, facing the plot's middle", "[views]") {
+  const PlotBox plot{0, 0, 400, 200};
+  const std::vector<LabelRequest> req = {{50, 100, 60, 12}, {350, 100, 60, 12}};
+  const auto out = place_labels(req, plot, 6);
+  REQUIRE(out[0].shown);
+  REQUIRE(out[1].shown);
+  CHECK(out[0].x == 56);        // left half: to the right of its point
+  CHECK(out[1].x == 350 - 66);  // right half: to the left
+  CHECK(out[0].y == 100);       // on the point's line
+  check_layout(req, out, plot);
+}
+
+TEST_CASE("place_labels: two labels on nearly one point both shown, apart", "[views]") {
+  const PlotBox plot{0, 0, 400, 200};
+  const std::vector<LabelRequest> req = {{200, 100, 70, 12}, {200, 104, 70, 12}, {202, 98, 70, 12}};
+  const auto out = place_labels(req, plot, 6);
+  for (const auto& p : out) CHECK(p.shown);
+  check_layout(req, out, plot);
+}
+
+TEST_CASE("place_labels: a crowd keeps what fits and hides the rest; edges stay inside", "[views]") {
+  const PlotBox plot{0, 0, 160, 60};
+  std::vector<LabelRequest> req;
+  for (int i = 0; i < 30; ++i) req.push_back({80, 30, 50, 12});
+  req.push_back({2, 2, 50, 12});    // at the top-left corner
+  req.push_back({158, 58, 50, 12});  // at the bottom-right corner
+  const auto out = place_labels(req, plot, 6);
+  int shown = 0;
+  for (const auto& p : out) shown += p.shown;
+  CHECK(shown >= 4);
+  CHECK(shown < 32);
+  check_layout(req, out, plot);
+}
+
+}  // namespace
+}  // namespace attnlab::views
