@@ -128,7 +128,8 @@ int main(int argc, char** argv) {
   const int W = std::stoi(size.substr(0, size.find('x'))), H = std::stoi(size.substr(size.find('x') + 1));
   if (config.empty())
     config = lesson.empty() ? cli::configs_dir() + "/default.json" : cli::configs_dir() + "/lessons/" + lesson + ".json";
-  if (step != 0) {  // before a window opens: the lesson must load and have step K
+  const bool stepped = app.count("--step") > 0;
+  if (stepped) {  // before a window opens: the lesson must load and have step K
     try {
       const Experiment e = load_experiment(config);
       const size_t n = e.lesson ? e.lesson->steps.size() : 0;
@@ -178,7 +179,7 @@ int main(int argc, char** argv) {
 
   gui::AppState state;
   if (!results.empty()) state.load_results(results);  // a bad file shows its error; the window stays up
-  else if (state.load(config)) step > 0 ? void(state.go_to_step(step - 1)) : state.run();  // a bad config likewise
+  else if (state.load(config)) stepped ? void(state.go_to_step(step - 1)) : state.run();  // a bad config likewise
 
   const auto started = std::chrono::steady_clock::now();
   int settle = -1;  // screenshot: frames still to draw after the run finished

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -139,6 +140,55 @@ TEST_CASE("attnlab-gui: a long error wraps in the status line", "[gui]") {
   INFO(fmt::format("red text from row {} to row {}", top, bottom));
   REQUIRE(bottom >= 0);
   CHECK(bottom - top > 22);  // one line of the 15 px font spans at most 15 rows
+}
+
+
+// A lesson step: the screenshot's layout lines ("panel: NAME | x y w h | state") show the step's panel
+// enlarged over more than half the window and every other panel collapsed; the step's change ran.
+TEST_CASE("attnlab-gui --lesson --step: the step's panel enlarged, the others collapsed, its change run", "[gui]") {
+  const Shot s = screenshot({"--lesson", "sas", "--step", "4"}, "1280x800", "lesson-step");
+  INFO(s.output);
+  REQUIRE(s.exit_code == 0);
+  CHECK(s.variance > 200);
+  CHECK(s.output.find("status: results shown") != std::string::npos);
+  CHECK(s.output.find("lesson: step 4 of 6, panel SAS, set turbo.n_r = -3") != std::string::npos);
+  int enlarged = 0, collapsed = 0;
+  std::istringstream lines(s.output);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("panel: ", 0) != 0) continue;
+    const std::string name = line.substr(7, line.find(" | ") - 7);
+    float x = 0, y = 0, w = 0, h = 0;
+    std::sscanf(line.c_str() + line.find(" | ") + 3, "%f %f %f %f", &x, &y, &w, &h);
+    if (line.find("| enlarged") != std::string::npos) {
+      ++enlarged;
+      CHECK(name == "SAS");
+      CHECK(w * h > 0.5f * 1280 * 800);
+    } else {
+      CHECK(line.find("| collapsed") != std::string::npos);
+      CHECK(h < 40);  // a title bar
+      ++collapsed;
+    }
+  }
+  CHECK(enlarged == 1);
+  CHECK(collapsed >= 3);  // the results table and the other panels SAS's run fills
+}
+
+// --step is checked before a window opens: a step the lesson does not have, or a config without a lesson,
+// is one line on stderr and exit code 2.
+TEST_CASE("attnlab-gui --step: out of range or without a lesson, refused", "[gui]") {
+  const fs::path log = fs::path(ATTNLAB_TEST_TMP) / "gui" / "step.log";
+  fs::create_directories(log.parent_path());
+  for (const auto& args : std::vector<std::vector<std::string>>{{"--lesson", "sas", "--step", "7"},
+                                                                 {"--lesson", "sas", "--step", "0"},
+                                                                 {"--config", "configs/default.json", "--step", "1"}}) {
+    std::vector<std::string> argv{ATTNLAB_GUI_BINARY};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const test::ProgramRun run = test::run_program(argv, log, 60);
+    INFO(run.output);
+    CHECK(run.exit_code == 2);
+    CHECK(run.output.rfind("attnlab-gui: error: --step: ", 0) == 0);
+    CHECK(std::count(run.output.begin(), run.output.end(), '\n') == 1);
+  }
 }
 
 }  // namespace
