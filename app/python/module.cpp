@@ -5,6 +5,7 @@
 #include "app/python/compare.h"
 #include "app/python/model.h"
 #include "app/python/run.h"
+#include "app/python/saved.h"
 #include "core/error.h"
 
 #include <pybind11/pybind11.h>
@@ -49,6 +50,7 @@ Returns the dict of results.json, with NumPy arrays added: variants[i]["referenc
 output O (B, H, N, d) float32 the metrics were computed from, and probes[name]["array"] for each probe;
 the same under variants[i]["kernel"] where a kernel ran (its O read back from the GPU).
 Raises ValueError for bad input (the CLI's message), RuntimeError for internal failures.)");
+  attnlab::python::bind_saved(m);
   attnlab::python::bind_blocks(m);
   attnlab::python::bind_compare(m);
   attnlab::python::bind_model(m);

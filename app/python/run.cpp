@@ -3,7 +3,7 @@
 #include "app/cli/backends.h"
 #include "app/python/arrays.h"
 #include "app/python/experiment.h"
-#include "app/python/json_to_python.h"
+#include "app/python/saved.h"
 #include "core/config.h"
 #include "core/error.h"
 #include "core/json_input.h"
@@ -65,12 +65,6 @@ class ProgressBar {
   py::object callback_ = py::none(), bar_ = py::none();
 };
 
-// Adds "array" beside each probe's JSON form.
-void add_probe_arrays(const py::dict& backend, const Probes& probes) {
-  const auto out = backend["probes"].cast<py::dict>();
-  for (const auto& [name, probe] : probes) out[py::str(name)].cast<py::dict>()["array"] = to_numpy(probe);
-}
-
 }  // namespace
 
 py::dict run(const py::object& config, const py::object& q, const py::object& k, const py::object& v,
@@ -105,7 +99,7 @@ py::dict run(const py::object& config, const py::object& q, const py::object& k,
     throw;
   }
 
-  const auto out = to_python(to_json(results)).cast<py::dict>();
+  const py::dict out = results_to_python(results, false);  // the form attnlab.load_results gives back
   if (arrays) out["config"]["data"] = py::dict(py::arg("arrays") = "q, k, v given to attnlab.run");
   const auto variants = out["variants"].cast<py::list>();
   for (size_t i = 0; i < results.variants.size(); ++i) {
@@ -114,14 +108,10 @@ py::dict run(const py::object& config, const py::object& q, const py::object& k,
     if (vr.reference) {
       const auto ref = jv["reference"].cast<py::dict>();
       if (outputs[i].count("reference")) ref["output"] = to_numpy(outputs[i].at("reference"));
-      add_probe_arrays(ref, vr.reference->probes);
-      if (ref["probes"].contains("lse")) ref["lse"] = ref["probes"]["lse"]["array"];  // (B, H, N), where kept
     }
     if (vr.kernel) {
       const auto kernel = jv["kernel"].cast<py::dict>();
       if (outputs[i].count("kernel")) kernel["output"] = to_numpy(outputs[i].at("kernel"));
-      add_probe_arrays(kernel, vr.kernel->probes);
-      if (kernel["probes"].contains("lse")) kernel["lse"] = kernel["probes"]["lse"]["array"];
     }
   }
   return out;

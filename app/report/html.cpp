@@ -103,7 +103,7 @@ std::string render_html(const Results& r, const std::vector<const Results*>& tou
       p.value("head_dim", 0), p.value("causal", false) ? "causal" : "not causal", escape_html(p.value("phase", "")));
   if (r.config.contains("lesson") && !tour.empty()) out += tour_html(parse_lesson(r.config["lesson"], "lesson"), tour);
   out += table_html(views::results_table(r));
-  out += views_html(views::chart_views(r));
+  out += views_html(views::chart_views(r, kPageHeatmapCols));
   out += table_html(views::params_table(r));
   out += table_html(views::skipped_table(r));
   const auto& env = r.environment;

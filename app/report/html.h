@@ -11,6 +11,11 @@
 
 namespace attnlab::report {
 
+// The page's heatmaps are binned to at most this many columns (the GUI's to 128): with rows one per
+// (batch, head) pair, no chart on the page grows with the sequence — no per-token array reaches
+// index.html, only its binned maxima (B4 H16: ≤ 4096 cells, about 0.5 MB of SVG per heatmap).
+inline constexpr int64_t kPageHeatmapCols = 64;
+
 std::string escape_html(const std::string& s);
 // A view id as a file name: characters other than letters, digits, '.', '-', '_' become '_'.
 std::string view_file_stem(const std::string& id);

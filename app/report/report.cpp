@@ -92,7 +92,7 @@ fs::path write_report(const Results& r, const fs::path& dir, const ReportRequest
   write_results_into(r, staged.path());
   write(staged.path() / "results.csv", to_csv(views::results_table(r)));
   fs::create_directory(staged.path() / "views");
-  for (const auto& v : views::chart_views(r))
+  for (const auto& v : views::chart_views(r, kPageHeatmapCols))  // the page's views
     write(staged.path() / "views" / (view_file_stem(v.id) + ".csv"), to_csv(views::view_as_table(v)));
   if (how.pdf) print_pdf(chromium, staged.path());  // the page as a browser prints it; no network, no GPU
   staged.commit();
