@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/json_input.h"
 #include "core/results.h"
+#include "core/results_sidecars.h"
 #include "core/runner.h"
 
 #include <algorithm>
@@ -99,7 +100,8 @@ py::dict run(const py::object& config, const py::object& q, const py::object& k,
     throw;
   }
 
-  const py::dict out = results_to_python(results, false);  // the form attnlab.load_results gives back
+  SidecarPlan plan("arrays");  // the form `attnlab run --save` writes and attnlab.load_results gives back
+  const py::dict out = results_to_python(results, to_json(results, plan), false);
   if (arrays) out["config"]["data"] = py::dict(py::arg("arrays") = "q, k, v given to attnlab.run");
   const auto variants = out["variants"].cast<py::list>();
   for (size_t i = 0; i < results.variants.size(); ++i) {

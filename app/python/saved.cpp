@@ -3,6 +3,7 @@
 #include "app/python/arrays.h"
 #include "app/python/json_to_python.h"
 #include "app/report/results_file.h"
+#include "core/json_input.h"
 #include "core/results_sidecars.h"
 
 #include <pybind11/eval.h>
@@ -64,8 +65,6 @@ void add_arrays(const py::dict& backend, const Probes& probes, bool deferred) {
   py::object out = lazy();
   for (const auto& [name, probe] : probes) {
     py::object one = lazy(saved[py::str(name)]);
-    one.attr("pop")("npy", py::none());  // a path relative to the saved file: meaningless here
-    one.attr("pop")("dtype", py::none());  // the file's element type; "array" is float64 either way
     py::object array = deferred && !probe.values.loaded() ? deferred_array(probe) : py::object(to_numpy(probe));
     one.attr("__setitem__")("array", array);
     out.attr("__setitem__")(name, one);
@@ -76,9 +75,8 @@ void add_arrays(const py::dict& backend, const Probes& probes, bool deferred) {
 
 }  // namespace
 
-py::dict results_to_python(const Results& r, bool deferred) {
-  SidecarPlan plan("arrays");  // the saved form: large probes as references, not value lists
-  const auto out = lazy_dict_class()(to_python(to_json(r, plan))).cast<py::dict>();
+py::dict results_to_python(const Results& r, const nlohmann::json& saved, bool deferred) {
+  const auto out = lazy_dict_class()(to_python(saved)).cast<py::dict>();
   const auto variants = out["variants"].cast<py::list>();
   for (size_t i = 0; i < r.variants.size(); ++i) {
     const VariantResult& vr = r.variants[i];
@@ -101,8 +99,12 @@ void bind_saved(py::module_& m) {
   m.def(
       "load_results",
       [](const std::string& path) {
-        // Read from the same code as attnlab report --results; sidecars are read on access.
-        return results_to_python(report::read_results(path, "load_results"), true);
+        // Read by the same code as attnlab report --results; sidecars are read on access.
+        const Results r = report::read_results(path, "load_results");
+        const nlohmann::json j = read_json_file(report::results_file_of(path).string());
+        if (j.at("schema") == kResultsSchema) return results_to_python(r, j, true);  // its sidecar names kept
+        SidecarPlan plan("arrays");  // an older schema: given back in today's form, every array in memory
+        return results_to_python(r, to_json(r, plan), true);
       },
       py::arg("path"),
       R"(Reads saved results — a results folder (attnlab run --save, a report folder) or a results.json
