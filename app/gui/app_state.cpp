@@ -36,6 +36,10 @@ bool AppState::load(const std::string& path) {
 bool AppState::load_results(const std::string& path) {
   try {
     Results r = report::read_results(path, "--results");
+    // Views first: they read the sidecar arrays they draw, and a missing or damaged one fails here,
+    // naming its file, with what was shown kept.
+    std::vector<views::View> built = views::chart_views(r, 128, channel_head);
+    views::Table built_table = views::results_table(r);
     try {
       experiment = parse_experiment(r.config);  // its data file may not exist here: then the controls stay
       config_path.clear();
@@ -45,8 +49,8 @@ bool AppState::load_results(const std::string& path) {
     lesson_base.reset();
     enlarged.clear();
     results_from = report::results_file_of(path).string();
-    rebuild_views();
-    table = views::results_table(*results);
+    views = std::move(built);
+    table = std::move(built_table);
     trace_step = 0;
     device = results->environment.gpu.value_or("no GPU");
     error.clear();
@@ -102,7 +106,12 @@ void AppState::poll() {
 }
 
 void AppState::rebuild_views() {
-  if (results) views = views::chart_views(*results, 128, channel_head);
+  if (!results) return;
+  try {
+    views = views::chart_views(*results, 128, channel_head);
+  } catch (const std::exception& ex) {  // a sidecar array gone since the results were opened
+    error = ex.what();
+  }
 }
 
 }  // namespace attnlab::gui

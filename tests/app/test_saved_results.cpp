@@ -5,6 +5,7 @@
 // every value is a float32), they are read only when asked for, and the views, the results table and the
 // report page rendered from them equal those rendered from the Results in memory. Old (/1) files are
 // read; any other schema, and a missing or damaged sidecar, is one InputError naming the file.
+#include "app/gui/app_state.h"
 #include "app/report/csv.h"
 #include "app/report/html.h"
 #include "app/report/report.h"
@@ -81,12 +82,19 @@ std::string message_of(const std::function<void()>& f) {
   return "";
 }
 
-// A small Results with one array past kInlineProbeMax: the sample's, plus a logsumexp of 2 × 300 rows.
+// A small Results with arrays past kInlineProbeMax: the sample's, plus a logsumexp of 2 × 300 rows and
+// a trace of 300 steps × 3 rows (drawn by the tile stepper's views).
 Results with_one_sidecar() {
   Results r = test::small_results();
-  std::vector<double> lse(600);
+  std::vector<double> lse(600), m(900), bytes(300);
   for (size_t i = 0; i < lse.size(); ++i) lse[i] = 1.0 / double(i + 3);
-  r.variants[0].reference->probes["lse"] = {{1, 2, 300}, lse, {}, "logit", "logsumexp"};
+  for (size_t i = 0; i < m.size(); ++i) m[i] = double(i / 3) * 0.5;
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = double(100 * (i + 1));
+  auto& probes = r.variants[0].reference->probes;
+  probes["lse"] = {{1, 2, 300}, lse, {}, "logit", "logsumexp"};
+  probes["trace.m"] = {{300, 3}, m, {}, "logit", "running max"};
+  probes["trace.l"] = {{300, 3}, m, {}, "", "running sum"};
+  probes["trace.hbm_bytes"] = {{300}, bytes, {}, "bytes", "bytes so far"};
   return r;
 }
 
@@ -217,4 +225,20 @@ TEST_CASE("saved results: run --json FILE puts the sidecars in FILE.arrays besid
   CHECK(back.variants[0].reference->probes.at("lse").values.get() == live.variants[0].reference->probes.at("lse").values.get());
   report::write_results_file(live, dir / "run.json", report::OutputRule{"--json", {}});  // replaced, not refused
   CHECK(fs::exists(dir / "run.json.arrays/turbo.reference.lse.npy"));
+}
+
+TEST_CASE("gui state: saved results with a missing sidecar keep what was shown and name the file", "[gui-state]") {
+  const fs::path dir = scratch("gui");
+  report::write_results_folder(with_one_sidecar(), dir, kRule);
+  gui::AppState s;
+  REQUIRE(s.load_results(dir.string()));  // every array there: shown
+  REQUIRE(s.load_results("tests/data/h100-fig6-decode"));
+  fs::remove(dir / "arrays/turbo.reference.lse.npy");
+  fs::resize_file(dir / "arrays/turbo.reference.trace.m.npy", 100);  // a view draws this one
+  CHECK_FALSE(s.load_results(dir.string()));
+  INFO(s.error);
+  CHECK(s.error.find((dir / "arrays/turbo.reference.trace.m.npy").string()) != std::string::npos);
+  CHECK(s.error.find("truncated") != std::string::npos);
+  CHECK(s.results_from == "tests/data/h100-fig6-decode/results.json");  // still showing the last good results
+  CHECK(s.results->environment.gpu == "NVIDIA H100 80GB HBM3");
 }
