@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On the lent GPU machine: unpacks scripts/gui-bundle.sh's archive (carried as build-gui-bundle/) and runs
 # attnlab-gui under its own Xvfb with the kernel backend, one screenshot per config, into $OUT:
-#   scripts/gui-on-gpu.sh [CONFIG …]   (default: the GPU bench config, a lesson, the turbo decode bench)
+#   scripts/gui-on-gpu.sh [CONFIG[@STEP] …]   (default: the GPU bench config, a lesson, the turbo decode bench)
+# CONFIG@K opens a lesson at step K. WITH_KERNEL=1 adds the kernel backend to each config (a copy in /tmp).
 # Every carried program starts through the carried loader with only the carried libraries (plus the
 # machine's own for the CUDA driver, which must be the machine's).
 set -u
@@ -19,7 +20,7 @@ if [ ! -e /usr/bin/xkbcomp ]; then
   printf '#!/bin/sh\nexec %s --library-path %s %s "$@"\n' "$root/lib/ld-linux-x86-64.so.2" "$libs" "$root/bin/xkbcomp" >/usr/bin/xkbcomp
   chmod +x /usr/bin/xkbcomp
 fi
-mkdir -p /usr/share/fonts/truetype/dejavu && cp -n "$root/fonts/DejaVuSans.ttf" /usr/share/fonts/truetype/dejavu/
+mkdir -p /usr/share/fonts/truetype/dejavu && cp --update=none "$root/fonts/DejaVuSans.ttf" /usr/share/fonts/truetype/dejavu/
 run "$root/bin/Xvfb" :77 -screen 0 1920x1200x24 -nolisten tcp -xkbdir "$root/share/X11/xkb" >"$out/xvfb.log" 2>&1 &
 xvfb=$!
 sleep 3
@@ -27,12 +28,18 @@ export DISPLAY=:77
 status=0
 for cfg in "${@:-configs/bench-gpu.json configs/lessons/online-softmax.json configs/bench-turbo-decode.json}"; do
   for c in $cfg; do
-    name=$(basename "$c" .json)
-    echo "== $c"
-    timeout 300 "$root/lib/ld-linux-x86-64.so.2" --library-path "$libs" "$root/bin/attnlab-gui" --config "$c" \
+    step=()
+    if [[ "$c" == *@* ]]; then step=(--step "${c##*@}"); c=${c%@*}; fi
+    name=$(basename "$c" .json)${step:+-step${step[1]}}
+    if [ -n "${WITH_KERNEL:-}" ]; then
+      python3 -c "import json,sys; c=json.load(open(sys.argv[1])); b=c.setdefault('backends',['reference']); b.count('kernel') or b.append('kernel'); json.dump(c,open(sys.argv[2],'w'))" "$c" "/tmp/$name.json"
+      c=/tmp/$name.json
+    fi
+    echo "== $c ${step[*]}"
+    timeout 300 "$root/lib/ld-linux-x86-64.so.2" --library-path "$libs" "$root/bin/attnlab-gui" --config "$c" "${step[@]}" \
       --size 1920x1200 --screenshot "$out/gui-$name.png" >"$out/gui-$name.log" 2>&1
     rc=$?
-    echo "exit $rc"; tail -5 "$out/gui-$name.log"
+    echo "exit $rc"; tail -3 "$out/gui-$name.log"
     [ $rc -eq 0 ] || status=1
   done
 done
