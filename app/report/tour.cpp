@@ -15,7 +15,7 @@ namespace {
 std::string panel_html(const std::string& panel, const Results& run) {
   if (panel == "Results") return table_element(views::results_table(run));
   std::string out;
-  for (const views::View& v : views::chart_views(run)) {
+  for (const views::View& v : views::chart_views(run, kPageHeatmapCols)) {  // binned as the page's other views
     if (v.panel != panel) continue;
     out += fmt::format("<div class=\"view\">\n<h4>{}</h4>\n<p class=\"note\">{}</p>\n", escape_html(v.title), escape_html(v.note));
     const auto* t = std::get_if<views::Table>(&v.body);
