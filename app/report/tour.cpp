@@ -36,7 +36,17 @@ std::string tour_html(const Lesson& lesson, const std::vector<const Results*>& r
                        escape_html(s.panel), escape_html(s.text));
     if (!s.figure.empty()) out += fmt::format("<p class=\"note\">Paper: {}</p>\n", escape_html(s.figure));
     if (!s.set.empty()) out += fmt::format("<p class=\"note\">This step runs with {}.</p>\n", escape_html(describe_change(s)));
-    out += panel_html(s.panel, *runs[k]) + "</section>\n";
+    // A panel of a run an earlier step already showed is not drawn again (a reader would see one chart
+    // twice): the step points back to it.
+    size_t first = k;
+    for (size_t j = 0; j < k; ++j)
+      if (runs[j] == runs[k] && lesson.steps[j].panel == s.panel) {
+        first = j;
+        break;
+      }
+    if (first == k) out += panel_html(s.panel, *runs[k]);
+    else out += fmt::format("<p class=\"note\">The same run and panel as <a href=\"#step-{0}\">step {0}</a>, above.</p>\n", first + 1);
+    out += "</section>\n";
   }
   return out;
 }

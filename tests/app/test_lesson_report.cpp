@@ -45,6 +45,15 @@ TEST_CASE("lesson report: every step's text in order, each with the view of its 
     return html.substr(from, html.find("</section>", from) - from);
   };
   CHECK(section(4).substr(section(4).find("<svg")) != section(1).substr(section(1).find("<svg")));
+  // Steps 1 and 2 both look at the SAS panel; given one run (as the report passes steps that change nothing),
+  // step 2 points back to step 1 instead of drawing the same chart again.
+  std::vector<const Results*> shared = tour;
+  shared[1] = shared[0];
+  const std::string once = report::render_html(base, shared);
+  const size_t from = once.find("id=\"step-2\"");
+  const std::string step2 = once.substr(from, once.find("</section>", from) - from);
+  CHECK(step2.find("<svg") == std::string::npos);
+  CHECK(step2.find("The same run and panel as <a href=\"#step-1\">step 1</a>") != std::string::npos);
   // Without the steps' runs (a report of saved results) there is no tour.
   CHECK(report::render_html(base).find("The lesson, step by step") == std::string::npos);
 }
