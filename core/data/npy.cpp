@@ -139,18 +139,7 @@ NpyHeader parse_npy_header(const std::string& text, const std::string& where) {
   return DictParser(text, where).parse();
 }
 
-}  // namespace detail
-
-namespace {
-
-// What one .npy header says, checked against the file's real size; reads no data.
-struct NpyLayout {
-  Dtype dtype = Dtype::f32;
-  Shape4 shape;
-  uint64_t data_start = 0;
-};
-
-NpyLayout read_layout(detail::InFile& file) {
+NpyPreamble read_npy_preamble(InFile& file) {
   const std::string& path = file.path();
   unsigned char pre[8] = {};
   const uint64_t have = std::min<uint64_t>(file.size(), 8);
@@ -170,8 +159,24 @@ NpyLayout read_layout(detail::InFile& file) {
   file.require(header_start, header_len, "the header");
   std::string text(header_len, '\0');
   file.read(header_start, text.data(), header_len, "the header");
+  return {parse_npy_header(text, path), header_start + header_len};
+}
 
-  const detail::NpyHeader h = detail::parse_npy_header(text, path);
+}  // namespace detail
+
+namespace {
+
+// What one .npy header says, checked against the file's real size; reads no data.
+struct NpyLayout {
+  Dtype dtype = Dtype::f32;
+  Shape4 shape;
+  uint64_t data_start = 0;
+};
+
+NpyLayout read_layout(detail::InFile& file) {
+  const std::string& path = file.path();
+  const detail::NpyPreamble pre = detail::read_npy_preamble(file);
+  const detail::NpyHeader& h = pre.header;
   std::optional<Dtype> dtype;
   if (h.descr == "<f4") dtype = Dtype::f32;
   if (h.descr == "<f2") dtype = Dtype::f16;
@@ -182,7 +187,7 @@ NpyLayout read_layout(detail::InFile& file) {
     fail_input(path, fmt::format("dtype '{}' is not supported (need float32 '<f4' or float16 '<f2')",
                                  detail::printable(h.descr)));
   if (h.fortran_order) fail_input(path, "fortran_order is True; only C-order arrays are supported");
-  const NpyLayout layout{*dtype, detail::checked_shape(h.shape, *dtype, path), header_start + header_len};
+  const NpyLayout layout{*dtype, detail::checked_shape(h.shape, *dtype, path), pre.data_start};
   const uint64_t bytes = detail::byte_size(layout.shape, layout.dtype);
   file.require(layout.data_start, bytes, "the tensor data");
   // Extra bytes mean the header's shape undercounts the data: better refused than silently cut.

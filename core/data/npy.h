@@ -41,5 +41,15 @@ struct NpyHeader {
 // whitespace, trailing commas); fails naming `where` on anything else.
 NpyHeader parse_npy_header(const std::string& text, const std::string& where);
 
+class InFile;
+// The magic, the version (1.0, 2.0, 3.0), the header's length and the header itself, parsed — every .npy
+// reader's first step (q/k/v loading here, results sidecars in npy_array.h); data_start is where the array
+// begins. Fails naming the file on anything malformed or truncated.
+struct NpyPreamble {
+  NpyHeader header;
+  uint64_t data_start = 0;
+};
+NpyPreamble read_npy_preamble(InFile& file);
+
 }  // namespace detail
 }  // namespace attnlab::data

@@ -81,25 +81,8 @@ std::vector<double> read_npy_array(const std::string& path, const std::vector<in
                                    std::vector<int64_t>* shape_out) {
   detail::InFile file(path);
   const std::string& where = file.path();
-  unsigned char pre[8] = {};
-  const uint64_t have = std::min<uint64_t>(file.size(), 8);
-  file.read(0, pre, have, "the magic");
-  if (have < 6 || std::memcmp(pre, kMagic, 6) != 0)
-    fail_input(where, fmt::format("not an npy file (bad magic, expected \"\\x93NUMPY\"; the file has {} bytes)", file.size()));
-  if (have < 8) fail_input(where, fmt::format("file is truncated: {} bytes, shorter than the npy preamble", have));
-  const int major = pre[6], minor = pre[7];
-  if ((major != 1 && major != 2 && major != 3) || minor != 0)
-    fail_input(where, fmt::format("npy format version {}.{} is not supported (need 1.0, 2.0 or 3.0)", major, minor));
-  const uint64_t len_bytes = major == 1 ? 2 : 4;
-  unsigned char len_raw[4] = {};
-  file.read(8, len_raw, len_bytes, "the header length");
-  uint64_t header_len = 0;
-  for (uint64_t b = 0; b < len_bytes; ++b) header_len |= uint64_t{len_raw[b]} << (8 * b);
-  std::string text;
-  file.require(8 + len_bytes, header_len, "the header");
-  text.resize(header_len);
-  file.read(8 + len_bytes, text.data(), header_len, "the header");
-  const detail::NpyHeader h = detail::parse_npy_header(text, where);
+  const detail::NpyPreamble pre = detail::read_npy_preamble(file);
+  const detail::NpyHeader& h = pre.header;
   if (h.descr != "<f4" && h.descr != "<f8")
     fail_input(where, fmt::format("dtype '{}' is not supported (need little-endian float32 '<f4' or float64 '<f8')",
                                   detail::printable(h.descr)));
@@ -118,7 +101,7 @@ std::vector<double> read_npy_array(const std::string& path, const std::vector<in
   if (!expected_shape.empty() && shape != expected_shape)
     fail_input(where, fmt::format("npy shape {} differs from the shape {} results.json gives", shape_text(shape),
                                   shape_text(expected_shape)));
-  const uint64_t start = 8 + len_bytes + header_len, bytes = count * item;
+  const uint64_t start = pre.data_start, bytes = count * item;
   file.require(start, bytes, "the array data");
   if (file.size() != start + bytes)
     fail_input(where, fmt::format("{} bytes follow the data that shape {} implies (header and data disagree)",
