@@ -26,6 +26,8 @@ packages=(
   # readable stacks. Clang 16, not bookworm's default 14: 14 cannot capture a structured binding in a
   # lambda (C++20), which the sources do. `make test-sanitize` uses GCC's libasan/libubsan (g++ brings them).
   clang-16 libclang-rt-16-dev llvm-16
+  # scripts/gui-bundle.sh (the GUI carried to a GPU server): xz for the archive, ldd for the library closure
+  xz-utils libc-bin
 )
 
 missing=()
