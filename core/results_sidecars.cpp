@@ -40,9 +40,8 @@ json SidecarPlan::probe_json(const ProbeArray& p, const std::string& variant, co
   const std::string stem = fmt::format("{}.{}.{}", file_part(variant), backend, file_part(name));
   std::string base = stem + ".npy";
   for (int n = 2; !taken_.insert(base).second; ++n) base = fmt::format("{}~{}.npy", stem, n);  // labels may repeat
-  const std::string file = dir_ + "/" + base;
-  sidecars_.push_back({file, base, &p});
-  json out = {{"npy", file}, {"dtype", data::npy_descr(data::narrowest_exact(p.values))}, {"shape", p.shape},
+  sidecars_.push_back({base, &p});
+  json out = {{"npy", dir_ + "/" + base}, {"dtype", data::npy_descr(data::narrowest_exact(p.values))}, {"shape", p.shape},
               {"summary", summary(p.values)}, {"unit", p.unit}, {"help", p.help}};
   if (!p.labels.empty()) out["labels"] = p.labels;
   return out;

@@ -26,10 +26,9 @@ namespace attnlab {
 // indented JSON, so results.json stays within a few hundred kB per variant at any problem size.
 inline constexpr size_t kInlineProbeMax = 256;
 
-// One sidecar to write: `file` relative to results.json's folder (e.g. "arrays/flash2.kernel.lse.npy").
+// One sidecar to write: `name` inside the plan's dir (results.json names it dir/name).
 struct Sidecar {
-  std::string file;         // dir/name
-  std::string name;         // the file name inside dir
+  std::string name;         // e.g. "flash2.kernel.lse.npy"
   const ProbeArray* probe;  // points into the Results being saved
 };
 

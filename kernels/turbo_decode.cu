@@ -50,6 +50,7 @@
 // gains nothing, P·V's rows spread through shared memory.
 #include "kernels/turbo_decode.h"
 
+#include "core/variants/turbo_chains.h"
 #include "core/variants/turbo_layout.h"
 #include "kernels/mma.cuh"
 
@@ -105,6 +106,13 @@ constexpr int kSmemRequest = kCtasPerSm<D, GE, BITS> == 4 || 3 * (kSmemBytes<D, 
 // Where the 2-bit kernel gains occupancy (and so runs as its own launch: launch_chains).
 static_assert(kCtasPerSm<128, 1, 2> == 4 && kCtasPerSm<128, 2, 2> == 4 && kCtasPerSm<128, 4, 2> == 2);
 static_assert(kCtasPerSm<128, 1, 4> == 2 && kCtasPerSm<64, 8, 4> == 4 && kCtasPerSm<64, 8, 0> == 4);
+// turbo_chains.h's chain target assumes 16 warps per SM exactly where the 2-bit code fits 4 CTAs: the two
+// rules are written apart (the reference cannot see this file), so they are held together here.
+template <int D, int GE>
+constexpr bool kChainTargetAgrees = (kCtasPerSm<D, GE, 2> == 4) == (turbo_chains::chain_target(D, GE) == 4096);
+static_assert(kChainTargetAgrees<64, 1> && kChainTargetAgrees<64, 2> && kChainTargetAgrees<64, 4> &&
+              kChainTargetAgrees<64, 8> && kChainTargetAgrees<128, 1> && kChainTargetAgrees<128, 2> &&
+              kChainTargetAgrees<128, 4> && kChainTargetAgrees<128, 8>);
 
 __device__ __forceinline__ void cp_async_8(void* smem, const void* gmem) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(smem_addr(smem)), "l"(gmem));
