@@ -46,8 +46,10 @@
 // v3, v4 — integer index arithmetic, the saturation test only where a block may saturate; v5 — the
 // softmax and the saturating channels in the spread layout (softmax_tile's comment), pair order; v6 —
 // P·V's results and O spread the same way; v7 — at G = 1 the fold's products spread too; v9 —
-// one launch per width, 2-bit at 16 warps per SM; v10 (this) — one launch over both widths where that
-// gains nothing, P·V's rows spread through shared memory.
+// one launch per width, 2-bit at 16 warps per SM; v10 — one launch over both widths where that gains
+// nothing, P·V's rows spread through shared memory; v11 (this) — the MMA's rows replicated (row g holds
+// query row g mod GE), so the scores' spread is a choice among registers and Z needs no shuffle, and the
+// P codes gathered through shared memory.
 #include "kernels/turbo_decode.h"
 
 #include "core/variants/turbo_chains.h"
@@ -225,27 +227,11 @@ __device__ __forceinline__ int row_sum(int x) {
   else return row_reduce<GE>(x, [](int a, int b) { return a + b; });
 }
 
-// MMA fragments (row g, columns 8j + 2t + e for n-tiles j < N: the scores' tokens, or P·V's channels)
-// → the spread layout: slot i holds n-tile j = R·i + ⌊g/GE⌋ of row g mod GE.
-template <int GE, int N>
-__device__ __forceinline__ void spread(const int (&in)[N][2], int (&out)[N * GE / 8][2]) {
-  constexpr int R = Spread<GE>::R;
-  if constexpr (GE == 8) {
-#pragma unroll
-    for (int j = 0; j < N; ++j) out[j][0] = in[j][0], out[j][1] = in[j][1];
-  } else {
-    const int t = threadIdx.x % 4, src = 4 * Spread<GE>::row() + t, part = Spread<GE>::part();
-#pragma unroll
-    for (int j = 0; j < N; ++j)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int v = __shfl_sync(kFull, in[j][e], src);
-        if (j % R == part) out[j / R][e] = v;
-      }
-  }
-}
-
-// The same spread through shared memory (v10): the lanes of rows g < GE store their fragments, each lane
+// MMA fragments (row g, columns 8j + 2t + e for n-tiles j < N: the scores' tokens, or P·V's channels) →
+// the spread layout: slot i holds n-tile j = R·i + ⌊g/GE⌋ of row g mod GE. Two ways: through shared memory
+// (spread_via), or, where the MMA's rows are replicated, a choice among registers (spread_local). v5–v10
+// also moved the scores by 2N shuffles and selects.
+// Through shared memory (v10): the lanes of rows g < GE store their fragments, each lane
 // loads its slots — N stores and N·GE/8 loads of two words where the shuffles take 2N shuffles and 2N
 // selects. scratch: GE rows of 8N ints, the warp's own; the caller's next __syncwarp orders its reuse.
 template <int GE, int N>
@@ -266,22 +252,55 @@ __device__ __forceinline__ void spread_via(int* scratch, const int (&in)[N][2], 
   }
 }
 
+// Where the MMA's rows are replicated (v11: row g holds query row g mod GE — the fold's and
+// P's A fragments are built so), so every lane already holds its slots' tiles: a choice among R registers,
+// no data movement.
+template <int GE, int N>
+__device__ __forceinline__ void spread_local(const int (&in)[N][2], int (&out)[N * GE / 8][2]) {
+  constexpr int R = Spread<GE>::R;
+  const int part = Spread<GE>::part();
+#pragma unroll
+  for (int i = 0; i < N * GE / 8; ++i)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      int v[R];  // a tree of selects on part's bits: log₂R predicates live, not R − 1
+#pragma unroll
+      for (int r = 0; r < R; ++r) v[r] = in[R * i + r][e];
+#pragma unroll
+      for (int bit = 1; bit < R; bit *= 2)
+#pragma unroll
+        for (int r = 0; r < R; r += 2 * bit) v[r] = part & bit ? v[r + bit] : v[r];
+      out[i][e] = v[0];
+    }
+}
+
 // The P codes (spread, each < 128) → the A fragment of P·V: k-step κ, a0 = tiles j = 4κ, 4κ + 1 and
 // a2 = 4κ + 2, 4κ + 3, each 32-bit word the bytes of tokens (8j + 2t, +1) of two tiles.
 template <int GE>
-__device__ __forceinline__ void gather_codes(const int (&pq)[GE][2], uint32_t (&ap)[2][2]) {
+__device__ __forceinline__ void gather_codes(const int (&pq)[GE][2], uint32_t (&ap)[2][2], uint16_t* scratch) {
   constexpr int R = Spread<GE>::R;
   const int t = threadIdx.x % 4, row = Spread<GE>::row();
-  uint32_t pair[8];  // tile j's two codes of this lane's row, as the low 16 bits
+  if constexpr (GE == 8) {
+    uint32_t pair[8];  // tile j's two codes of this lane's row, as the low 16 bits
 #pragma unroll
-  for (int j = 0; j < 8; ++j) {
-    const uint32_t mine = uint32_t(pq[j / R][0]) | (uint32_t(pq[j / R][1]) << 8);
-    pair[j] = GE == 8 ? mine : __shfl_sync(kFull, mine, 4 * (GE * (j % R) + row) + t);
-  }
+    for (int j = 0; j < 8; ++j) pair[j] = uint32_t(pq[j][0]) | (uint32_t(pq[j][1]) << 8);
 #pragma unroll
-  for (int k = 0; k < 2; ++k) {
-    ap[k][0] = pair[4 * k] | (pair[4 * k + 1] << 16);
-    ap[k][1] = pair[4 * k + 2] | (pair[4 * k + 3] << 16);
+    for (int k = 0; k < 2; ++k) {
+      ap[k][0] = pair[4 * k] | (pair[4 * k + 1] << 16);
+      ap[k][1] = pair[4 * k + 2] | (pair[4 * k + 3] << 16);
+    }
+  } else {
+    // Through shared memory (v11; v5–v10 took 8 shuffles): the lanes of row r, column t store tile j's two
+    // codes at pairs (r, t, j); each lane reads its row's eight as one 16-byte word, which is already
+    // a0 | a2 of both k-steps (pair 2i in the low half of word i). scratch: GE·64 bytes, 16-aligned; the
+    // __syncwarp before the stores waits for the scratch's earlier readers (other lanes).
+    __syncwarp();
+#pragma unroll
+    for (int i = 0; i < GE; ++i)
+      scratch[(row * 4 + t) * 8 + R * i + Spread<GE>::part()] = uint16_t(pq[i][0] | (pq[i][1] << 8));
+    __syncwarp();
+    const uint4 w = *reinterpret_cast<const uint4*>(scratch + (row * 4 + t) * 8);
+    ap[0][0] = w.x, ap[0][1] = w.y, ap[1][0] = w.z, ap[1][1] = w.w;
   }
 }
 
@@ -290,7 +309,7 @@ __device__ __forceinline__ void gather_codes(const int (&pq)[GE][2], uint32_t (&
 template <int D, int GE, class Exp>
 __device__ __forceinline__ void softmax_tile(const int (&sint)[GE][2], int rows, float f_s, const Exp& exp_fn,
                                              Chain<D, GE>& ch, int (&pq)[GE][2], uint32_t (&ap)[2][2], float& sp,
-                                             int& psum) {
+                                             int& psum, uint16_t* scratch) {
   float s[GE][2];
   float mt = -INFINITY;
 #pragma unroll
@@ -345,7 +364,7 @@ __device__ __forceinline__ void softmax_tile(const int (&sint)[GE][2], int rows,
 #pragma unroll
   for (int i = 0; i < GE; ++i) psum += pq[i][0] + pq[i][1];
   psum = row_sum<GE>(psum);
-  gather_codes<GE>(pq, ap);  // tokens 32κ …; V's stored order matches (turbo_layout.h)
+  gather_codes<GE>(pq, ap, scratch);  // tokens 32κ …; V's stored order matches (turbo_layout.h)
 #pragma unroll
   for (int i = 0; i < Chain<D, GE>::NO; ++i) ch.o[i][0] = __fmul_rn(ch.o[i][0], alpha), ch.o[i][1] = __fmul_rn(ch.o[i][1], alpha);
 }
@@ -412,12 +431,14 @@ __device__ void coded_tile(uint8_t* stage, const int8_t* q8, float s_q, int rows
     }
   }
 
-  // A fragments of the fold: row g holds hi, row g + 8 lo of q·s (0 for saturating channels).
+  // A fragments of the fold: row g holds hi, row g + 8 lo of q·s (0 for saturating channels) of query row
+  // g mod GE — the rows are replicated (v11), so every lane's accumulators hold its row's scores for all
+  // eight n-tiles and the spread is a choice among registers (spread_local); rows ≥ G are never read.
   uint32_t a[KS][4];
   if constexpr (GE == 1) {
-    // One query row (MHA): only lanes (0, t) hold a nonzero fragment, 32 channels each. The products are
-    // spread instead — lane L computes channels 4L … 4L + 3 (L < D/4) — and lane (0, t) gathers word
-    // 8ks + 4h + t (channels 32ks + 16h + 4t …) by shuffles; rows g ≥ 1 are zero.
+    // One query row (MHA): 32 channels per lane (0, t), the same in every row g. The products are spread
+    // instead — lane L computes channels 4L … 4L + 3 (L < D/4) — and every lane (g, t) gathers word
+    // 8ks + 4h + t (channels 32ks + 16h + 4t …) by shuffles.
     const uint32_t qw = *reinterpret_cast<const uint32_t*>(q8 + 4 * lane);  // row 0 (reads stay in the rows)
     const uint32_t sw = *reinterpret_cast<const uint32_t*>(sz + 4 * lane);
     uint32_t kf = kflag[0];
@@ -430,8 +451,8 @@ __device__ void coded_tile(uint8_t* stage, const int8_t* q8, float s_q, int rows
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const uint32_t hv = __shfl_sync(kFull, hw, 8 * ks + 4 * h + t), lv = __shfl_sync(kFull, lw, 8 * ks + 4 * h + t);
-        a[ks][2 * h] = g == 0 ? hv : 0u;
-        a[ks][2 * h + 1] = g == 0 ? lv : 0u;
+        a[ks][2 * h] = hv;
+        a[ks][2 * h + 1] = lv;
       }
   } else {
 #pragma unroll
@@ -439,21 +460,22 @@ __device__ void coded_tile(uint8_t* stage, const int8_t* q8, float s_q, int rows
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int c0 = 32 * ks + 16 * h + 4 * t;
-        const uint32_t qw = g < GE ? *reinterpret_cast<const uint32_t*>(q8 + g * D + c0) : 0u;  // rows ≥ GE: none
+        const uint32_t qw = *reinterpret_cast<const uint32_t*>(q8 + (g % GE) * D + c0);  // replicated rows
         const uint32_t sw = *reinterpret_cast<const uint32_t*>(sz + c0);
         fold_words(qw, sw, kflag[ks] >> (16 * h + 4 * t), a[ks][2 * h], a[ks][2 * h + 1]);
       }
   }
-  // Z = Σ (q·s)·z: z as B's column 0 (lanes g = 0), the result in column 0 of rows g and g + 8.
+  // Z = Σ (q·s)·z: z as every column of B (each lane g loads it: v11, no selects), so every lane's
+  // accumulators hold Z of rows g and g + 8 (v10 put z in column 0 and shuffled it from lane (g, 0)).
   int zacc[4] = {0, 0, 0, 0};
 #pragma unroll
   for (int ks = 0; ks < KS; ++ks) {
-    const uint32_t b0 = g == 0 ? *reinterpret_cast<const uint32_t*>(sz + D + 32 * ks + 4 * t) : 0u;
-    const uint32_t b1 = g == 0 ? *reinterpret_cast<const uint32_t*>(sz + D + 32 * ks + 16 + 4 * t) : 0u;
+    const uint32_t b0 = *reinterpret_cast<const uint32_t*>(sz + D + 32 * ks + 4 * t);
+    const uint32_t b1 = *reinterpret_cast<const uint32_t*>(sz + D + 32 * ks + 16 + 4 * t);
     const uint32_t af[4] = {a[ks][0], a[ks][1], a[ks][2], a[ks][3]};
     mma_s8(zacc, af, b0, b1);
   }
-  const int z_hi = __shfl_sync(kFull, zacc[0], lane & ~3), z_lo = __shfl_sync(kFull, zacc[2], lane & ~3);
+  const int z_hi = zacc[0], z_lo = zacc[2];
 
   // S_int for the lane's 16 tokens 8j + 2t + e.
   int sint[8][2];
@@ -478,7 +500,7 @@ __device__ void coded_tile(uint8_t* stage, const int8_t* q8, float s_q, int rows
     sint[j][1] = 128 * acc[1] + acc[3];
   }
   int ss[GE][2];
-  spread<GE, 8>(sint, ss);  // by shuffles: the K codes are still read below (spread_via made the 2-bit MHA kernel spill)
+  spread_local<GE, 8>(sint, ss);
   // Saturating K channels, token by token, in the spread layout (2·GE tokens per lane).
   const int row = Spread<GE>::row();
 #pragma unroll
@@ -501,7 +523,10 @@ __device__ void coded_tile(uint8_t* stage, const int8_t* q8, float s_q, int rows
   int pq[GE][2];
   float sp;
   int psum;
-  softmax_tile<D, GE>(ss, rows, __fmul_rn(__fmul_rn(s_q, bs.x), scale), exp_fn, ch, pq, ap, sp, psum);
+  // The K codes are spent (the saturating channels above were their last reader): the P codes' gather and
+  // then P·V's spread use their place in the stage; the ring's next load into it follows the loop's __syncwarp.
+  softmax_tile<D, GE>(ss, rows, __fmul_rn(__fmul_rn(s_q, bs.x), scale), exp_fn, ch, pq, ap, sp, psum,
+                      reinterpret_cast<uint16_t*>(stage));
 
   // P·V: the P codes times the raw V codes; then, spread (a lane's channels 8jc + 2t + e of its row,
   // jc = R·i + ⌊g/GE⌋), s_c·(X + z_c·ΣP) per channel.
@@ -528,10 +553,11 @@ __device__ void coded_tile(uint8_t* stage, const int8_t* q8, float s_q, int rows
   }
   constexpr int NO = Chain<D, GE>::NO;
   int x[NO][2];
-  // The K codes are spent (the saturating channels above were their last reader), so P·V's rows spread
-  // through their place in the stage; the ring's next load into it follows the loop's __syncwarp.
+  // P's A rows are replicated (gather_codes), so P·V's are too: at G ≥ 4 a choice among R = 2 registers
+  // (spread_local), at G ≤ 2 through the spent K codes (spread_via: fewer instructions than R − 1 selects).
   static_assert(GE == 8 || GE * D * 4 <= kCodeBytes, "P·V's rows fit where the K codes were");
-  if constexpr (GE == 8) spread<GE, NJ>(pv, x);
+  static_assert(GE == 8 || GE * 64 <= kCodeBytes, "the P codes' gather fits where the K codes were");
+  if constexpr (GE >= 4) spread_local<GE, NJ>(pv, x);
   else spread_via<GE, NJ>(reinterpret_cast<int*>(stage), pv, x);
 #pragma unroll
   for (int i = 0; i < NO; ++i)
@@ -569,15 +595,15 @@ __device__ void coded_tile(uint8_t* stage, const int8_t* q8, float s_q, int rows
 template <int D, int GE, class Exp>
 __device__ void buffer_tile(const int8_t* kb, const int8_t* vb, const int8_t* q8, float s_q, float2 universal,
                             int rows, float scale, const Exp& exp_fn, Chain<D, GE>& ch, int32_t* dump,
-                            int64_t row_stride) {
+                            int64_t row_stride, uint16_t* scratch) {
   using S = Shape<D>;
   constexpr int KS = S::KS, NJ = S::NJ;
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   uint32_t aq[KS][4];
 #pragma unroll
   for (int ks = 0; ks < KS; ++ks) {
-    aq[ks][0] = g < GE ? *reinterpret_cast<const uint32_t*>(q8 + g * D + 32 * ks + 4 * t) : 0u;
-    aq[ks][2] = g < GE ? *reinterpret_cast<const uint32_t*>(q8 + g * D + 32 * ks + 16 + 4 * t) : 0u;
+    aq[ks][0] = *reinterpret_cast<const uint32_t*>(q8 + (g % GE) * D + 32 * ks + 4 * t);  // replicated rows
+    aq[ks][2] = *reinterpret_cast<const uint32_t*>(q8 + (g % GE) * D + 32 * ks + 16 + 4 * t);
     aq[ks][1] = aq[ks][3] = 0u;
   }
   int sint[8][2];
@@ -593,13 +619,13 @@ __device__ void buffer_tile(const int8_t* kb, const int8_t* vb, const int8_t* q8
     sint[j][0] = acc[0], sint[j][1] = acc[1];
   }
   int ss[GE][2];
-  spread<GE, 8>(sint, ss);
+  spread_local<GE, 8>(sint, ss);
   dump_scores<GE>(dump, row_stride, ss);
   uint32_t ap[2][2];
   int pq[GE][2];
   float sp;
   int psum;
-  softmax_tile<D, GE>(ss, rows, __fmul_rn(__fmul_rn(s_q, universal.x), scale), exp_fn, ch, pq, ap, sp, psum);
+  softmax_tile<D, GE>(ss, rows, __fmul_rn(__fmul_rn(s_q, universal.x), scale), exp_fn, ch, pq, ap, sp, psum, scratch);
   int pv[NJ][2];
   const uint32_t* vw = reinterpret_cast<const uint32_t*>(vb);
 #pragma unroll
@@ -614,7 +640,7 @@ __device__ void buffer_tile(const int8_t* kb, const int8_t* vb, const int8_t* q8
     pv[jc][0] = acc[0], pv[jc][1] = acc[1];
   }
   int x[Chain<D, GE>::NO][2];
-  spread<GE, NJ>(pv, x);
+  spread_local<GE, NJ>(pv, x);
   accumulate<D, GE>(ch, x, __fmul_rn(sp, universal.y));
 }
 
@@ -666,8 +692,9 @@ __device__ void run_chain(const TurboDecodeArgs& a, int pair, int chain, uint8_t
   if (last > tiles.coded) {  // the chain ends with the pending buffer
     const int64_t off = int64_t(pair) * kTurboBlock * D;
     const float2 universal = *reinterpret_cast<const float2*>(a.cache.universal + 2 * pair);
+    // The ring is idle (every stage waited for and read): its first bytes are the P codes' gather scratch.
     buffer_tile<D, GE>(a.cache.k_buffer + off, a.cache.v_buffer + off, q8, s_q, universal, tiles.pending, a.scale,
-                   exp_fn, ch, dump_at(a, pair, tiles.coded), row_stride);
+                       exp_fn, ch, dump_at(a, pair, tiles.coded), row_stride, reinterpret_cast<uint16_t*>(ring));
   }
   // The chain's (m, ℓ, O) for the merge, from the spread layout: every lane holds channels of row g'.
   const float l = row_sum<GE>(ch.l);  // ℓ: the lanes' shares of the row (softmax_tile, l. 6)

@@ -91,11 +91,21 @@ TEST_CASE("lessons: a malformed step is refused naming the file, the step and th
     CHECK(message.find(c.message) == file.size());
     CHECK(message.find('\n') == std::string::npos);
   }
+  // The refusal's message, or "" where nothing was refused (written out: Catch2 v2 and v3 spell the
+  // string matchers differently, and both must build this file).
+  auto refusal = [](const json& experiment) -> std::string {
+    try {
+      parse_experiment(experiment);
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "";
+  };
   json j = json::parse(std::ifstream("configs/lessons/sas.json"));
   j["lesson"]["steps"] = json::array();
-  CHECK_THROWS_WITH(parse_experiment(j), Catch::Contains("lesson.steps: expected a non-empty list"));
+  CHECK(refusal(j).find("lesson.steps: expected a non-empty list") != std::string::npos);
   j["lesson"] = {{"text", "the old form"}, {"panel", "SAS"}};
-  CHECK_THROWS_WITH(parse_experiment(j), Catch::Contains("lesson.panel: unknown field (known: figure, steps)"));
+  CHECK(refusal(j).find("lesson.panel: unknown field (known: figure, steps)") != std::string::npos);
 }
 
 TEST_CASE("lessons: a step's change applies to its run only, not to the steps after it", "[lesson]") {
