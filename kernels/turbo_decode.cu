@@ -337,11 +337,14 @@ __device__ __forceinline__ void softmax_tile(const int (&sint)[GE][2], int rows,
   ch.l = __fadd_rn(__fmul_rn(alpha, ch.l), sum);
   ch.m = m_new;
   sp = scale_for_span(pmax);                                          // l. 7: s_P = max P̃ / 119
-  // Q(P̃) = ⌈fl(P̃ / s_P)⌋ ∈ [0, 119], as the reference divides — through the reciprocal: y = fl(P̃·fl(1/s_P))
-  // is within q·1.5·2⁻²³ ≤ 2.2·10⁻⁵ of fl(q) (q < 120; two roundings of 2⁻²⁴ each, and fl(q)'s own), so
-  // where y lies farther than 2⁻¹⁵ from every half-integer, y and fl(q) round to the same integer. The
-  // few that lie closer (about 2⁻¹⁴ of them) take the exact division; rne(y) by the 1.5·2²³ constant.
-  const float r = __frcp_rn(sp);
+  // Q(P̃) = ⌈fl(P̃ / s_P)⌋ ∈ [0, 119], as the reference divides — through a reciprocal r̃ of s_P: y = fl(P̃·r̃)
+  // against q = P̃ / s_P < 120 (s_P = fl(max P̃ / 119)). r̃ is the SFU's rcp.approx (v11; v2–v10 the correctly
+  // rounded one), within 1 ulp, a relative 2⁻²³, of 1/s_P (PTX ISA; s_P ≥ FLT_MIN, so no input or result is
+  // subnormal); y's own rounding adds 2⁻²⁴ and fl(q)'s 2⁻²⁴, so |y − fl(q)| ≤ q·2⁻²² < 120·2⁻²² = 2.86·10⁻⁵.
+  // Where y lies farther than 2⁻¹⁵ = 3.05·10⁻⁵ from every half-integer, y and fl(q) round to the same
+  // integer; the few that lie closer (about 2⁻¹⁴ of them) take the exact division. rne(y) by 1.5·2²³.
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(sp));
   uint32_t near_half = 0;
 #pragma unroll
   for (int i = 0; i < GE; ++i)
