@@ -22,6 +22,10 @@ struct KernelTraits {
   int decode_splits_max;  // split-KV decode: at most this many CTAs share one (batch, KV head); 1 = the
                           // kernel does not split (decode then runs on the arch-80 row's kernel)
   bool decode_only = false;  // the kernel computes decode only (prefill has no kernel row)
+  bool warp_chains = false;  // each warp of a CTA runs its own split of the keys (a chain), independent of the
+                             // CTA's other warps (the turbo and kivi decode kernels)
+  bool pow2_ctas = false;    // CTAs per SM a power of two: the launch asks for enough shared memory that a
+                             // count in between does not fit (turbo decode: 4 or 2, never 3 — kSmemRequest)
 };
 
 inline constexpr KernelTraits kKernelTraits[] = {
@@ -36,14 +40,56 @@ inline constexpr KernelTraits kKernelTraits[] = {
     {"int_flash",   128, 90,  128, 128, 8,    3,     255, 1},
     // turbo decode (kernels/turbo_decode.cu): B_r = the ≤ 8 query heads of one KV head (MMA rows g; g + 8
     // carry the low half of q·s), B_c = one 64-token cache block; 4 warps per CTA, each its own chain
-    // (core/variants/turbo_chains.h decides how many, not this table), 3 blocks in flight per warp.
-    {"turbo",       64,  80,  8,   64,  4,    3,     128, 0, true},
-    {"turbo",       128, 80,  8,   64,  4,    3,     168, 0, true},
+    // (core/variants/turbo_chains.h decides how many, not this table), 3 blocks in flight per warp. Registers:
+    // the 2-bit kernel's 128 (its launch bounds ask for 4 CTAs per SM); the 4-bit one's 132 do not bind,
+    // shared memory holds it to 2 CTAs.
+    {"turbo",       64,  80,  8,   64,  4,    3,     128, 0, true, true, true},
+    {"turbo",       128, 80,  8,   64,  4,    3,     128, 0, true, true, true},
     // kivi decode (kernels/kivi_decode.cu): B_r = the ≤ 8 query heads (MMA N columns), B_c = 64 tokens;
     // 4 warps per CTA, one chain each, 2 tiles in flight per warp; splits from decode_splits over warps.
-    {"kivi",        64,  80,  8,   64,  4,    2,     158, 128, true},
-    {"kivi",        128, 80,  8,   64,  4,    2,     226, 128, true},
+    {"kivi",        64,  80,  8,   64,  4,    2,     158, 128, true, true},
+    {"kivi",        128, 80,  8,   64,  4,    2,     226, 128, true, true},
 };
+
+// Warp instructions a decode kernel's warp issues per KV tile (one 64-token cache block), by head dim, query
+// heads per KV head (the kernels' GE: the group rounded up to a power of two) and cache bits — the work the
+// cost model's issue term counts for the warp-chain kernels, where it binds (the latency term,
+// sim/cost_model.h). Measured, not derived: Nsight Compute's smsp__inst_executed.sum of the chains kernel
+// on an H100 at 8192 and 16384 keys with the same chains, the difference over the tiles added
+// (kernels/bench/ncu_decode_instructions.sh → kernels/bench/h100-decode-instructions-2026-11-26.csv; turbo
+// decode v11, kivi decode v1; llm_like data, whose 2-bit blocks have saturating channels). An sm_90a build;
+// other GPUs run other code and take these as an estimate.
+struct DecodeIssue {
+  const char* variant;
+  int head_dim, group, bits;
+  double warp_instructions_per_tile;
+};
+inline constexpr DecodeIssue kDecodeIssue[] = {
+    {"turbo", 128, 1, 4, 947.4},  {"turbo", 128, 1, 2, 1183.8}, {"turbo", 128, 2, 4, 1350.0},
+    {"turbo", 128, 2, 2, 1653.2}, {"turbo", 128, 4, 4, 1555.5}, {"turbo", 128, 4, 2, 2007.3},
+    {"turbo", 128, 8, 4, 1868.0}, {"turbo", 128, 8, 2, 2493.2}, {"turbo", 64, 1, 4, 655.3},
+    {"turbo", 64, 1, 2, 851.8},   {"turbo", 64, 4, 4, 1061.8},  {"turbo", 64, 4, 2, 1496.9},
+    {"kivi", 128, 1, 4, 2705.3},  {"kivi", 128, 1, 2, 2921.8},  {"kivi", 128, 2, 4, 2711.1},
+    {"kivi", 128, 2, 2, 2928.0},  {"kivi", 128, 4, 4, 2719.6},  {"kivi", 128, 4, 2, 2935.7},
+    {"kivi", 128, 8, 4, 2724.6},  {"kivi", 128, 8, 2, 2941.7},  {"kivi", 64, 1, 4, 1499.5},
+    {"kivi", 64, 1, 2, 1615.5},   {"kivi", 64, 4, 4, 1506.5},   {"kivi", 64, 4, 2, 1622.3},
+};
+
+// The measured row for (variant, d, group, bits): the group rounded up to the kernels' power of two, and
+// where that group was not measured (d 64 at 2 and 8) the nearest measured one (the returned row says which).
+// nullptr where the variant, d or bits has no row.
+constexpr const DecodeIssue* find_decode_issue(std::string_view variant, int head_dim, int group, int bits) {
+  int ge = 1;
+  while (ge < group) ge *= 2;
+  const DecodeIssue* best = nullptr;
+  int best_gap = 1 << 30;
+  for (const auto& r : kDecodeIssue) {
+    if (variant != r.variant || head_dim != r.head_dim || bits != r.bits) continue;
+    const int gap = r.group > ge ? r.group - ge : ge - r.group;
+    if (gap < best_gap) best = &r, best_gap = gap;
+  }
+  return best;
+}
 
 // Split-KV decode (flash-decoding): how many CTAs share one (batch, head)'s keys. FlashAttention-2's
 // rule, which our decode kernel follows: with `blocks` CTAs before splitting and `slots` CTAs the GPU

@@ -55,6 +55,7 @@
 #include "core/variants/turbo_chains.h"
 #include "core/variants/turbo_layout.h"
 #include "kernels/mma.cuh"
+#include "kernels/turbo_compress.cuh"
 
 #include <cuda_fp16.h>
 
@@ -793,19 +794,6 @@ __global__ void __launch_bounds__(D) turbo_merge_kernel(const TurboDecodeArgs a)
   if (c == 0) a.lse[row] = L > 0.0f ? __fadd_rn(M, logf(L)) : -INFINITY;
 }
 
-// rne(a / b) for integers, b > 0 (quant::div_rne).
-__device__ __forceinline__ int div_rne(int a, int b) {
-  int q = a / b, r = a % b;
-  if (r < 0) r += b, --q;
-  if (2 * r > b || (2 * r == b && (q & 1))) ++q;
-  return q;
-}
-// quant::div_rne_small: one FP32 division, rounded through 1.5·2²³.
-__device__ __forceinline__ int div_rne_small(int a, int b) {
-  const float q = __fdiv_rn(float(a), float(b));
-  return int(__fsub_rn(__fadd_rn(q, kMagic), kMagic));
-}
-
 // §3.3: append one token per pair; a full buffer becomes the next cache block (Eq. 10 in integers).
 template <int D>
 __global__ void __launch_bounds__(D) turbo_append_kernel(const TurboCacheArgs c, const float* k, const float* v,
@@ -825,28 +813,17 @@ __global__ void __launch_bounds__(D) turbo_append_kernel(const TurboCacheArgs c,
   if (pos + 1 < kTurboBlock) return;  // uniform across the block
 
   // Flush into slot `coded` (quant::progressive_compress on the buffer, the universal scale as scale8).
-  const int bits = c.bits[pair], L = (1 << bits) - 1, slot = tiles.coded;
+  const int bits = c.bits[pair], slot = tiles.coded;
   const int code_bytes = kTurboBlock * D * bits / 8;
   for (int i = ch; i < 2 * code_bytes / 4; i += D) words[i] = 0u;
   __syncthreads();
   int8_t* sz = c.scale_zero + (int64_t(pair) * c.slots + slot) * 4 * D;
   for (int which = 0; which < 2; ++which) {
     const int8_t* buf = which == 0 ? kb : vb;
-    int mn = 127, mx = -127;
     int8_t q[kTurboBlock];
-    for (int tau = 0; tau < kTurboBlock; ++tau) {
-      q[tau] = buf[which == 0 ? layout::k8_at(tau, ch, D) : layout::v8_at(tau, ch, D)];
-      mn = min(mn, int(q[tau])), mx = max(mx, int(q[tau]));
-    }
-    const int range = mx - mn;
-    const int s = max(1, up ? (range + L - 1) / L : div_rne(range, L));
-    const int z = div_rne(mn, s);
-    for (int tau = 0; tau < kTurboBlock; ++tau) {
-      const int code = min(max(div_rne_small(int(q[tau]) - z * s, s), 0), L);
-      const auto at = which == 0 ? layout::k_code_at(tau, ch, D, bits) : layout::v_code_at(tau, ch, D, bits);
-      const int64_t byte = at.byte + (which == 0 ? 0 : code_bytes);
-      atomicOr(&words[byte / 4], uint32_t(code) << (8 * (byte % 4) + at.shift));
-    }
+    for (int tau = 0; tau < kTurboBlock; ++tau) q[tau] = buf[which == 0 ? layout::k8_at(tau, ch, D) : layout::v8_at(tau, ch, D)];
+    int s, z;
+    turbo_compress::compress_channel(q, kTurboBlock, ch, D, bits, up, which == 1, code_bytes, words, s, z);
     sz[2 * D * which + ch] = int8_t(s);
     sz[2 * D * which + D + ch] = int8_t(z);
   }

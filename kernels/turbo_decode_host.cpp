@@ -44,28 +44,30 @@ int turbo_slots(int64_t prefill, int64_t tokens) {
   return int((prefill + kTurboBlock - 1) / kTurboBlock + (tokens - prefill) / kTurboBlock + 1);
 }
 
-TurboDeviceCache upload_turbo_cache(const std::vector<HeadCache>& heads, int slots) {
-  if (heads.empty()) throw std::logic_error("upload_turbo_cache: no heads");
-  const int64_t d = heads[0].d;
+namespace {
+
+// Every pair's image on the device, in pair order, with its width and universal scales.
+TurboDeviceCache upload_images(const std::vector<DeviceImage>& images, const std::vector<int>& bits,
+                               const std::vector<float>& universal, int64_t d, int slots, int64_t prefill_tokens,
+                               int64_t tokens) {
   std::vector<uint8_t> codes;
   std::vector<int8_t> sz, kbuf, vbuf;
-  std::vector<float> bscales, universal;
+  std::vector<float> bscales;
   TurboDeviceCache c;
-  for (const HeadCache& h : heads) {
-    const DeviceImage img = variants::turbo_detail::device_image(h, kTurboBlock, slots);
+  for (size_t i = 0; i < images.size(); ++i) {
+    const DeviceImage& img = images[i];
     c.offsets.push_back(int64_t(codes.size()));
-    c.head_bits.push_back(h.bits);
+    c.head_bits.push_back(bits[i]);
     codes.insert(codes.end(), img.codes.begin(), img.codes.end());
     sz.insert(sz.end(), img.scale_zero.begin(), img.scale_zero.end());
     bscales.insert(bscales.end(), img.block_scales.begin(), img.block_scales.end());
     kbuf.insert(kbuf.end(), img.k_buffer.begin(), img.k_buffer.end());
     vbuf.insert(vbuf.end(), img.v_buffer.begin(), img.v_buffer.end());
-    universal.push_back(h.k_universal), universal.push_back(h.v_universal);
   }
   c.codes = upload(codes), c.code_offset = upload(c.offsets), c.scale_zero = upload(sz);
   c.block_scales = upload(bscales), c.k_buffer = upload(kbuf), c.v_buffer = upload(vbuf);
   c.universal = upload(universal), c.bits = upload(c.head_bits);
-  std::vector<int> order(heads.size());
+  std::vector<int> order(images.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return c.head_bits[size_t(x)] > c.head_bits[size_t(y)]; });
   c.pair_order = upload(order);
@@ -75,11 +77,42 @@ TurboDeviceCache upload_turbo_cache(const std::vector<HeadCache>& heads, int slo
   a.k_buffer = c.k_buffer.as<int8_t>(), a.v_buffer = c.v_buffer.as<int8_t>();
   a.universal = c.universal.as<float>(), a.bits = c.bits.as<int>(), a.pair_order = c.pair_order.as<int>();
   a.wide_pairs = int(std::count(c.head_bits.begin(), c.head_bits.end(), 4));
-  a.pairs = int(heads.size()), a.slots = slots, a.head_dim = int(d);
-  a.prefill_tokens = int(heads[0].prefill_tokens);
-  a.tokens = int(heads[0].prefill_tokens + heads[0].pending() +
-                 int64_t(heads[0].k_blocks.size() - size_t(heads[0].prefill_blocks)) * kTurboBlock);
+  a.pairs = int(images.size()), a.slots = slots, a.head_dim = int(d);
+  a.prefill_tokens = int(prefill_tokens), a.tokens = int(tokens);
   return c;
+}
+
+}  // namespace
+
+TurboDeviceCache upload_turbo_cache(const std::vector<HeadCache>& heads, int slots) {
+  if (heads.empty()) throw std::logic_error("upload_turbo_cache: no heads");
+  std::vector<DeviceImage> images;
+  std::vector<int> bits;
+  std::vector<float> universal;
+  for (const HeadCache& h : heads) {
+    images.push_back(variants::turbo_detail::device_image(h, kTurboBlock, slots));
+    bits.push_back(h.bits);
+    universal.push_back(h.k_universal), universal.push_back(h.v_universal);
+  }
+  const HeadCache& h0 = heads[0];
+  const int64_t tokens =
+      h0.prefill_tokens + h0.pending() + int64_t(h0.k_blocks.size() - size_t(h0.prefill_blocks)) * kTurboBlock;
+  return upload_images(images, bits, universal, h0.d, slots, h0.prefill_tokens, tokens);
+}
+
+TurboDeviceCache allocate_turbo_cache(const std::vector<int>& bits, int64_t d, int slots, int64_t prefill_tokens) {
+  if (bits.empty()) throw std::logic_error("allocate_turbo_cache: no pairs");
+  std::vector<DeviceImage> images;
+  for (int b : bits) {
+    DeviceImage img;
+    img.codes.assign(size_t(slots * 2 * turbo_layout::code_bytes(kTurboBlock, d, b)), 0);
+    img.scale_zero.assign(size_t(slots * turbo_layout::scale_zero_bytes(d)), 0);
+    img.block_scales.assign(size_t(slots * 2), 0.0f);
+    img.k_buffer.assign(size_t(kTurboBlock * d), 0), img.v_buffer.assign(size_t(kTurboBlock * d), 0);
+    images.push_back(std::move(img));
+  }
+  return upload_images(images, bits, std::vector<float>(2 * bits.size(), 0.0f), d, slots, prefill_tokens,
+                       prefill_tokens);
 }
 
 DeviceImage download_turbo_head(const TurboDeviceCache& c, int pair) {

@@ -30,6 +30,10 @@ struct TurboDeviceCache {
 // All heads have the same prefill length; tokens = prefill + appended so far.
 TurboDeviceCache upload_turbo_cache(const std::vector<HeadCache>& heads, int slots);
 
+// An empty cache (zeros) for pairs of these widths (2 or 4 bits each, in pair order), `slots` blocks each,
+// whose first prefill_tokens tokens turbo_cache_write_prefill (turbo_cache_write.h) will write.
+TurboDeviceCache allocate_turbo_cache(const std::vector<int>& bits, int64_t d, int slots, int64_t prefill_tokens);
+
 // Pair `pair`'s cache read back as a DeviceImage (what device_image would have written).
 DeviceImage download_turbo_head(const TurboDeviceCache& c, int pair);
 

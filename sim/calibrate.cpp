@@ -28,6 +28,10 @@ constexpr int kSweeps = 40;
 constexpr double kPrior = 1e-5;
 constexpr const char* kOverhead = "cta_overhead_us";
 constexpr double kOverheadLo = -4.6, kOverheadHi = 3.4;  // ln 0.01 µs, ln 30 µs
+// The latency term's cycles between a warp's instructions (cost_model.h, step 2): physical between the
+// ALU's dependent latency (about 4 cycles on sm_80–sm_90) and a shared-memory load's (about 30).
+constexpr const char* kLatency = "issue_latency_cycles";
+constexpr double kLatencyLo = 1.386, kLatencyHi = 3.401;  // ln 4, ln 30
 // Up to this many measurements, each leave-one-out fit is a whole fit of its own (N² work: ~3 s of CPU at 100).
 constexpr std::size_t kRefitLooMax = 100;
 // Leave-one-out fits from the full fit (Levenberg–Marquardt): the difference step in ln(value), when a
@@ -47,8 +51,9 @@ double median(std::vector<double> v) {
 struct Param {
   std::string name;
   std::size_t unit = 0;
-  bool overhead = false;
+  bool overhead = false, latency = false;
   double lo = kLo, hi = kHi;
+  double start = 1.0;  // where a fit starts, and what a parameter no measurement moves keeps
 };
 
 struct Fitter {
@@ -58,7 +63,7 @@ struct Fitter {
   std::vector<std::size_t> prior;  // the unit parameters by name, then the overhead (the sum's order)
 
   static double& value(FactorParams& p, const Param& q) {
-    return q.overhead ? p.cta_overhead_us : p.efficiency[q.unit];
+    return q.overhead ? p.cta_overhead_us : q.latency ? p.issue_latency_cycles : p.efficiency[q.unit];
   }
 
   // Σ (ln t_model − ln t_measured)² over every row but `skip`, plus a weak pull of every factor towards the
@@ -68,7 +73,8 @@ struct Fitter {
     double s = 0;
     if (with_prior)
       for (std::size_t k : prior) {
-        const double e = params[k].overhead ? p.cta_overhead_us : p.efficiency[params[k].unit];
+        // The pull is towards each parameter's start (the datasheet's 1, the spec's latency).
+        const double e = value(const_cast<FactorParams&>(p), params[k]) / params[k].start;
         s += kPrior * std::log(e) * std::log(e);
       }
     const FactorTiming::Rates r = timing.rates(p);
@@ -101,7 +107,7 @@ struct Fitter {
 
   // The full fit: from 1, kSweeps sweeps of 60-step golden sections over each parameter's whole range.
   void fit_from_datasheet(FactorParams& p, std::size_t skip, const std::function<void(int)>& on_sweep = {}) const {
-    for (const Param& q : params) value(p, q) = 1.0;
+    for (const Param& q : params) value(p, q) = q.start;
     for (int sweep = 0; sweep < kSweeps; ++sweep) {
       for (const Param& q : params) golden(p, q, q.lo, q.hi, 60, 0, skip);
       if (on_sweep) on_sweep(sweep + 1);
@@ -152,7 +158,7 @@ struct Fitter {
         }
         for (std::size_t i = 0; i < r.size(); ++i)
           if (i != skip) g[k] += jac[k][i] * r[i];
-        a[k * n + k] += kPrior, g[k] += kPrior * x[k];
+        a[k * n + k] += kPrior, g[k] += kPrior * (x[k] - std::log(params[k].start));
       }
       bool improved = false;
       std::vector<double> step;
@@ -211,7 +217,7 @@ struct Fitter {
       value(p, q) = best / 1.1;
       const double down = loss(p, skip, false);
       const bool moves = std::abs(up - base) > 1e-12 || std::abs(down - base) > 1e-12;
-      value(p, q) = moves ? best : 1.0;
+      value(p, q) = moves ? best : q.start;
       if (!moves) flat.push_back(q.name);
     }
     return flat;
@@ -249,6 +255,7 @@ Calibration calibrate(const GpuSpec& gpu, const std::vector<Measurement>& m, con
   }
   std::vector<std::string> names(used.begin(), used.end());  // by name: the prior's order
   names.push_back(kOverhead);
+  names.push_back(kLatency);
   std::vector<std::string> order = names;
   std::stable_sort(order.begin(), order.end(), [&](const auto& a, const auto& b) { return binds[a] > binds[b]; });
   Fitter f{timing_of, measured, {}, {}};
@@ -256,6 +263,9 @@ Calibration calibrate(const GpuSpec& gpu, const std::vector<Measurement>& m, con
     Param q;
     q.name = name;
     if (name == kOverhead) q.overhead = true, q.lo = kOverheadLo, q.hi = kOverheadHi;
+    else if (name == kLatency)
+      q.latency = true, q.lo = kLatencyLo, q.hi = kLatencyHi,
+      q.start = std::clamp(gpu.issue_latency_cycles, std::exp(kLatencyLo), std::exp(kLatencyHi));
     else
       q.unit = unit_index(*std::find_if(std::begin(kUnits), std::end(kUnits),
                                         [&](Unit u) { return name == to_string(u); }));
@@ -273,7 +283,8 @@ Calibration calibrate(const GpuSpec& gpu, const std::vector<Measurement>& m, con
   };
   // The share of the work the full fit takes: 40 whole-range sweeps against N shorter leave-one-out fits.
   const double full_share = method == LooMethod::refit ? 1.0 / double(m.size() + 1) : 0.3;
-  const FactorParams start;
+  FactorParams start;
+  start.issue_latency_cycles = gpu.issue_latency_cycles;
   const FactorTiming::Rates start_rates = timing_of.rates(start);
   FactorParams fitted = start;
   f.fit_from_datasheet(fitted, kNone, [&](int sweep) {
@@ -331,6 +342,8 @@ std::string spec_with_calibration(const std::string& spec_path, const Calibratio
   const auto overhead = factors.find(kOverhead);
   json measured = json::object();
   if (overhead != factors.end()) measured["cta_overhead_us"] = overhead->second, factors.erase(overhead);
+  const auto latency = factors.find(kLatency);
+  if (latency != factors.end()) measured[kLatency] = latency->second, factors.erase(latency);
   // The source is a path as the user typed it: escaped, so the spec stays one printable line per field.
   measured.update({{"efficiency", factors},
                    {"fitted_from", measurements},

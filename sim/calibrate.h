@@ -2,7 +2,8 @@
 //
 // The model (cost_model.h) divides each unit's work by peak × efficiency. Calibration fits one factor per
 // execution unit (hbm, mma_fp16, mma_int8, exp_sfu, …: a handful of interpretable numbers, never a
-// curve per kernel) by minimizing Σᵢ (ln t_model,i − ln t_measured,i)² — relative errors, so short and
+// curve per kernel), the per-wave CTA overhead and the latency term's cycles between a warp's instructions
+// (cost_model.h, step 2; searched in [4, 30] cycles and pulled towards the spec's value) by minimizing Σᵢ (ln t_model,i − ln t_measured,i)² — relative errors, so short and
 // long kernels weigh the same — plus 10⁻⁵·Σ ln² factor, a weak pull towards the datasheet that picks,
 // among units that could equally explain a time, the one needing the smaller correction. Coordinate
 // descent on ln(factor) ∈ [ln 0.02, ln 1.5]: 40 sweeps, each a golden-section line search per unit over
@@ -17,9 +18,10 @@
 // fit's factors instead and moves them by Levenberg–Marquardt (all factors at once, a few passes over the
 // rows per step): 1000 measurements in about 3 s on 2 shared cores ([calibrate-bench]). It is an
 // approximation of the refit: coordinate descent from 1 and Levenberg–Marquardt from the full fit stop at
-// different kinks of the model's max() terms. Measured gaps between the two: at most 1.2% of a prediction
-// and 0.54 points of the median error on the shipped files, 1.2% and 0.1 points on 200 synthetic
-// measurements (test_calibrate.cpp). The leave-one-out fits run on every worker thread (ATTNLAB_THREADS).
+// different kinks of the model's max() and min() terms. Measured gaps between the two: at most 6.1% of a
+// prediction (one row: the latency term's kink, test_calibrate.cpp) and 0.6 points of the median error on
+// the shipped files, 1.2% and 0.1 points on 200 synthetic measurements. The leave-one-out fits run on every
+// worker thread (ATTNLAB_THREADS).
 #pragma once
 
 #include "sim/cost_model.h"

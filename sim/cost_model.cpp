@@ -17,18 +17,7 @@ namespace {
 
 bool is_tensor(Unit u) { return u == Unit::tensor_fp16 || u == Unit::tensor_fp8 || u == Unit::tensor_int8; }
 
-int ctas_per_sm(const Schedule& s, const GpuSpec& g, std::vector<std::string>& explain) {
-  if (s.smem_bytes > g.smem_per_cta_bytes)
-    fail_input("model", fmt::format("{}: {:.0f} KiB of shared memory per CTA exceeds the {}'s {:.0f} KiB", s.variant,
-                                    s.smem_bytes / 1024, g.name, g.smem_per_cta_bytes / 1024));
-  const int by_smem = s.smem_bytes > 0 ? static_cast<int>(g.smem_per_sm_bytes / s.smem_bytes) : g.max_ctas_per_sm;
-  const int by_threads = g.max_threads_per_sm / s.threads;
-  const int by_regs = static_cast<int>(g.regs_per_sm / (double(s.regs_per_thread) * s.threads));
-  const int k = std::max(1, std::min({by_smem, by_threads, by_regs, g.max_ctas_per_sm}));
-  explain.push_back(fmt::format("occupancy: {} CTA(s)/SM (shared memory allows {}, threads {}, registers {}, limit {})",
-                                k, by_smem, by_threads, by_regs, g.max_ctas_per_sm));
-  return k;
-}
+constexpr double kSmemReservedPerCta = 1024;  // step 1
 
 // Makespan of the CTAs placed longest first on `slots` slots, over the ideal Σ work / slots.
 // A CTA's work is its tiles plus one (prologue and epilogue ≈ one tile).
@@ -67,6 +56,27 @@ double tail_factor(const Schedule& s, double slots) {
 
 }  // namespace
 
+int ctas_per_sm(const Schedule& s, const GpuSpec& g, std::vector<std::string>* explain) {
+  if (s.smem_bytes > g.smem_per_cta_bytes)
+    fail_input("model", fmt::format("{}: {:.0f} KiB of shared memory per CTA exceeds the {}'s {:.0f} KiB", s.variant,
+                                    s.smem_bytes / 1024, g.name, g.smem_per_cta_bytes / 1024));
+  const int by_smem = s.smem_bytes > 0 ? static_cast<int>(g.smem_per_sm_bytes / (s.smem_bytes + kSmemReservedPerCta))
+                                       : g.max_ctas_per_sm;
+  const int by_threads = g.max_threads_per_sm / s.threads;
+  const int by_regs = static_cast<int>(g.regs_per_sm / (double(s.regs_per_thread) * s.threads));
+  int k = std::max(1, std::min({by_smem, by_threads, by_regs, g.max_ctas_per_sm}));
+  if (s.pow2_ctas)
+    while (k & (k - 1)) k &= k - 1;  // the largest power of two ≤ k
+  if (explain)
+    explain->push_back(fmt::format("occupancy: {} CTA(s)/SM (shared memory allows {}, threads {}, registers {}, limit {})",
+                                   k, by_smem, by_threads, by_regs, g.max_ctas_per_sm));
+  return k;
+}
+
+double issue_rate(const Layout& l, double issue_latency_cycles) {
+  return l.latency_term ? std::min(1.0, l.warps_per_scheduler / issue_latency_cycles) : 1.0;
+}
+
 Layout layout(const Schedule& s, const GpuSpec& g, const ModelOptions& o, std::vector<std::string>* explain) {
   std::vector<std::string> scratch;
   std::vector<std::string>& ex = explain ? *explain : scratch;
@@ -75,8 +85,10 @@ Layout layout(const Schedule& s, const GpuSpec& g, const ModelOptions& o, std::v
   l.stages = s.stages;
   l.warpgroup_mma = s.warpgroup_mma;
   l.work = s.total();
-  l.ctas_per_sm = ctas_per_sm(s, g, ex);
+  l.ctas_per_sm = ctas_per_sm(s, g, &ex);
   l.slots = double(g.sm_count) * l.ctas_per_sm;
+  l.warps_per_scheduler = double(l.ctas_per_sm * s.warps) / 4;
+  l.latency_term = !s.warpgroup_mma;
   l.interleave = l.ctas_per_sm * (s.warpgroup_mma ? std::max(1, s.warps / 4) : 1);
   // DRAM bytes. With L2 reuse, the row blocks of one head re-read its K/V tiles at about the same time,
   // so only the first read reaches DRAM — as long as the K/V of the heads in flight fit in L2 (else the
@@ -97,15 +109,18 @@ Layout layout(const Schedule& s, const GpuSpec& g, const ModelOptions& o, std::v
   for (const auto& c : s.classes) l.serial_bytes += c.count * c.rows * s.per_row.total_bytes();
   if (s.extra.bytes.count("partials")) l.serial_bytes += s.extra.bytes.at("partials");
   l.launches = s.classes.empty() ? 3 : (s.extra.bytes.count("partials") ? 2 : 1);
+  for (const Schedule& next : s.then) l.then.push_back(layout(next, g, o, explain));
   return l;
 }
 
 Timing timing(const Layout& l, const GpuSpec& g) {
   Timing t;
+  t.issue_rate = issue_rate(l, g.issue_latency_cycles);
   for (const auto& [u, ops] : l.work.ops) {
     if (ops <= 0) continue;
     double rate = g.peak(u) * g.efficiency_of(u);
     if (is_tensor(u) && !l.warpgroup_mma) rate *= g.mma_sync_fraction;
+    if (u == Unit::issue) rate *= t.issue_rate;
     if (!(rate > 0))
       fail_input("model", fmt::format("{} needs {} units, which the {} does not have", l.variant, to_string(u), g.name));
     const double tu = ops / rate;
@@ -124,6 +139,8 @@ Timing timing(const Layout& l, const GpuSpec& g) {
   t.time_ms = t.t_body * 1e3 + l.waves * g.cta_overhead_us * 1e-3 + l.launches * kLaunchUs * 1e-3;
   if (t_kv + t.t_rows >= t_compute) t.bound = "memory";
   else t.bound = t.t_tensor >= t.t_simt ? t.tensor_unit : t.simt_unit;
+  if (t.bound == "issue" && t.issue_rate < 1) t.bound = "latency";
+  for (const Layout& next : l.then) t.time_ms += timing(next, g).time_ms;
   return t;
 }
 
@@ -139,12 +156,20 @@ Prediction predict(const Schedule& s, const GpuSpec& g, const ModelOptions& o) {
   for (const auto& [u, ops] : l.work.ops)
     if (ops > 0) pr.ops[to_string(u)] = ops;
   pr.dram_bytes = l.dram_bytes;
+  for (const Layout& next : l.then) {  // step 7: the later launches' bytes and operations add
+    for (const auto& [k, v] : next.work.bytes) pr.hbm_bytes[k] += v;
+    for (const auto& [u, ops] : next.work.ops)
+      if (ops > 0) pr.ops[to_string(u)] += ops;
+    pr.dram_bytes += next.dram_bytes;
+  }
   pr.smem_bytes = s.smem_bytes;
   pr.ctas = s.ctas();
   pr.ctas_per_sm = l.ctas_per_sm;
   pr.waves = pr.ctas / l.slots;
   pr.occupancy = double(l.ctas_per_sm * s.warps) / (g.max_threads_per_sm / 32.0);
   pr.tail_factor = l.tail_factor;
+  pr.warps_per_scheduler = l.warps_per_scheduler;
+  pr.issue_rate = t.issue_rate;
   pr.unit_ms = t.unit_ms;
   pr.time_ms = t.time_ms;
   pr.bound = t.bound;
@@ -153,6 +178,14 @@ Prediction predict(const Schedule& s, const GpuSpec& g, const ModelOptions& o) {
       "{:.2f} waves → body {:.4f} ms; + {:.2f} µs per wave; {} launch(es)",
       t.t_mem * 1e3, t.t_rows * 1e3, t.t_tensor * 1e3, t.tensor_unit, t.t_simt * 1e3, t.simt_unit, l.tail_factor,
       pr.waves, t.t_body * 1e3, g.cta_overhead_us, l.launches));
+  if (l.latency_term)
+    pr.explain.push_back(fmt::format("latency: {:.2f} warps per scheduler against {:.2f} cycles between a warp's "
+                                     "instructions → {:.0f}% of the issue rate",
+                                     l.warps_per_scheduler, g.issue_latency_cycles, 100 * t.issue_rate));
+  for (size_t i = 0; i < l.then.size(); ++i)
+    pr.explain.push_back(fmt::format("launch {}: {:.4f} ms ({} CTA(s)/SM, {:.2f} warps per scheduler, bound: {})",
+                                     i + 2, timing(l.then[i], g).time_ms, l.then[i].ctas_per_sm,
+                                     l.then[i].warps_per_scheduler, timing(l.then[i], g).bound));
   return pr;
 }
 

@@ -1,11 +1,18 @@
 // attnlab sim: the cost model — a schedule (schedule.h) on a GPU (gpu_spec.h) → predicted time, and
 // which resource bounds it. Every step is one line of arithmetic a learner can follow:
 //
-//   1. Occupancy: CTAs per SM k = min(⌊smem/SM ÷ smem/CTA⌋, ⌊threads/SM ÷ threads/CTA⌋,
-//      ⌊regs/SM ÷ (regs/thread · threads/CTA)⌋, max CTAs/SM); slots S = SMs · k.
+//   1. Occupancy: CTAs per SM k = min(⌊smem/SM ÷ (smem/CTA + 1 KB)⌋, ⌊threads/SM ÷ threads/CTA⌋,
+//      ⌊regs/SM ÷ (regs/thread · threads/CTA)⌋, max CTAs/SM) — the runtime reserves 1 KB of shared memory
+//      per CTA (CUDA C++ Programming Guide, compute capability 8.x and 9.0); slots S = SMs · k; warps per
+//      scheduler W = k · warps/CTA ÷ 4 (four schedulers per SM).
 //   2. Unit times over the whole grid: t_u = ops_u / (peak_u · eff_u) for each execution unit, and
 //      t_mem = DRAM bytes / (bandwidth · eff_hbm). Tensor peaks are scaled by mma_sync_fraction where the
 //      kernel issues warp-level mma.sync (not for the wgmma kernels). eff_* = 1 until calibrated (calibrate.h).
+//      The latency term: a warp waits L̄ cycles on average between its own instructions (the GPU's
+//      issue_latency_cycles), so a scheduler with W warps issues min(1, W / L̄) instructions per clock, and
+//      the issue unit's rate is scaled by that — a loop with few warps that cannot hide its dependent
+//      latency is predicted as such. Not for wgmma kernels: their issue count is an upper bound (one wgmma
+//      does the work of 16 to 64 counted MMAs) and their warps specialize.
 //   3. Overlap rule: the non-tensor units (FMA, SFU, INT32, CVT) issue from separate pipes and overlap
 //      each other: t_simt = max of them. Within a warp the MMAs and the softmax alternate (FlashAttention-2
 //      does not overlap them), but k resident CTAs interleave their phases:
@@ -19,6 +26,8 @@
 //      t = t_rows + max(t_kv, t_compute·tail) (one stage: t_rows + t_kv + t_compute·tail),
 //   6. plus a fixed cta_overhead per CTA wave (pipeline fill and drain) and 4 µs per kernel launch (two
 //      for split-KV decode: the combine pass).
+//   7. A schedule's later launches (Schedule::then: one per cache width) are predicted the same way and
+//      their times added.
 // DRAM bytes: the schedule's HBM transfers, except that with l2_reuse the re-reads of a head's K and V
 // by its other row blocks hit L2 (they run at about the same time) and only the first read reaches DRAM.
 #pragma once
@@ -47,10 +56,15 @@ struct Prediction {
   double smem_bytes = 0;
   int ctas_per_sm = 0;
   double ctas = 0, waves = 0, tail_factor = 1, occupancy = 0;  // occupancy: resident warps / max warps
+  double warps_per_scheduler = 0, issue_rate = 1;  // the latency term: min(1, W / L̄) (1 where it does not apply)
   std::vector<std::string> explain;
 };
 
 inline constexpr double kLaunchUs = 4.0;
+
+// Step 1's CTAs per SM (explained into `explain` when given). Throws InputError when the schedule's CTA does
+// not fit the GPU (shared memory per CTA).
+int ctas_per_sm(const Schedule& s, const GpuSpec& gpu, std::vector<std::string>* explain = nullptr);
 
 // Throws InputError when the schedule's CTA does not fit the GPU (shared memory per CTA).
 Prediction predict(const Schedule& s, const GpuSpec& gpu, const ModelOptions& o = {});
@@ -65,14 +79,21 @@ struct Layout {
   int interleave = 1;          // MMA/softmax streams that overlap per SM: CTAs, × warpgroups per CTA for wgmma
   double slots = 1, dram_bytes = 0, tail_factor = 1, waves = 0;
   double serial_bytes = 0;  // of dram_bytes: Q in, O out, partials — not overlapped with the loop
+  double warps_per_scheduler = 1;
+  bool latency_term = true;  // false for wgmma kernels (step 2)
+  std::vector<Layout> then;  // the later launches' layouts (step 7)
 };
 Layout layout(const Schedule& s, const GpuSpec& gpu, const ModelOptions& o, std::vector<std::string>* explain);
 
 struct Timing {
   double t_mem = 0, t_rows = 0, t_tensor = 0, t_simt = 0, t_body = 0, time_ms = 0;  // s, except time_ms
+  double issue_rate = 1;  // the latency term's min(1, W / L̄) of the first launch
   std::string tensor_unit = "tensor", simt_unit = "fma_fp32", bound;
   std::map<std::string, double> unit_ms;
 };
+// The first launch's terms; time_ms includes the later launches'.
 Timing timing(const Layout& l, const GpuSpec& gpu);
+// min(1, W / L̄), or 1 where the term does not apply (step 2).
+double issue_rate(const Layout& l, double issue_latency_cycles);
 
 }  // namespace attnlab::sim

@@ -23,10 +23,12 @@ namespace attnlab::sim {
 inline constexpr std::size_t kUnitCount = sizeof(kUnits) / sizeof(kUnits[0]);
 inline constexpr std::size_t unit_index(Unit u) { return static_cast<std::size_t>(u); }
 
-// What calibration fits: one efficiency factor per unit (1 = the datasheet) and the per-wave CTA overhead.
+// What calibration fits: one efficiency factor per unit (1 = the datasheet), the per-wave CTA overhead and
+// the latency term's cycles between a warp's instructions (cost_model.h, step 2).
 struct FactorParams {
   std::array<double, kUnitCount> efficiency;
   double cta_overhead_us = 1.0;
+  double issue_latency_cycles = 5.5;
   FactorParams() { efficiency.fill(1.0); }
 };
 
@@ -38,7 +40,7 @@ class FactorTiming {
   // The rates of one parameter set, shared by every layout's time.
   struct Rates {
     std::array<double, kUnitCount> plain{}, mma_sync{};  // peak × factor; tensor units × mma_sync_fraction too
-    double bandwidth = 0, cta_overhead_us = 0;
+    double bandwidth = 0, cta_overhead_us = 0, issue_latency_cycles = 1;
   };
   Rates rates(const FactorParams& p) const;
 
@@ -56,8 +58,13 @@ class FactorTiming {
     std::vector<Op> ops;  // the units with work, in Unit order (timing()'s map order)
     bool mma_sync = true;
     double dram_bytes = 0, serial_bytes = 0, interleave = 1, tail_factor = 1, waves = 0;
+    double warps_per_scheduler = 1;
+    bool latency_term = true;
     int stages = 2, launches = 1;
+    std::vector<Row> then;  // the later launches
   };
+  static Row row_of(const Layout& l);
+  double time_ms(const Row& l, const Rates& r) const;
   std::array<double, kUnitCount> peak_{};
   double mma_sync_fraction_ = 1;
   std::vector<Row> rows_;

@@ -95,6 +95,7 @@ const FieldTable& fitted_unit_row() {
     std::vector<std::string> names;
     for (Unit u : kUnits) names.push_back(to_string(u));
     names.push_back("cta_overhead_us");
+    names.push_back("issue_latency_cycles");
     return FieldTable{FieldSpec::choice("unit", names, "a unit or parameter no measurement moved")};
   }();
   return t;
@@ -103,6 +104,7 @@ const FieldTable& fitted_unit_row() {
 const FieldTable& measured_fields() {
   static const FieldTable t = {
       FieldSpec::real("cta_overhead_us", 0, 100, "fixed time per CTA wave (pipeline fill and drain), µs").optional(),
+      FieldSpec::real("issue_latency_cycles", 1, 64, "cycles between a warp's dependent instructions").optional(),
       FieldSpec::object("efficiency", efficiency_fields, "unit → achieved fraction of its peak").optional(),
       FieldSpec::integer("fitted_from", 1, 1e9, "how many measurements the factors were fitted to").optional(),
       FieldSpec::text("measurements", 4096, "the measurements file they were fitted to").optional(),
@@ -140,6 +142,10 @@ const FieldTable& gpu_spec_fields() {
           .with_source(),
       FieldSpec::real("cvt_per_clk_per_sm", 1, 1024, "conversions per clock per SM").with_source(),
       FieldSpec::real("issue_per_clk_per_sm", 1, 4096, "thread-instructions issued per clock per SM").with_source(),
+      FieldSpec::real("issue_latency_cycles", 1, 64,
+                      "cycles between a warp's dependent instructions, on average (absent: 5.5, the H100's)")
+          .with_source()
+          .optional(),
       FieldSpec::object("measured", measured_fields, "what `attnlab calibrate` fitted (absent: uncalibrated)")
           .optional(),
   };
@@ -179,9 +185,12 @@ GpuSpec load_gpu_spec_file(const std::string& path) {
   s.int32_per_clk_per_sm = number(j, "int32_per_clk_per_sm");
   s.cvt_per_clk_per_sm = number(j, "cvt_per_clk_per_sm");
   s.issue_per_clk_per_sm = number(j, "issue_per_clk_per_sm");
+  if (j.contains("issue_latency_cycles")) s.issue_latency_cycles = number(j, "issue_latency_cycles");
   if (j.contains("measured")) {
     s.measured = j["measured"];
     if (s.measured.contains("cta_overhead_us")) s.cta_overhead_us = s.measured["cta_overhead_us"].get<double>();
+    if (s.measured.contains("issue_latency_cycles"))
+      s.issue_latency_cycles = s.measured["issue_latency_cycles"].get<double>();
     if (s.measured.contains("efficiency"))
       for (const auto& [unit, v] : s.measured["efficiency"].items()) s.efficiency[unit] = v.get<double>();
   }

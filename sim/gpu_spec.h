@@ -33,6 +33,10 @@ struct GpuSpec {
   double fp32_tflops = 0;                       // non-tensor FP32, 2 flops per FMA
   double sfu_exp2_per_clk_per_sm = 0, int32_per_clk_per_sm = 0, cvt_per_clk_per_sm = 0;
   double issue_per_clk_per_sm = 0;  // thread-instructions issued per clock per SM (4 schedulers × 32 lanes)
+  // The latency term (cost_model.h, step 2): the cycles a warp waits, on average, between two of its own
+  // instructions (its dependent-instruction latency; what Nsight Compute calls warp cycles per issued
+  // instruction when one warp runs alone). A scheduler with W warps issues min(1, W / this) per clock.
+  double issue_latency_cycles = 5.5;
   std::map<std::string, std::string> sources;   // field → where the number comes from
   std::map<std::string, double> efficiency;     // measured: unit name → achieved fraction of peak (≤ 1)
   // Fixed time per CTA slot and wave that no throughput hides: filling the tile pipeline before the

@@ -24,6 +24,8 @@ ModelResult model_result(const Experiment& e, const VariantRequest& v, const Mod
   m.details = {{"dram_bytes", p.dram_bytes},   {"unit_ms", p.unit_ms},         {"smem_bytes", p.smem_bytes},
                {"ctas_per_sm", p.ctas_per_sm}, {"ctas", p.ctas},               {"waves", p.waves},
                {"tail_factor", p.tail_factor}, {"occupancy", p.occupancy},     {"tiles_from", s.tiles_from},
+               {"warps_per_scheduler", p.warps_per_scheduler},                 {"issue_rate", p.issue_rate},
+               {"launches", 1 + s.then.size()},
                {"block_r", s.block_r},         {"block_c", s.block_c},         {"splits", s.splits},
                {"explain", p.explain}};
   // One KV-tile iteration of one CTA as the model counts it: bytes read (K, V, their scales, for a full

@@ -19,6 +19,7 @@
 #include "core/storage.h"
 #include "core/variants/turbo_chains.h"
 #include "core/variants/kernel_param.h"
+#include "sim/cost_model.h"
 
 #include <fmt/format.h>
 
@@ -84,26 +85,28 @@ struct Format {
   double int32_per_kv;        // integer work per K/V element on chip (unpack codes, zero point, scale)
   double fma_per_q;           // FP32 work per Q element before the loop beyond O / ℓ (quantize or scale Q)
   bool wgmma_integer_p;       // the wgmma kernel converts INT32 S and INT8 P by exact FP32/integer arithmetic
+  bool cvt_kv_on_chip_only;   // cvt_per_kv only where K/V are quantized on chip (kv_in); read out of the cache
+                              // they need none (turbo's decode folds the codes into INT8 MMAs)
   const char* note;
 };
 
 // clang-format off
 constexpr Format kFormats[] = {
-  {"naive",      true,  false, 0,   0, 0,   0,   0, false,
+  {"naive",      true,  false, 0,   0, 0,   0,   0, false, false,
    "FP32 SGEMMs on the FMA units (no tensor cores); S and P written and read once each"},
-  {"flash2",     false, false, 0.5, 0, 0,   0,   0, false,
+  {"flash2",     false, false, 0.5, 0, 0,   0,   0, false, false,
    "FP16 Q/K/V/O; P̃ converted to FP16 (packed, ½ cvt per score)"},
-  {"int_flash",  false, false, 2.0, 2, 0,   0,   0, true,
+  {"int_flash",  false, false, 2.0, 2, 0,   0,   0, true,  false,
    "INT8 Q/K/V with FP32 token scales (V: one per tensor, read once per CTA); S out of INT32 (cvt) times "
    "s_Q·s_K (FMA); P = ⌊127·p⌉ (FMA + cvt)"},
-  {"flash3_fp8", false, false, 0.5, 1, 0,   0,   2, false,
+  {"flash3_fp8", false, false, 0.5, 1, 0,   0,   2, false, false,
    "FP8 Q/K/V with one FP32 scale per block; S times s_Q·s_K"},
-  {"turbo",      false, true,  2.0, 2, 1.0, 0.5, 2, false,
+  {"turbo",      false, true,  2.0, 2, 1.0, 0.5, 2, false, true,
    "Alg. 1: FP16 Q/K/V in HBM, quantized to INT8 on chip per tile (max, divide, cvt); INT8 MMAs; SAS on "
    "the FMA units; P̃ quantized to INT8. Alg. 2: the cache dequantized in INT32"},
-  {"kivi",       false, false, 0.5, 0, 0,   2.0, 0, false,
+  {"kivi",       false, false, 0.5, 0, 0,   2.0, 0, false, false,
    "KIVI cache: packed codes + FP16 scale and zero per group, dequantized to FP16 on chip (2 int ops)"},
-  {"fireq",      false, false, 0.5, 1, 1.0, 1.0, 0, false,
+  {"fireq",      false, false, 0.5, 1, 1.0, 1.0, 0, false, false,
    "FP8 Q; INT4 K/V (½ byte) with one E4M3 scale per token; INT4 → FP8 on chip (cvt); token scales "
    "applied per score (FMA)"},
 };
@@ -172,6 +175,119 @@ Schedule naive_schedule(const Problem& p, const Storage& st, const Format& f) {
   return s;
 }
 
+// One head class of a cache as a cache of its own (every KV head in that class's format).
+KvCache only_class(const KvCache& c, size_t i);
+// What one key of class i puts in a warp's ring: its codes and their scales (the declaration's growth per
+// token, cache_rate: residual and buffer tokens are read outside the ring).
+double ring_bytes_per_key(const KvCache& c, size_t i) {
+  const CacheRate r = cache_rate(only_class(c, i), 1);
+  return r.k.per_token + r.v.per_token;
+}
+
+// A warp-chain kernel's shared memory per CTA: each warp's ring of `stages` blocks of the widest class, and
+// the group's query rows.
+double warp_rings_smem(const Schedule& s, const Problem& p, const Storage& st) {
+  double widest = 0;
+  for (size_t i = 0; i < st.cache.classes.size(); ++i) widest = std::max(widest, ring_bytes_per_key(st.cache, i));
+  return s.warps * (double(s.stages) * s.block_c * widest + double(p.group() * p.head_dim));
+}
+
+
+KvCache only_class(const KvCache& c, size_t i) {
+  KvCache one = c;
+  one.classes = {c.classes[i]};
+  one.classes[0].heads = kOtherHeads;
+  return one;
+}
+
+// The warp-chain decode kernels (core/kernel_traits.h warp_chains: turbo, kivi): a warp runs one chain over
+// its run of cache blocks, streaming them through its own ring of `stages` blocks, so a CTA is `warps`
+// chains side by side and its shared memory is their rings and query rows. What one chain's tile costs the
+// issue slots is the kernel's measured instruction count (kDecodeIssue), where the table has it: the
+// latency term (cost_model.h) needs the count the kernel really issues, and these loops' index arithmetic,
+// predication and shuffles are most of it. A cache whose head classes differ in width is one launch whose
+// ring fits the widest blocks — or, where the narrower blocks' smaller rings fit more CTAs on an SM, one
+// launch per width (kernels/turbo_decode.cu, launch_chains), each its own grid in `then`.
+void warp_chain_decode(Schedule& s, const Problem& p, const Storage& st, const GpuSpec& gpu, double rows_per_cta,
+                       double tiles_each) {
+  const double pairs = double(p.batch * p.kv_heads), d = double(p.head_dim), W = s.warps;
+  const double kv_len = double(p.kv_len);
+  struct Width {
+    double heads = 0, ring_per_key = 0, keys_bytes[3] = {0, 0, 0};  // k codes, v codes, scales per key
+    double cache = 0;                                                // the class's cache, every sequence
+    const DecodeIssue* issue = nullptr;
+  };
+  std::vector<Width> widths;
+  for (size_t i = 0; i < st.cache.classes.size(); ++i) {
+    Width w;
+    w.heads = double(class_heads(st.cache, i, p.kv_heads));
+    if (w.heads <= 0) continue;
+    const CacheBytes c = cache_bytes(only_class(st.cache, i), 1, p.kv_len, st.decode_steps);
+    w.keys_bytes[0] = c.k.codes / kv_len, w.keys_bytes[1] = c.v.codes / kv_len;
+    w.keys_bytes[2] = (c.k.scales + c.v.scales) / kv_len;
+    w.ring_per_key = ring_bytes_per_key(st.cache, i);
+    w.cache = double(p.batch) * w.heads * c.total();
+    w.issue = find_decode_issue(s.variant, int(p.head_dim), int(p.group()), st.cache.classes[i].k.codes.bits);
+    widths.push_back(w);
+  }
+  const double formula_issue = s.per_tile.ops[Unit::issue];
+  auto issue_of = [&](const Width& w) { return w.issue ? 32 * w.issue->warp_instructions_per_tile : formula_issue; };
+  auto smem_of = [&](double ring_per_key) {
+    return W * (double(s.stages) * s.block_c * ring_per_key + double(p.group()) * d);
+  };
+  // The grid: pairs × splits chains, `warps` to a CTA; each CTA-tile is one tile of each of its chains.
+  s.classes = {{pairs * s.splits / W, static_cast<int64_t>(tiles_each), W * rows_per_cta / s.splits,
+                W * kv_len / s.splits}};
+  s.per_tile = s.per_tile.scaled(W);
+  s.per_cta = s.per_cta.scaled(W);  // each chain prepares its queries
+  double widest = 0, issue = 0;
+  for (const Width& w : widths) widest = std::max(widest, w.ring_per_key), issue += w.heads * issue_of(w);
+  s.per_tile.ops[Unit::issue] = W * issue / double(p.kv_heads);
+  s.smem_bytes = smem_of(widest);
+  for (const Width& w : widths)
+    s.explain.push_back(fmt::format("{} KV head(s) of {} B per key: {:.0f} warp instructions per chain and tile ({})",
+                                    w.heads, w.ring_per_key,
+                                    issue_of(w) / 32,
+                                    w.issue ? fmt::format("measured, group {}", w.issue->group)
+                                            : std::string("counted from the format row")));
+  if (widths.size() < 2 || s.smem_bytes > gpu.smem_per_cta_bytes) return;  // (predict refuses the latter)
+  // The widest first, as the kernel launches them (its 4-bit pairs lead pair_order).
+  std::stable_sort(widths.begin(), widths.end(), [](const Width& a, const Width& b) { return a.ring_per_key > b.ring_per_key; });
+  // One launch per width where a narrower ring fits more CTAs per SM than the widest one.
+  const int shared = ctas_per_sm(s, gpu);
+  bool gains = false;
+  for (const Width& w : widths) {
+    Schedule probe = s;
+    probe.smem_bytes = smem_of(w.ring_per_key);
+    gains = gains || ctas_per_sm(probe, gpu) > shared;
+  }
+  if (!gains) {
+    s.explain.push_back(fmt::format("one launch over every width: {} CTA(s) per SM for each", shared));
+    return;
+  }
+  const Schedule whole = s;
+  std::vector<Schedule> launches;
+  for (const Width& w : widths) {
+    Schedule l = whole;
+    const double share = w.heads / double(p.kv_heads);
+    l.classes[0].count *= share;
+    l.per_key.bytes = {{"k", w.keys_bytes[0]}, {"v", w.keys_bytes[1]}};
+    if (w.keys_bytes[2] > 0) l.per_key.bytes["scales"] = w.keys_bytes[2];
+    l.per_tile.ops[Unit::issue] = W * issue_of(w);
+    l.smem_bytes = smem_of(w.ring_per_key);
+    l.kv_heads_total = whole.kv_heads_total * share;
+    l.kv_unique_bytes = w.cache;
+    l.cache_bytes = launches.empty() ? whole.cache_bytes : 0;  // the run's cache, named once
+    l.then.clear();
+    if (!launches.empty()) l.extra = Work{}, l.per_cta = whole.per_cta, l.explain.clear();
+    l.explain.push_back(fmt::format("launch {} of {}: the {} KV head(s) of {} B per key", launches.size() + 1,
+                                    widths.size(), w.heads, w.ring_per_key));
+    launches.push_back(std::move(l));
+  }
+  s = std::move(launches.front());
+  s.then.assign(std::make_move_iterator(launches.begin() + 1), std::make_move_iterator(launches.end()));
+}
+
 }  // namespace
 
 Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec& gpu) {
@@ -191,6 +307,8 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
     s.regs_per_thread = t->regs_per_thread;
     s.splits = t->decode_splits_max;
     s.warpgroup_mma = t->arch == 90;
+    s.warp_chains = t->warp_chains && p.phase == Phase::decode;
+    s.pow2_ctas = t->pow2_ctas;
   } else {
     s.tiles_from = "variant parameters";
     s.block_r = static_cast<int>(param_or(v, "block_r", 128));
@@ -252,7 +370,7 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
     s.per_tile.ops[Unit::cvt] = 0;
     s.explain.push_back("INT8 P on wgmma: conversions as exact FP32/integer arithmetic (no conversion pipe)");
   }
-  s.per_tile.ops[Unit::cvt] += 2 * Bc * d * f->cvt_per_kv;
+  if (st.kv_in || !f->cvt_kv_on_chip_only) s.per_tile.ops[Unit::cvt] += 2 * Bc * d * f->cvt_per_kv;
   if (f->int32_per_kv > 0) s.per_tile.ops[Unit::int32] += 2 * Bc * d * f->int32_per_kv;
   if (st.kv_in) s.per_tile.ops[Unit::fp32_fma] += 2 * Bc * d * 2;  // quantized on chip per tile: max|·| and divide
   // Issue slots: every thread-instruction takes one, whichever pipe runs it; an MMA is one warp
@@ -289,10 +407,19 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
     // FlashAttention-2's split rule (core/kernel_traits.h), against one CTA per SM.
     // A variant that declares kv_splits makes the split part of its function (turbo: the SAS merge order,
     // core/variants/turbo_chains.h): the same rule on every GPU.
+    // A warp-chain kernel (kivi) splits against the warps the GPU holds (kernels/kivi_decode.cu,
+    // kivi_decode_chains), which its rings' shared memory decides.
+    long slots = gpu.sm_count;
+    if (s.warp_chains) {
+      Schedule probe = s;
+      probe.smem_bytes = warp_rings_smem(s, p, st);
+      // (A CTA the GPU cannot hold is refused by the prediction, with its message — not here.)
+      if (probe.smem_bytes <= gpu.smem_per_cta_bytes) slots = long(gpu.sm_count) * ctas_per_sm(probe, gpu) * s.warps;
+    }
     s.splits = declares(v, "kv_splits")
                    ? int(turbo_chains::chains(param_or(v, "kv_splits", 0), int64_t(pairs), int64_t(tiles_total),
                                             p.head_dim, p.group()))
-                   : decode_splits(static_cast<long>(pairs), gpu.sm_count, static_cast<long>(tiles_total), s.splits);
+                   : decode_splits(static_cast<long>(pairs), slots, static_cast<long>(tiles_total), s.splits);
     const int64_t tiles_each = static_cast<int64_t>(std::ceil(tiles_total / s.splits));
     s.classes.push_back({pairs * s.splits, tiles_each, rows_per_cta / s.splits, double(p.kv_len) / s.splits});
     s.ctas_per_head = s.splits;
@@ -301,8 +428,9 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
     const double partial = pairs * s.splits * rows_per_cta * (d + 2) * 4;
     s.extra.bytes["partials"] = 2 * partial;
     s.extra.ops[Unit::fp32_fma] = pairs * s.splits * rows_per_cta * (d + 4);
-    s.explain.push_back(fmt::format("split-KV decode: {} CTAs per (batch, KV head), {} query rows each, M padded to {}",
-                                    s.splits, rows_per_cta, mma_rows));
+    s.explain.push_back(fmt::format("split-KV decode: {} {} per (batch, KV head), {} query rows each, M padded to {}",
+                                    s.splits, s.warp_chains ? "warp chains" : "CTAs", rows_per_cta, mma_rows));
+    if (s.warp_chains) warp_chain_decode(s, p, st, gpu, rows_per_cta, double(tiles_each));
   }
   return s;
 }

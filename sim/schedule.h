@@ -44,6 +44,8 @@ struct Schedule {
   std::string tiles_from;  // "kernel traits" or "variant parameters"
   int block_r = 0, block_c = 0, warps = 4, stages = 2, regs_per_thread = 255, splits = 1;
   bool warpgroup_mma = false;     // the kernel issues wgmma (sm_90a): the full tensor peak applies
+  bool warp_chains = false;       // decode: each warp runs its own split (core/kernel_traits.h), a CTA `warps` of them
+  bool pow2_ctas = false;         // the kernel runs a power of two of CTAs per SM (core/kernel_traits.h)
   std::vector<CtaClass> classes;  // the grid, grouped by loop length
   // Bytes follow the real rows and keys (a kernel predicates its loads); operations follow full tiles
   // (the tensor cores compute on whole fragments, padding included).
@@ -60,6 +62,9 @@ struct Schedule {
   double ctas_per_head = 1;           // CTAs that read one KV head's tiles (row blocks × group, or splits)
   int threads = 128;
   std::vector<std::string> explain;   // one line per modelling decision, for the report and the GUI
+  // Launches that run after this one, each its own grid (a cache whose head classes differ in width runs
+  // one launch per width where the narrower gains occupancy: the turbo decode kernel). Their times add.
+  std::vector<Schedule> then;
 
   double ctas() const;
   double kv_read_bytes() const;  // K/V bytes (and their scales) all CTAs read

@@ -273,9 +273,11 @@ int calibrate_command(const CalibrateOptions& o) {
   print_table(t);
   for (const auto& [u, e] : c.efficiency)
     if (u == "cta_overhead_us") fmt::print("CTA overhead  {:.2f} µs per wave\n", e);
+    else if (u == "issue_latency_cycles") fmt::print("latency       {:.2f} cycles between a warp's instructions\n", e);
     else fmt::print("efficiency {:<10} {:.3f}\n", u, e);
   if (!c.not_identifiable.empty())
-    fmt::print("not identifiable from these measurements (left at 1): {}\n", fmt::join(c.not_identifiable, ", "));
+    fmt::print("not identifiable from these measurements (left at the datasheet's value): {}\n",
+               fmt::join(c.not_identifiable, ", "));
   fmt::print("median |error|: before {:.1f}%, after {:.1f}%, leave-one-out {:.1f}%\n", 100 * c.median_error_before,
              100 * c.median_error_after, 100 * c.median_error_loo);
   if (!o.dry_run) {

@@ -53,6 +53,7 @@ json gpu_json(const sim::GpuSpec& g) {
           {"int32_per_clk_per_sm", g.int32_per_clk_per_sm},
           {"cvt_per_clk_per_sm", g.cvt_per_clk_per_sm},
           {"issue_per_clk_per_sm", g.issue_per_clk_per_sm},
+          {"issue_latency_cycles", g.issue_latency_cycles},
           {"cta_overhead_us", g.cta_overhead_us},
           {"peak", peak},
           {"calibrated", !g.efficiency.empty()},  // what `attnlab gpus` marks "(calibrated)"
@@ -145,7 +146,7 @@ Returns a list of dicts sorted by id, one per spec: id, name, arch; the spec's n
 sm_clock_ghz, hbm_bandwidth_gbs, hbm_capacity_gb, l2_bytes, smem_per_sm_bytes, smem_per_cta_bytes,
 regs_per_sm, max_threads_per_sm, max_ctas_per_sm, tensor_tflops {fp16, fp8, int8: TFLOPS/TOPS, absent
 when the GPU has no such unit}, mma_sync_fraction, fp32_tflops, sfu_exp2_per_clk_per_sm,
-int32_per_clk_per_sm, cvt_per_clk_per_sm, issue_per_clk_per_sm, cta_overhead_us); peak {unit: operations
+int32_per_clk_per_sm, cvt_per_clk_per_sm, issue_per_clk_per_sm, issue_latency_cycles, cta_overhead_us); peak {unit: operations
 per second the model charges against, HBM in bytes per second, before efficiency}; calibrated (bool),
 efficiency {unit: fitted fraction of peak}, measured (the spec's calibration section, {} when none);
 sources {field: where the number comes from}.

@@ -219,8 +219,10 @@ class Predict(unittest.TestCase):
         start = time.monotonic()
         got = attnlab.predict(huge)
         self.assertLess(time.monotonic() - start, 30)
-        for entry in got:
-            self.assertEqual(entry["model"]["bound"], "memory")
+        # FP16 decode streams its bytes; turbo's decode at 8 query heads per KV head is bound by its ~1900
+        # instructions per tile at 2 warps per scheduler (the latency term; kernels/PERF.md measured it at
+        # GQA 4:1 far from copy speed).
+        self.assertEqual([entry["model"]["bound"] for entry in got], ["memory", "latency"])
         self.assertEqual(got[0]["model"]["hbm_bytes"]["k"], 2 ** 40)  # flash2 reads K in FP16 once: 512·8·2²⁰·128·2 B
 
     def test_bad_gpu_carries_the_cli_message(self):

@@ -80,6 +80,7 @@ TEST_CASE("FactorTiming: timing()'s doubles, bit for bit, for any factors", "[si
       g.efficiency[to_string(u)] = e;
     }
     p.cta_overhead_us = g.cta_overhead_us = 0.5 + trial;
+    p.issue_latency_cycles = g.issue_latency_cycles = 2.5 + 2 * trial;  // the latency term binds in some
     const FactorTiming::Rates r = fast.rates(p);
     for (size_t i = 0; i < layouts.size(); ++i) {
       INFO("layout " << i << ", trial " << trial);
@@ -88,12 +89,16 @@ TEST_CASE("FactorTiming: timing()'s doubles, bit for bit, for any factors", "[si
   }
 }
 
-TEST_CASE("leave-one-out: whole refits up to 100 measurements, Levenberg–Marquardt from the full fit within 1.2%",
+TEST_CASE("leave-one-out: whole refits up to 100 measurements, Levenberg–Marquardt from the full fit within 6.5%",
           "[sim][calibrate]") {
   // Both minimize the same loss without one measurement; coordinate descent from 1 (the refit) and
-  // Levenberg–Marquardt from the full fit stop at different kinks of the model's max() terms. On these
-  // files the largest gap is 1.2% of a prediction (h100-attnlab-kernels, int_flash rows whose bound
-  // switches between the INT8 MMA and the SFU) and the median error by 0.54 points.
+  // Levenberg–Marquardt from the full fit stop at different kinks of the model's max() and min() terms. On
+  // these files the largest gap was 1.2% of a prediction before the latency term (h100-attnlab-kernels,
+  // int_flash rows whose bound switches between the INT8 MMA and the SFU); its min(1, W / L̄) adds a kink
+  // where the mma.sync rows switch between the MMA and the issue latency, and the gap is now 6.1%
+  // (h100-attnlab-kernels, flash2 causal at N 4096, where Levenberg–Marquardt stays at the full fit's
+  // 0.732 ms — 5.3% from the measured 0.695 — and the refit moves to 0.780, 12.1% from it) and 1.6% on an
+  // int_flash row; every other row within 1.2%; the median error by at most 0.6 points.
   for (const char* file : {"h100-sxm5-sdpa-flash.json", "h100-attnlab-kernels.json", "h200-attnlab-kernels.json"}) {
     INFO(file);
     const auto m = shipped(file);
@@ -107,7 +112,7 @@ TEST_CASE("leave-one-out: whole refits up to 100 measurements, Levenberg–Marqu
     for (size_t i = 0; i < m.size(); ++i) {
       INFO(refit.rows[i].label);
       CHECK(automatic.rows[i].loo_ms == refit.rows[i].loo_ms);  // ≤ 100 measurements: whole refits
-      CHECK(lm.rows[i].loo_ms == Approx(refit.rows[i].loo_ms).epsilon(0.012));
+      CHECK(lm.rows[i].loo_ms == Approx(refit.rows[i].loo_ms).epsilon(0.065));
     }
     CHECK(std::abs(lm.median_error_loo - refit.median_error_loo) <= 0.006);
   }
@@ -142,7 +147,7 @@ TEST_CASE("1000 measurements calibrate in at most 5 s", "[.bench][calibrate-benc
 }
 
 TEST_CASE("leave-one-out from the full fit against whole refits at 200 measurements", "[.bench][calibrate-bench]") {
-  // The gap between the two leave-one-out methods (1.2% at most on the shipped files of 18–36 rows) at a
+  // The gap between the two leave-one-out methods (6.1% at most on the shipped files of 18–36 rows) at a
   // size where whole refits still finish (~10 s): one row's pull on the factors is ~1/N.
   const GpuSpec gpu = load_gpu_spec("h100-sxm5");
   const auto m = synthetic(200, gpu);

@@ -17,6 +17,13 @@ namespace {
 
 double bytes_of(const Work& w, const std::string& t) { return w.bytes.count(t) ? w.bytes.at(t) : 0.0; }
 
+// A schedule and its later launches (one per cache width, where the kernel runs them so).
+std::vector<const Schedule*> launches(const Schedule& s) {
+  std::vector<const Schedule*> all = {&s};
+  for (const Schedule& next : s.then) all.push_back(&next);
+  return all;
+}
+
 LlmConfig model_like(const Problem& p) {
   LlmConfig m;
   m.id = m.name = "test", m.attention = "gqa", m.source = "test";
@@ -43,12 +50,16 @@ TEST_CASE("reference, schedule and capacity count the same KV cache for every va
         } else if (st.kv_in) {  // the kernel writes the cache (TurboAttention Alg. 1)
           CHECK(s.extra.bytes.at("kv_cache") == ref);
         } else {  // the kernel reads it: each key its share, the per-tensor scales once per CTA
-          CHECK(s.kv_unique_bytes == ref);
+          double unique = 0, read = 0;
+          Work w;
+          for (const Schedule* l : launches(s)) {  // each key of the launch's KV heads once
+            unique += l->kv_unique_bytes, w += l->total();
+            read += l->per_key.total_bytes() * l->kv_heads_total * double(p.kv_len);
+          }
+          CHECK(unique == Approx(ref).epsilon(1e-12));
           const CacheBytes b = cache_bytes(st.cache, p.kv_heads, p.kv_len, st.decode_steps);
-          const double keys = double(p.batch * p.kv_heads * p.kv_len);
-          CHECK(s.per_key.total_bytes() * keys + double(p.batch) * (b.k.fixed + b.v.fixed) == Approx(ref).epsilon(1e-12));
+          CHECK(read + double(p.batch) * (b.k.fixed + b.v.fixed) == Approx(ref).epsilon(1e-12));
           if (phase == Phase::decode) {  // every key read once per (batch, KV head); fixed scales by each split
-            const Work w = s.total();
             const double q_scales = bytes_of(s.per_row, "scales") * double(p.batch * p.q_heads);
             const double fixed_reads = double(p.batch * s.splits) * (b.k.fixed + b.v.fixed);
             CHECK(bytes_of(w, "k") + bytes_of(w, "v") + bytes_of(w, "scales") - q_scales ==

@@ -1,0 +1,112 @@
+// attnlab kernels: the prefill's compressed cache on the GPU (turbo_cache_write.h states the contract).
+//
+// One CTA per (block, pair), one thread per channel, K then V:
+//   Alg. 1 l. 8 / Eq. 9   s = fl(max|X_j| / 119) over the block's tokens × channels (FLT_MIN floor: 1),
+//                         q8 = clamp(rne(fl(x / s)), ±119)            — quant::quantize, block granularity
+//   Alg. 1 l. 13–18 / Eq. 10   per channel s^int, z^int and the codes   — turbo_compress.cuh
+// The block's max is a CTA reduction; each block's max also goes into its pair's span (an atomicMax on the
+// float's bits, which order as the floats do for non-negative values), and a second kernel turns the spans
+// into the universal scales. The decode buffer is cleared.
+#include "kernels/turbo_cache_write.h"
+
+#include "core/variants/turbo_layout.h"
+#include "kernels/turbo_compress.cuh"
+
+#include <cfloat>
+
+namespace attnlab::kernels {
+
+namespace {
+
+constexpr float kQMax8 = 119.0f;
+
+// quant::scale_for_span(span, 119): fl(span / 119), or 1 below the smallest normal float.
+__device__ __forceinline__ float scale_for_span(float span) {
+  const float s = __fdiv_rn(span, kQMax8);
+  return s >= FLT_MIN ? s : 1.0f;
+}
+
+template <int D>
+__global__ void __launch_bounds__(D) turbo_prefill_cache_kernel(const TurboCacheArgs c, const float* k, const float* v,
+                                                                int64_t head_stride, bool up, unsigned* spans) {
+  __shared__ uint32_t words[2 * kTurboBlock * D * 4 / 8 / 4];  // K | V codes of one block at ≤ 4 bits
+  __shared__ float warp_max[D / 32];
+  const int slot = blockIdx.x, pair = blockIdx.y, ch = threadIdx.x;
+  const int rows = min(kTurboBlock, c.prefill_tokens - slot * kTurboBlock);
+  const int bits = c.bits[pair];
+  const int code_bytes = kTurboBlock * D * bits / 8;
+  for (int i = ch; i < 2 * code_bytes / 4; i += D) words[i] = 0u;
+  int8_t* sz = c.scale_zero + (int64_t(pair) * c.slots + slot) * 4 * D;
+  float block_scale[2];
+  for (int which = 0; which < 2; ++which) {
+    const float* x = (which == 0 ? k : v) + int64_t(pair) * head_stride + int64_t(slot) * kTurboBlock * D + ch;
+    float col[kTurboBlock];
+    float span = 0.0f;
+#pragma unroll
+    for (int tau = 0; tau < kTurboBlock; ++tau) {
+      col[tau] = tau < rows ? x[int64_t(tau) * D] : 0.0f;
+      span = fmaxf(span, fabsf(col[tau]));
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2) span = fmaxf(span, __shfl_xor_sync(0xffffffffu, span, o));
+    if (ch % 32 == 0) warp_max[ch / 32] = span;
+    __syncthreads();
+    span = warp_max[0];
+#pragma unroll
+    for (int w = 1; w < D / 32; ++w) span = fmaxf(span, warp_max[w]);
+    __syncthreads();  // warp_max is read by all before the next tensor writes it
+    if (ch == 0) atomicMax(&spans[2 * pair + which], __float_as_uint(span));
+    const float s = scale_for_span(span);
+    block_scale[which] = s;
+    int8_t q[kTurboBlock];
+#pragma unroll
+    for (int tau = 0; tau < kTurboBlock; ++tau)
+      q[tau] = int8_t(min(max(__float2int_rn(__fdiv_rn(col[tau], s)), -119), 119));
+    int s_int, z_int;
+    turbo_compress::compress_channel(q, rows, ch, D, bits, up, which == 1, code_bytes, words, s_int, z_int);
+    sz[2 * D * which + ch] = int8_t(s_int);
+    sz[2 * D * which + D + ch] = int8_t(z_int);
+  }
+  __syncthreads();
+  uint32_t* dst = reinterpret_cast<uint32_t*>(c.codes + c.code_offset[pair] + int64_t(slot) * 2 * code_bytes);
+  for (int i = ch; i < 2 * code_bytes / 4; i += D) dst[i] = words[i];
+  if (ch == 0) {
+    c.block_scales[(int64_t(pair) * c.slots + slot) * 2] = block_scale[0];
+    c.block_scales[(int64_t(pair) * c.slots + slot) * 2 + 1] = block_scale[1];
+  }
+  if (slot == 0) {  // the decode buffer starts empty
+    uint32_t* kz = reinterpret_cast<uint32_t*>(c.k_buffer + int64_t(pair) * kTurboBlock * D);
+    uint32_t* vz = reinterpret_cast<uint32_t*>(c.v_buffer + int64_t(pair) * kTurboBlock * D);
+    for (int i = ch; i < kTurboBlock * D / 4; i += D) kz[i] = 0u, vz[i] = 0u;
+  }
+}
+
+// §3.3: the universal scales, max|·| over the prefill's tokens / 119 (quant::universal_scale).
+__global__ void turbo_universal_kernel(float* universal, const unsigned* spans, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) universal[i] = scale_for_span(__uint_as_float(spans[i]));
+}
+
+}  // namespace
+
+size_t turbo_cache_write_scratch_bytes(const TurboCacheArgs& c) { return size_t(2) * c.pairs * sizeof(unsigned); }
+
+cudaError_t turbo_cache_write_prefill(const TurboCacheArgs& c, const float* k, const float* v, int64_t head_stride,
+                                      bool int_scale_up, void* scratch, cudaStream_t stream) {
+  const int blocks = (c.prefill_tokens + kTurboBlock - 1) / kTurboBlock;
+  if ((c.head_dim != 64 && c.head_dim != 128) || c.prefill_tokens < 1 || blocks > c.slots ||
+      head_stride < int64_t(c.prefill_tokens) * c.head_dim || scratch == nullptr)
+    return cudaErrorInvalidValue;
+  unsigned* spans = static_cast<unsigned*>(scratch);
+  if (const cudaError_t e = cudaMemsetAsync(spans, 0, turbo_cache_write_scratch_bytes(c), stream); e != cudaSuccess)
+    return e;
+  const dim3 grid(blocks, c.pairs);
+  if (c.head_dim == 64) turbo_prefill_cache_kernel<64><<<grid, 64, 0, stream>>>(c, k, v, head_stride, int_scale_up, spans);
+  else turbo_prefill_cache_kernel<128><<<grid, 128, 0, stream>>>(c, k, v, head_stride, int_scale_up, spans);
+  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  const int n = 2 * c.pairs;
+  turbo_universal_kernel<<<(n + 127) / 128, 128, 0, stream>>>(const_cast<float*>(c.universal), spans, n);
+  return cudaGetLastError();
+}
+
+}  // namespace attnlab::kernels

@@ -1,0 +1,29 @@
+// attnlab kernels: TurboAttention's prefill cache written on the GPU (App. A Alg. 1 lines 13–18; §3.1–3.3)
+// — every pair's K and V cut into blocks of kTurboBlock tokens, each block quantized to INT8 with
+// max|block| / 119 and compressed per channel to the pair's 2 or 4 bits (Eq. 10), in the layout the decode
+// kernels read (core/variants/turbo_layout.h), and the decode buffer's universal scales; so that prefill →
+// decode runs on the GPU with no host round trip. The same bytes as the `turbo` reference's cache
+// (core/variants/turbo_cache.h, decode_cache), bit for bit.
+#pragma once
+
+#include "kernels/turbo_decode.h"
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace attnlab::kernels {
+
+// Bytes of scratch turbo_cache_write_prefill needs for c.pairs pairs.
+size_t turbo_cache_write_scratch_bytes(const TurboCacheArgs& c);
+
+// Writes slots 0 … ⌈P / kTurboBlock⌉ − 1 of every pair (P = c.prefill_tokens; the last block may be short,
+// its absent tokens code 0), the universal scales (max|·| / 119 over the P tokens, §3.3), and clears the
+// decode buffers. k, v: (pairs, tokens, d) FP32, `head_stride` elements from one pair to the next (≥ P·d).
+// The cache's other slots are left as they are. int_scale_up: IntScale::up instead of Alg. 1's nearest.
+// The pairs' widths come from c.bits (Eq. 11–12's ranking, computed by the caller).
+cudaError_t turbo_cache_write_prefill(const TurboCacheArgs& c, const float* k, const float* v, int64_t head_stride,
+                                      bool int_scale_up, void* scratch, cudaStream_t stream);
+
+}  // namespace attnlab::kernels

@@ -1,0 +1,143 @@
+// TurboAttention's prefill cache written on the GPU (kernels/turbo_cache_write.cu) against the `turbo`
+// reference's (core/variants/turbo_cache.h, decode_cache): every byte of every pair's slots — codes,
+// s_int and z_int, the FP32 block scales — the cleared decode buffer and the universal scales, exactly
+// (the kernel's arithmetic is the reference's: one FP32 division for each scale and each INT8 value, rne,
+// and Eq. 10 in integers). Then the decode kernel reading that cache gives the reference's output (the
+// bound of test_turbo_decode_kernel.cpp: the cache is the same, so is everything downstream).
+// Skipped, with the reason printed, where there is no usable GPU. Seeds are fixed and printed.
+#include "core/data/generators.h"
+#include "core/registry.h"
+#include "core/variants/turbo_cache.h"
+#include "kernels/device.h"
+#include "kernels/turbo_cache_write.h"
+#include "kernels/turbo_decode_host.h"
+#include "tests/catch.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+
+namespace attnlab {
+namespace {
+
+using variants::turbo_detail::device_image;
+using variants::turbo_detail::DeviceImage;
+using variants::turbo_detail::HeadCache;
+
+#define GPU_OR_SKIP()                                                \
+  do {                                                               \
+    const kernels::DeviceInfo dev_ = kernels::probe_device();        \
+    if (!dev_.usable) ATTNLAB_SKIP("no usable GPU: " + dev_.reason); \
+  } while (0)
+
+const VariantSpec& turbo() { return *find_variant("turbo"); }
+
+ParamValues params_with(std::initializer_list<std::pair<const char*, nlohmann::json>> set) {
+  ParamValues pv = ParamValues::defaults(turbo().params);
+  for (const auto& [k, v] : set) pv.set(turbo().params, k, v, "test");
+  return pv;
+}
+
+kernels::DeviceBuffer upload(const Tensor& t) {
+  kernels::DeviceBuffer d(size_t(t.size()) * sizeof(float));
+  ATTNLAB_CUDA(cudaMemcpy(d.as<void>(), t.data(), d.bytes(), cudaMemcpyHostToDevice));
+  return d;
+}
+
+struct Case {
+  int64_t d, kv_heads, group, kv_len;
+  int two_bit_heads;
+  const char* int_scale;
+  const char* gen;
+};
+
+// The prefill's cache of every pair written on the GPU, and the reference's, for one problem.
+struct Written {
+  Problem p;
+  QKV in;
+  ParamValues pv;
+  std::vector<HeadCache> want;
+  kernels::TurboDeviceCache got;
+};
+
+Written write_case(const Case& c, uint64_t seed) {
+  Problem p;
+  p.batch = 2, p.kv_heads = c.kv_heads, p.q_heads = c.kv_heads * c.group, p.head_dim = c.d;
+  p.kv_len = c.kv_len, p.q_len = 1, p.phase = Phase::decode;
+  QKV in = data::generate(p, c.gen, ParamValues::defaults(data::find_generator(c.gen)->params), seed);
+  const ParamValues pv = params_with({{"two_bit_heads", c.two_bit_heads}, {"int_scale", c.int_scale}});
+  std::vector<HeadCache> want = kernels::turbo_host_caches(p, in, pv);  // decode_steps 0: the prefill's cache
+  std::vector<int> bits;
+  for (const HeadCache& h : want) bits.push_back(h.bits);  // Eq. 11–12's ranking, passed in
+  kernels::TurboDeviceCache got =
+      kernels::allocate_turbo_cache(bits, c.d, kernels::turbo_slots(p.kv_len, p.kv_len), p.kv_len);
+  const kernels::DeviceBuffer k = upload(in.k), v = upload(in.v);  // (B, H_kv, N, d): pairs in order
+  kernels::DeviceBuffer scratch(kernels::turbo_cache_write_scratch_bytes(got.args));
+  ATTNLAB_CUDA(kernels::turbo_cache_write_prefill(got.args, k.as<float>(), v.as<float>(), p.kv_len * p.head_dim,
+                                                  std::string(c.int_scale) == "up", scratch.as<void>(), nullptr));
+  ATTNLAB_CUDA(cudaDeviceSynchronize());
+  return {p, std::move(in), pv, std::move(want), std::move(got)};
+}
+
+void check_bytes(const Written& w, const std::string& what) {
+  std::vector<float> universal(size_t(2 * w.want.size()));
+  ATTNLAB_CUDA(cudaMemcpy(universal.data(), w.got.args.universal, universal.size() * sizeof(float),
+                          cudaMemcpyDeviceToHost));
+  for (size_t pair = 0; pair < w.want.size(); ++pair) {
+    const DeviceImage img = device_image(w.want[pair], kernels::kTurboBlock, w.got.args.slots);
+    const DeviceImage got = kernels::download_turbo_head(w.got, int(pair));
+    INFO(fmt::format("{} pair {} bits {}", what, pair, w.want[pair].bits));
+    CHECK(got.codes == img.codes);
+    CHECK(got.scale_zero == img.scale_zero);
+    CHECK(got.block_scales == img.block_scales);
+    CHECK(got.k_buffer == img.k_buffer);
+    CHECK(got.v_buffer == img.v_buffer);
+    CHECK(universal[2 * pair] == w.want[pair].k_universal);
+    CHECK(universal[2 * pair + 1] == w.want[pair].v_universal);
+  }
+}
+
+TEST_CASE("turbo prefill cache written on the GPU is the reference's, byte for byte", "[gpu][kernels][turbo]") {
+  GPU_OR_SKIP();
+  uint64_t seed = 5100;
+  // Both widths side by side, a short last block (150, 1000 tokens), a whole number of blocks (256), both
+  // rounding rules of s^int, heavy-tailed and plain data, d 64 and 128.
+  for (const Case& c : {Case{64, 4, 1, 150, 2, "nearest", "llm_like"}, Case{128, 4, 2, 256, 1, "nearest", "llm_like"},
+                        Case{128, 2, 4, 1000, 1, "up", "normal"}, Case{64, 2, 8, 64, 2, "up", "llm_like"},
+                        Case{128, 8, 1, 513, 4, "nearest", "normal"}}) {
+    const Written w = write_case(c, ++seed);
+    check_bytes(w, fmt::format("{} d={} H_kv={} N={} 2-bit heads={} int_scale={} seed={}", c.gen, c.d, c.kv_heads,
+                               c.kv_len, c.two_bit_heads, c.int_scale, seed));
+  }
+}
+
+TEST_CASE("turbo decode over the GPU-written prefill cache equals the reference", "[gpu][kernels][turbo]") {
+  GPU_OR_SKIP();
+  const Case c{128, 2, 4, 700, 1, "nearest", "llm_like"};
+  const uint64_t seed = 5200;
+  const Written w = write_case(c, seed);
+  check_bytes(w, "decode case");
+  const ReferenceOutput ref = turbo().reference(w.p, w.in, w.pv, {});
+  kernels::DeviceBuffer q = upload(w.in.q);
+  const auto out = kernels::turbo_decode_once(w.p, w.got, q.as<float>(), kernels::turbo_exp_args(w.pv),
+                                              kernels::turbo_chains_for(w.p, w.pv, w.got.args));
+  // The same cache as the uploaded one, so test_turbo_decode_kernel.cpp's bound applies (ℓ's order only).
+  for (int64_t i = 0; i < out.o.size(); ++i) {
+    const double r = ref.o.data()[i], k = out.o.data()[i];
+    const double a = std::max({std::abs(r), std::abs(k), std::ldexp(1.0, -14)});
+    INFO(fmt::format("o[{}] seed {}", i, seed));
+    CHECK(std::abs(k - r) <= 2e-5 * std::abs(r) + std::ldexp(1.0, std::ilogb(a) - 10));
+  }
+}
+
+// A small shape for compute-sanitizer (memcheck, racecheck): both widths, a short block.
+TEST_CASE("turbo prefill cache writer on a small shape (sanitizer run)", "[sanitize]") {
+  GPU_OR_SKIP();
+  check_bytes(write_case(Case{64, 2, 1, 100, 1, "nearest", "llm_like"}, 77), "sanitizer case");
+}
+
+}  // namespace
+}  // namespace attnlab
