@@ -6,7 +6,10 @@
 //   Alg. 1 l. 13–18 / Eq. 10   per channel s^int, z^int and the codes   — turbo_compress.cuh
 // The block's max is a CTA reduction; each block's max also goes into its pair's span (an atomicMax on the
 // float's bits, which order as the floats do for non-negative values), and a second kernel turns the spans
-// into the universal scales. The decode buffer is cleared.
+// into the universal scales. The decode buffer is cleared. The same pass can write the INT8 tiles the
+// prefill's attention reads (TurboPrefillTiles: K^q1, and V^q1 transposed for the INT8 wgmma), so that each
+// K/V block is quantized once for every query block (Alg. 1 re-quantizes it per query block: the same
+// numbers, one per-tile scale either way); and turbo_quantize_q_blocks does Alg. 1 l. 7 for Q.
 #include "kernels/turbo_cache_write.h"
 
 #include "core/variants/turbo_layout.h"
@@ -26,9 +29,16 @@ __device__ __forceinline__ float scale_for_span(float span) {
   return s >= FLT_MIN ? s : 1.0f;
 }
 
+// The position within 16 keys where Vᵀ keeps key `position`'s neighbour: int_flash_host.cpp's vt_key_at.
+__device__ __forceinline__ int vt_key_at(int position) {
+  const int t = position / 4, e = position % 4;
+  return 8 * (e / 2) + 2 * t + (e % 2);
+}
+
 template <int D>
 __global__ void __launch_bounds__(D) turbo_prefill_cache_kernel(const TurboCacheArgs c, const float* k, const float* v,
-                                                                int64_t head_stride, bool up, unsigned* spans) {
+                                                                int64_t head_stride, bool up, unsigned* spans,
+                                                                TurboPrefillTiles tiles) {
   __shared__ uint32_t words[2 * kTurboBlock * D * 4 / 8 / 4];  // K | V codes of one block at ≤ 4 bits
   __shared__ float warp_max[D / 32];
   const int slot = blockIdx.x, pair = blockIdx.y, ch = threadIdx.x;
@@ -62,6 +72,25 @@ __global__ void __launch_bounds__(D) turbo_prefill_cache_kernel(const TurboCache
 #pragma unroll
     for (int tau = 0; tau < kTurboBlock; ++tau)
       q[tau] = int8_t(min(max(__float2int_rn(__fdiv_rn(col[tau], s)), -119), 119));
+    if (which == 0 && tiles.k8 != nullptr) {  // K^q1 rows: consecutive channels, coalesced
+      int8_t* out = tiles.k8 + (int64_t(pair) * tiles.pad + int64_t(slot) * kTurboBlock) * D + ch;
+#pragma unroll
+      for (int tau = 0; tau < kTurboBlock; ++tau) out[int64_t(tau) * D] = q[tau];
+    }
+    if (which == 1 && tiles.vt8 != nullptr) {  // Vᵀ: this channel's 64 keys, permuted per 16, as words
+      uint32_t* out = reinterpret_cast<uint32_t*>(tiles.vt8 + (int64_t(pair) * D + ch) * tiles.pad +
+                                                  int64_t(slot) * kTurboBlock);
+#pragma unroll
+      for (int w = 0; w < kTurboBlock / 4; ++w) {
+        uint32_t word = 0;
+#pragma unroll
+        for (int b = 0; b < 4; ++b) {
+          const int pos = 4 * w + b, key = 16 * (pos / 16) + vt_key_at(pos % 16);
+          word |= uint32_t(uint8_t(q[key])) << (8 * b);
+        }
+        out[w] = word;
+      }
+    }
     int s_int, z_int;
     turbo_compress::compress_channel(q, rows, ch, D, bits, up, which == 1, code_bytes, words, s_int, z_int);
     sz[2 * D * which + ch] = int8_t(s_int);
@@ -81,6 +110,29 @@ __global__ void __launch_bounds__(D) turbo_prefill_cache_kernel(const TurboCache
   }
 }
 
+// Alg. 1 l. 7: one block of block_r rows of one head; one thread per channel.
+template <int D>
+__global__ void __launch_bounds__(D) turbo_q_blocks_kernel(const float* q, int q_len, int block_r, int8_t* q8,
+                                                           float* s_q) {
+  __shared__ float warp_max[D / 32];
+  const int block = blockIdx.x, head = blockIdx.y, ch = threadIdx.x;
+  const int row0 = block * block_r, rows = min(block_r, q_len - row0);
+  const float* x = q + (int64_t(head) * q_len + row0) * D + ch;
+  float span = 0.0f;
+  for (int r = 0; r < rows; ++r) span = fmaxf(span, fabsf(x[int64_t(r) * D]));
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) span = fmaxf(span, __shfl_xor_sync(0xffffffffu, span, o));
+  if (ch % 32 == 0) warp_max[ch / 32] = span;
+  __syncthreads();
+  span = warp_max[0];
+#pragma unroll
+  for (int w = 1; w < D / 32; ++w) span = fmaxf(span, warp_max[w]);
+  const float s = scale_for_span(span);
+  int8_t* out = q8 + (int64_t(head) * q_len + row0) * D + ch;
+  for (int r = 0; r < rows; ++r) out[int64_t(r) * D] = int8_t(min(max(__float2int_rn(__fdiv_rn(x[int64_t(r) * D], s)), -119), 119));
+  if (ch == 0) s_q[int64_t(head) * gridDim.x + block] = s;
+}
+
 // §3.3: the universal scales, max|·| over the prefill's tokens / 119 (quant::universal_scale).
 __global__ void turbo_universal_kernel(float* universal, const unsigned* spans, int n) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -92,20 +144,35 @@ __global__ void turbo_universal_kernel(float* universal, const unsigned* spans, 
 size_t turbo_cache_write_scratch_bytes(const TurboCacheArgs& c) { return size_t(2) * c.pairs * sizeof(unsigned); }
 
 cudaError_t turbo_cache_write_prefill(const TurboCacheArgs& c, const float* k, const float* v, int64_t head_stride,
-                                      bool int_scale_up, void* scratch, cudaStream_t stream) {
+                                      bool int_scale_up, void* scratch, cudaStream_t stream,
+                                      const TurboPrefillTiles& tiles) {
   const int blocks = (c.prefill_tokens + kTurboBlock - 1) / kTurboBlock;
   if ((c.head_dim != 64 && c.head_dim != 128) || c.prefill_tokens < 1 || blocks > c.slots ||
-      head_stride < int64_t(c.prefill_tokens) * c.head_dim || scratch == nullptr)
+      head_stride < int64_t(c.prefill_tokens) * c.head_dim || scratch == nullptr ||
+      ((tiles.k8 != nullptr || tiles.vt8 != nullptr) && tiles.pad < int64_t(blocks) * kTurboBlock))
     return cudaErrorInvalidValue;
   unsigned* spans = static_cast<unsigned*>(scratch);
   if (const cudaError_t e = cudaMemsetAsync(spans, 0, turbo_cache_write_scratch_bytes(c), stream); e != cudaSuccess)
     return e;
   const dim3 grid(blocks, c.pairs);
-  if (c.head_dim == 64) turbo_prefill_cache_kernel<64><<<grid, 64, 0, stream>>>(c, k, v, head_stride, int_scale_up, spans);
-  else turbo_prefill_cache_kernel<128><<<grid, 128, 0, stream>>>(c, k, v, head_stride, int_scale_up, spans);
+  if (c.head_dim == 64) turbo_prefill_cache_kernel<64><<<grid, 64, 0, stream>>>(c, k, v, head_stride, int_scale_up, spans, tiles);
+  else turbo_prefill_cache_kernel<128><<<grid, 128, 0, stream>>>(c, k, v, head_stride, int_scale_up, spans, tiles);
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   const int n = 2 * c.pairs;
   turbo_universal_kernel<<<(n + 127) / 128, 128, 0, stream>>>(const_cast<float*>(c.universal), spans, n);
+  return cudaGetLastError();
+}
+
+}  // namespace attnlab::kernels
+
+namespace attnlab::kernels {
+
+cudaError_t turbo_quantize_q_blocks(const float* q, int heads, int q_len, int d, int block_r, int8_t* q8, float* s_q,
+                                    cudaStream_t stream) {
+  if ((d != 64 && d != 128) || heads < 1 || q_len < 1 || block_r < 1 || block_r > 256) return cudaErrorInvalidValue;
+  const dim3 grid((q_len + block_r - 1) / block_r, heads);
+  if (d == 64) turbo_q_blocks_kernel<64><<<grid, 64, 0, stream>>>(q, q_len, block_r, q8, s_q);
+  else turbo_q_blocks_kernel<128><<<grid, 128, 0, stream>>>(q, q_len, block_r, q8, s_q);
   return cudaGetLastError();
 }
 

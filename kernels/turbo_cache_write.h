@@ -15,6 +15,17 @@
 
 namespace attnlab::kernels {
 
+// The INT8 tiles Alg. 1's attention reads (the pre-pass that quantizes each K/V block once; the scales are
+// the cache's block scales, c.block_scales): K^q1 as (pairs, pad, d) row-major, V^q1 transposed as (pairs,
+// d, pad) with its keys permuted per 16 as the INT8 warpgroup-MMA kernels read Vᵀ (int_flash_host.h,
+// vt_key_at). pad: the tokens rounded up to whole blocks; tokens past the prefill hold 0. nullptr: not
+// written.
+struct TurboPrefillTiles {
+  int8_t* k8 = nullptr;
+  int8_t* vt8 = nullptr;
+  int64_t pad = 0;
+};
+
 // Bytes of scratch turbo_cache_write_prefill needs for c.pairs pairs.
 size_t turbo_cache_write_scratch_bytes(const TurboCacheArgs& c);
 
@@ -24,6 +35,13 @@ size_t turbo_cache_write_scratch_bytes(const TurboCacheArgs& c);
 // The cache's other slots are left as they are. int_scale_up: IntScale::up instead of Alg. 1's nearest.
 // The pairs' widths come from c.bits (Eq. 11–12's ranking, computed by the caller).
 cudaError_t turbo_cache_write_prefill(const TurboCacheArgs& c, const float* k, const float* v, int64_t head_stride,
-                                      bool int_scale_up, void* scratch, cudaStream_t stream);
+                                      bool int_scale_up, void* scratch, cudaStream_t stream,
+                                      const TurboPrefillTiles& tiles = {});
+
+// Alg. 1 l. 7: each block of block_r query rows of each head to INT8, s_Q = fl(max|Q_i| / 119) (FLT_MIN floor:
+// 1), Q^q1 = clamp(rne(fl(q / s_Q)), ±119) — quant::quantize at block granularity. q: (heads, q_len, d) FP32;
+// q8: the same shape INT8; s_q: (heads, ⌈q_len / block_r⌉). d ∈ {64, 128}, block_r ≤ 256.
+cudaError_t turbo_quantize_q_blocks(const float* q, int heads, int q_len, int d, int block_r, int8_t* q8, float* s_q,
+                                    cudaStream_t stream);
 
 }  // namespace attnlab::kernels
