@@ -56,6 +56,7 @@
 #include "core/variants/turbo_layout.h"
 #include "kernels/mma.cuh"
 #include "kernels/turbo_compress.cuh"
+#include "kernels/turbo_sas.cuh"
 
 #include <cuda_fp16.h>
 
@@ -119,38 +120,6 @@ static_assert(kChainTargetAgrees<64, 1> && kChainTargetAgrees<64, 2> && kChainTa
 
 __device__ __forceinline__ void cp_async_8(void* smem, const void* gmem) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(smem_addr(smem)), "l"(gmem));
-}
-
-// The exponential of the softmax: SAS (core/sas.cpp's Fp32Kernel, bit for bit for finite t and −∞) or
-// 2^(t·log₂e) on the SFU.
-// EXACT is a template parameter: as a run-time flag the compiler evaluated both exponentials per score and
-// selected (v1: one MUFU.EX2, a select and a branch per score beside SAS).
-template <bool EXACT>
-struct Exp {
-  const float* lut;  // shared memory, 31 entries
-  int x_max_bits;    // FP32 bits of −n_r
-  float c0, c1, c2, c3;
-
-  __device__ __forceinline__ float operator()(float t) const {
-    if constexpr (EXACT) return ex2(__fmul_rn(t, 1.4426950408889634f));
-    const int x_bits = __float_as_int(-t);
-    const float x = __int_as_float(min(max(x_bits, 0), x_max_bits));  // clamp(−t, 0, −n_r) on the bits
-    // ⌊x⌋ for 0 ≤ x ≤ 30: round to nearest through 1.5·2²³, step back where that rounded up.
-    const float big = __fadd_rn(x, kMagic);
-    const float near = __fsub_rn(big, kMagic);
-    const int up = near > x ? 1 : 0;
-    const float x_int = __fsub_rn(near, float(up));
-    const int idx = (__float_as_int(big) - kMagicBits) - up;
-    const float x_dec = __fsub_rn(x, x_int);                                  // exact
-    const float poly = __fmaf_rn(__fmaf_rn(__fmaf_rn(c3, x_dec, c2), x_dec, c1), x_dec, c0);  // Eq. 15
-    const float v = __fmul_rn(lut[idx], poly);                                // Eq. 13
-    return x_bits <= x_max_bits ? v : 0.0f;                                   // Eq. 14
-  }
-};
-
-template <bool EXACT>
-__device__ __forceinline__ Exp<EXACT> make_exp(const TurboExpArgs& e, const float* lut) {
-  return Exp<EXACT>{lut, __float_as_int(float(-e.n_r)), e.c[0], e.c[1], e.c[2], e.c[3]};
 }
 
 __device__ __forceinline__ int sat127(int x) { return min(max(x, -127), 127); }

@@ -1,0 +1,267 @@
+// attnlab kernels: TurboAttention's prefill attention on Hopper (turbo_prefill_sm90.h states the contract).
+//
+// The loop nest and pipeline of int_flash_sm90.cu (two warpgroups, kv_pipeline.cuh: S_{j+1} issued before
+// P·V_j), with the paper's tiles: each warpgroup's 64 query rows are one of Alg. 1's query blocks (B_r = 64,
+// one s_Q) and a KV tile is B_c = 64 keys (one s_K, s_V: the cache's block scales). Per tile, as
+// core/variants/turbo.cpp rounds it (operation for operation):
+//   l. 8   S = fl(S_int·fl(fl(s_Q·s_K)·scale))              wgmma m64n64k32 s8·s8 → s32, exact integers
+//   l. 9   m_new = max(m, rowmax S), α = SAS(m − m_new) (0 before the first tile; 1 for a row that sees no
+//          key of the tile, whose state the reference leaves alone), P̃ = SAS(S − m_new),
+//          ℓ = fl(α·ℓ) + Σ P̃ — each thread keeps its share of ℓ (its 16 of the row's 64 terms), the four
+//          shares summed at the end: the only difference from the reference, which sums the tile's 64 terms
+//          in order (tests/kernels/test_turbo_prefill_kernel.cpp bounds it)
+//   l. 10  s_P = fl(max_tile P̃ / 119) over the warpgroup's 64 × 64 tile (a reduction over its 4 warps through
+//          shared memory), Q(P̃) = rne(fl(P̃ / s_P)) through rcp.approx with the exact division near
+//          half-integers (turbo_decode.cu derives the test)
+//   l. 11  O = fl(fl(α·O) + fl(X·fl(s_P·s_V))), X = Q(P̃)·V^q1 in INT32 (wgmma s8, A from registers, B = Vᵀ):
+//          the pipeline adds tile j's term when P·V_j lands and then multiplies by α_{j+1} — the same
+//          two roundings per tile in the same order
+//   l. 20–22  O = fl(O / ℓ) → FP16, L = m + log ℓ.
+// A tile no row of a warpgroup sees (above the causal diagonal) is one the reference's loop never reaches
+// for that query block: the warpgroup leaves m, ℓ and O untouched there (α = 1, no codes, X·0).
+#include "kernels/turbo_prefill_sm90.h"
+
+#include "kernels/kv_pipeline.cuh"
+#include "kernels/tile_softmax.cuh"
+#include "kernels/turbo_sas.cuh"
+#include "kernels/wgmma.cuh"
+
+#include <cfloat>
+#include <cmath>
+
+namespace attnlab::kernels {
+
+namespace {
+
+constexpr int kBr = 128, kBc = 64, kStages = 3, kThreads = 256;
+[[maybe_unused]] constexpr int kRowsPerGroup = 64;  // Alg. 1's B_r: one query block per warpgroup
+
+template <int D>
+struct PrefillTile {
+  static constexpr int kQBytes = kBr * D, kKBytes = kBc * D, kVBytes = D * kBc;
+  static constexpr int kStageBytes = kKBytes + kVBytes;  // multiples of 1024: swizzle blocks stay aligned
+  static constexpr size_t kSmemBytes = size_t(kQBytes) + size_t(kStages) * kStageBytes + 1024 + 256;  // + align, LUT, s_P
+  static_assert(kStageBytes % 1024 == 0 && kQBytes % 1024 == 0);
+};
+
+[[maybe_unused]] __device__ __forceinline__ float scale_for_span119(float span) {  // quant::scale_for_span(span, 119)
+  const float s = __fdiv_rn(span, 119.0f);
+  return s >= FLT_MIN ? s : 1.0f;
+}
+
+template <int D, bool EXACT>
+__global__ void __launch_bounds__(kThreads, 1) turbo_prefill_kernel(TurboPrefillArgs a) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using T = PrefillTile<D>;
+  extern __shared__ char smem_raw[];
+  char* smem = smem_raw + ((1024u - (smem_addr(smem_raw) & 1023u)) & 1023u);
+  char* sQ = smem;
+  auto stage = [&](int j) { return smem + T::kQBytes + (j % kStages) * T::kStageBytes; };  // K, Vᵀ
+  float* lut = reinterpret_cast<float*>(smem + T::kQBytes + kStages * T::kStageBytes);
+  float* pmax_of = lut + 32;  // [group][tile parity][warp]
+  for (int i = threadIdx.x; i < 31; i += kThreads) lut[i] = a.exp.lut[i];
+  __syncthreads();
+  const Exp<EXACT> sas = make_exp<EXACT>(a.exp, lut);
+
+  const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, group = threadIdx.x / 128;
+  const int t = lane % 4;
+  const int bh = blockIdx.y, b = bh / a.q_heads, h = bh % a.q_heads;
+  const int pair = b * a.kv_heads + h / (a.q_heads / a.kv_heads);
+  const int row0 = blockIdx.x * kBr;
+  const int last_row = min(row0 + kBr, a.q_len) - 1;
+  const int tiles = (visible_keys(last_row, a.q_len, a.kv_len, a.causal) + kBc - 1) / kBc;
+  // This warpgroup's query block: its s_Q, and the keys its last row sees (tiles past them are skipped).
+  const int block = (row0 + group * kRowsPerGroup) / kRowsPerGroup;
+  const int group_last = min(row0 + group * kRowsPerGroup + kRowsPerGroup, a.q_len) - 1;
+  const int group_sees = group_last >= row0 + group * kRowsPerGroup ? visible_keys(group_last, a.q_len, a.kv_len, a.causal) : 0;
+  const int q_blocks = (a.q_len + kRowsPerGroup - 1) / kRowsPerGroup;
+  const float s_q = block < q_blocks ? a.s_q[size_t(bh) * q_blocks + block] : 1.0f;
+  const int8_t* k = a.k8 + size_t(pair) * a.pad * D;
+  const int8_t* vt = a.vt8 + size_t(pair) * D * a.pad;
+  const float* bscale = a.block_scales + size_t(pair) * a.slots * 2;
+
+  const SwizzledCopier<D, kBc, kThreads, D> k_copier(threadIdx.x);
+  const SwizzledCopier<kBc, D, kThreads, kBc> v_copier(threadIdx.x);  // Vᵀ: D rows of 64 keys
+  auto load_kv = [&](int j) {
+    const int col0 = j * kBc;
+    k_copier.copy(stage(j), k + size_t(col0) * D, D, a.kv_len - col0);
+    v_copier.copy(stage(j) + T::kKBytes, vt + col0, a.pad, D);
+  };
+
+  const int my_row0 = row0 + group * 64 + warp * 16 + lane / 4;  // rows my_row0 + 8i (wgmma.cuh's layout)
+  auto desc_q = [&](int kk) { return sw_desc<D>(sQ + group * 64 * D + kk * 32, 16, 8 * D); };
+  auto desc_k = [&](int j, int kk) { return sw_desc<D>(stage(j) + kk * 32, 16, 8 * D); };
+  auto desc_v = [&](int j, int ks) { return sw_desc<kBc>(stage(j) + T::kKBytes + ks * 32, 16, 8 * kBc); };
+
+  int si[kBc / 2];      // S in INT32: the m64n64 accumulator
+  float o[D / 2] = {};  // O in FP32
+  int acc[D / 2];       // P·V_j in INT32
+  uint32_t p[2][4];     // P's codes as A fragments (two k-steps of 32 keys)
+  int p_code[kBc / 2];  // P's codes of the tile in flight through the softmax
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+  float c_of[2] = {0.f, 0.f};  // fl(s_P·s_V) of the tiles whose P·V is pending, by tile parity
+  int finished = 0;            // tiles whose P·V has been added to O
+
+  auto issue_scores = [&](int j) {
+#pragma unroll
+    for (int kk = 0; kk < D / 32; ++kk) wgmma_m64n64k32_s8_ss(si, desc_q(kk), desc_k(j, kk), kk > 0);
+  };
+  auto issue_pv = [&](int j) {
+#pragma unroll
+    for (int ks = 0; ks < 2; ++ks) {
+      if constexpr (D == 128) wgmma_m64n128k32_s8_rs(acc, p[ks], desc_v(j, ks), ks > 0);
+      else wgmma_m64n64k32_s8_rs(acc, p[ks], desc_v(j, ks), ks > 0);
+    }
+  };
+  // Lines 8–10 for tile j: P's codes into p_code, c_of[j & 1] = fl(s_P·s_V), α per row.
+  auto softmax = [&](int j, float (&alpha)[2]) {
+    const int col0 = j * kBc;
+    float* pm = pmax_of + (group * 2 + (j & 1)) * 4;
+    if (col0 >= group_sees) {  // the reference's loop for this query block ends before tile j
+      alpha[0] = alpha[1] = 1.f;
+#pragma unroll
+      for (int e = 0; e < kBc / 2; ++e) p_code[e] = 0;
+      c_of[j & 1] = 0.f;
+      asm volatile("bar.sync %0, 128;\n" ::"r"(1 + group));  // the other warps' barrier below, matched
+      return;
+    }
+    const float2 sk = *reinterpret_cast<const float2*>(bscale + 2 * j);  // s_K, s_V
+    const float f = __fmul_rn(__fmul_rn(s_q, sk.x), a.scale);
+    float s[kBc / 2];
+#pragma unroll
+    for (int e = 0; e < kBc / 2; ++e) s[e] = __fmul_rn(exact_float(si[e]), f);
+    if (col0 + kBc > visible_keys(row0 + group * 64, a.q_len, a.kv_len, a.causal))
+      mask_invisible<kBc>(s, col0, my_row0, t, a.q_len, a.kv_len, a.causal);
+    float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int e = 0; e < kBc / 2; ++e) mx[(e / 2) % 2] = fmaxf(mx[(e / 2) % 2], s[e]);
+    float shift[2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
+      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
+      const float m_new = fmaxf(m[i], mx[i]);
+      // A row that sees no key of this tile keeps its state (core/online_softmax.h): α = 1, not SAS(0).
+      alpha[i] = isinf(mx[i]) ? 1.f : isinf(m[i]) ? 0.f : sas(__fsub_rn(m[i], m_new));
+      shift[i] = isinf(m_new) ? 0.f : m_new;
+      m[i] = m_new;
+    }
+    float sum[2] = {0.f, 0.f}, pmax = 0.f;
+    // Rows past q_len (a ragged last block's padding, Q = 0) are not the reference's: kept out of s_P.
+    const bool real[2] = {my_row0 < a.q_len, my_row0 + 8 < a.q_len};
+#pragma unroll
+    for (int e = 0; e < kBc / 2; ++e) {
+      const int i = (e / 2) % 2;
+      s[e] = sas(__fsub_rn(s[e], shift[i]));
+      sum[i] = __fadd_rn(sum[i], s[e]);
+      if (real[i]) pmax = fmaxf(pmax, s[e]);
+    }
+#pragma unroll
+    for (int i = 0; i < 2; ++i) l[i] = __fadd_rn(__fmul_rn(alpha[i], l[i]), sum[i]);
+#pragma unroll
+    for (int o2 = 16; o2 > 0; o2 /= 2) pmax = fmaxf(pmax, __shfl_xor_sync(0xffffffffu, pmax, o2));
+    if (lane == 0) pm[warp] = pmax;
+    asm volatile("bar.sync %0, 128;\n" ::"r"(1 + group));  // the warpgroup's four maxima are written
+    pmax = fmaxf(fmaxf(pm[0], pm[1]), fmaxf(pm[2], pm[3]));
+    const float sp = scale_for_span119(pmax);
+    c_of[j & 1] = __fmul_rn(sp, sk.y);
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(sp));
+    bool near_half = false;
+#pragma unroll
+    for (int e = 0; e < kBc / 2; ++e) {
+      const float y = __fmul_rn(s[e], r);
+      const float big = __fadd_rn(y, kMagic);
+      p_code[e] = __float_as_int(big) - kMagicBits;
+      near_half |= __fsub_rn(0.5f, fabsf(__fsub_rn(y, __fsub_rn(big, kMagic)))) < 3.0517578125e-05f;
+    }
+    if (__any_sync(0xffffffffu, near_half)) {
+#pragma unroll
+      for (int e = 0; e < kBc / 2; ++e) {
+        const float y = __fmul_rn(s[e], r);
+        if (__fsub_rn(0.5f, fabsf(__fsub_rn(y, __fsub_rn(__fadd_rn(y, kMagic), kMagic)))) < 3.0517578125e-05f)
+          p_code[e] = __float2int_rn(__fdiv_rn(s[e], sp));
+      }
+    }
+  };
+  // After P·V of the oldest pending tile has landed: O = fl(O + fl(X·c)), then O ·= α of the next tile.
+  auto finish_tile = [&](const float (&alpha)[2], bool rescale) {
+    const float c = c_of[finished & 1];
+    ++finished;
+#pragma unroll
+    for (int e = 0; e < D / 2; ++e) o[e] = __fadd_rn(o[e], __fmul_rn(exact_float(acc[e]), c));
+    if (rescale) {
+#pragma unroll
+      for (int n = 0; n < D / 8; ++n) {
+        o[4 * n + 0] = __fmul_rn(o[4 * n + 0], alpha[0]), o[4 * n + 1] = __fmul_rn(o[4 * n + 1], alpha[0]);
+        o[4 * n + 2] = __fmul_rn(o[4 * n + 2], alpha[1]), o[4 * n + 3] = __fmul_rn(o[4 * n + 3], alpha[1]);
+      }
+    }
+  };
+  // C layout → A layout (k32) as in int_flash_sm90.cu: the keys land in Vᵀ's permuted order.
+  auto pack_p = [&]() {
+#pragma unroll
+    for (int ks = 0; ks < 2; ++ks) {
+      const int* cc = p_code + 16 * ks;
+      p[ks][0] = pack_s8x4(cc[0], cc[1], cc[4], cc[5]);
+      p[ks][1] = pack_s8x4(cc[2], cc[3], cc[6], cc[7]);
+      p[ks][2] = pack_s8x4(cc[8], cc[9], cc[12], cc[13]);
+      p[ks][3] = pack_s8x4(cc[10], cc[11], cc[14], cc[15]);
+    }
+  };
+
+  auto steps = KvSteps{[&] { SwizzledCopier<D, kBr, kThreads, D>(threadIdx.x)
+                                 .copy(sQ, a.q8 + (size_t(bh) * a.q_len + row0) * D, D, a.q_len - row0); },
+                       load_kv, issue_scores, issue_pv, softmax, pack_p, finish_tile,
+                       [&] { pin_registers(si); },
+                       [&] {
+                         pin_registers(o);
+                         pin_registers(acc);
+                         pin_registers(p);
+                       }};
+  kv_pipeline(tiles, steps);
+
+  // l. 20–22: ℓ's shares summed over the quad, O = fl(O/ℓ) in FP16, L = m + log ℓ (natural units).
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    l[i] = __fadd_rn(l[i], __shfl_xor_sync(0xffffffffu, l[i], 1));
+    l[i] = __fadd_rn(l[i], __shfl_xor_sync(0xffffffffu, l[i], 2));
+    const int row = my_row0 + 8 * i;
+    if (row >= a.q_len) continue;
+    const bool empty = !(l[i] > 0.f);
+    __half* orow = a.o + (size_t(bh) * a.q_len + row) * D;
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n) {
+      const float x0 = empty ? 0.f : __fdiv_rn(o[4 * n + 2 * i], l[i]);
+      const float x1 = empty ? 0.f : __fdiv_rn(o[4 * n + 2 * i + 1], l[i]);
+      *reinterpret_cast<__half2*>(orow + n * 8 + 2 * t) = __floats2half2_rn(x0, x1);
+    }
+    if (t == 0) a.lse[size_t(bh) * a.q_len + row] = empty ? -INFINITY : __fadd_rn(m[i], logf(l[i]));
+  }
+#endif
+}
+
+template <int D, bool EXACT>
+cudaError_t launch(const TurboPrefillArgs& a, cudaStream_t stream) {
+  constexpr size_t smem = PrefillTile<D>::kSmemBytes;
+  const auto kernel = turbo_prefill_kernel<D, EXACT>;
+  if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+      e != cudaSuccess)
+    return e;
+  const dim3 grid((a.q_len + kBr - 1) / kBr, a.batch * a.q_heads);
+  kernel<<<grid, kThreads, smem, stream>>>(a);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+bool turbo_prefill_supports(int head_dim) { return head_dim == 64 || head_dim == 128; }
+
+cudaError_t turbo_prefill_forward(const TurboPrefillArgs& a, cudaStream_t stream) {
+  if (!turbo_prefill_supports(a.head_dim) || a.pad % kBc != 0 || a.pad < a.kv_len || a.q_heads % a.kv_heads != 0)
+    return cudaErrorInvalidValue;
+  if (a.head_dim == 64) return a.exp.exact_exp ? launch<64, true>(a, stream) : launch<64, false>(a, stream);
+  return a.exp.exact_exp ? launch<128, true>(a, stream) : launch<128, false>(a, stream);
+}
+
+}  // namespace attnlab::kernels
