@@ -1,19 +1,23 @@
-// attnlab kernels: turbo's row of the kernel table (kernel_table.h) — decode over the compressed cache
-// (turbo_decode.h). The cache is built on the host by the reference's own code (the prefill kernel that
-// writes it on the GPU is a later kernel) and uploaded in the layout of core/variants/turbo_layout.h; the
-// step's queries go up in FP32, as the reference reads them. One poisoned-output correctness launch, then
+// attnlab kernels: turbo's row of the kernel table (kernel_table.h) — prefill on Hopper (turbo_prefill_host.h:
+// the pre-pass writes the compressed cache and the INT8 tiles, then the attention; the FP32 inputs as the
+// reference reads them), and decode over the compressed cache (turbo_decode.h). For decode the cache is built
+// on the host by the reference's own code and uploaded in the layout of core/variants/turbo_layout.h (the
+// prefill's GPU writer gives the same bytes: test_turbo_cache_write.cpp); the step's queries go up in FP32. One poisoned-output correctness launch, then
 // the timed attention launches; with decode_steps > 0 also the multi-step decode the paper's serving loop
 // runs: from the prefill's cache, every generated token appended to the buffer (flushing every 64) and
 // attended, timed per step.
 #include "kernels/kernel_table.h"
 #include "kernels/timing.h"
 #include "kernels/turbo_decode_host.h"
+#include "kernels/turbo_prefill_host.h"
 
 #include "core/probes.h"
 #include "core/registry.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
 #include <cstring>
 #include <vector>
 
@@ -49,9 +53,65 @@ std::vector<float> appended_rows(const Problem& p, const Tensor& x, int64_t step
 
 }  // namespace
 
-std::string turbo_cannot_run(const VariantRequest& v, const Experiment& e, const DeviceInfo&) {
+// Prefill: the pre-pass and the attention timed together (what FP16 attention is compared with), and apart.
+void turbo_prefill_run(const Experiment& e, const VariantRequest& v, const QKV& in, const TensorF64& truth,
+                       VariantResult& into) {
   const Problem& p = e.problem;
-  if (p.phase != Phase::decode) return "the turbo kernel computes decode (Alg. 2); prefill runs on the reference";
+  const ParamValues& params = v.params;
+  const TurboPrefillOutput once = turbo_prefill_once(p, in, params);
+  const std::vector<int> bits = once.cache.head_bits;
+  TurboPrefillWork work(p, bits);
+  const size_t set_bytes = size_t(in.q.size() + in.k.size() + in.v.size()) * sizeof(float);
+  const size_t copies = input_copies(set_bytes);
+  std::vector<DeviceBuffer> sets;
+  for (size_t i = 0; i < copies; ++i) {
+    DeviceBuffer b(set_bytes);
+    char* at = b.as<char>();
+    for (const Tensor* t : {&in.q, &in.k, &in.v}) {
+      ATTNLAB_CUDA(cudaMemcpy(at, t->data(), size_t(t->size()) * sizeof(float), cudaMemcpyHostToDevice));
+      at += size_t(t->size()) * sizeof(float);
+    }
+    sets.push_back(std::move(b));
+  }
+  auto inputs = [&](size_t i) {
+    const float* q = sets[i].as<float>();
+    return std::array<const float*, 3>{q, q + in.q.size(), q + in.q.size() + in.k.size()};
+  };
+  auto whole = [&](bool cache) {
+    return time_launches([&](size_t i) {
+      const auto x = inputs(i);
+      turbo_prefill_launch(p, params, x[0], x[1], x[2], work, cache);
+    }, copies);
+  };
+  const std::vector<float> ms = whole(true), no_cache = whole(false);
+  const std::vector<float> attend = time_launches([&](size_t) { turbo_prefill_attend(p, params, work); }, 1);
+  // Bytes: the FP32 inputs read, the INT8 tiles and Q blocks written and read, the cache written, O and L.
+  const double tiles = 2.0 * double(p.batch * p.kv_heads) * double(work.pad * p.head_dim);
+  const double q8 = double(p.batch * p.q_heads * p.q_len * p.head_dim);
+  const double bytes = double(set_bytes) + 2 * tiles + 2 * q8 + double(once.cache.bytes()) +
+                       double(p.batch * p.q_heads * p.q_len) * double(2 * p.head_dim + 4);
+  into.kernel = result_of(p, once.o, once.lse, truth, ms, bytes);
+  auto median = [](std::vector<float> x) {
+    std::sort(x.begin(), x.end());
+    return double(x[x.size() / 2]);
+  };
+  into.kernel->probes["prefill.parts"] = labelled(
+      {"total_ms", "without_cache_ms", "attention_ms"}, {median(ms), median(no_cache), median(attend)}, "ms",
+      "the whole prefill (pre-pass: INT8 tiles and the compressed cache; Q's blocks; attention), the same without "
+      "writing the cache, and the attention alone");
+  std::vector<double> kv_bits(bits.begin(), bits.end());
+  into.kernel->probes["kv_bits"] = {{p.batch, p.kv_heads}, kv_bits, {}, "bits", "cache width per KV head on the GPU"};
+  into.kernel->probes["kernel.launch"] = labelled({"input_sets", "timed_runs", "arch"},
+                                                  {double(copies), double(kTimedRuns), 90.0}, "",
+                                                  "rotating input copies, timed launches, kernel generation (90: wgmma)");
+}
+
+std::string turbo_cannot_run(const VariantRequest& v, const Experiment& e, const DeviceInfo& dev) {
+  const Problem& p = e.problem;
+  if (p.phase == Phase::prefill) {
+    if (dev.sm_major != 9) return "the turbo prefill kernel is sm_90a (warpgroup MMA): it needs a Hopper GPU";
+    return turbo_prefill_cannot_run(p, v.params);
+  }
   if (!turbo_decode_supports(int(p.head_dim), int(p.group())))
     return fmt::format("no turbo decode kernel for head_dim {} with {} query heads per KV head (compiled: d 64, 128; "
                        "at most 8 per KV head)", p.head_dim, p.group());
@@ -66,6 +126,7 @@ std::string turbo_cannot_run(const VariantRequest& v, const Experiment& e, const
 void turbo_run(const Experiment& e, const VariantRequest& v, const QKV& in, const TensorF64& truth, const DeviceInfo&,
                VariantResult& into) {
   const Problem& p = e.problem;
+  if (p.phase == Phase::prefill) return turbo_prefill_run(e, v, in, truth, into);
   const ParamValues& params = v.params;
   const std::vector<HeadCache> heads = turbo_host_caches(p, in, params);
   const int64_t steps = params.integer("decode_steps"), prefill = p.kv_len - steps;

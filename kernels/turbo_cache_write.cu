@@ -91,19 +91,22 @@ __global__ void __launch_bounds__(D) turbo_prefill_cache_kernel(const TurboCache
         out[w] = word;
       }
     }
+    if (!tiles.cache) continue;
     int s_int, z_int;
     turbo_compress::compress_channel(q, rows, ch, D, bits, up, which == 1, code_bytes, words, s_int, z_int);
     sz[2 * D * which + ch] = int8_t(s_int);
     sz[2 * D * which + D + ch] = int8_t(z_int);
   }
   __syncthreads();
-  uint32_t* dst = reinterpret_cast<uint32_t*>(c.codes + c.code_offset[pair] + int64_t(slot) * 2 * code_bytes);
-  for (int i = ch; i < 2 * code_bytes / 4; i += D) dst[i] = words[i];
+  if (tiles.cache) {
+    uint32_t* dst = reinterpret_cast<uint32_t*>(c.codes + c.code_offset[pair] + int64_t(slot) * 2 * code_bytes);
+    for (int i = ch; i < 2 * code_bytes / 4; i += D) dst[i] = words[i];
+  }
   if (ch == 0) {
     c.block_scales[(int64_t(pair) * c.slots + slot) * 2] = block_scale[0];
     c.block_scales[(int64_t(pair) * c.slots + slot) * 2 + 1] = block_scale[1];
   }
-  if (slot == 0) {  // the decode buffer starts empty
+  if (slot == 0 && tiles.cache) {  // the decode buffer starts empty
     uint32_t* kz = reinterpret_cast<uint32_t*>(c.k_buffer + int64_t(pair) * kTurboBlock * D);
     uint32_t* vz = reinterpret_cast<uint32_t*>(c.v_buffer + int64_t(pair) * kTurboBlock * D);
     for (int i = ch; i < kTurboBlock * D / 4; i += D) kz[i] = 0u, vz[i] = 0u;
@@ -158,6 +161,7 @@ cudaError_t turbo_cache_write_prefill(const TurboCacheArgs& c, const float* k, c
   if (c.head_dim == 64) turbo_prefill_cache_kernel<64><<<grid, 64, 0, stream>>>(c, k, v, head_stride, int_scale_up, spans, tiles);
   else turbo_prefill_cache_kernel<128><<<grid, 128, 0, stream>>>(c, k, v, head_stride, int_scale_up, spans, tiles);
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  if (!tiles.cache) return cudaSuccess;
   const int n = 2 * c.pairs;
   turbo_universal_kernel<<<(n + 127) / 128, 128, 0, stream>>>(const_cast<float*>(c.universal), spans, n);
   return cudaGetLastError();

@@ -24,6 +24,7 @@ struct TurboPrefillTiles {
   int8_t* k8 = nullptr;
   int8_t* vt8 = nullptr;
   int64_t pad = 0;
+  bool cache = true;  // false: the tiles and the block scales only (what the cache write costs is measured so)
 };
 
 // Bytes of scratch turbo_cache_write_prefill needs for c.pairs pairs.

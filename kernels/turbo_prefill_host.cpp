@@ -7,45 +7,79 @@
 #include "kernels/turbo_prefill_sm90.h"
 
 #include <stdexcept>
-#include <string>
+#include <utility>
 
 namespace attnlab::kernels {
 
-TurboPrefillOutput turbo_prefill_once(const Problem& p, const QKV& in, const ParamValues& params) {
-  if (!turbo_prefill_supports(int(p.head_dim)) || params.integer("block_r") != 64 || params.integer("block_c") != 64 ||
-      params.choice("p_scale") != "tile" || params.choice("sas_precision") != "fp32")
-    throw std::invalid_argument("turbo prefill kernel: d 64 or 128, block_r = block_c = 64, p_scale tile, sas fp32");
+namespace {
+
+constexpr int kBlockR = 64;  // Alg. 1's query block: one warpgroup of the kernel
+
+DeviceBuffer upload(const Tensor& t) {
+  DeviceBuffer buf(size_t(t.size()) * sizeof(float));
+  ATTNLAB_CUDA(cudaMemcpy(buf.as<void>(), t.data(), buf.bytes(), cudaMemcpyHostToDevice));
+  return buf;
+}
+
+}  // namespace
+
+std::string turbo_prefill_cannot_run(const Problem& p, const ParamValues& params) {
+  if (!turbo_prefill_supports(int(p.head_dim)))
+    return "no turbo prefill kernel for head_dim " + std::to_string(p.head_dim) + " (compiled: 64, 128)";
+  if (params.integer("block_r") != kBlockR || params.integer("block_c") != kTurboBlock)
+    return "the prefill kernel's query blocks and KV tiles are 64 (the paper's): set block_r and block_c to 64";
+  if (params.choice("p_scale") != "tile") return "the prefill kernel scales P̃ per tile (p_scale = tile)";
+  if (params.choice("sas_precision") != "fp32") return "the prefill kernel evaluates SAS in FP32 (sas_precision = fp32)";
+  if (params.integer("bits_hi") != 4) return "the kernel writes 2- and 4-bit heads (bits_hi = 4)";
+  return "";
+}
+
+TurboPrefillWork::TurboPrefillWork(const Problem& p, const std::vector<int>& bits)
+    : cache(allocate_turbo_cache(bits, p.head_dim, turbo_slots(p.kv_len, p.kv_len), p.kv_len)),
+      pad((p.kv_len + kTurboBlock - 1) / kTurboBlock * kTurboBlock) {
   const int64_t d = p.head_dim, pairs = p.batch * p.kv_heads, heads = p.batch * p.q_heads;
-  const int64_t pad = (p.kv_len + kTurboBlock - 1) / kTurboBlock * kTurboBlock;
-  auto upload = [](const Tensor& t) {
-    DeviceBuffer buf(size_t(t.size()) * sizeof(float));
-    ATTNLAB_CUDA(cudaMemcpy(buf.as<void>(), t.data(), buf.bytes(), cudaMemcpyHostToDevice));
-    return buf;
-  };
-  const DeviceBuffer q = upload(in.q), k = upload(in.k), v = upload(in.v);
-  TurboPrefillOutput r;
-  r.cache = allocate_turbo_cache(variants::turbo_detail::kv_head_bits(p, in, params), d, turbo_slots(p.kv_len, p.kv_len),
-                                 p.kv_len);
-  DeviceBuffer k8(size_t(pairs * pad * d)), vt8(size_t(pairs * pad * d));
-  DeviceBuffer scratch(turbo_cache_write_scratch_bytes(r.cache.args));
-  ATTNLAB_CUDA(turbo_cache_write_prefill(r.cache.args, k.as<float>(), v.as<float>(), p.kv_len * d,
-                                         params.choice("int_scale") == "up", scratch.as<void>(), nullptr,
-                                         {k8.as<int8_t>(), vt8.as<int8_t>(), pad}));
-  const int64_t q_blocks = (p.q_len + 63) / 64;
-  DeviceBuffer q8(size_t(heads * p.q_len * d)), s_q(size_t(heads * q_blocks) * sizeof(float));
-  ATTNLAB_CUDA(turbo_quantize_q_blocks(q.as<float>(), int(heads), int(p.q_len), int(d), 64, q8.as<int8_t>(),
-                                       s_q.as<float>(), nullptr));
-  const PoisonedOutput out(p);
+  k8 = DeviceBuffer(size_t(pairs * pad * d)), vt8 = DeviceBuffer(size_t(pairs * pad * d));
+  q8 = DeviceBuffer(size_t(heads * p.q_len * d));
+  s_q = DeviceBuffer(size_t(heads * ((p.q_len + kBlockR - 1) / kBlockR)) * sizeof(float));
+  scratch = DeviceBuffer(turbo_cache_write_scratch_bytes(cache.args));
+  o = DeviceBuffer(size_t(heads * p.q_len * d) * sizeof(__half)), lse = DeviceBuffer(size_t(heads * p.q_len) * sizeof(float));
+}
+
+void turbo_prefill_launch(const Problem& p, const ParamValues& params, const float* q, const float* k, const float* v,
+                          TurboPrefillWork& w, bool with_cache, cudaStream_t stream) {
+  ATTNLAB_CUDA(turbo_cache_write_prefill(w.cache.args, k, v, p.kv_len * p.head_dim, params.choice("int_scale") == "up",
+                                         w.scratch.as<void>(), stream,
+                                         {w.k8.as<int8_t>(), w.vt8.as<int8_t>(), w.pad, with_cache}));
+  ATTNLAB_CUDA(turbo_quantize_q_blocks(q, int(p.batch * p.q_heads), int(p.q_len), int(p.head_dim), kBlockR,
+                                       w.q8.as<int8_t>(), w.s_q.as<float>(), stream));
+  turbo_prefill_attend(p, params, w, stream);
+}
+
+void turbo_prefill_attend(const Problem& p, const ParamValues& params, TurboPrefillWork& w, cudaStream_t stream) {
   TurboPrefillArgs a;
-  a.q8 = q8.as<int8_t>(), a.s_q = s_q.as<float>(), a.k8 = k8.as<int8_t>(), a.vt8 = vt8.as<int8_t>();
-  a.block_scales = r.cache.args.block_scales, a.slots = r.cache.args.slots, a.pad = int(pad);
-  a.exp = turbo_exp_args(params), a.o = out.o(), a.lse = out.lse();
+  a.q8 = w.q8.as<int8_t>(), a.s_q = w.s_q.as<float>(), a.k8 = w.k8.as<int8_t>(), a.vt8 = w.vt8.as<int8_t>();
+  a.block_scales = w.cache.args.block_scales, a.slots = w.cache.args.slots, a.pad = int(w.pad);
+  a.exp = turbo_exp_args(params), a.o = w.o.as<__half>(), a.lse = w.lse.as<float>();
   a.batch = int(p.batch), a.q_heads = int(p.q_heads), a.kv_heads = int(p.kv_heads);
-  a.q_len = int(p.q_len), a.kv_len = int(p.kv_len), a.head_dim = int(d), a.causal = p.causal;
+  a.q_len = int(p.q_len), a.kv_len = int(p.kv_len), a.head_dim = int(p.head_dim), a.causal = p.causal;
   a.scale = static_cast<float>(p.scale());
-  ATTNLAB_CUDA(turbo_prefill_forward(a, nullptr));
+  ATTNLAB_CUDA(turbo_prefill_forward(a, stream));
+}
+
+TurboPrefillOutput turbo_prefill_once(const Problem& p, const QKV& in, const ParamValues& params) {
+  if (const std::string why = turbo_prefill_cannot_run(p, params); !why.empty()) throw std::invalid_argument(why);
+  const DeviceBuffer q = upload(in.q), k = upload(in.k), v = upload(in.v);
+  TurboPrefillWork w(p, variants::turbo_detail::kv_head_bits(p, in, params));
+  const PoisonedOutput out(p);
+  ATTNLAB_CUDA(cudaMemcpy(w.o.as<void>(), out.o(), w.o.bytes(), cudaMemcpyDeviceToDevice));  // poisoned
+  ATTNLAB_CUDA(cudaMemcpy(w.lse.as<void>(), out.lse(), w.lse.bytes(), cudaMemcpyDeviceToDevice));
+  turbo_prefill_launch(p, params, q.as<float>(), k.as<float>(), v.as<float>(), w);
   ATTNLAB_CUDA(cudaDeviceSynchronize());
+  ATTNLAB_CUDA(cudaMemcpy(out.o(), w.o.as<void>(), w.o.bytes(), cudaMemcpyDeviceToDevice));
+  ATTNLAB_CUDA(cudaMemcpy(out.lse(), w.lse.as<void>(), w.lse.bytes(), cudaMemcpyDeviceToDevice));
+  TurboPrefillOutput r;
   out.read("turbo prefill", r.o, r.lse);
+  r.cache = std::move(w.cache);
   return r;
 }
 

@@ -1,6 +1,5 @@
 // attnlab kernels: the host side of TurboAttention's prefill on the GPU — the pre-pass (the compressed
-// cache, Alg. 1's INT8 tiles, Q's blocks; turbo_cache_write.h) then the attention (turbo_prefill_sm90.h),
-// one correctness launch with poisoned outputs.
+// cache, Alg. 1's INT8 tiles, Q's blocks; turbo_cache_write.h) then the attention (turbo_prefill_sm90.h).
 #pragma once
 
 #include "core/params.h"
@@ -8,18 +7,41 @@
 #include "core/tensor.h"
 #include "kernels/turbo_decode_host.h"
 
+#include <string>
 #include <vector>
 
 namespace attnlab::kernels {
 
+// Why the prefill kernel cannot run turbo with these parameters on problem p ("" when it can): d 64 or 128,
+// block_r = block_c = 64 (the paper's, and the pre-pass's blocks), p_scale tile, sas_precision fp32.
+std::string turbo_prefill_cannot_run(const Problem& p, const ParamValues& params);
+
+// What one prefill launches on besides its inputs: the cache the pre-pass writes (widths from the reference's
+// ranking, Eq. 11–12, passed in), the INT8 tiles and Q blocks, the outputs.
+struct TurboPrefillWork {
+  TurboDeviceCache cache;
+  DeviceBuffer k8, vt8, q8, s_q, scratch, o, lse;
+  int64_t pad = 0;
+  TurboPrefillWork(const Problem& p, const std::vector<int>& bits);
+};
+
+// The pre-pass (cache and tiles) and Q's blocks, then the attention, from q, k, v (FP32, the problem's
+// shapes) on the device into work.o / work.lse. with_cache = false: the pre-pass writes the INT8 tiles only
+// (the measurement of what the cache write costs) — the cache is left as it was.
+void turbo_prefill_launch(const Problem& p, const ParamValues& params, const float* q, const float* k, const float* v,
+                          TurboPrefillWork& work, bool with_cache = true, cudaStream_t stream = nullptr);
+
+// The attention alone, over the tiles a previous turbo_prefill_launch left in work.
+void turbo_prefill_attend(const Problem& p, const ParamValues& params, TurboPrefillWork& work,
+                          cudaStream_t stream = nullptr);
+
 struct TurboPrefillOutput {
   Tensor o;                // (B, Hq, Nq, d)
   std::vector<float> lse;  // (B, Hq, Nq)
-  TurboDeviceCache cache;  // the cache the pre-pass wrote (widths from the reference's ranking, Eq. 11–12)
+  TurboDeviceCache cache;  // the cache the pre-pass wrote
 };
-
-// Prefill problem p with turbo's parameters (block_r = block_c = 64, p_scale tile, sas_precision fp32):
-// every step on the GPU from the FP32 inputs. Throws std::invalid_argument where the kernel does not apply.
+// Every step once from the host's inputs, with poisoned outputs. Throws std::invalid_argument where
+// turbo_prefill_cannot_run says so.
 TurboPrefillOutput turbo_prefill_once(const Problem& p, const QKV& in, const ParamValues& params);
 
 }  // namespace attnlab::kernels
