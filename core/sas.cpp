@@ -39,18 +39,6 @@ inline float round16(float x) {
 #endif
 }
 
-// d rounded once to FP16 (RNE), for any double d: round to odd into a float (truncate towards zero —
-// one step of the bit pattern back when the conversion rounded away from zero — then set the last bit
-// if inexact), then RNE to FP16. Rounding to odd at ≥ 11 + 2 bits first makes the final rounding exact
-// (Boldo & Melquiond 2008); a plain float(d) could land on an FP16 tie and round twice. Mask
-// arithmetic: the conditions are data-dependent coin flips that branches would mispredict.
-float fp16_from_double(double d) {
-  const float f = static_cast<float>(d);
-  const uint32_t away = std::fabs(static_cast<double>(f)) > std::fabs(d);
-  const uint32_t inexact = static_cast<double>(f) != d;
-  return round16(std::bit_cast<float>((std::bit_cast<uint32_t>(f) - away) | inexact));
-}
-
 struct Luts {
   std::array<float, kMaxRange + 1> fp32;  // float(e^{−k})
   std::array<float, kMaxRange + 1> fp16;  // e^{−k} rounded once to FP16
@@ -208,6 +196,19 @@ void fp16_loop(float* __restrict t, int64_t n, float m, const Fp16Kernel& k, con
 }
 
 }  // namespace
+
+// d rounded once to FP16 (RNE), for any double d: round to odd into a float (truncate towards zero —
+// one step of the bit pattern back when the conversion rounded away from zero — then set the last bit
+// if inexact), then RNE to FP16. Rounding to odd at ≥ 11 + 2 bits first makes the final rounding exact
+// (Boldo & Melquiond 2008); a plain float(d) could land on an FP16 tie and round twice. Mask
+// arithmetic: the conditions are data-dependent coin flips that branches would mispredict.
+float fp16_from_double(double d) {
+  const float f = static_cast<float>(d);
+  const uint32_t away = std::fabs(static_cast<double>(f)) > std::fabs(d);
+  const uint32_t inexact = static_cast<double>(f) != d;
+  return round16(std::bit_cast<float>((std::bit_cast<uint32_t>(f) - away) | inexact));
+}
+
 
 void validate(const Config& c) {
   if (c.n_r < -kMaxRange || c.n_r > 0)

@@ -39,6 +39,10 @@ struct TurboExpArgs {
   int n_r = -6;
   float c[4] = {0, 0, 0, 0};  // POLY's coefficients, as floats
   float lut[31] = {};         // float(e^{−k}), k = 0 … 30 (core/sas.cpp's FP32 table)
+  // sas_precision fp16 (the prefill kernel's FP16x2 SAS): the coefficients and e^{−k} rounded once to FP16.
+  bool fp16 = false;
+  float c16[4] = {0, 0, 0, 0};
+  float lut16[31] = {};
 };
 
 struct TurboDecodeArgs {

@@ -29,7 +29,6 @@ std::string turbo_prefill_cannot_run(const Problem& p, const ParamValues& params
   if (params.integer("block_r") != kBlockR || params.integer("block_c") != kTurboBlock)
     return "the prefill kernel's query blocks and KV tiles are 64 (the paper's): set block_r and block_c to 64";
   if (params.choice("p_scale") != "tile") return "the prefill kernel scales P̃ per tile (p_scale = tile)";
-  if (params.choice("sas_precision") != "fp32") return "the prefill kernel evaluates SAS in FP32 (sas_precision = fp32)";
   if (params.integer("bits_hi") != 4) return "the kernel writes 2- and 4-bit heads (bits_hi = 4)";
   return "";
 }

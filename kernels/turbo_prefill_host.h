@@ -13,7 +13,7 @@
 namespace attnlab::kernels {
 
 // Why the prefill kernel cannot run turbo with these parameters on problem p ("" when it can): d 64 or 128,
-// block_r = block_c = 64 (the paper's, and the pre-pass's blocks), p_scale tile, sas_precision fp32.
+// block_r = block_c = 64 (the paper's, and the pre-pass's blocks), p_scale tile; SAS in FP32 or FP16x2.
 std::string turbo_prefill_cannot_run(const Problem& p, const ParamValues& params);
 
 // What one prefill launches on besides its inputs: the cache the pre-pass writes (widths from the reference's

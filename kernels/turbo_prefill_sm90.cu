@@ -5,7 +5,9 @@
 // one s_Q) and a KV tile is B_c = 64 keys (one s_K, s_V: the cache's block scales). Per tile, as
 // core/variants/turbo.cpp rounds it (operation for operation):
 //   l. 8   S = fl(S_int·fl(fl(s_Q·s_K)·scale))              wgmma m64n64k32 s8·s8 → s32, exact integers
-//   l. 9   m_new = max(m, rowmax S), α = SAS(m − m_new) (0 before the first tile; 1 for a row that sees no
+//   l. 9   (the exponential: SAS in FP32, SAS in FP16x2 — turbo_sas.cuh's Sas16, two scores per HFMA2 — or
+//          exp2 on the SFU with exact_exp; a template parameter)
+//          m_new = max(m, rowmax S), α = SAS(m − m_new) (0 before the first tile; 1 for a row that sees no
 //          key of the tile, whose state the reference leaves alone), P̃ = SAS(S − m_new),
 //          ℓ = fl(α·ℓ) + Σ P̃ — each thread keeps its share of ℓ (its 16 of the row's 64 terms), the four
 //          shares summed at the end: the only difference from the reference, which sums the tile's 64 terms
@@ -40,7 +42,7 @@ template <int D>
 struct PrefillTile {
   static constexpr int kQBytes = kBr * D, kKBytes = kBc * D, kVBytes = D * kBc;
   static constexpr int kStageBytes = kKBytes + kVBytes;  // multiples of 1024: swizzle blocks stay aligned
-  static constexpr size_t kSmemBytes = size_t(kQBytes) + size_t(kStages) * kStageBytes + 1024 + 256;  // + align, LUT, s_P
+  static constexpr size_t kSmemBytes = size_t(kQBytes) + size_t(kStages) * kStageBytes + 1024 + 512;  // + align, LUTs, s_P
   static_assert(kStageBytes % 1024 == 0 && kQBytes % 1024 == 0);
 };
 
@@ -49,7 +51,10 @@ struct PrefillTile {
   return s >= FLT_MIN ? s : 1.0f;
 }
 
-template <int D, bool EXACT>
+// The exponential, chosen at compile time: SAS in FP32, SAS in FP16x2 (sas_precision fp16), exp2 (exact_exp).
+enum ExpKind { kSas32 = 0, kSas16 = 1, kExp2 = 2 };
+
+template <int D, int EXPK>
 __global__ void __launch_bounds__(kThreads, 1) turbo_prefill_kernel(TurboPrefillArgs a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using T = PrefillTile<D>;
@@ -58,10 +63,13 @@ __global__ void __launch_bounds__(kThreads, 1) turbo_prefill_kernel(TurboPrefill
   char* sQ = smem;
   auto stage = [&](int j) { return smem + T::kQBytes + (j % kStages) * T::kStageBytes; };  // K, Vᵀ
   float* lut = reinterpret_cast<float*>(smem + T::kQBytes + kStages * T::kStageBytes);
-  float* pmax_of = lut + 32;  // [group][tile parity][warp]
-  for (int i = threadIdx.x; i < 31; i += kThreads) lut[i] = a.exp.lut[i];
+  __half* lut16 = reinterpret_cast<__half*>(lut + 32);
+  float* pmax_of = lut + 48;  // [group][tile parity][warp]
+  for (int i = threadIdx.x; i < 31; i += kThreads) lut[i] = a.exp.lut[i], lut16[i] = __float2half_rn(a.exp.lut16[i]);
   __syncthreads();
-  const Exp<EXACT> sas = make_exp<EXACT>(a.exp, lut);
+  const Exp<EXPK == kExp2> sas32 = make_exp<EXPK == kExp2>(a.exp, lut);
+  const Sas16 sas16 = make_sas16(a.exp, lut16);
+  auto sas = [&](float x) { return EXPK == kSas16 ? sas16(x) : sas32(x); };
 
   const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, group = threadIdx.x / 128;
   const int t = lane % 4;
@@ -150,11 +158,16 @@ __global__ void __launch_bounds__(kThreads, 1) turbo_prefill_kernel(TurboPrefill
     // Rows past q_len (a ragged last block's padding, Q = 0) are not the reference's: kept out of s_P.
     const bool real[2] = {my_row0 < a.q_len, my_row0 + 8 < a.q_len};
 #pragma unroll
-    for (int e = 0; e < kBc / 2; ++e) {
+    for (int e = 0; e < kBc / 2; e += 2) {  // (e, e + 1): one row's two adjacent keys
       const int i = (e / 2) % 2;
-      s[e] = sas(__fsub_rn(s[e], shift[i]));
-      sum[i] = __fadd_rn(sum[i], s[e]);
-      if (real[i]) pmax = fmaxf(pmax, s[e]);
+      if constexpr (EXPK == kSas16) {
+        const float2 v = sas16(__fsub_rn(s[e], shift[i]), __fsub_rn(s[e + 1], shift[i]));
+        s[e] = v.x, s[e + 1] = v.y;
+      } else {
+        s[e] = sas32(__fsub_rn(s[e], shift[i])), s[e + 1] = sas32(__fsub_rn(s[e + 1], shift[i]));
+      }
+      sum[i] = __fadd_rn(__fadd_rn(sum[i], s[e]), s[e + 1]);
+      if (real[i]) pmax = fmaxf(pmax, fmaxf(s[e], s[e + 1]));
     }
 #pragma unroll
     for (int i = 0; i < 2; ++i) l[i] = __fadd_rn(__fmul_rn(alpha[i], l[i]), sum[i]);
@@ -241,10 +254,10 @@ __global__ void __launch_bounds__(kThreads, 1) turbo_prefill_kernel(TurboPrefill
 #endif
 }
 
-template <int D, bool EXACT>
+template <int D, int EXPK>
 cudaError_t launch(const TurboPrefillArgs& a, cudaStream_t stream) {
   constexpr size_t smem = PrefillTile<D>::kSmemBytes;
-  const auto kernel = turbo_prefill_kernel<D, EXACT>;
+  const auto kernel = turbo_prefill_kernel<D, EXPK>;
   if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
       e != cudaSuccess)
     return e;
@@ -260,8 +273,10 @@ bool turbo_prefill_supports(int head_dim) { return head_dim == 64 || head_dim ==
 cudaError_t turbo_prefill_forward(const TurboPrefillArgs& a, cudaStream_t stream) {
   if (!turbo_prefill_supports(a.head_dim) || a.pad % kBc != 0 || a.pad < a.kv_len || a.q_heads % a.kv_heads != 0)
     return cudaErrorInvalidValue;
-  if (a.head_dim == 64) return a.exp.exact_exp ? launch<64, true>(a, stream) : launch<64, false>(a, stream);
-  return a.exp.exact_exp ? launch<128, true>(a, stream) : launch<128, false>(a, stream);
+  const int kind = a.exp.exact_exp ? kExp2 : a.exp.fp16 ? kSas16 : kSas32;
+  if (a.head_dim == 64)
+    return kind == kExp2 ? launch<64, kExp2>(a, stream) : kind == kSas16 ? launch<64, kSas16>(a, stream) : launch<64, kSas32>(a, stream);
+  return kind == kExp2 ? launch<128, kExp2>(a, stream) : kind == kSas16 ? launch<128, kSas16>(a, stream) : launch<128, kSas32>(a, stream);
 }
 
 }  // namespace attnlab::kernels

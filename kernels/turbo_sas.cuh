@@ -6,6 +6,8 @@
 #include "kernels/mma.cuh"
 #include "kernels/turbo_decode.h"
 
+#include <cuda_fp16.h>
+
 namespace attnlab::kernels {
 
 // The exponential of the softmax: SAS (core/sas.cpp's Fp32Kernel, bit for bit for finite t and −∞) or
@@ -38,6 +40,32 @@ struct Exp {
 template <bool EXACT>
 __device__ __forceinline__ Exp<EXACT> make_exp(const TurboExpArgs& e, const float* lut) {
   return Exp<EXACT>{lut, __float_as_int(float(-e.n_r)), e.c[0], e.c[1], e.c[2], e.c[3]};
+}
+
+// SAS in FP16 (sas_precision fp16; core/sas.cpp's Fp16Kernel, bit for bit): x = max(−t, 0) and ⌊x⌋ in FP32,
+// x_dec rounded once to FP16, POLY by three FP16 FMAs, the product with the FP16 LUT entry rounded once to
+// FP16; t < n_r (and −∞) give 0. Two scores at a time, as FP16x2 (HFMA2): the paper's "FP16 FMA units".
+struct Sas16 {
+  const __half* lut16;  // shared memory, 31 entries
+  float n_r;
+  __half2 c0, c1, c2, c3;
+
+  __device__ __forceinline__ float2 operator()(float t0, float t1) const {
+    const float x0 = fmaxf(-t0, 0.0f), x1 = fmaxf(-t1, 0.0f);
+    const float i0 = floorf(x0), i1 = floorf(x1);
+    const __half2 xd = __floats2half2_rn(__fsub_rn(x0, i0), __fsub_rn(x1, i1));
+    const __half2 poly = __hfma2(__hfma2(__hfma2(c3, xd, c2), xd, c1), xd, c0);  // Eq. 15
+    const bool keep0 = t0 >= n_r, keep1 = t1 >= n_r;  // Eq. 14 (NaN: never here — masked scores are −∞)
+    const __half2 lut = __halves2half2(lut16[keep0 ? int(i0) : 0], lut16[keep1 ? int(i1) : 0]);
+    const float2 v = __half22float2(__hmul2(lut, poly));  // Eq. 13, rounded once to FP16
+    return make_float2(keep0 ? v.x : 0.0f, keep1 ? v.y : 0.0f);
+  }
+  __device__ __forceinline__ float operator()(float t) const { return (*this)(t, t).x; }
+};
+
+__device__ __forceinline__ Sas16 make_sas16(const TurboExpArgs& e, const __half* lut16) {
+  return Sas16{lut16, float(e.n_r), __float2half2_rn(e.c16[0]), __float2half2_rn(e.c16[1]), __float2half2_rn(e.c16[2]),
+               __float2half2_rn(e.c16[3])};
 }
 
 }  // namespace attnlab::kernels

@@ -49,6 +49,7 @@ struct Case {
   int64_t d, q_heads, kv_heads, q_len, kv_len;
   bool causal, exact_exp;
   const char* gen;
+  const char* sas_precision = "fp32";
 };
 
 void check_case(const Case& c, uint64_t seed) {
@@ -58,10 +59,12 @@ void check_case(const Case& c, uint64_t seed) {
   const QKV in = data::generate(p, c.gen, ParamValues::defaults(data::find_generator(c.gen)->params), seed);
   ParamValues pv = ParamValues::defaults(turbo().params);
   pv.set(turbo().params, "exact_exp", c.exact_exp, "test");
+  pv.set(turbo().params, "sas_precision", c.sas_precision, "test");
   const ReferenceOutput ref = turbo().reference(p, in, pv, {});
   const kernels::TurboPrefillOutput out = kernels::turbo_prefill_once(p, in, pv);
-  const std::string what = fmt::format("{} d={} H={}/{} N={}/{} causal={} exact_exp={} seed={}", c.gen, c.d, c.q_heads,
-                                       c.kv_heads, c.q_len, c.kv_len, c.causal, c.exact_exp, seed);
+  const std::string what = fmt::format("{} d={} H={}/{} N={}/{} causal={} exact_exp={} sas {} seed={}", c.gen, c.d,
+                                       c.q_heads, c.kv_heads, c.q_len, c.kv_len, c.causal, c.exact_exp,
+                                       c.sas_precision, seed);
   INFO(what);
   if (c.exact_exp) {
     const TensorF64 truth = attention_fp64(p, in);
@@ -93,6 +96,14 @@ TEST_CASE("turbo prefill kernel equals the turbo reference (SAS) up to ℓ's sum
                         Case{64, 4, 4, 200, 333, true, false, "normal"}, Case{64, 8, 2, 130, 130, false, false, "llm_like"},
                         Case{128, 2, 2, 1000, 1000, true, false, "normal"}})
     check_case(c, ++seed);
+}
+
+TEST_CASE("turbo prefill kernel with SAS in FP16x2 equals the reference's FP16 SAS up to ℓ's order", "[gpu][kernels][turbo]") {
+  // Sas16 is core/sas.cpp's Fp16Kernel operation for operation (FP16 roundings at the same points), so the
+  // bound of the FP32 path holds unchanged.
+  GPU_OR_SKIP();
+  check_case(Case{128, 4, 2, 300, 300, true, false, "llm_like", "fp16"}, 6150);
+  check_case(Case{64, 4, 4, 256, 333, false, false, "normal", "fp16"}, 6151);
 }
 
 TEST_CASE("turbo prefill kernel with exact_exp is as accurate as the reference", "[gpu][kernels][turbo]") {
