@@ -33,8 +33,8 @@ std::string turbo_prefill_cannot_run(const Problem& p, const ParamValues& params
   return "";
 }
 
-TurboPrefillWork::TurboPrefillWork(const Problem& p, const std::vector<int>& bits)
-    : cache(allocate_turbo_cache(bits, p.head_dim, turbo_slots(p.kv_len, p.kv_len), p.kv_len)),
+TurboPrefillWork::TurboPrefillWork(const Problem& p, const std::vector<int>& bits, int slots)
+    : cache(allocate_turbo_cache(bits, p.head_dim, slots > 0 ? slots : turbo_slots(p.kv_len, p.kv_len), p.kv_len)),
       pad((p.kv_len + kTurboBlock - 1) / kTurboBlock * kTurboBlock) {
   const int64_t d = p.head_dim, pairs = p.batch * p.kv_heads, heads = p.batch * p.q_heads;
   k8 = DeviceBuffer(size_t(pairs * pad * d)), vt8 = DeviceBuffer(size_t(pairs * pad * d));
@@ -65,10 +65,10 @@ void turbo_prefill_attend(const Problem& p, const ParamValues& params, TurboPref
   ATTNLAB_CUDA(turbo_prefill_forward(a, stream));
 }
 
-TurboPrefillOutput turbo_prefill_once(const Problem& p, const QKV& in, const ParamValues& params) {
+TurboPrefillOutput turbo_prefill_once(const Problem& p, const QKV& in, const ParamValues& params, int slots) {
   if (const std::string why = turbo_prefill_cannot_run(p, params); !why.empty()) throw std::invalid_argument(why);
   const DeviceBuffer q = upload(in.q), k = upload(in.k), v = upload(in.v);
-  TurboPrefillWork w(p, variants::turbo_detail::kv_head_bits(p, in, params));
+  TurboPrefillWork w(p, variants::turbo_detail::kv_head_bits(p, in, params), slots);
   const PoisonedOutput out(p);
   ATTNLAB_CUDA(cudaMemcpy(w.o.as<void>(), out.o(), w.o.bytes(), cudaMemcpyDeviceToDevice));  // poisoned
   ATTNLAB_CUDA(cudaMemcpy(w.lse.as<void>(), out.lse(), w.lse.bytes(), cudaMemcpyDeviceToDevice));

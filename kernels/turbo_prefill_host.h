@@ -22,7 +22,8 @@ struct TurboPrefillWork {
   TurboDeviceCache cache;
   DeviceBuffer k8, vt8, q8, s_q, scratch, o, lse;
   int64_t pad = 0;
-  TurboPrefillWork(const Problem& p, const std::vector<int>& bits);
+  // slots: cache blocks of room per pair (0: the prefill's own; more leaves room for decode's flushes).
+  TurboPrefillWork(const Problem& p, const std::vector<int>& bits, int slots = 0);
 };
 
 // The pre-pass (cache and tiles) and Q's blocks, then the attention, from q, k, v (FP32, the problem's
@@ -42,6 +43,6 @@ struct TurboPrefillOutput {
 };
 // Every step once from the host's inputs, with poisoned outputs. Throws std::invalid_argument where
 // turbo_prefill_cannot_run says so.
-TurboPrefillOutput turbo_prefill_once(const Problem& p, const QKV& in, const ParamValues& params);
+TurboPrefillOutput turbo_prefill_once(const Problem& p, const QKV& in, const ParamValues& params, int slots = 0);
 
 }  // namespace attnlab::kernels

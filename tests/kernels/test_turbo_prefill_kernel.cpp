@@ -20,6 +20,7 @@
 #include "core/ground_truth.h"
 #include "core/metrics.h"
 #include "core/registry.h"
+#include "core/variants/turbo_cache.h"
 #include "kernels/device.h"
 #include "kernels/turbo_prefill_host.h"
 #include "tests/catch.h"
@@ -28,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <cstring>
 
 namespace attnlab {
 namespace {
@@ -43,6 +45,25 @@ const VariantSpec& turbo() { return *find_variant("turbo"); }
 double ulp16(double x) {
   const double a = std::max(std::abs(x), std::ldexp(1.0, -14));
   return std::ldexp(1.0, std::ilogb(a) - 10);
+}
+
+// O and L against the reference's, with the bound derived in the header (the decode kernel's, which
+// test_turbo_decode_kernel.cpp derives the same way, is the same numbers).
+void check_outputs(const ReferenceOutput& ref, const Tensor& o, const std::vector<float>& lse) {
+  int64_t bad = 0;
+  for (int64_t i = 0; i < o.size(); ++i) {
+    const double r = ref.o.data()[i], k = o.data()[i];
+    const double tol = 2e-5 * std::abs(r) + ulp16(std::max(std::abs(r), std::abs(k)));
+    if (!(std::abs(k - r) <= tol) && bad++ < 6) FAIL_CHECK(fmt::format("o[{}] = {} vs reference {}", i, k, r));
+  }
+  const std::vector<double>& ref_lse = ref.probes.at("lse").values;
+  REQUIRE(ref_lse.size() == lse.size());
+  for (size_t i = 0; i < lse.size(); ++i) {
+    const double tol = 2e-5 + std::ldexp(4.0, -24) * (1 + std::abs(ref_lse[i]));
+    if (!(std::abs(lse[i] - ref_lse[i]) <= tol) && bad++ < 6)
+      FAIL_CHECK(fmt::format("lse[{}] = {} vs reference {}", i, lse[i], ref_lse[i]));
+  }
+  CHECK(bad == 0);
 }
 
 struct Case {
@@ -73,20 +94,7 @@ void check_case(const Case& c, uint64_t seed) {
     CHECK(err_k <= 1.02 * err_r + 1e-5);
     return;
   }
-  int64_t bad = 0;
-  for (int64_t i = 0; i < out.o.size(); ++i) {
-    const double r = ref.o.data()[i], k = out.o.data()[i];
-    const double tol = 2e-5 * std::abs(r) + ulp16(std::max(std::abs(r), std::abs(k)));
-    if (!(std::abs(k - r) <= tol) && bad++ < 6) FAIL_CHECK(fmt::format("o[{}] = {} vs reference {}", i, k, r));
-  }
-  const std::vector<double>& ref_lse = ref.probes.at("lse").values;
-  REQUIRE(ref_lse.size() == out.lse.size());
-  for (size_t i = 0; i < out.lse.size(); ++i) {
-    const double tol = 2e-5 + std::ldexp(4.0, -24) * (1 + std::abs(ref_lse[i]));
-    if (!(std::abs(out.lse[i] - ref_lse[i]) <= tol) && bad++ < 6)
-      FAIL_CHECK(fmt::format("lse[{}] = {} vs reference {}", i, out.lse[i], ref_lse[i]));
-  }
-  CHECK(bad == 0);
+  check_outputs(ref, out.o, out.lse);
 }
 
 TEST_CASE("turbo prefill kernel equals the turbo reference (SAS) up to ℓ's summation order", "[gpu][kernels][turbo]") {
@@ -110,6 +118,75 @@ TEST_CASE("turbo prefill kernel with exact_exp is as accurate as the reference",
   GPU_OR_SKIP();
   check_case(Case{128, 4, 2, 300, 300, true, true, "llm_like"}, 6200);
   check_case(Case{64, 4, 4, 256, 256, false, true, "normal"}, 6201);
+}
+
+TEST_CASE("turbo prefill kernel → decode kernel for 100 steps equals reference prefill → reference decode",
+          "[gpu][kernels][turbo]") {
+  // The whole serving path on the GPU with no host round trip: the prefill writes the cache (with room for
+  // the flushes), then each step appends its token (a flush every 64) and attends. Each output is held to
+  // the reference's at the same point; the cache's bytes too, after the flushes and at the end.
+  GPU_OR_SKIP();
+  const int64_t prefill = 150, steps = 100, d = 128;
+  Problem full;
+  full.batch = 1, full.kv_heads = 2, full.q_heads = 8, full.head_dim = d, full.causal = true, full.phase = Phase::prefill;
+  full.q_len = full.kv_len = prefill + steps;
+  const uint64_t seed = 6400;
+  const QKV all = data::generate(full, "llm_like", ParamValues::defaults(data::find_generator("llm_like")->params), seed);
+  auto rows = [&](const Tensor& x, int64_t heads, int64_t from, int64_t count, Tensor out) {
+    for (int64_t h = 0; h < heads; ++h)
+      std::memcpy(out.head(0, h).data(), x.head(0, h).data() + from * d, size_t(count * d) * sizeof(float));
+    return out;
+  };
+  ParamValues pv = ParamValues::defaults(turbo().params);
+  pv.set(turbo().params, "two_bit_heads", 1, "test");
+  pv.set(turbo().params, "kv_splits", 3, "test");
+  // The prefill: the first 150 tokens, causal.
+  Problem p0 = full;
+  p0.q_len = p0.kv_len = prefill;
+  const QKV pre{rows(all.q, 8, 0, prefill, Tensor(p0.q_shape())), rows(all.k, 2, 0, prefill, Tensor(p0.kv_shape())),
+                rows(all.v, 2, 0, prefill, Tensor(p0.kv_shape()))};
+  kernels::TurboPrefillOutput out = kernels::turbo_prefill_once(p0, pre, pv, kernels::turbo_slots(prefill, prefill + steps));
+  {
+    INFO(fmt::format("the prefill, seed {}", seed));
+    check_outputs(turbo().reference(p0, pre, pv, {}), out.o, out.lse);
+  }
+  kernels::TurboDeviceCache& cache = out.cache;
+  kernels::DeviceBuffer kv_new(size_t(2 * 2 * d) * sizeof(float));
+  for (int64_t s = 1; s <= steps; ++s) {
+    Problem p = full;
+    p.kv_len = prefill + s, p.q_len = 1, p.phase = Phase::decode, p.causal = false;
+    const QKV in{rows(all.q, 8, prefill + s - 1, 1, Tensor(p.q_shape())), rows(all.k, 2, 0, p.kv_len, Tensor(p.kv_shape())),
+                 rows(all.v, 2, 0, p.kv_len, Tensor(p.kv_shape()))};
+    std::vector<float> kv_row(size_t(4 * d));
+    for (int64_t h = 0; h < 2; ++h) {
+      std::memcpy(kv_row.data() + h * d, in.k.head(0, h).data() + (p.kv_len - 1) * d, size_t(d) * sizeof(float));
+      std::memcpy(kv_row.data() + (2 + h) * d, in.v.head(0, h).data() + (p.kv_len - 1) * d, size_t(d) * sizeof(float));
+    }
+    ATTNLAB_CUDA(cudaMemcpy(kv_new.as<void>(), kv_row.data(), kv_row.size() * sizeof(float), cudaMemcpyHostToDevice));
+    ATTNLAB_CUDA(kernels::turbo_decode_append(cache.args, kv_new.as<float>(), kv_new.as<float>() + 2 * d, false, nullptr));
+    cache.args.tokens += 1;
+    ParamValues ps = pv;
+    ps.set(turbo().params, "decode_steps", s, "test");
+    kernels::DeviceBuffer q(size_t(in.q.size()) * sizeof(float));
+    ATTNLAB_CUDA(cudaMemcpy(q.as<void>(), in.q.data(), q.bytes(), cudaMemcpyHostToDevice));
+    const auto got = kernels::turbo_decode_once(p, cache, q.as<float>(), kernels::turbo_exp_args(ps),
+                                                kernels::turbo_chains_for(p, ps, cache.args));
+    INFO(fmt::format("step {} seed {}", s, seed));
+    check_outputs(turbo().reference(p, in, ps, {}), got.o, got.lse);
+    if (s % 64 == 0 || s == steps) {
+      const std::vector<variants::turbo_detail::HeadCache> want = kernels::turbo_host_caches(p, in, ps);
+      for (int pair = 0; pair < 2; ++pair) {
+        const auto img = variants::turbo_detail::device_image(want[size_t(pair)], kernels::kTurboBlock, cache.args.slots);
+        const auto have = kernels::download_turbo_head(cache, pair);
+        INFO(fmt::format("pair {}", pair));
+        CHECK(have.codes == img.codes);
+        CHECK(have.scale_zero == img.scale_zero);
+        CHECK(have.block_scales == img.block_scales);
+        CHECK(have.k_buffer == img.k_buffer);
+        CHECK(have.v_buffer == img.v_buffer);
+      }
+    }
+  }
 }
 
 TEST_CASE("turbo prefill kernel on a small shape (sanitizer run)", "[sanitize]") {
