@@ -54,7 +54,8 @@ void turbo_prefill_launch(const Problem& p, const ParamValues& params, const flo
   turbo_prefill_attend(p, params, w, stream);
 }
 
-void turbo_prefill_attend(const Problem& p, const ParamValues& params, TurboPrefillWork& w, cudaStream_t stream) {
+void turbo_prefill_attend(const Problem& p, const ParamValues& params, TurboPrefillWork& w, cudaStream_t stream,
+                          int32_t* scores) {
   TurboPrefillArgs a;
   a.q8 = w.q8.as<int8_t>(), a.s_q = w.s_q.as<float>(), a.k8 = w.k8.as<int8_t>(), a.vt8 = w.vt8.as<int8_t>();
   a.block_scales = w.cache.args.block_scales, a.slots = w.cache.args.slots, a.pad = int(w.pad);
@@ -62,10 +63,12 @@ void turbo_prefill_attend(const Problem& p, const ParamValues& params, TurboPref
   a.batch = int(p.batch), a.q_heads = int(p.q_heads), a.kv_heads = int(p.kv_heads);
   a.q_len = int(p.q_len), a.kv_len = int(p.kv_len), a.head_dim = int(p.head_dim), a.causal = p.causal;
   a.scale = static_cast<float>(p.scale());
+  a.scores = scores;
   ATTNLAB_CUDA(turbo_prefill_forward(a, stream));
 }
 
-TurboPrefillOutput turbo_prefill_once(const Problem& p, const QKV& in, const ParamValues& params, int slots) {
+TurboPrefillOutput turbo_prefill_once(const Problem& p, const QKV& in, const ParamValues& params, int slots,
+                                      std::vector<int32_t>* scores) {
   if (const std::string why = turbo_prefill_cannot_run(p, params); !why.empty()) throw std::invalid_argument(why);
   const DeviceBuffer q = upload(in.q), k = upload(in.k), v = upload(in.v);
   TurboPrefillWork w(p, variants::turbo_detail::kv_head_bits(p, in, params), slots);
@@ -73,6 +76,14 @@ TurboPrefillOutput turbo_prefill_once(const Problem& p, const QKV& in, const Par
   ATTNLAB_CUDA(cudaMemcpy(w.o.as<void>(), out.o(), w.o.bytes(), cudaMemcpyDeviceToDevice));  // poisoned
   ATTNLAB_CUDA(cudaMemcpy(w.lse.as<void>(), out.lse(), w.lse.bytes(), cudaMemcpyDeviceToDevice));
   turbo_prefill_launch(p, params, q.as<float>(), k.as<float>(), v.as<float>(), w);
+  if (scores != nullptr) {  // the attention again, dumping its scores (the pre-pass's tiles are still there)
+    const size_t n = size_t(p.batch * p.q_heads * p.q_len * p.kv_len);
+    DeviceBuffer s(n * sizeof(int32_t));
+    ATTNLAB_CUDA(cudaMemset(s.as<void>(), 0x80, s.bytes()));  // 0x80808080: not a score of 8-bit codes at d ≤ 128
+    turbo_prefill_attend(p, params, w, nullptr, s.as<int32_t>());
+    scores->resize(n);
+    ATTNLAB_CUDA(cudaMemcpy(scores->data(), s.as<void>(), s.bytes(), cudaMemcpyDeviceToHost));
+  }
   ATTNLAB_CUDA(cudaDeviceSynchronize());
   ATTNLAB_CUDA(cudaMemcpy(out.o(), w.o.as<void>(), w.o.bytes(), cudaMemcpyDeviceToDevice));
   ATTNLAB_CUDA(cudaMemcpy(out.lse(), w.lse.as<void>(), w.lse.bytes(), cudaMemcpyDeviceToDevice));

@@ -34,7 +34,7 @@ void turbo_prefill_launch(const Problem& p, const ParamValues& params, const flo
 
 // The attention alone, over the tiles a previous turbo_prefill_launch left in work.
 void turbo_prefill_attend(const Problem& p, const ParamValues& params, TurboPrefillWork& work,
-                          cudaStream_t stream = nullptr);
+                          cudaStream_t stream = nullptr, int32_t* scores = nullptr);
 
 struct TurboPrefillOutput {
   Tensor o;                // (B, Hq, Nq, d)
@@ -43,6 +43,9 @@ struct TurboPrefillOutput {
 };
 // Every step once from the host's inputs, with poisoned outputs. Throws std::invalid_argument where
 // turbo_prefill_cannot_run says so.
-TurboPrefillOutput turbo_prefill_once(const Problem& p, const QKV& in, const ParamValues& params, int slots = 0);
+// scores: when given, the attention's INT32 S of every (head, row, key) it computes (the tests'; SAS FP32),
+// (B·Hq, q_len, kv_len), entries it does not compute left at 0x80808080.
+TurboPrefillOutput turbo_prefill_once(const Problem& p, const QKV& in, const ParamValues& params, int slots = 0,
+                                      std::vector<int32_t>* scores = nullptr);
 
 }  // namespace attnlab::kernels

@@ -54,7 +54,7 @@ struct PrefillTile {
 // The exponential, chosen at compile time: SAS in FP32, SAS in FP16x2 (sas_precision fp16), exp2 (exact_exp).
 enum ExpKind { kSas32 = 0, kSas16 = 1, kExp2 = 2 };
 
-template <int D, int EXPK>
+template <int D, int EXPK, bool DUMP>
 __global__ void __launch_bounds__(kThreads, 1) turbo_prefill_kernel(TurboPrefillArgs a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using T = PrefillTile<D>;
@@ -132,6 +132,15 @@ __global__ void __launch_bounds__(kThreads, 1) turbo_prefill_kernel(TurboPrefill
       c_of[j & 1] = 0.f;
       asm volatile("bar.sync %0, 128;\n" ::"r"(1 + group));  // the other warps' barrier below, matched
       return;
+    }
+    if constexpr (DUMP) {  // the INT32 scores, for the tests
+#pragma unroll
+      for (int n = 0; n < kBc / 8; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int row = my_row0 + 8 * (e / 2), col = col0 + n * 8 + 2 * t + e % 2;
+          if (row < a.q_len && col < a.kv_len) a.scores[(size_t(bh) * a.q_len + row) * a.kv_len + col] = si[4 * n + e];
+        }
     }
     const float2 sk = *reinterpret_cast<const float2*>(bscale + 2 * j);  // s_K, s_V
     const float f = __fmul_rn(__fmul_rn(s_q, sk.x), a.scale);
@@ -254,10 +263,10 @@ __global__ void __launch_bounds__(kThreads, 1) turbo_prefill_kernel(TurboPrefill
 #endif
 }
 
-template <int D, int EXPK>
+template <int D, int EXPK, bool DUMP = false>
 cudaError_t launch(const TurboPrefillArgs& a, cudaStream_t stream) {
   constexpr size_t smem = PrefillTile<D>::kSmemBytes;
-  const auto kernel = turbo_prefill_kernel<D, EXPK>;
+  const auto kernel = turbo_prefill_kernel<D, EXPK, DUMP>;
   if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
       e != cudaSuccess)
     return e;
@@ -274,6 +283,10 @@ cudaError_t turbo_prefill_forward(const TurboPrefillArgs& a, cudaStream_t stream
   if (!turbo_prefill_supports(a.head_dim) || a.pad % kBc != 0 || a.pad < a.kv_len || a.q_heads % a.kv_heads != 0)
     return cudaErrorInvalidValue;
   const int kind = a.exp.exact_exp ? kExp2 : a.exp.fp16 ? kSas16 : kSas32;
+  if (a.scores != nullptr) {
+    if (kind != kSas32) return cudaErrorInvalidValue;
+    return a.head_dim == 64 ? launch<64, kSas32, true>(a, stream) : launch<128, kSas32, true>(a, stream);
+  }
   if (a.head_dim == 64)
     return kind == kExp2 ? launch<64, kExp2>(a, stream) : kind == kSas16 ? launch<64, kSas16>(a, stream) : launch<64, kSas32>(a, stream);
   return kind == kExp2 ? launch<128, kExp2>(a, stream) : kind == kSas16 ? launch<128, kSas16>(a, stream) : launch<128, kSas32>(a, stream);

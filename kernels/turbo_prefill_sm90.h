@@ -26,6 +26,8 @@ struct TurboPrefillArgs {
   int batch = 0, q_heads = 0, kv_heads = 0, q_len = 0, kv_len = 0, head_dim = 0;
   bool causal = false;
   float scale = 0;                     // softmax scale (1/√d)
+  int32_t* scores = nullptr;           // tests: when set, (B·Hq, q_len, kv_len) the INT32 S of every pair a
+                                       // warpgroup computes (SAS FP32 only; a separate instantiation)
 };
 
 bool turbo_prefill_supports(int head_dim);  // d ∈ {64, 128}

@@ -19,6 +19,7 @@
 #include "core/data/generators.h"
 #include "core/ground_truth.h"
 #include "core/metrics.h"
+#include "core/quant/quantize.h"
 #include "core/registry.h"
 #include "core/variants/turbo_cache.h"
 #include "kernels/device.h"
@@ -118,6 +119,40 @@ TEST_CASE("turbo prefill kernel with exact_exp is as accurate as the reference",
   GPU_OR_SKIP();
   check_case(Case{128, 4, 2, 300, 300, true, true, "llm_like"}, 6200);
   check_case(Case{64, 4, 4, 256, 256, false, true, "normal"}, 6201);
+}
+
+TEST_CASE("turbo prefill kernel's INT32 scores are the integer product of its own codes", "[gpu][kernels][turbo]") {
+  // The codes are Alg. 1's (the pre-pass's tiles and Q blocks equal quant::quantize's and prefill_tiles',
+  // test_turbo_cache_write.cpp), so S_int must be Σ_c Q^q1·K^q1 exactly, for every pair a row sees.
+  GPU_OR_SKIP();
+  for (int64_t d : {64, 128}) {
+    Problem p;
+    p.batch = 1, p.q_heads = 4, p.kv_heads = 2, p.head_dim = d, p.q_len = 200, p.kv_len = 333, p.causal = true;
+    p.phase = Phase::prefill;
+    const uint64_t seed = 6500 + uint64_t(d);
+    const QKV in = data::generate(p, "llm_like", ParamValues::defaults(data::find_generator("llm_like")->params), seed);
+    const ParamValues pv = ParamValues::defaults(turbo().params);
+    std::vector<int32_t> scores;
+    kernels::turbo_prefill_once(p, in, pv, 0, &scores);
+    int64_t bad = 0;
+    for (int64_t h = 0; h < p.q_heads; ++h) {
+      const quant::Quantized q = quant::quantize(
+          in.q.head(0, h).data(), p.q_len, d,
+          quant::Spec{.bits = 8, .granularity = quant::Granularity::block, .block_rows = 64, .q_max = 119});
+      const int64_t hk = h / p.group();
+      const auto t = variants::turbo_detail::prefill_tiles(in.k.head(0, hk).data(), in.v.head(0, hk).data(), p.kv_len,
+                                                           d, kernels::kTurboBlock, 119);
+      for (int64_t r = 0; r < p.q_len; ++r)
+        for (int64_t c = 0; c < p.visible_keys(r); ++c) {
+          int64_t want = 0;
+          for (int64_t x = 0; x < d; ++x) want += int64_t(q.q[size_t(r * d + x)]) * int64_t(t.k(c, x));
+          const int32_t got = scores[size_t((h * p.q_len + r) * p.kv_len + c)];
+          if (got != want && bad++ < 4)
+            FAIL_CHECK(fmt::format("d={} head {} row {} key {}: S = {} vs {} (seed {})", d, h, r, c, got, want, seed));
+        }
+    }
+    CHECK(bad == 0);
+  }
 }
 
 TEST_CASE("turbo prefill kernel → decode kernel for 100 steps equals reference prefill → reference decode",
