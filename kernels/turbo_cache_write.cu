@@ -35,6 +35,21 @@ __device__ __forceinline__ int vt_key_at(int position) {
   return 8 * (e / 2) + 2 * t + (e % 2);
 }
 
+// The maximum of `span` over the CTA's D threads (every thread gets it). warp_max: D/32 floats of shared memory,
+// free again when this returns.
+template <int D>
+__device__ __forceinline__ float cta_max(float span, float* warp_max) {
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) span = fmaxf(span, __shfl_xor_sync(0xffffffffu, span, o));
+  if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = span;
+  __syncthreads();
+  span = warp_max[0];
+#pragma unroll
+  for (int w = 1; w < D / 32; ++w) span = fmaxf(span, warp_max[w]);
+  __syncthreads();  // every thread has read warp_max before anyone writes it again
+  return span;
+}
+
 template <int D>
 __global__ void __launch_bounds__(D) turbo_prefill_cache_kernel(const TurboCacheArgs c, const float* k, const float* v,
                                                                 int64_t head_stride, bool up, unsigned* spans,
@@ -57,14 +72,7 @@ __global__ void __launch_bounds__(D) turbo_prefill_cache_kernel(const TurboCache
       col[tau] = tau < rows ? x[int64_t(tau) * D] : 0.0f;
       span = fmaxf(span, fabsf(col[tau]));
     }
-#pragma unroll
-    for (int o = 16; o > 0; o /= 2) span = fmaxf(span, __shfl_xor_sync(0xffffffffu, span, o));
-    if (ch % 32 == 0) warp_max[ch / 32] = span;
-    __syncthreads();
-    span = warp_max[0];
-#pragma unroll
-    for (int w = 1; w < D / 32; ++w) span = fmaxf(span, warp_max[w]);
-    __syncthreads();  // warp_max is read by all before the next tensor writes it
+    span = cta_max<D>(span, warp_max);
     if (ch == 0) atomicMax(&spans[2 * pair + which], __float_as_uint(span));
     const float s = scale_for_span(span);
     block_scale[which] = s;
@@ -123,13 +131,7 @@ __global__ void __launch_bounds__(D) turbo_q_blocks_kernel(const float* q, int q
   const float* x = q + (int64_t(head) * q_len + row0) * D + ch;
   float span = 0.0f;
   for (int r = 0; r < rows; ++r) span = fmaxf(span, fabsf(x[int64_t(r) * D]));
-#pragma unroll
-  for (int o = 16; o > 0; o /= 2) span = fmaxf(span, __shfl_xor_sync(0xffffffffu, span, o));
-  if (ch % 32 == 0) warp_max[ch / 32] = span;
-  __syncthreads();
-  span = warp_max[0];
-#pragma unroll
-  for (int w = 1; w < D / 32; ++w) span = fmaxf(span, warp_max[w]);
+  span = cta_max<D>(span, warp_max);
   const float s = scale_for_span(span);
   int8_t* out = q8 + (int64_t(head) * q_len + row0) * D + ch;
   for (int r = 0; r < rows; ++r) out[int64_t(r) * D] = int8_t(min(max(__float2int_rn(__fdiv_rn(x[int64_t(r) * D], s)), -119), 119));

@@ -34,6 +34,7 @@
 #include "kernels/poisoned_output.h"
 #include "kernels/turbo_decode_host.h"
 #include "tests/catch.h"
+#include "tests/support/turbo_gpu.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -50,19 +51,7 @@ using variants::turbo_detail::device_image;
 using variants::turbo_detail::DeviceImage;
 using variants::turbo_detail::HeadCache;
 
-#define GPU_OR_SKIP()                                          \
-  do {                                                         \
-    const kernels::DeviceInfo dev_ = kernels::probe_device();  \
-    if (!dev_.usable) ATTNLAB_SKIP("no usable GPU: " + dev_.reason); \
-  } while (0)
-
-const VariantSpec& turbo() { return *find_variant("turbo"); }
-
-ParamValues params_with(std::initializer_list<std::pair<const char*, nlohmann::json>> set) {
-  ParamValues pv = ParamValues::defaults(turbo().params);
-  for (const auto& [k, v] : set) pv.set(turbo().params, k, v, "test");
-  return pv;
-}
+using test::turbo;
 
 struct DeviceQ {
   kernels::DeviceBuffer buf;
@@ -120,7 +109,7 @@ void check_case(const Case& c, uint64_t seed) {
   p.batch = 2, p.kv_heads = c.kv_heads, p.q_heads = c.kv_heads * c.group, p.head_dim = c.d;
   p.kv_len = c.kv_len, p.q_len = 1, p.phase = Phase::decode;
   const QKV in = data::generate(p, c.gen, ParamValues::defaults(data::find_generator(c.gen)->params), seed);
-  const ParamValues pv = params_with({{"decode_steps", c.steps}, {"two_bit_heads", c.two_bit_heads},
+  const ParamValues pv = test::turbo_params({{"decode_steps", c.steps}, {"two_bit_heads", c.two_bit_heads},
                                       {"exact_exp", c.exact_exp}, {"kv_splits", c.kv_splits}});
   const ReferenceOutput ref = turbo().reference(p, in, pv, {});
   const std::vector<HeadCache> heads = kernels::turbo_host_caches(p, in, pv);
@@ -174,7 +163,7 @@ TEST_CASE("turbo decode kernel's INT32 scores are Q^q1·K̂ᵀ exactly, saturati
       p.batch = 1, p.kv_heads = 2, p.q_heads = 2 * group, p.head_dim = d, p.kv_len = 420, p.q_len = 1, p.phase = Phase::decode;
       const uint64_t seed = 555 + uint64_t(d) + uint64_t(two_bit) + 1000 * uint64_t(group);
       const QKV in = data::generate(p, "llm_like", ParamValues::defaults(data::find_generator("llm_like")->params), seed);
-      const ParamValues pv = params_with({{"decode_steps", 150}, {"two_bit_heads", two_bit}, {"kv_splits", 2}});
+      const ParamValues pv = test::turbo_params({{"decode_steps", 150}, {"two_bit_heads", two_bit}, {"kv_splits", 2}});
       const std::vector<HeadCache> heads = kernels::turbo_host_caches(p, in, pv);
       const kernels::TurboDeviceCache cache = kernels::upload_turbo_cache(heads, kernels::turbo_slots(270, 420));
       const DeviceQ q(in.q);
@@ -230,7 +219,7 @@ TEST_CASE("turbo decode: 200 GPU steps with appends and flushes equal the refere
     full.q_len = steps, full.phase = Phase::prefill;  // the queries of all 200 steps at once (row s for step s)
     const uint64_t seed = 9000 + uint64_t(d);
     const QKV all = data::generate(full, "llm_like", ParamValues::defaults(data::find_generator("llm_like")->params), seed);
-    const ParamValues pv0 = params_with({{"two_bit_heads", 1}, {"kv_splits", 3}});
+    const ParamValues pv0 = test::turbo_params({{"two_bit_heads", 1}, {"kv_splits", 3}});
     auto step_problem = [&](int64_t s) {
       Problem p = full;
       p.kv_len = prefill + s, p.q_len = 1, p.phase = Phase::decode;
@@ -273,24 +262,14 @@ TEST_CASE("turbo decode: 200 GPU steps with appends and flushes equal the refere
       ATTNLAB_CUDA(cudaMemcpy(kd + 2 * d, v_row.data(), size_t(2 * d) * sizeof(float), cudaMemcpyHostToDevice));
       ATTNLAB_CUDA(kernels::turbo_decode_append(cache.args, kd, kd + 2 * d, false, nullptr));
       cache.args.tokens += 1;
-      const ParamValues pv = params_with({{"two_bit_heads", 1}, {"kv_splits", 3}, {"decode_steps", s}});
+      const ParamValues pv = test::turbo_params({{"two_bit_heads", 1}, {"kv_splits", 3}, {"decode_steps", s}});
       const ReferenceOutput ref = turbo().reference(p, in, pv, {});
       const DeviceQ q(in.q);
       const auto out = kernels::turbo_decode_once(p, cache, q.ptr(), kernels::turbo_exp_args(pv),
                                                   kernels::turbo_chains_for(p, pv, cache.args));
       check_outputs(p, ref, out, false, max_abs(in.v), fmt::format("d={} step {} seed {}", d, s, seed));
       if (s % 64 == 0 || s == steps) {  // after a flush, and at the end: the cache, byte for byte
-        const std::vector<HeadCache> want = kernels::turbo_host_caches(p, in, pv);
-        for (int pair = 0; pair < 2; ++pair) {
-          const DeviceImage img = device_image(want[size_t(pair)], kernels::kTurboBlock, cache.args.slots);
-          const DeviceImage got = kernels::download_turbo_head(cache, pair);
-          INFO(fmt::format("d={} step {} pair {} bits {}", d, s, pair, want[size_t(pair)].bits));
-          CHECK(got.codes == img.codes);
-          CHECK(got.scale_zero == img.scale_zero);
-          CHECK(got.block_scales == img.block_scales);
-          CHECK(got.k_buffer == img.k_buffer);
-          CHECK(got.v_buffer == img.v_buffer);
-        }
+        test::check_cache_bytes(cache, kernels::turbo_host_caches(p, in, pv), fmt::format("d={} step {}", d, s));
       }
     }
   }

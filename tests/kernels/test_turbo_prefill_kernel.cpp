@@ -25,6 +25,7 @@
 #include "kernels/device.h"
 #include "kernels/turbo_prefill_host.h"
 #include "tests/catch.h"
+#include "tests/support/turbo_gpu.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -35,13 +36,7 @@
 namespace attnlab {
 namespace {
 
-#define GPU_OR_SKIP()                                                \
-  do {                                                               \
-    const kernels::DeviceInfo dev_ = kernels::probe_device();        \
-    if (!dev_.usable) ATTNLAB_SKIP("no usable GPU: " + dev_.reason); \
-  } while (0)
-
-const VariantSpec& turbo() { return *find_variant("turbo"); }
+using test::turbo;
 
 double ulp16(double x) {
   const double a = std::max(std::abs(x), std::ldexp(1.0, -14));
@@ -208,19 +203,8 @@ TEST_CASE("turbo prefill kernel → decode kernel for 100 steps equals reference
                                                 kernels::turbo_chains_for(p, ps, cache.args));
     INFO(fmt::format("step {} seed {}", s, seed));
     check_outputs(turbo().reference(p, in, ps, {}), got.o, got.lse);
-    if (s % 64 == 0 || s == steps) {
-      const std::vector<variants::turbo_detail::HeadCache> want = kernels::turbo_host_caches(p, in, ps);
-      for (int pair = 0; pair < 2; ++pair) {
-        const auto img = variants::turbo_detail::device_image(want[size_t(pair)], kernels::kTurboBlock, cache.args.slots);
-        const auto have = kernels::download_turbo_head(cache, pair);
-        INFO(fmt::format("pair {}", pair));
-        CHECK(have.codes == img.codes);
-        CHECK(have.scale_zero == img.scale_zero);
-        CHECK(have.block_scales == img.block_scales);
-        CHECK(have.k_buffer == img.k_buffer);
-        CHECK(have.v_buffer == img.v_buffer);
-      }
-    }
+    if (s % 64 == 0 || s == steps)  // after a flush, and at the end: the cache, byte for byte
+      test::check_cache_bytes(cache, kernels::turbo_host_caches(p, in, ps), fmt::format("step {}", s));
   }
 }
 
