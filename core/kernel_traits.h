@@ -45,6 +45,10 @@ inline constexpr KernelTraits kKernelTraits[] = {
     // shared memory holds it to 2 CTAs.
     {"turbo",       64,  80,  8,   64,  4,    3,     128, 0, true, true, true},
     {"turbo",       128, 80,  8,   64,  4,    3,     128, 0, true, true, true},
+    // turbo prefill (kernels/turbo_prefill_sm90.cu): two warpgroups of 64 query rows (each one of Alg. 1's
+    // query blocks), B_c = 64 keys (the paper's tile, and the pre-pass's cache block), three stages.
+    {"turbo",       64,  90,  128, 64,  8,    3,     215, 1},
+    {"turbo",       128, 90,  128, 64,  8,    3,     255, 1},
     // kivi decode (kernels/kivi_decode.cu): B_r = the ≤ 8 query heads (MMA N columns), B_c = 64 tokens;
     // 4 warps per CTA, one chain each, 2 tiles in flight per warp; splits from decode_splits over warps.
     {"kivi",        64,  80,  8,   64,  4,    2,     158, 128, true, true},

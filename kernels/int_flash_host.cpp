@@ -24,11 +24,6 @@ DeviceBuffer upload(const std::vector<T>& h) {
 
 }  // namespace
 
-int vt_key_at(int position) {
-  const int t = position / 4, e = position % 4;
-  return 8 * (e / 2) + 2 * t + (e % 2);
-}
-
 IntFlashInputs upload_int8(const Problem& p, const QKV& in, bool v_fp16) {
   const int64_t d = p.head_dim, kv_pad = (p.kv_len + 15) / 16 * 16;
   const int64_t q_rows = p.batch * p.q_heads * p.q_len, k_rows = p.batch * p.kv_heads * p.kv_len;

@@ -9,6 +9,7 @@
 #include "core/tensor.h"
 #include "kernels/cuda_check.h"
 #include "kernels/int_flash.h"
+#include "kernels/vt_permutation.h"
 
 #include <vector>
 
@@ -26,9 +27,6 @@ struct IntFlashInputs {
 // v_fp16: the half-INT8 variant (V rounded once to FP16, as the reference's v_fp16 keeps it).
 IntFlashInputs upload_int8(const Problem& p, const QKV& in, bool v_fp16 = false);
 
-// The stored position of key `j` within its group of 16 in Vᵀ (int_flash.h): position 4t + e holds key
-// 8·⌊e/2⌋ + 2t + (e mod 2), the order in which the S accumulator hands P's codes to the P·V product.
-int vt_key_at(int position);
 
 IntFlashArgs int_flash_args(const Problem& p, const IntFlashInputs& in, __half* o, float* lse);
 

@@ -132,15 +132,7 @@ __global__ void __launch_bounds__(IntHopperTile<D, VHalf>::kThreads, 1) int_flas
   auto softmax = [&](int j, float (&alpha)[2]) {
     const int col0 = j * kBc;
     const float* sk = reinterpret_cast<const float*>(stage(j) + T::kKBytes + T::kVBytes);
-    if constexpr (Dump) {
-#pragma unroll
-      for (int n = 0; n < kBc / 8; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int row = my_row0 + 8 * (e / 2), col = col0 + n * 8 + 2 * t + e % 2;
-          if (row < a.q_len && col < a.kv_len) a.scores[(size_t(bh) * a.q_len + row) * a.kv_len + col] = si[4 * n + e];
-        }
-    }
+    if constexpr (Dump) store_int_scores<kBc>(si, a.scores + size_t(bh) * a.q_len * a.kv_len, col0, my_row0, t, a.q_len, a.kv_len);
     float s[kBc / 2];
 #pragma unroll
     for (int n = 0; n < kBc / 8; ++n) {

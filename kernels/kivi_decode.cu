@@ -45,8 +45,12 @@ namespace {
 
 namespace layout = attnlab::kivi_layout;
 
-constexpr int kWarps = 4;             // warps per CTA, one chain each
-constexpr int kStages = 2;            // quantized tiles per warp: one computed while the next loads
+// Warps per CTA (one chain each) and quantized tiles per warp (one computed while the next loads): the
+// traits row the cost model reads (core/kernel_traits.h), the same at d 64 and 128.
+constexpr KernelTraits kTraits = *find_kernel_traits("kivi", 128, 80, true);
+constexpr int kWarps = kTraits.warps, kStages = kTraits.stages;
+static_assert(kTraits.warp_chains && find_kernel_traits("kivi", 64, 80, true)->warps == kWarps &&
+              find_kernel_traits("kivi", 64, 80, true)->stages == kStages);
 constexpr int kT = 64;                // tokens per tile
 constexpr int kMT = kT / 16;          // 16-token m-tiles (Q·Kᵀ) or k-steps (P·V) per tile
 constexpr int kRows = 8;              // query heads per KV head the MMA's N columns hold

@@ -8,6 +8,7 @@
 #include <cuda_fp16.h>
 
 #include <cmath>
+#include <cstdint>
 
 namespace attnlab::kernels {
 
@@ -26,6 +27,20 @@ __device__ __forceinline__ void mask_invisible(float (&s)[Bc / 2], int col0, int
       for (int e = 0; e < 2; ++e)
         if (col0 + n * 8 + 2 * t + e >= vis) s[4 * n + 2 * i + e] = -INFINITY;
   }
+}
+
+// A thread's INT32 scores of one tile — rows row0 + 8i, keys col0 + 8n + 2t + e — into `scores` (one head's
+// (q_len, kv_len), row-major), skipping rows and keys past the ends: the tests' dump of the INT8 kernels.
+template <int Bc>
+__device__ __forceinline__ void store_int_scores(const int (&si)[Bc / 2], int32_t* scores, int col0, int row0, int t,
+                                                 int q_len, int kv_len) {
+#pragma unroll
+  for (int n = 0; n < Bc / 8; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int row = row0 + 8 * (e / 2), col = col0 + n * 8 + 2 * t + e % 2;
+      if (row < q_len && col < kv_len) scores[size_t(row) * kv_len + col] = si[4 * n + e];
+    }
 }
 
 // m_new = max(m, rowmax(s)·scale) over the quad's four threads (log₂ units); α = 2^{m_old − m_new}; ℓ ·= α.

@@ -14,6 +14,8 @@
 
 #include "core/variants/turbo_layout.h"
 #include "kernels/turbo_compress.cuh"
+#include "kernels/turbo_quant.cuh"
+#include "kernels/vt_permutation.h"
 
 #include <cfloat>
 
@@ -21,19 +23,7 @@ namespace attnlab::kernels {
 
 namespace {
 
-constexpr float kQMax8 = 119.0f;
-
-// quant::scale_for_span(span, 119): fl(span / 119), or 1 below the smallest normal float.
-__device__ __forceinline__ float scale_for_span(float span) {
-  const float s = __fdiv_rn(span, kQMax8);
-  return s >= FLT_MIN ? s : 1.0f;
-}
-
-// The position within 16 keys where Vᵀ keeps key `position`'s neighbour: int_flash_host.cpp's vt_key_at.
-__device__ __forceinline__ int vt_key_at(int position) {
-  const int t = position / 4, e = position % 4;
-  return 8 * (e / 2) + 2 * t + (e % 2);
-}
+using turbo_quant::scale_for_span;
 
 // The maximum of `span` over the CTA's D threads (every thread gets it). warp_max: D/32 floats of shared memory,
 // free again when this returns.

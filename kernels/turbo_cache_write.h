@@ -17,9 +17,8 @@ namespace attnlab::kernels {
 
 // The INT8 tiles Alg. 1's attention reads (the pre-pass that quantizes each K/V block once; the scales are
 // the cache's block scales, c.block_scales): K^q1 as (pairs, pad, d) row-major, V^q1 transposed as (pairs,
-// d, pad) with its keys permuted per 16 as the INT8 warpgroup-MMA kernels read Vᵀ (int_flash_host.h,
-// vt_key_at). pad: the tokens rounded up to whole blocks; tokens past the prefill hold 0. nullptr: not
-// written.
+// d, pad) with its keys permuted per 16 as the INT8 warpgroup-MMA kernels read Vᵀ (vt_permutation.h). pad:
+// the tokens rounded up to whole blocks; tokens past the prefill hold 0. nullptr: not written.
 struct TurboPrefillTiles {
   int8_t* k8 = nullptr;
   int8_t* vt8 = nullptr;

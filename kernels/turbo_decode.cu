@@ -52,10 +52,12 @@
 // P codes gathered through shared memory.
 #include "kernels/turbo_decode.h"
 
+#include "core/kernel_traits.h"
 #include "core/variants/turbo_chains.h"
 #include "core/variants/turbo_layout.h"
 #include "kernels/mma.cuh"
 #include "kernels/turbo_compress.cuh"
+#include "kernels/turbo_quant.cuh"
 #include "kernels/turbo_sas.cuh"
 
 #include <cuda_fp16.h>
@@ -68,12 +70,14 @@ namespace {
 
 namespace layout = attnlab::turbo_layout;
 
-constexpr int kWarps = 4;   // warps per CTA, one chain each
-constexpr int kStages = 3;  // cache blocks in flight per warp (2 measured slower: kernels/PERF.md, v1)
+// Warps per CTA (one chain each) and cache blocks in flight per warp (2 measured slower: kernels/PERF.md,
+// v1): the traits row the cost model reads (core/kernel_traits.h), the same at d 64 and 128.
+constexpr KernelTraits kTraits = *find_kernel_traits("turbo", 128, 80, true);
+constexpr int kWarps = kTraits.warps, kStages = kTraits.stages;
+static_assert(kTraits.warp_chains && kTraits.block_c == kTurboBlock && find_kernel_traits("turbo", 64, 80, true)->warps == kWarps &&
+              find_kernel_traits("turbo", 64, 80, true)->stages == kStages);
 constexpr int kRows = 8;    // query heads per KV head the MMA rows hold (rows g; g + 8 carry lo)
 constexpr unsigned kFull = 0xffffffffu;
-constexpr float kFltMin = 1.17549435e-38f;  // FLT_MIN: quant::scale_for_span's smallest scale
-constexpr float kQMax8 = 119.0f;            // Alg. 2: Q and P̃ quantized with max/119
 
 template <int D>
 struct Shape {
@@ -124,10 +128,6 @@ __device__ __forceinline__ void cp_async_8(void* smem, const void* gmem) {
 
 __device__ __forceinline__ int sat127(int x) { return min(max(x, -127), 127); }
 __device__ __forceinline__ int sbyte(uint32_t w, int i) { return int(int8_t((w >> (8 * i)) & 0xFF)); }
-__device__ __forceinline__ float scale_for_span(float span) {  // quant::scale_for_span(span, 119)
-  const float s = __fdiv_rn(span, kQMax8);
-  return s >= kFltMin ? s : 1.0f;
-}
 
 // The tiles of a pair's cache: coded blocks (the prefill's, its last maybe short, then flushed ones) and
 // the pending buffer as the last tile.
@@ -306,33 +306,8 @@ __device__ __forceinline__ void softmax_tile(const int (&sint)[GE][2], int rows,
   // end (v10: one reduction per chain instead of one per tile; the order of ℓ's sum is all that moves).
   ch.l = __fadd_rn(__fmul_rn(alpha, ch.l), sum);
   ch.m = m_new;
-  sp = scale_for_span(pmax);                                          // l. 7: s_P = max P̃ / 119
-  // Q(P̃) = ⌈fl(P̃ / s_P)⌋ ∈ [0, 119], as the reference divides — through a reciprocal r̃ of s_P: y = fl(P̃·r̃)
-  // against q = P̃ / s_P < 120 (s_P = fl(max P̃ / 119)). r̃ is the SFU's rcp.approx (v11; v2–v10 the correctly
-  // rounded one), within 1 ulp, a relative 2⁻²³, of 1/s_P (PTX ISA; s_P ≥ FLT_MIN, so no input or result is
-  // subnormal); y's own rounding adds 2⁻²⁴ and fl(q)'s 2⁻²⁴, so |y − fl(q)| ≤ q·2⁻²² < 120·2⁻²² = 2.86·10⁻⁵.
-  // Where y lies farther than 2⁻¹⁵ = 3.05·10⁻⁵ from every half-integer, y and fl(q) round to the same
-  // integer; the few that lie closer (about 2⁻¹⁴ of them) take the exact division. rne(y) by 1.5·2²³.
-  float r;
-  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(sp));
-  uint32_t near_half = 0;
-#pragma unroll
-  for (int i = 0; i < GE; ++i)
-#pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      const float y = __fmul_rn(s[i][e], r);
-      const float big = __fadd_rn(y, kMagic);
-      pq[i][e] = __float_as_int(big) - kMagicBits;
-      const float off = fabsf(__fsub_rn(y, __fsub_rn(big, kMagic)));  // |y − rne(y)| ≤ ½, exact
-      if (__fsub_rn(0.5f, off) < 3.0517578125e-05f) near_half |= 1u << (2 * i + e);
-    }
-  if (__any_sync(kFull, near_half != 0)) {
-#pragma unroll
-    for (int i = 0; i < GE; ++i)
-#pragma unroll
-      for (int e = 0; e < 2; ++e)
-        if ((near_half >> (2 * i + e)) & 1u) pq[i][e] = __float2int_rn(__fdiv_rn(s[i][e], sp));
-  }
+  sp = turbo_quant::scale_for_span(pmax);                             // l. 7: s_P = max P̃ / 119
+  turbo_quant::p_codes<2 * GE>(&s[0][0], sp, &pq[0][0]);              // Q(P̃) = ⌈P̃ / s_P⌋ (turbo_quant.cuh)
   psum = 0;
 #pragma unroll
   for (int i = 0; i < GE; ++i) psum += pq[i][0] + pq[i][1];
@@ -713,7 +688,7 @@ __global__ void __launch_bounds__(kWarps * 32, (kCtasPerSm<D, GE, BITS>)) turbo_
     }
 #pragma unroll
     for (int o = 16; o > 0; o /= 2) span = fmaxf(span, __shfl_xor_sync(kFull, span, o));
-    const float s = scale_for_span(span);
+    const float s = turbo_quant::scale_for_span(span);
 #pragma unroll
     for (int i = 0; i < D / 32; ++i)
       q8[g * D + 32 * i + lane] = int8_t(min(max(__float2int_rn(__fdiv_rn(q[i], s)), -119), 119));

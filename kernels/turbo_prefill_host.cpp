@@ -1,6 +1,7 @@
 // attnlab kernels: TurboAttention's prefill on the GPU, host side (turbo_prefill_host.h).
 #include "kernels/turbo_prefill_host.h"
 
+#include "core/kernel_traits.h"
 #include "core/variants/turbo_cache.h"
 #include "kernels/poisoned_output.h"
 #include "kernels/turbo_cache_write.h"
@@ -13,7 +14,8 @@ namespace attnlab::kernels {
 
 namespace {
 
-constexpr int kBlockR = 64;  // Alg. 1's query block: one warpgroup of the kernel
+// Alg. 1's query block: one warpgroup of the kernel (core/kernel_traits.h's row: B_r over its warpgroups).
+constexpr int kBlockR = find_kernel_traits("turbo", 128, 90)->block_r / (find_kernel_traits("turbo", 128, 90)->warps / 4);
 
 DeviceBuffer upload(const Tensor& t) {
   DeviceBuffer buf(size_t(t.size()) * sizeof(float));
@@ -33,33 +35,33 @@ std::string turbo_prefill_cannot_run(const Problem& p, const ParamValues& params
   return "";
 }
 
-TurboPrefillWork::TurboPrefillWork(const Problem& p, const std::vector<int>& bits, int slots)
+TurboPrefillWork::TurboPrefillWork(const Problem& p, const ParamValues& params, const std::vector<int>& bits, int slots)
     : cache(allocate_turbo_cache(bits, p.head_dim, slots > 0 ? slots : turbo_slots(p.kv_len, p.kv_len), p.kv_len)),
-      pad((p.kv_len + kTurboBlock - 1) / kTurboBlock * kTurboBlock) {
+      pad((p.kv_len + kTurboBlock - 1) / kTurboBlock * kTurboBlock),
+      exp(turbo_exp_args(params)) {
   const int64_t d = p.head_dim, pairs = p.batch * p.kv_heads, heads = p.batch * p.q_heads;
   k8 = DeviceBuffer(size_t(pairs * pad * d)), vt8 = DeviceBuffer(size_t(pairs * pad * d));
   q8 = DeviceBuffer(size_t(heads * p.q_len * d));
   s_q = DeviceBuffer(size_t(heads * ((p.q_len + kBlockR - 1) / kBlockR)) * sizeof(float));
   scratch = DeviceBuffer(turbo_cache_write_scratch_bytes(cache.args));
-  o = DeviceBuffer(size_t(heads * p.q_len * d) * sizeof(__half)), lse = DeviceBuffer(size_t(heads * p.q_len) * sizeof(float));
 }
 
 void turbo_prefill_launch(const Problem& p, const ParamValues& params, const float* q, const float* k, const float* v,
-                          TurboPrefillWork& w, bool with_cache, cudaStream_t stream) {
+                          TurboPrefillWork& w, __half* o, float* lse, bool with_cache, cudaStream_t stream) {
   ATTNLAB_CUDA(turbo_cache_write_prefill(w.cache.args, k, v, p.kv_len * p.head_dim, params.choice("int_scale") == "up",
                                          w.scratch.as<void>(), stream,
                                          {w.k8.as<int8_t>(), w.vt8.as<int8_t>(), w.pad, with_cache}));
   ATTNLAB_CUDA(turbo_quantize_q_blocks(q, int(p.batch * p.q_heads), int(p.q_len), int(p.head_dim), kBlockR,
                                        w.q8.as<int8_t>(), w.s_q.as<float>(), stream));
-  turbo_prefill_attend(p, params, w, stream);
+  turbo_prefill_attend(p, w, o, lse, stream);
 }
 
-void turbo_prefill_attend(const Problem& p, const ParamValues& params, TurboPrefillWork& w, cudaStream_t stream,
+void turbo_prefill_attend(const Problem& p, TurboPrefillWork& w, __half* o, float* lse, cudaStream_t stream,
                           int32_t* scores) {
   TurboPrefillArgs a;
   a.q8 = w.q8.as<int8_t>(), a.s_q = w.s_q.as<float>(), a.k8 = w.k8.as<int8_t>(), a.vt8 = w.vt8.as<int8_t>();
   a.block_scales = w.cache.args.block_scales, a.slots = w.cache.args.slots, a.pad = int(w.pad);
-  a.exp = turbo_exp_args(params), a.o = w.o.as<__half>(), a.lse = w.lse.as<float>();
+  a.exp = w.exp, a.o = o, a.lse = lse;
   a.batch = int(p.batch), a.q_heads = int(p.q_heads), a.kv_heads = int(p.kv_heads);
   a.q_len = int(p.q_len), a.kv_len = int(p.kv_len), a.head_dim = int(p.head_dim), a.causal = p.causal;
   a.scale = static_cast<float>(p.scale());
@@ -71,22 +73,18 @@ TurboPrefillOutput turbo_prefill_once(const Problem& p, const QKV& in, const Par
                                       std::vector<int32_t>* scores) {
   if (const std::string why = turbo_prefill_cannot_run(p, params); !why.empty()) throw std::invalid_argument(why);
   const DeviceBuffer q = upload(in.q), k = upload(in.k), v = upload(in.v);
-  TurboPrefillWork w(p, variants::turbo_detail::kv_head_bits(p, in, params), slots);
+  TurboPrefillWork w(p, params, variants::turbo_detail::kv_head_bits(p, in, params), slots);
   const PoisonedOutput out(p);
-  ATTNLAB_CUDA(cudaMemcpy(w.o.as<void>(), out.o(), w.o.bytes(), cudaMemcpyDeviceToDevice));  // poisoned
-  ATTNLAB_CUDA(cudaMemcpy(w.lse.as<void>(), out.lse(), w.lse.bytes(), cudaMemcpyDeviceToDevice));
-  turbo_prefill_launch(p, params, q.as<float>(), k.as<float>(), v.as<float>(), w);
+  turbo_prefill_launch(p, params, q.as<float>(), k.as<float>(), v.as<float>(), w, out.o(), out.lse());
   if (scores != nullptr) {  // the attention again, dumping its scores (the pre-pass's tiles are still there)
     const size_t n = size_t(p.batch * p.q_heads * p.q_len * p.kv_len);
     DeviceBuffer s(n * sizeof(int32_t));
     ATTNLAB_CUDA(cudaMemset(s.as<void>(), 0x80, s.bytes()));  // 0x80808080: not a score of 8-bit codes at d ≤ 128
-    turbo_prefill_attend(p, params, w, nullptr, s.as<int32_t>());
+    turbo_prefill_attend(p, w, out.o(), out.lse(), nullptr, s.as<int32_t>());
     scores->resize(n);
     ATTNLAB_CUDA(cudaMemcpy(scores->data(), s.as<void>(), s.bytes(), cudaMemcpyDeviceToHost));
   }
   ATTNLAB_CUDA(cudaDeviceSynchronize());
-  ATTNLAB_CUDA(cudaMemcpy(out.o(), w.o.as<void>(), w.o.bytes(), cudaMemcpyDeviceToDevice));
-  ATTNLAB_CUDA(cudaMemcpy(out.lse(), w.lse.as<void>(), w.lse.bytes(), cudaMemcpyDeviceToDevice));
   TurboPrefillOutput r;
   out.read("turbo prefill", r.o, r.lse);
   r.cache = std::move(w.cache);

@@ -16,25 +16,27 @@ namespace attnlab::kernels {
 // block_r = block_c = 64 (the paper's, and the pre-pass's blocks), p_scale tile; SAS in FP32 or FP16x2.
 std::string turbo_prefill_cannot_run(const Problem& p, const ParamValues& params);
 
-// What one prefill launches on besides its inputs: the cache the pre-pass writes (widths from the reference's
-// ranking, Eq. 11–12, passed in), the INT8 tiles and Q blocks, the outputs.
+// What one prefill launches on besides its inputs and outputs: the cache the pre-pass writes (widths from the
+// reference's ranking, Eq. 11–12, passed in), the INT8 tiles and Q blocks, the exponential's constants.
 struct TurboPrefillWork {
   TurboDeviceCache cache;
-  DeviceBuffer k8, vt8, q8, s_q, scratch, o, lse;
+  DeviceBuffer k8, vt8, q8, s_q, scratch;
   int64_t pad = 0;
+  TurboExpArgs exp;
   // slots: cache blocks of room per pair (0: the prefill's own; more leaves room for decode's flushes).
-  TurboPrefillWork(const Problem& p, const std::vector<int>& bits, int slots = 0);
+  TurboPrefillWork(const Problem& p, const ParamValues& params, const std::vector<int>& bits, int slots = 0);
 };
 
 // The pre-pass (cache and tiles) and Q's blocks, then the attention, from q, k, v (FP32, the problem's
-// shapes) on the device into work.o / work.lse. with_cache = false: the pre-pass writes the INT8 tiles only
+// shapes) on the device into o (FP16) and lse. with_cache = false: the pre-pass writes the INT8 tiles only
 // (the measurement of what the cache write costs) — the cache is left as it was.
 void turbo_prefill_launch(const Problem& p, const ParamValues& params, const float* q, const float* k, const float* v,
-                          TurboPrefillWork& work, bool with_cache = true, cudaStream_t stream = nullptr);
+                          TurboPrefillWork& work, __half* o, float* lse, bool with_cache = true,
+                          cudaStream_t stream = nullptr);
 
-// The attention alone, over the tiles a previous turbo_prefill_launch left in work.
-void turbo_prefill_attend(const Problem& p, const ParamValues& params, TurboPrefillWork& work,
-                          cudaStream_t stream = nullptr, int32_t* scores = nullptr);
+// The attention alone, over the tiles a previous turbo_prefill_launch left in work; scores: the tests' dump.
+void turbo_prefill_attend(const Problem& p, TurboPrefillWork& work, __half* o, float* lse, cudaStream_t stream = nullptr,
+                          int32_t* scores = nullptr);
 
 struct TurboPrefillOutput {
   Tensor o;                // (B, Hq, Nq, d)

@@ -23,8 +23,10 @@
 // for that query block: the warpgroup leaves m, ℓ and O untouched there (α = 1, no codes, X·0).
 #include "kernels/turbo_prefill_sm90.h"
 
+#include "core/kernel_traits.h"
 #include "kernels/kv_pipeline.cuh"
 #include "kernels/tile_softmax.cuh"
+#include "kernels/turbo_quant.cuh"
 #include "kernels/turbo_sas.cuh"
 #include "kernels/wgmma.cuh"
 
@@ -35,8 +37,15 @@ namespace attnlab::kernels {
 
 namespace {
 
-constexpr int kBr = 128, kBc = 64, kStages = 3, kThreads = 256;
+// The tiling is the traits row's (core/kernel_traits.h), which the cost model reads too; d 64 and 128 alike.
+constexpr KernelTraits kTraits = *find_kernel_traits("turbo", 128, 90);
+constexpr int kBr = kTraits.block_r, kBc = kTraits.block_c, kStages = kTraits.stages, kThreads = 32 * kTraits.warps;
 [[maybe_unused]] constexpr int kRowsPerGroup = 64;  // Alg. 1's B_r: one query block per warpgroup
+static_assert(kTraits.arch == 90 && kBr == 2 * kRowsPerGroup && kThreads == 256 && kBc == kTurboBlock && kStages == 3,
+              "two warpgroups of one query block each; the pre-pass's blocks are the KV tiles");
+static_assert(find_kernel_traits("turbo", 64, 90)->block_r == kBr && find_kernel_traits("turbo", 64, 90)->block_c == kBc &&
+              find_kernel_traits("turbo", 64, 90)->warps == kTraits.warps &&
+              find_kernel_traits("turbo", 64, 90)->stages == kStages);
 
 template <int D>
 struct PrefillTile {
@@ -45,11 +54,6 @@ struct PrefillTile {
   static constexpr size_t kSmemBytes = size_t(kQBytes) + size_t(kStages) * kStageBytes + 1024 + 512;  // + align, LUTs, s_P
   static_assert(kStageBytes % 1024 == 0 && kQBytes % 1024 == 0);
 };
-
-[[maybe_unused]] __device__ __forceinline__ float scale_for_span119(float span) {  // quant::scale_for_span(span, 119)
-  const float s = __fdiv_rn(span, 119.0f);
-  return s >= FLT_MIN ? s : 1.0f;
-}
 
 // The exponential, chosen at compile time: SAS in FP32, SAS in FP16x2 (sas_precision fp16), exp2 (exact_exp).
 enum ExpKind { kSas32 = 0, kSas16 = 1, kExp2 = 2 };
@@ -133,15 +137,7 @@ __global__ void __launch_bounds__(kThreads, 1) turbo_prefill_kernel(TurboPrefill
       asm volatile("bar.sync %0, 128;\n" ::"r"(1 + group));  // the other warps' barrier below, matched
       return;
     }
-    if constexpr (DUMP) {  // the INT32 scores, for the tests
-#pragma unroll
-      for (int n = 0; n < kBc / 8; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int row = my_row0 + 8 * (e / 2), col = col0 + n * 8 + 2 * t + e % 2;
-          if (row < a.q_len && col < a.kv_len) a.scores[(size_t(bh) * a.q_len + row) * a.kv_len + col] = si[4 * n + e];
-        }
-    }
+    if constexpr (DUMP) store_int_scores<kBc>(si, a.scores + size_t(bh) * a.q_len * a.kv_len, col0, my_row0, t, a.q_len, a.kv_len);
     const float2 sk = *reinterpret_cast<const float2*>(bscale + 2 * j);  // s_K, s_V
     const float f = __fmul_rn(__fmul_rn(s_q, sk.x), a.scale);
     float s[kBc / 2];
@@ -185,26 +181,9 @@ __global__ void __launch_bounds__(kThreads, 1) turbo_prefill_kernel(TurboPrefill
     if (lane == 0) pm[warp] = pmax;
     asm volatile("bar.sync %0, 128;\n" ::"r"(1 + group));  // the warpgroup's four maxima are written
     pmax = fmaxf(fmaxf(pm[0], pm[1]), fmaxf(pm[2], pm[3]));
-    const float sp = scale_for_span119(pmax);
+    const float sp = turbo_quant::scale_for_span(pmax);
     c_of[j & 1] = __fmul_rn(sp, sk.y);
-    float r;
-    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(sp));
-    bool near_half = false;
-#pragma unroll
-    for (int e = 0; e < kBc / 2; ++e) {
-      const float y = __fmul_rn(s[e], r);
-      const float big = __fadd_rn(y, kMagic);
-      p_code[e] = __float_as_int(big) - kMagicBits;
-      near_half |= __fsub_rn(0.5f, fabsf(__fsub_rn(y, __fsub_rn(big, kMagic)))) < 3.0517578125e-05f;
-    }
-    if (__any_sync(0xffffffffu, near_half)) {
-#pragma unroll
-      for (int e = 0; e < kBc / 2; ++e) {
-        const float y = __fmul_rn(s[e], r);
-        if (__fsub_rn(0.5f, fabsf(__fsub_rn(y, __fsub_rn(__fadd_rn(y, kMagic), kMagic)))) < 3.0517578125e-05f)
-          p_code[e] = __float2int_rn(__fdiv_rn(s[e], sp));
-      }
-    }
+    turbo_quant::p_codes<kBc / 2>(s, sp, p_code);  // Q(P̃) = ⌈P̃ / s_P⌋ (turbo_quant.cuh)
   };
   // After P·V of the oldest pending tile has landed: O = fl(O + fl(X·c)), then O ·= α of the next tile.
   auto finish_tile = [&](const float (&alpha)[2], bool rescale) {

@@ -73,10 +73,6 @@ int ctas_per_sm(const Schedule& s, const GpuSpec& g, std::vector<std::string>* e
   return k;
 }
 
-double issue_rate(const Layout& l, double issue_latency_cycles) {
-  return l.latency_term ? std::min(1.0, l.warps_per_scheduler / issue_latency_cycles) : 1.0;
-}
-
 Layout layout(const Schedule& s, const GpuSpec& g, const ModelOptions& o, std::vector<std::string>* explain) {
   std::vector<std::string> scratch;
   std::vector<std::string>& ex = explain ? *explain : scratch;
@@ -87,7 +83,7 @@ Layout layout(const Schedule& s, const GpuSpec& g, const ModelOptions& o, std::v
   l.work = s.total();
   l.ctas_per_sm = ctas_per_sm(s, g, &ex);
   l.slots = double(g.sm_count) * l.ctas_per_sm;
-  l.warps_per_scheduler = double(l.ctas_per_sm * s.warps) / 4;
+  l.warps_per_scheduler = double(l.ctas_per_sm * s.warps) / (g.issue_per_clk_per_sm / 32);
   l.latency_term = !s.warpgroup_mma;
   l.interleave = l.ctas_per_sm * (s.warpgroup_mma ? std::max(1, s.warps / 4) : 1);
   // DRAM bytes. With L2 reuse, the row blocks of one head re-read its K/V tiles at about the same time,
@@ -115,7 +111,7 @@ Layout layout(const Schedule& s, const GpuSpec& g, const ModelOptions& o, std::v
 
 Timing timing(const Layout& l, const GpuSpec& g) {
   Timing t;
-  t.issue_rate = issue_rate(l, g.issue_latency_cycles);
+  t.issue_rate = latency_issue_rate(l.latency_term, l.warps_per_scheduler, g.issue_latency_cycles);
   for (const auto& [u, ops] : l.work.ops) {
     if (ops <= 0) continue;
     double rate = g.peak(u) * g.efficiency_of(u);
@@ -156,7 +152,9 @@ Prediction predict(const Schedule& s, const GpuSpec& g, const ModelOptions& o) {
   for (const auto& [u, ops] : l.work.ops)
     if (ops > 0) pr.ops[to_string(u)] = ops;
   pr.dram_bytes = l.dram_bytes;
-  for (const Layout& next : l.then) {  // step 7: the later launches' bytes and operations add
+  std::vector<Timing> later;  // step 7: the later launches' bytes, operations and unit times add
+  for (const Layout& next : l.then) {
+    later.push_back(timing(next, g));
     for (const auto& [k, v] : next.work.bytes) pr.hbm_bytes[k] += v;
     for (const auto& [u, ops] : next.work.ops)
       if (ops > 0) pr.ops[to_string(u)] += ops;
@@ -171,6 +169,8 @@ Prediction predict(const Schedule& s, const GpuSpec& g, const ModelOptions& o) {
   pr.warps_per_scheduler = l.warps_per_scheduler;
   pr.issue_rate = t.issue_rate;
   pr.unit_ms = t.unit_ms;
+  for (const Timing& n : later)
+    for (const auto& [u, ms] : n.unit_ms) pr.unit_ms[u] += ms;
   pr.time_ms = t.time_ms;
   pr.bound = t.bound;
   pr.explain.push_back(fmt::format(
@@ -182,10 +182,10 @@ Prediction predict(const Schedule& s, const GpuSpec& g, const ModelOptions& o) {
     pr.explain.push_back(fmt::format("latency: {:.2f} warps per scheduler against {:.2f} cycles between a warp's "
                                      "instructions → {:.0f}% of the issue rate",
                                      l.warps_per_scheduler, g.issue_latency_cycles, 100 * t.issue_rate));
-  for (size_t i = 0; i < l.then.size(); ++i)
+  for (size_t i = 0; i < later.size(); ++i)
     pr.explain.push_back(fmt::format("launch {}: {:.4f} ms ({} CTA(s)/SM, {:.2f} warps per scheduler, bound: {})",
-                                     i + 2, timing(l.then[i], g).time_ms, l.then[i].ctas_per_sm,
-                                     l.then[i].warps_per_scheduler, timing(l.then[i], g).bound));
+                                     i + 2, later[i].time_ms, l.then[i].ctas_per_sm, l.then[i].warps_per_scheduler,
+                                     later[i].bound));
   return pr;
 }
 

@@ -4,7 +4,8 @@
 //   1. Occupancy: CTAs per SM k = min(⌊smem/SM ÷ (smem/CTA + 1 KB)⌋, ⌊threads/SM ÷ threads/CTA⌋,
 //      ⌊regs/SM ÷ (regs/thread · threads/CTA)⌋, max CTAs/SM) — the runtime reserves 1 KB of shared memory
 //      per CTA (CUDA C++ Programming Guide, compute capability 8.x and 9.0); slots S = SMs · k; warps per
-//      scheduler W = k · warps/CTA ÷ 4 (four schedulers per SM).
+//      scheduler W = k · warps/CTA ÷ schedulers per SM (issue_per_clk_per_sm / 32: one warp instruction per
+//      clock each).
 //   2. Unit times over the whole grid: t_u = ops_u / (peak_u · eff_u) for each execution unit, and
 //      t_mem = DRAM bytes / (bandwidth · eff_hbm). Tensor peaks are scaled by mma_sync_fraction where the
 //      kernel issues warp-level mma.sync (not for the wgmma kernels). eff_* = 1 until calibrated (calibrate.h).
@@ -35,6 +36,7 @@
 #include "sim/gpu_spec.h"
 #include "sim/schedule.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -93,7 +95,10 @@ struct Timing {
 };
 // The first launch's terms; time_ms includes the later launches'.
 Timing timing(const Layout& l, const GpuSpec& gpu);
-// min(1, W / L̄), or 1 where the term does not apply (step 2).
-double issue_rate(const Layout& l, double issue_latency_cycles);
+// Step 2's factor on the issue rate, min(1, W / L̄), or 1 where the term does not apply: timing() and
+// FactorTiming both take it from here.
+inline double latency_issue_rate(bool applies, double warps_per_scheduler, double issue_latency_cycles) {
+  return applies ? std::min(1.0, warps_per_scheduler / issue_latency_cycles) : 1.0;
+}
 
 }  // namespace attnlab::sim

@@ -50,7 +50,7 @@ FactorTiming::Rates FactorTiming::rates(const FactorParams& p) const {
 double FactorTiming::time_ms(std::size_t i, const Rates& r) const { return time_ms(rows_[i], r); }
 
 double FactorTiming::time_ms(const Row& l, const Rates& r) const {
-  const double issue = l.latency_term ? std::min(1.0, l.warps_per_scheduler / r.issue_latency_cycles) : 1.0;
+  const double issue = latency_issue_rate(l.latency_term, l.warps_per_scheduler, r.issue_latency_cycles);
   double t_tensor = 0, t_simt = 0;
   for (const Op& o : l.ops) {
     double rate = o.tensor && l.mma_sync ? r.mma_sync[o.unit] : r.plain[o.unit];

@@ -176,7 +176,13 @@ Schedule naive_schedule(const Problem& p, const Storage& st, const Format& f) {
 }
 
 // One head class of a cache as a cache of its own (every KV head in that class's format).
-KvCache only_class(const KvCache& c, size_t i);
+KvCache only_class(const KvCache& c, size_t i) {
+  KvCache one = c;
+  one.classes = {c.classes[i]};
+  one.classes[0].heads = kOtherHeads;
+  return one;
+}
+
 // What one key of class i puts in a warp's ring: its codes and their scales (the declaration's growth per
 // token, cache_rate: residual and buffer tokens are read outside the ring).
 double ring_bytes_per_key(const KvCache& c, size_t i) {
@@ -184,20 +190,19 @@ double ring_bytes_per_key(const KvCache& c, size_t i) {
   return r.k.per_token + r.v.per_token;
 }
 
-// A warp-chain kernel's shared memory per CTA: each warp's ring of `stages` blocks of the widest class, and
-// the group's query rows.
-double warp_rings_smem(const Schedule& s, const Problem& p, const Storage& st) {
-  double widest = 0;
-  for (size_t i = 0; i < st.cache.classes.size(); ++i) widest = std::max(widest, ring_bytes_per_key(st.cache, i));
-  return s.warps * (double(s.stages) * s.block_c * widest + double(p.group() * p.head_dim));
+// A warp-chain kernel's shared memory per CTA: each warp's ring of `stages` blocks of ring_per_key bytes per
+// key, and the group's query rows.
+double warp_rings_smem(const Schedule& s, const Problem& p, double ring_per_key) {
+  return s.warps * (double(s.stages) * s.block_c * ring_per_key + double(p.group() * p.head_dim));
 }
 
-
-KvCache only_class(const KvCache& c, size_t i) {
-  KvCache one = c;
-  one.classes = {c.classes[i]};
-  one.classes[0].heads = kOtherHeads;
-  return one;
+// The widest class's ring bytes per key among the classes holding heads: what a launch over every width
+// sizes its rings for.
+double widest_ring_per_key(const KvCache& c, int64_t kv_heads) {
+  double widest = 0;
+  for (size_t i = 0; i < c.classes.size(); ++i)
+    if (class_heads(c, i, kv_heads) > 0) widest = std::max(widest, ring_bytes_per_key(c, i));
+  return widest;
 }
 
 // The warp-chain decode kernels (core/kernel_traits.h warp_chains: turbo, kivi): a warp runs one chain over
@@ -210,7 +215,7 @@ KvCache only_class(const KvCache& c, size_t i) {
 // launch per width (kernels/turbo_decode.cu, launch_chains), each its own grid in `then`.
 void warp_chain_decode(Schedule& s, const Problem& p, const Storage& st, const GpuSpec& gpu, double rows_per_cta,
                        double tiles_each) {
-  const double pairs = double(p.batch * p.kv_heads), d = double(p.head_dim), W = s.warps;
+  const double pairs = double(p.batch * p.kv_heads), W = s.warps;
   const double kv_len = double(p.kv_len);
   struct Width {
     double heads = 0, ring_per_key = 0, keys_bytes[3] = {0, 0, 0};  // k codes, v codes, scales per key
@@ -232,18 +237,16 @@ void warp_chain_decode(Schedule& s, const Problem& p, const Storage& st, const G
   }
   const double formula_issue = s.per_tile.ops[Unit::issue];
   auto issue_of = [&](const Width& w) { return w.issue ? 32 * w.issue->warp_instructions_per_tile : formula_issue; };
-  auto smem_of = [&](double ring_per_key) {
-    return W * (double(s.stages) * s.block_c * ring_per_key + double(p.group()) * d);
-  };
+  auto smem_of = [&](double ring_per_key) { return warp_rings_smem(s, p, ring_per_key); };
   // The grid: pairs × splits chains, `warps` to a CTA; each CTA-tile is one tile of each of its chains.
   s.classes = {{pairs * s.splits / W, static_cast<int64_t>(tiles_each), W * rows_per_cta / s.splits,
                 W * kv_len / s.splits}};
   s.per_tile = s.per_tile.scaled(W);
   s.per_cta = s.per_cta.scaled(W);  // each chain prepares its queries
-  double widest = 0, issue = 0;
-  for (const Width& w : widths) widest = std::max(widest, w.ring_per_key), issue += w.heads * issue_of(w);
+  double issue = 0;
+  for (const Width& w : widths) issue += w.heads * issue_of(w);
   s.per_tile.ops[Unit::issue] = W * issue / double(p.kv_heads);
-  s.smem_bytes = smem_of(widest);
+  s.smem_bytes = smem_of(widest_ring_per_key(st.cache, p.kv_heads));
   for (const Width& w : widths)
     s.explain.push_back(fmt::format("{} KV head(s) of {} B per key: {:.0f} warp instructions per chain and tile ({})",
                                     w.heads, w.ring_per_key,
@@ -412,7 +415,7 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
     long slots = gpu.sm_count;
     if (s.warp_chains) {
       Schedule probe = s;
-      probe.smem_bytes = warp_rings_smem(s, p, st);
+      probe.smem_bytes = warp_rings_smem(s, p, widest_ring_per_key(st.cache, p.kv_heads));
       // (A CTA the GPU cannot hold is refused by the prediction, with its message — not here.)
       if (probe.smem_bytes <= gpu.smem_per_cta_bytes) slots = long(gpu.sm_count) * ctas_per_sm(probe, gpu) * s.warps;
     }
