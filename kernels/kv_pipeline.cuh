@@ -13,6 +13,11 @@
 //   finish_pv(alpha, rescale)    after P·V_j has landed: O's update, and O ·= α when `rescale`
 //   pin_scores(), pin_pv()       pin_registers on S, and on O, P (and the accumulator), around the waits
 // The last tile is peeled out of the loop: a branch around a wgmma makes ptxas serialize the pipeline.
+//
+// kPackAfterBarrier (turbo_prefill_sm90.cu): P_j's A fragments depend on a maximum over the whole warpgroup
+// (Alg. 1 l. 10's s_P), which each warp's softmax writes to shared memory; pack_p then runs after the next
+// tile's CTA barrier — the one the pipeline has anyway — with S_{j+1} already in the tensor cores, instead
+// of a barrier of its own in every softmax. The peeled last tile takes one barrier for it.
 #pragma once
 
 #include "kernels/wgmma.cuh"
@@ -33,7 +38,7 @@ struct KvSteps {
   PinPv pin_pv;
 };
 
-template <class Steps>
+template <bool kPackAfterBarrier = false, class Steps>
 __device__ __forceinline__ void kv_pipeline(int tiles, Steps& k) {
   if (tiles <= 0) return;
   k.load_q();
@@ -51,7 +56,7 @@ __device__ __forceinline__ void kv_pipeline(int tiles, Steps& k) {
   k.pin_scores();
   float alpha[2];
   k.softmax(0, alpha);
-  k.pack_p();
+  if constexpr (!kPackAfterBarrier) k.pack_p();
   for (int j = 0; j + 1 < tiles; ++j) {
     // Tile j + 1 has landed and is visible to the tensor cores; every thread has finished P·V_{j−1}, so
     // its stage can take tile j + 2.
@@ -64,6 +69,10 @@ __device__ __forceinline__ void kv_pipeline(int tiles, Steps& k) {
     wgmma_fence();
     k.issue_scores(j + 1);
     wgmma_commit();
+    if constexpr (kPackAfterBarrier) {
+      k.pack_p();
+      wgmma_fence();  // the A fragments were written after the fence above
+    }
     k.issue_pv(j);
     wgmma_commit();
     wgmma_wait<1>();  // S_{j+1}; P·V_j may still run
@@ -72,9 +81,13 @@ __device__ __forceinline__ void kv_pipeline(int tiles, Steps& k) {
     wgmma_wait<0>();  // P·V_j
     k.pin_pv();
     k.finish_pv(alpha, true);
-    k.pack_p();
+    if constexpr (!kPackAfterBarrier) k.pack_p();
   }
   // The last tile's P·V (its V landed with Q when tiles = 1, else before the loop's last barrier).
+  if constexpr (kPackAfterBarrier) {
+    __syncthreads();
+    k.pack_p();
+  }
   k.pin_pv();
   wgmma_fence();
   k.issue_pv(tiles - 1);

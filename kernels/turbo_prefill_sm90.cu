@@ -5,16 +5,18 @@
 // one s_Q) and a KV tile is B_c = 64 keys (one s_K, s_V: the cache's block scales). Per tile, as
 // core/variants/turbo.cpp rounds it (operation for operation):
 //   l. 8   S = fl(S_int·fl(fl(s_Q·s_K)·scale))              wgmma m64n64k32 s8·s8 → s32, exact integers
-//   l. 9   (the exponential: SAS in FP32, SAS in FP16x2 — turbo_sas.cuh's Sas16, two scores per HFMA2 — or
-//          exp2 on the SFU with exact_exp; a template parameter)
+//   l. 9   (the exponential: SAS in FP32, SAS in FP16x2 — turbo_sas.cuh's SasNonPositive and Sas16NonPositive,
+//          the reference's values on t ≤ 0, two scores per HFMA2 in FP16 — or exp2 on the SFU with exact_exp;
+//          a template parameter)
 //          m_new = max(m, rowmax S), α = SAS(m − m_new) (0 before the first tile; 1 for a row that sees no
 //          key of the tile, whose state the reference leaves alone), P̃ = SAS(S − m_new),
 //          ℓ = fl(α·ℓ) + Σ P̃ — each thread keeps its share of ℓ (its 16 of the row's 64 terms), the four
 //          shares summed at the end: the only difference from the reference, which sums the tile's 64 terms
 //          in order (tests/kernels/test_turbo_prefill_kernel.cpp bounds it)
-//   l. 10  s_P = fl(max_tile P̃ / 119) over the warpgroup's 64 × 64 tile (a reduction over its 4 warps through
-//          shared memory), Q(P̃) = rne(fl(P̃ / s_P)) through rcp.approx with the exact division near
-//          half-integers (turbo_decode.cu derives the test)
+//   l. 10  s_P = fl(max_tile P̃ / 119) over the warpgroup's 64 × 64 tile: each warp's maximum to shared memory
+//          at the end of its softmax, the four read after the pipeline's next CTA barrier (kv_pipeline.cuh's
+//          kPackAfterBarrier: no barrier of its own), Q(P̃) = rne(fl(P̃ / s_P)) through rcp.approx with the
+//          exact division near half-integers (turbo_quant.cuh derives the test)
 //   l. 11  O = fl(fl(α·O) + fl(X·fl(s_P·s_V))), X = Q(P̃)·V^q1 in INT32 (wgmma s8, A from registers, B = Vᵀ):
 //          the pipeline adds tile j's term when P·V_j lands and then multiplies by α_{j+1} — the same
 //          two roundings per tile in the same order
@@ -69,11 +71,18 @@ __global__ void __launch_bounds__(kThreads, 1) turbo_prefill_kernel(TurboPrefill
   float* lut = reinterpret_cast<float*>(smem + T::kQBytes + kStages * T::kStageBytes);
   __half* lut16 = reinterpret_cast<__half*>(lut + 32);
   float* pmax_of = lut + 48;  // [group][tile parity][warp]
-  for (int i = threadIdx.x; i < 31; i += kThreads) lut[i] = a.exp.lut[i], lut16[i] = __float2half_rn(a.exp.lut16[i]);
+  for (int i = threadIdx.x; i < kSasLutEntries; i += kThreads)  // entry 31: 0 (turbo_sas.cuh's zero slot)
+    lut[i] = i < 31 ? a.exp.lut[i] : 0.f, lut16[i] = __float2half_rn(i < 31 ? a.exp.lut16[i] : 0.f);
   __syncthreads();
-  const Exp<EXPK == kExp2> sas32 = make_exp<EXPK == kExp2>(a.exp, lut);
-  const Sas16 sas16 = make_sas16(a.exp, lut16);
-  auto sas = [&](float x) { return EXPK == kSas16 ? sas16(x) : sas32(x); };
+  // Every exponential here has t ≤ 0 or −∞ (S − m_new and m_old − m_new): SAS's non-positive forms apply.
+  const SasNonPositive sas32 = make_sas_non_positive(a.exp, lut);
+  const Sas16NonPositive sas16 = make_sas16_non_positive(a.exp, lut16);
+  const Exp<true> exp2 = make_exp<true>(a.exp, lut);
+  auto sas = [&](float x) {
+    if constexpr (EXPK == kSas16) return sas16(x);
+    else if constexpr (EXPK == kExp2) return exp2(x);
+    else return sas32(x);
+  };
 
   const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, group = threadIdx.x / 128;
   const int t = lane % 4;
@@ -109,10 +118,12 @@ __global__ void __launch_bounds__(kThreads, 1) turbo_prefill_kernel(TurboPrefill
   float o[D / 2] = {};  // O in FP32
   int acc[D / 2];       // P·V_j in INT32
   uint32_t p[2][4];     // P's codes as A fragments (two k-steps of 32 keys)
-  int p_code[kBc / 2];  // P's codes of the tile in flight through the softmax
+  float pt[kBc / 2];    // P̃ of the tile whose codes wait for the warpgroup's s_P (softmax → pack_p)
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
-  float c_of[2] = {0.f, 0.f};  // fl(s_P·s_V) of the tiles whose P·V is pending, by tile parity
-  int finished = 0;            // tiles whose P·V has been added to O
+  float pending_sv = 0.f;     // s_V of that tile
+  int pending_slot = 0;       // its tile parity: pmax_of's slot
+  bool pending_live = false;  // false: the warpgroup does not see that tile (no codes, X·0)
+  float c_pv = 0.f;           // fl(s_P·s_V) of the tile whose P·V is in flight
 
   auto issue_scores = [&](int j) {
 #pragma unroll
@@ -125,29 +136,24 @@ __global__ void __launch_bounds__(kThreads, 1) turbo_prefill_kernel(TurboPrefill
       else wgmma_m64n64k32_s8_rs(acc, p[ks], desc_v(j, ks), ks > 0);
     }
   };
-  // Lines 8–10 for tile j: P's codes into p_code, c_of[j & 1] = fl(s_P·s_V), α per row.
+  // Lines 8–9 for tile j, and l. 10's maximum: P̃ into pt, α per row, this warp's max P̃ into pmax_of.
   auto softmax = [&](int j, float (&alpha)[2]) {
     const int col0 = j * kBc;
-    float* pm = pmax_of + (group * 2 + (j & 1)) * 4;
     if (col0 >= group_sees) {  // the reference's loop for this query block ends before tile j
       alpha[0] = alpha[1] = 1.f;
-#pragma unroll
-      for (int e = 0; e < kBc / 2; ++e) p_code[e] = 0;
-      c_of[j & 1] = 0.f;
-      asm volatile("bar.sync %0, 128;\n" ::"r"(1 + group));  // the other warps' barrier below, matched
+      pending_live = false;
       return;
     }
     if constexpr (DUMP) store_int_scores<kBc>(si, a.scores + size_t(bh) * a.q_len * a.kv_len, col0, my_row0, t, a.q_len, a.kv_len);
     const float2 sk = *reinterpret_cast<const float2*>(bscale + 2 * j);  // s_K, s_V
     const float f = __fmul_rn(__fmul_rn(s_q, sk.x), a.scale);
-    float s[kBc / 2];
 #pragma unroll
-    for (int e = 0; e < kBc / 2; ++e) s[e] = __fmul_rn(exact_float(si[e]), f);
+    for (int e = 0; e < kBc / 2; ++e) pt[e] = __fmul_rn(exact_float(si[e]), f);
     if (col0 + kBc > visible_keys(row0 + group * 64, a.q_len, a.kv_len, a.causal))
-      mask_invisible<kBc>(s, col0, my_row0, t, a.q_len, a.kv_len, a.causal);
+      mask_invisible<kBc>(pt, col0, my_row0, t, a.q_len, a.kv_len, a.causal);
     float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-    for (int e = 0; e < kBc / 2; ++e) mx[(e / 2) % 2] = fmaxf(mx[(e / 2) % 2], s[e]);
+    for (int e = 0; e < kBc / 2; ++e) mx[(e / 2) % 2] = fmaxf(mx[(e / 2) % 2], pt[e]);
     float shift[2];
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
@@ -166,32 +172,27 @@ __global__ void __launch_bounds__(kThreads, 1) turbo_prefill_kernel(TurboPrefill
     for (int e = 0; e < kBc / 2; e += 2) {  // (e, e + 1): one row's two adjacent keys
       const int i = (e / 2) % 2;
       if constexpr (EXPK == kSas16) {
-        const float2 v = sas16(__fsub_rn(s[e], shift[i]), __fsub_rn(s[e + 1], shift[i]));
-        s[e] = v.x, s[e + 1] = v.y;
+        const float2 v = sas16(__fsub_rn(pt[e], shift[i]), __fsub_rn(pt[e + 1], shift[i]));
+        pt[e] = v.x, pt[e + 1] = v.y;
       } else {
-        s[e] = sas32(__fsub_rn(s[e], shift[i])), s[e + 1] = sas32(__fsub_rn(s[e + 1], shift[i]));
+        pt[e] = sas(__fsub_rn(pt[e], shift[i])), pt[e + 1] = sas(__fsub_rn(pt[e + 1], shift[i]));
       }
-      sum[i] = __fadd_rn(__fadd_rn(sum[i], s[e]), s[e + 1]);
-      if (real[i]) pmax = fmaxf(pmax, fmaxf(s[e], s[e + 1]));
+      sum[i] = __fadd_rn(__fadd_rn(sum[i], pt[e]), pt[e + 1]);
+      if (real[i]) pmax = fmaxf(pmax, fmaxf(pt[e], pt[e + 1]));
     }
 #pragma unroll
     for (int i = 0; i < 2; ++i) l[i] = __fadd_rn(__fmul_rn(alpha[i], l[i]), sum[i]);
 #pragma unroll
     for (int o2 = 16; o2 > 0; o2 /= 2) pmax = fmaxf(pmax, __shfl_xor_sync(0xffffffffu, pmax, o2));
-    if (lane == 0) pm[warp] = pmax;
-    asm volatile("bar.sync %0, 128;\n" ::"r"(1 + group));  // the warpgroup's four maxima are written
-    pmax = fmaxf(fmaxf(pm[0], pm[1]), fmaxf(pm[2], pm[3]));
-    const float sp = turbo_quant::scale_for_span(pmax);
-    c_of[j & 1] = __fmul_rn(sp, sk.y);
-    turbo_quant::p_codes<kBc / 2>(s, sp, p_code);  // Q(P̃) = ⌈P̃ / s_P⌋ (turbo_quant.cuh)
+    if (lane == 0) pmax_of[(group * 2 + (j & 1)) * 4 + warp] = pmax;  // read after the next CTA barrier
+    pending_sv = sk.y, pending_slot = j & 1, pending_live = true;
   };
   // After P·V of the oldest pending tile has landed: O = fl(O + fl(X·c)), then O ·= α of the next tile.
+  // fl(O·1) = O: a warp whose rows all keep their maximum (the common case past the first tiles) skips it.
   auto finish_tile = [&](const float (&alpha)[2], bool rescale) {
-    const float c = c_of[finished & 1];
-    ++finished;
 #pragma unroll
-    for (int e = 0; e < D / 2; ++e) o[e] = __fadd_rn(o[e], __fmul_rn(exact_float(acc[e]), c));
-    if (rescale) {
+    for (int e = 0; e < D / 2; ++e) o[e] = __fadd_rn(o[e], __fmul_rn(exact_float(acc[e]), c_pv));
+    if (rescale && __any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) {
 #pragma unroll
       for (int n = 0; n < D / 8; ++n) {
         o[4 * n + 0] = __fmul_rn(o[4 * n + 0], alpha[0]), o[4 * n + 1] = __fmul_rn(o[4 * n + 1], alpha[0]);
@@ -199,11 +200,25 @@ __global__ void __launch_bounds__(kThreads, 1) turbo_prefill_kernel(TurboPrefill
       }
     }
   };
-  // C layout → A layout (k32) as in int_flash_sm90.cu: the keys land in Vᵀ's permuted order.
+  // l. 10 for the pending tile, after the CTA barrier that follows its softmax (kv_pipeline.cuh's
+  // kPackAfterBarrier): s_P = fl(max P̃ / 119) over the warpgroup's four warps, Q(P̃) = ⌈P̃ / s_P⌋
+  // (turbo_quant.cuh, as the bits of code + 1.5·2²³), then C layout → A layout (k32) as in
+  // int_flash_sm90.cu: the keys land in Vᵀ's permuted order.
   auto pack_p = [&]() {
+    if (!pending_live) {  // X·0: no codes (uniform over the warpgroup)
+      c_pv = 0.f;
+#pragma unroll
+      for (int ks = 0; ks < 2; ++ks) p[ks][0] = p[ks][1] = p[ks][2] = p[ks][3] = 0u;
+      return;
+    }
+    const float* pm = pmax_of + (group * 2 + pending_slot) * 4;
+    const float sp = turbo_quant::scale_for_span(fmaxf(fmaxf(pm[0], pm[1]), fmaxf(pm[2], pm[3])));
+    c_pv = __fmul_rn(sp, pending_sv);
+    int code[kBc / 2];  // low bytes: the codes
+    turbo_quant::p_code_bits<kBc / 2>(pt, sp, code);
 #pragma unroll
     for (int ks = 0; ks < 2; ++ks) {
-      const int* cc = p_code + 16 * ks;
+      const int* cc = code + 16 * ks;
       p[ks][0] = pack_s8x4(cc[0], cc[1], cc[4], cc[5]);
       p[ks][1] = pack_s8x4(cc[2], cc[3], cc[6], cc[7]);
       p[ks][2] = pack_s8x4(cc[8], cc[9], cc[12], cc[13]);
@@ -220,7 +235,7 @@ __global__ void __launch_bounds__(kThreads, 1) turbo_prefill_kernel(TurboPrefill
                          pin_registers(acc);
                          pin_registers(p);
                        }};
-  kv_pipeline(tiles, steps);
+  kv_pipeline<true>(tiles, steps);
 
   // l. 20–22: ℓ's shares summed over the quad, O = fl(O/ℓ) in FP16, L = m + log ℓ (natural units).
 #pragma unroll
