@@ -1,6 +1,7 @@
 // attnlab kernels: turbo's row of the kernel table (kernel_table.h) — prefill on Hopper (turbo_prefill_host.h:
-// the pre-pass writes the compressed cache and the INT8 tiles, then the attention; the FP32 inputs as the
-// reference reads them), and decode over the compressed cache (turbo_decode.h). For decode the cache is built
+// the pre-pass writes the compressed cache and the INT8 tiles, then the attention; Q, K and V in FP16, as Alg. 1
+// and flash2's backend have them — the tests hold the FP32 path to the reference bit for bit, and the FP16 path
+// to the FP32 one on FP16 inputs), and decode over the compressed cache (turbo_decode.h). For decode the cache is built
 // on the host by the reference's own code and uploaded in the layout of core/variants/turbo_layout.h (the
 // prefill's GPU writer gives the same bytes: test_turbo_cache_write.cpp); the step's queries go up in FP32.
 // One poisoned-output correctness launch, then
@@ -58,26 +59,27 @@ void turbo_prefill_run(const Experiment& e, const VariantRequest& v, const QKV& 
                        VariantResult& into) {
   const Problem& p = e.problem;
   const ParamValues& params = v.params;
-  const TurboPrefillOutput once = turbo_prefill_once(p, in, params);
+  // Q, K and V in FP16, as Alg. 1 reads them and as flash2's backend gives them to its kernel.
+  const TurboPrefillOutput once = turbo_prefill_once(p, in, params, 0, nullptr, /*fp16_inputs=*/true);
   const std::vector<int> bits = once.cache.head_bits;
   TurboPrefillWork work(p, params, bits);
   DeviceBuffer o(size_t(p.batch * p.q_heads * p.q_len * p.head_dim) * sizeof(__half));
   DeviceBuffer lse(size_t(p.batch * p.q_heads * p.q_len) * sizeof(float));
-  const size_t set_bytes = size_t(in.q.size() + in.k.size() + in.v.size()) * sizeof(float);
+  const size_t set_bytes = size_t(in.q.size() + in.k.size() + in.v.size()) * sizeof(__half);
   const size_t copies = input_copies(set_bytes);
+  std::vector<__half> set_fp16;
+  set_fp16.reserve(set_bytes / sizeof(__half));
+  for (const Tensor* t : {&in.q, &in.k, &in.v})
+    for (int64_t i = 0; i < t->size(); ++i) set_fp16.push_back(__float2half_rn(t->data()[i]));
   std::vector<DeviceBuffer> sets;
   for (size_t i = 0; i < copies; ++i) {
     DeviceBuffer b(set_bytes);
-    char* at = b.as<char>();
-    for (const Tensor* t : {&in.q, &in.k, &in.v}) {
-      ATTNLAB_CUDA(cudaMemcpy(at, t->data(), size_t(t->size()) * sizeof(float), cudaMemcpyHostToDevice));
-      at += size_t(t->size()) * sizeof(float);
-    }
+    ATTNLAB_CUDA(cudaMemcpy(b.as<void>(), set_fp16.data(), set_bytes, cudaMemcpyHostToDevice));
     sets.push_back(std::move(b));
   }
   auto inputs = [&](size_t i) {
-    const float* q = sets[i].as<float>();
-    return std::array<const float*, 3>{q, q + in.q.size(), q + in.q.size() + in.k.size()};
+    const __half* q = sets[i].as<__half>();
+    return std::array<const __half*, 3>{q, q + in.q.size(), q + in.q.size() + in.k.size()};
   };
   auto whole = [&](bool cache) {
     return time_launches([&](size_t i) {
@@ -88,7 +90,7 @@ void turbo_prefill_run(const Experiment& e, const VariantRequest& v, const QKV& 
   const std::vector<float> ms = whole(true), no_cache = whole(false);
   const std::vector<float> attend =
       time_launches([&](size_t) { turbo_prefill_attend(p, work, o.as<__half>(), lse.as<float>()); }, 1);
-  // Bytes: the FP32 inputs read, the INT8 tiles and Q blocks written and read, the cache written, O and L.
+  // Bytes: the FP16 inputs read, the INT8 tiles and Q blocks written and read, the cache written, O and L.
   const double tiles = 2.0 * double(p.batch * p.kv_heads) * double(work.pad * p.head_dim);
   const double q8 = double(p.batch * p.q_heads * p.q_len * p.head_dim);
   const double bytes = double(set_bytes) + 2 * tiles + 2 * q8 + double(once.cache.bytes()) +

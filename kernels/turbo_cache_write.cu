@@ -25,6 +25,11 @@ namespace {
 
 using turbo_quant::scale_for_span;
 
+// The inputs arrive in FP16 (the attention's, as flash2 reads them) or FP32 (the tests' exact comparison with
+// the reference); each value is taken to FP32, exactly, before anything is computed from it.
+__device__ __forceinline__ float input_value(float x) { return x; }
+__device__ __forceinline__ float input_value(__half x) { return __half2float(x); }
+
 // The maximum of `span` over the CTA's D threads (every thread gets it). warp_max: D/32 floats of shared memory,
 // free again when this returns.
 template <int D>
@@ -40,8 +45,8 @@ __device__ __forceinline__ float cta_max(float span, float* warp_max) {
   return span;
 }
 
-template <int D>
-__global__ void __launch_bounds__(D) turbo_prefill_cache_kernel(const TurboCacheArgs c, const float* k, const float* v,
+template <int D, class T>
+__global__ void __launch_bounds__(D) turbo_prefill_cache_kernel(const TurboCacheArgs c, const T* k, const T* v,
                                                                 int64_t head_stride, bool up, unsigned* spans,
                                                                 TurboPrefillTiles tiles) {
   __shared__ uint32_t words[2 * kTurboBlock * D * 4 / 8 / 4];  // K | V codes of one block at ≤ 4 bits
@@ -54,12 +59,12 @@ __global__ void __launch_bounds__(D) turbo_prefill_cache_kernel(const TurboCache
   int8_t* sz = c.scale_zero + (int64_t(pair) * c.slots + slot) * 4 * D;
   float block_scale[2];
   for (int which = 0; which < 2; ++which) {
-    const float* x = (which == 0 ? k : v) + int64_t(pair) * head_stride + int64_t(slot) * kTurboBlock * D + ch;
+    const T* x = (which == 0 ? k : v) + int64_t(pair) * head_stride + int64_t(slot) * kTurboBlock * D + ch;
     float col[kTurboBlock];
     float span = 0.0f;
 #pragma unroll
     for (int tau = 0; tau < kTurboBlock; ++tau) {
-      col[tau] = tau < rows ? x[int64_t(tau) * D] : 0.0f;
+      col[tau] = tau < rows ? input_value(x[int64_t(tau) * D]) : 0.0f;
       span = fmaxf(span, fabsf(col[tau]));
     }
     span = cta_max<D>(span, warp_max);
@@ -112,19 +117,19 @@ __global__ void __launch_bounds__(D) turbo_prefill_cache_kernel(const TurboCache
 }
 
 // Alg. 1 l. 7: one block of block_r rows of one head; one thread per channel.
-template <int D>
-__global__ void __launch_bounds__(D) turbo_q_blocks_kernel(const float* q, int q_len, int block_r, int8_t* q8,
+template <int D, class T>
+__global__ void __launch_bounds__(D) turbo_q_blocks_kernel(const T* q, int q_len, int block_r, int8_t* q8,
                                                            float* s_q) {
   __shared__ float warp_max[D / 32];
   const int block = blockIdx.x, head = blockIdx.y, ch = threadIdx.x;
   const int row0 = block * block_r, rows = min(block_r, q_len - row0);
-  const float* x = q + (int64_t(head) * q_len + row0) * D + ch;
+  const T* x = q + (int64_t(head) * q_len + row0) * D + ch;
   float span = 0.0f;
-  for (int r = 0; r < rows; ++r) span = fmaxf(span, fabsf(x[int64_t(r) * D]));
+  for (int r = 0; r < rows; ++r) span = fmaxf(span, fabsf(input_value(x[int64_t(r) * D])));
   span = cta_max<D>(span, warp_max);
   const float s = scale_for_span(span);
   int8_t* out = q8 + (int64_t(head) * q_len + row0) * D + ch;
-  for (int r = 0; r < rows; ++r) out[int64_t(r) * D] = int8_t(min(max(__float2int_rn(__fdiv_rn(x[int64_t(r) * D], s)), -119), 119));
+  for (int r = 0; r < rows; ++r) out[int64_t(r) * D] = int8_t(min(max(__float2int_rn(__fdiv_rn(input_value(x[int64_t(r) * D]), s)), -119), 119));
   if (ch == 0) s_q[int64_t(head) * gridDim.x + block] = s;
 }
 
@@ -134,24 +139,22 @@ __global__ void turbo_universal_kernel(float* universal, const unsigned* spans, 
   if (i < n) universal[i] = scale_for_span(__uint_as_float(spans[i]));
 }
 
-}  // namespace
+size_t turbo_cache_write_scratch_bytes_of(const TurboCacheArgs& c) { return size_t(2) * c.pairs * sizeof(unsigned); }
 
-size_t turbo_cache_write_scratch_bytes(const TurboCacheArgs& c) { return size_t(2) * c.pairs * sizeof(unsigned); }
-
-cudaError_t turbo_cache_write_prefill(const TurboCacheArgs& c, const float* k, const float* v, int64_t head_stride,
-                                      bool int_scale_up, void* scratch, cudaStream_t stream,
-                                      const TurboPrefillTiles& tiles) {
+template <class T>
+cudaError_t cache_write_prefill(const TurboCacheArgs& c, const T* k, const T* v, int64_t head_stride, bool int_scale_up,
+                                void* scratch, cudaStream_t stream, const TurboPrefillTiles& tiles) {
   const int blocks = (c.prefill_tokens + kTurboBlock - 1) / kTurboBlock;
   if ((c.head_dim != 64 && c.head_dim != 128) || c.prefill_tokens < 1 || blocks > c.slots ||
       head_stride < int64_t(c.prefill_tokens) * c.head_dim || scratch == nullptr ||
       ((tiles.k8 != nullptr || tiles.vt8 != nullptr) && tiles.pad < int64_t(blocks) * kTurboBlock))
     return cudaErrorInvalidValue;
   unsigned* spans = static_cast<unsigned*>(scratch);
-  if (const cudaError_t e = cudaMemsetAsync(spans, 0, turbo_cache_write_scratch_bytes(c), stream); e != cudaSuccess)
+  if (const cudaError_t e = cudaMemsetAsync(spans, 0, turbo_cache_write_scratch_bytes_of(c), stream); e != cudaSuccess)
     return e;
   const dim3 grid(blocks, c.pairs);
-  if (c.head_dim == 64) turbo_prefill_cache_kernel<64><<<grid, 64, 0, stream>>>(c, k, v, head_stride, int_scale_up, spans, tiles);
-  else turbo_prefill_cache_kernel<128><<<grid, 128, 0, stream>>>(c, k, v, head_stride, int_scale_up, spans, tiles);
+  if (c.head_dim == 64) turbo_prefill_cache_kernel<64, T><<<grid, 64, 0, stream>>>(c, k, v, head_stride, int_scale_up, spans, tiles);
+  else turbo_prefill_cache_kernel<128, T><<<grid, 128, 0, stream>>>(c, k, v, head_stride, int_scale_up, spans, tiles);
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   if (!tiles.cache) return cudaSuccess;
   const int n = 2 * c.pairs;
@@ -159,17 +162,37 @@ cudaError_t turbo_cache_write_prefill(const TurboCacheArgs& c, const float* k, c
   return cudaGetLastError();
 }
 
-}  // namespace attnlab::kernels
-
-namespace attnlab::kernels {
-
-cudaError_t turbo_quantize_q_blocks(const float* q, int heads, int q_len, int d, int block_r, int8_t* q8, float* s_q,
-                                    cudaStream_t stream) {
+template <class T>
+cudaError_t quantize_q_blocks(const T* q, int heads, int q_len, int d, int block_r, int8_t* q8, float* s_q,
+                              cudaStream_t stream) {
   if ((d != 64 && d != 128) || heads < 1 || q_len < 1 || block_r < 1 || block_r > 256) return cudaErrorInvalidValue;
   const dim3 grid((q_len + block_r - 1) / block_r, heads);
-  if (d == 64) turbo_q_blocks_kernel<64><<<grid, 64, 0, stream>>>(q, q_len, block_r, q8, s_q);
-  else turbo_q_blocks_kernel<128><<<grid, 128, 0, stream>>>(q, q_len, block_r, q8, s_q);
+  if (d == 64) turbo_q_blocks_kernel<64, T><<<grid, 64, 0, stream>>>(q, q_len, block_r, q8, s_q);
+  else turbo_q_blocks_kernel<128, T><<<grid, 128, 0, stream>>>(q, q_len, block_r, q8, s_q);
   return cudaGetLastError();
+}
+
+}  // namespace
+
+size_t turbo_cache_write_scratch_bytes(const TurboCacheArgs& c) { return turbo_cache_write_scratch_bytes_of(c); }
+
+cudaError_t turbo_cache_write_prefill(const TurboCacheArgs& c, const float* k, const float* v, int64_t head_stride,
+                                      bool int_scale_up, void* scratch, cudaStream_t stream,
+                                      const TurboPrefillTiles& tiles) {
+  return cache_write_prefill(c, k, v, head_stride, int_scale_up, scratch, stream, tiles);
+}
+cudaError_t turbo_cache_write_prefill(const TurboCacheArgs& c, const __half* k, const __half* v, int64_t head_stride,
+                                      bool int_scale_up, void* scratch, cudaStream_t stream,
+                                      const TurboPrefillTiles& tiles) {
+  return cache_write_prefill(c, k, v, head_stride, int_scale_up, scratch, stream, tiles);
+}
+cudaError_t turbo_quantize_q_blocks(const float* q, int heads, int q_len, int d, int block_r, int8_t* q8, float* s_q,
+                                    cudaStream_t stream) {
+  return quantize_q_blocks(q, heads, q_len, d, block_r, q8, s_q, stream);
+}
+cudaError_t turbo_quantize_q_blocks(const __half* q, int heads, int q_len, int d, int block_r, int8_t* q8, float* s_q,
+                                    cudaStream_t stream) {
+  return quantize_q_blocks(q, heads, q_len, d, block_r, q8, s_q, stream);
 }
 
 }  // namespace attnlab::kernels

@@ -8,6 +8,7 @@
 
 #include "kernels/turbo_decode.h"
 
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -31,17 +32,22 @@ size_t turbo_cache_write_scratch_bytes(const TurboCacheArgs& c);
 
 // Writes slots 0 … ⌈P / kTurboBlock⌉ − 1 of every pair (P = c.prefill_tokens; the last block may be short,
 // its absent tokens code 0), the universal scales (max|·| / 119 over the P tokens, §3.3), and clears the
-// decode buffers. k, v: (pairs, tokens, d) FP32, `head_stride` elements from one pair to the next (≥ P·d).
+// decode buffers. k, v: (pairs, tokens, d) FP32 or FP16, `head_stride` elements from one pair to the next (≥ P·d).
 // The cache's other slots are left as they are. int_scale_up: IntScale::up instead of Alg. 1's nearest.
 // The pairs' widths come from c.bits (Eq. 11–12's ranking, computed by the caller).
 cudaError_t turbo_cache_write_prefill(const TurboCacheArgs& c, const float* k, const float* v, int64_t head_stride,
                                       bool int_scale_up, void* scratch, cudaStream_t stream,
                                       const TurboPrefillTiles& tiles = {});
+cudaError_t turbo_cache_write_prefill(const TurboCacheArgs& c, const __half* k, const __half* v, int64_t head_stride,
+                                      bool int_scale_up, void* scratch, cudaStream_t stream,
+                                      const TurboPrefillTiles& tiles = {});
 
 // Alg. 1 l. 7: each block of block_r query rows of each head to INT8, s_Q = fl(max|Q_i| / 119) (FLT_MIN floor:
-// 1), Q^q1 = clamp(rne(fl(q / s_Q)), ±119) — quant::quantize at block granularity. q: (heads, q_len, d) FP32;
+// 1), Q^q1 = clamp(rne(fl(q / s_Q)), ±119) — quant::quantize at block granularity. q: (heads, q_len, d) FP32 or FP16;
 // q8: the same shape INT8; s_q: (heads, ⌈q_len / block_r⌉). d ∈ {64, 128}, block_r ≤ 256.
 cudaError_t turbo_quantize_q_blocks(const float* q, int heads, int q_len, int d, int block_r, int8_t* q8, float* s_q,
+                                    cudaStream_t stream);
+cudaError_t turbo_quantize_q_blocks(const __half* q, int heads, int q_len, int d, int block_r, int8_t* q8, float* s_q,
                                     cudaStream_t stream);
 
 }  // namespace attnlab::kernels

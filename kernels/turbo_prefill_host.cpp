@@ -9,6 +9,7 @@
 
 #include <stdexcept>
 #include <utility>
+#include <vector>
 
 namespace attnlab::kernels {
 
@@ -21,6 +22,26 @@ DeviceBuffer upload(const Tensor& t) {
   DeviceBuffer buf(size_t(t.size()) * sizeof(float));
   ATTNLAB_CUDA(cudaMemcpy(buf.as<void>(), t.data(), buf.bytes(), cudaMemcpyHostToDevice));
   return buf;
+}
+
+// t rounded to FP16 (round to nearest even), as flash2's backend gives its kernel the inputs.
+DeviceBuffer upload_fp16(const Tensor& t) {
+  std::vector<__half> h(size_t(t.size()));
+  for (size_t i = 0; i < h.size(); ++i) h[i] = __float2half_rn(t.data()[i]);
+  DeviceBuffer buf(h.size() * sizeof(__half));
+  ATTNLAB_CUDA(cudaMemcpy(buf.as<void>(), h.data(), buf.bytes(), cudaMemcpyHostToDevice));
+  return buf;
+}
+
+template <class T>
+void launch(const Problem& p, const ParamValues& params, const T* q, const T* k, const T* v, TurboPrefillWork& w,
+            __half* o, float* lse, bool with_cache, cudaStream_t stream) {
+  ATTNLAB_CUDA(turbo_cache_write_prefill(w.cache.args, k, v, p.kv_len * p.head_dim, params.choice("int_scale") == "up",
+                                         w.scratch.as<void>(), stream,
+                                         {w.k8.as<int8_t>(), w.vt8.as<int8_t>(), w.pad, with_cache}));
+  ATTNLAB_CUDA(turbo_quantize_q_blocks(q, int(p.batch * p.q_heads), int(p.q_len), int(p.head_dim), kBlockR,
+                                       w.q8.as<int8_t>(), w.s_q.as<float>(), stream));
+  turbo_prefill_attend(p, w, o, lse, stream);
 }
 
 }  // namespace
@@ -48,12 +69,12 @@ TurboPrefillWork::TurboPrefillWork(const Problem& p, const ParamValues& params, 
 
 void turbo_prefill_launch(const Problem& p, const ParamValues& params, const float* q, const float* k, const float* v,
                           TurboPrefillWork& w, __half* o, float* lse, bool with_cache, cudaStream_t stream) {
-  ATTNLAB_CUDA(turbo_cache_write_prefill(w.cache.args, k, v, p.kv_len * p.head_dim, params.choice("int_scale") == "up",
-                                         w.scratch.as<void>(), stream,
-                                         {w.k8.as<int8_t>(), w.vt8.as<int8_t>(), w.pad, with_cache}));
-  ATTNLAB_CUDA(turbo_quantize_q_blocks(q, int(p.batch * p.q_heads), int(p.q_len), int(p.head_dim), kBlockR,
-                                       w.q8.as<int8_t>(), w.s_q.as<float>(), stream));
-  turbo_prefill_attend(p, w, o, lse, stream);
+  launch(p, params, q, k, v, w, o, lse, with_cache, stream);
+}
+void turbo_prefill_launch(const Problem& p, const ParamValues& params, const __half* q, const __half* k,
+                          const __half* v, TurboPrefillWork& w, __half* o, float* lse, bool with_cache,
+                          cudaStream_t stream) {
+  launch(p, params, q, k, v, w, o, lse, with_cache, stream);
 }
 
 void turbo_prefill_attend(const Problem& p, TurboPrefillWork& w, __half* o, float* lse, cudaStream_t stream,
@@ -70,12 +91,14 @@ void turbo_prefill_attend(const Problem& p, TurboPrefillWork& w, __half* o, floa
 }
 
 TurboPrefillOutput turbo_prefill_once(const Problem& p, const QKV& in, const ParamValues& params, int slots,
-                                      std::vector<int32_t>* scores) {
+                                      std::vector<int32_t>* scores, bool fp16_inputs) {
   if (const std::string why = turbo_prefill_cannot_run(p, params); !why.empty()) throw std::invalid_argument(why);
-  const DeviceBuffer q = upload(in.q), k = upload(in.k), v = upload(in.v);
+  const auto put = fp16_inputs ? upload_fp16 : upload;
+  const DeviceBuffer q = put(in.q), k = put(in.k), v = put(in.v);
   TurboPrefillWork w(p, params, variants::turbo_detail::kv_head_bits(p, in, params), slots);
   const PoisonedOutput out(p);
-  turbo_prefill_launch(p, params, q.as<float>(), k.as<float>(), v.as<float>(), w, out.o(), out.lse());
+  if (fp16_inputs) turbo_prefill_launch(p, params, q.as<__half>(), k.as<__half>(), v.as<__half>(), w, out.o(), out.lse());
+  else turbo_prefill_launch(p, params, q.as<float>(), k.as<float>(), v.as<float>(), w, out.o(), out.lse());
   if (scores != nullptr) {  // the attention again, dumping its scores (the pre-pass's tiles are still there)
     const size_t n = size_t(p.batch * p.q_heads * p.q_len * p.kv_len);
     DeviceBuffer s(n * sizeof(int32_t));

@@ -27,9 +27,13 @@ struct TurboPrefillWork {
   TurboPrefillWork(const Problem& p, const ParamValues& params, const std::vector<int>& bits, int slots = 0);
 };
 
-// The pre-pass (cache and tiles) and Q's blocks, then the attention, from q, k, v (FP32, the problem's
-// shapes) on the device into o (FP16) and lse. with_cache = false: the pre-pass writes the INT8 tiles only
-// (the measurement of what the cache write costs) — the cache is left as it was.
+// The pre-pass (cache and tiles) and Q's blocks, then the attention, from q, k, v (FP16 — Alg. 1's inputs, as
+// flash2 reads them — or FP32 for the tests' exact comparison with the reference; the problem's shapes) on the
+// device into o (FP16) and lse. with_cache = false: the pre-pass writes the INT8 tiles only (the measurement
+// of what the cache write costs) — the cache is left as it was.
+void turbo_prefill_launch(const Problem& p, const ParamValues& params, const __half* q, const __half* k,
+                          const __half* v, TurboPrefillWork& work, __half* o, float* lse, bool with_cache = true,
+                          cudaStream_t stream = nullptr);
 void turbo_prefill_launch(const Problem& p, const ParamValues& params, const float* q, const float* k, const float* v,
                           TurboPrefillWork& work, __half* o, float* lse, bool with_cache = true,
                           cudaStream_t stream = nullptr);
@@ -43,11 +47,11 @@ struct TurboPrefillOutput {
   std::vector<float> lse;  // (B, Hq, Nq)
   TurboDeviceCache cache;  // the cache the pre-pass wrote
 };
-// Every step once from the host's inputs, with poisoned outputs. Throws std::invalid_argument where
-// turbo_prefill_cannot_run says so.
+// Every step once from the host's inputs (given to the kernels in FP32, or rounded to FP16 with fp16_inputs),
+// with poisoned outputs. Throws std::invalid_argument where turbo_prefill_cannot_run says so.
 // scores: when given, the attention's INT32 S of every (head, row, key) it computes (the tests'; SAS FP32),
 // (B·Hq, q_len, kv_len), entries it does not compute left at 0x80808080.
 TurboPrefillOutput turbo_prefill_once(const Problem& p, const QKV& in, const ParamValues& params, int slots = 0,
-                                      std::vector<int32_t>* scores = nullptr);
+                                      std::vector<int32_t>* scores = nullptr, bool fp16_inputs = false);
 
 }  // namespace attnlab::kernels

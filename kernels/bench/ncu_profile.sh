@@ -1,14 +1,66 @@
+#!/usr/bin/env bash
+# What the hardware counts for every attnlab kernel, for the cost model to be held to (issue: the model's
+# DRAM bytes within 5% of Nsight Compute's): one `attnlab bench` per (variant, shape) under Nsight Compute,
+# the first LAUNCHES kernel launches of it (the variant's correctness call, which launches the same kernels
+# as each timed call), each with its DRAM bytes read and written, duration, warp instructions and warp
+# stall reasons (cycles per issued instruction, by reason). Two shapes per phase: one whose K/V fit the L2
+# (the re-reads hit it), one far larger. Writes a CSV (one row per kernel launch) labelled with the GPU and
+# the date. Usage, on the GPU machine after a build into build-gpu (turbo_session.sh BENCH_ONLY=1 NO_BENCH=1):
+#   bash kernels/bench/ncu_profile.sh OUT.csv [prefill|decode|all]
 set -u
-out=${OUT:-/tmp/o}
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNLAB_CUDA_ARCHITECTURES=90a >/dev/null 2>&1
-cmake --build build-gpu -j "$(nproc)" --target attnlab attnlab_tests >"$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
-build-gpu/bin/attnlab_tests "[gpu]" 2>&1 | tail -4 | tee "$out/gpu-tests.log"
-cat > /tmp/one.json <<'J'
-{"problem": {"batch": 4, "q_heads": 16, "kv_heads": 16, "q_len": 4096, "kv_len": 4096, "head_dim": 128},
- "data": {"generator": "normal", "seed": 1}, "variants": [{"id": "flash2"}, {"id": "int_flash"}], "backends": ["kernel"]}
-J
-for k in flash2_kernel int_flash_kernel; do
-  ncu --kernel-name regex:$k --launch-skip 3 --launch-count 1 --section SpeedOfLight --section WarpStateStats \
-      --section ComputeWorkloadAnalysis --section InstructionStats build-gpu/bin/attnlab bench --config /tmp/one.json >"$out/ncu-$k.txt" 2>&1
-  grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|Stall|Issue Slots Busy|Executed Ipc|No Eligible|Warp Cycles Per Issued|pipe|Pipe" "$out/ncu-$k.txt" | head -40
-done
+out=${1:?usage: ncu_profile.sh OUT.csv [prefill|decode|all]}
+which=${2:-all}
+bin=build-gpu/bin/attnlab
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+stalls="barrier long_scoreboard short_scoreboard wait math_pipe_throttle mio_throttle not_selected selected dispatch_stall branch_resolving membar no_instruction lg_throttle misc"
+metrics=dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum,smsp__inst_executed.sum,smsp__issue_active.avg
+for s in $stalls; do metrics="$metrics,smsp__average_warps_issue_stalled_${s}_per_issue_active.ratio"; done
+echo "gpu,date,phase,label,variant,params,batch,q_heads,kv_heads,q_len,kv_len,head_dim,causal,launch,kernel,dram_read,dram_write,time_ns,instructions,issue_active,${stalls// /,}" >"$out"
+run() {  # phase label variant params(json) batch q_heads kv_heads q_len kv_len d causal launches
+  python3 - "$@" <<'PY'
+import json, sys
+phase, label, variant, params, b, hq, hkv, nq, nkv, d, causal, _ = sys.argv[1:]
+json.dump({"problem": {"batch": int(b), "q_heads": int(hq), "kv_heads": int(hkv), "q_len": int(nq), "kv_len": int(nkv),
+                       "head_dim": int(d), "causal": causal == "true", "phase": phase},
+           "data": {"generator": "llm_like", "seed": 1},
+           "variants": [{"id": variant, "label": label, "params": json.loads(params)}], "backends": ["kernel"]},
+          open("/tmp/ncu-profile.json", "w"))
+PY
+  ncu --csv --print-units base --launch-count "${12}" --metrics "$metrics" \
+      "$bin" bench --config /tmp/ncu-profile.json --out /tmp/ncu-profile-out.json 2>/dev/null |
+    python3 -c '
+import csv, sys
+args = sys.argv[1:]
+stalls = args.pop().split()
+prefix = [args[0], args[1]] + args[2:]
+rows = {}
+for r in csv.DictReader(l for l in sys.stdin if l.startswith("\"")):
+    k = (int(r["ID"]), r["Kernel Name"])
+    rows.setdefault(k, {})[r["Metric Name"]] = r["Metric Value"].replace(",", "")
+for (i, name), m in sorted(rows.items()):
+    short = name.split("(")[0].replace("void ", "").replace("attnlab::kernels::", "").replace("<unnamed>::", "")
+    vals = [m.get("dram__bytes_read.sum", ""), m.get("dram__bytes_write.sum", ""), m.get("gpu__time_duration.sum", ""),
+            m.get("smsp__inst_executed.sum", ""), m.get("smsp__issue_active.avg", "")]
+    vals += [m.get(f"smsp__average_warps_issue_stalled_{s}_per_issue_active.ratio", "") for s in stalls]
+    print(",".join(prefix + [str(i), "\"" + short + "\""] + vals))
+' "$gpu" "$(date +%F)" "$1" "$2" "$3" "\"${4//\"/\"\"}\"" "$5" "$6" "$7" "$8" "$9" "${10}" "${11}" "$stalls" >>"$out"
+  echo "$2 B$5 H$6/$7 N$8/$9 d${10} causal=${11}: $(($(wc -l <"$out") - 1)) rows so far"
+}
+if [ "$which" != decode ]; then
+  for shape in "1 8 8 2048 2048 128 false" "4 16 16 8192 8192 128 false"; do
+    run prefill flash2 flash2 '{}' $shape 2
+    run prefill int_flash int_flash '{"block_c": 128}' $shape 7
+    run prefill turbo_sas turbo '{}' $shape 6
+    run prefill turbo_exp turbo '{"exact_exp": true}' $shape 6
+  done
+fi
+if [ "$which" != prefill ]; then
+  for shape in "1 8 8 1 8192 128 false" "4 32 32 1 32768 128 false"; do
+    run decode flash2 flash2 '{}' $shape 4
+    run decode turbo_4bit turbo '{"two_bit_heads": 0}' $shape 4
+    run decode turbo_mix turbo "{\"two_bit_heads\": $(( $(echo $shape | cut -d' ' -f3) / 2 ))}" $shape 4
+    run decode turbo_2bit turbo "{\"two_bit_heads\": $(echo $shape | cut -d' ' -f3)}" $shape 4
+    run decode kivi_2bit kivi '{"bits": 2}' $shape 4
+    run decode kivi_4bit kivi '{"bits": 4}' $shape 4
+  done
+fi

@@ -17,6 +17,7 @@
 // to flip a P code near a half-integer — the kernel's error against FP64 stays within 1.02× the reference's
 // (test_turbo_decode_kernel.cpp argues the same).
 #include "core/data/generators.h"
+#include "core/formats/round.h"
 #include "core/ground_truth.h"
 #include "core/metrics.h"
 #include "core/quant/quantize.h"
@@ -108,6 +109,31 @@ TEST_CASE("turbo prefill kernel with SAS in FP16x2 equals the reference's FP16 S
   GPU_OR_SKIP();
   check_case(Case{128, 4, 2, 300, 300, true, false, "llm_like", "fp16"}, 6150);
   check_case(Case{64, 4, 4, 256, 333, false, false, "normal", "fp16"}, 6151);
+}
+
+TEST_CASE("turbo prefill from FP16 inputs equals the FP32 path on the same values, and the reference's cache",
+          "[gpu][kernels][turbo]") {
+  // The pre-pass and Q's blocks take each FP16 input to FP32 exactly before anything is computed from it, so on
+  // inputs that FP16 represents the two paths are the same computation: outputs equal bit for bit, and the
+  // cache the FP16 path writes is the reference's byte for byte.
+  GPU_OR_SKIP();
+  uint64_t seed = 6250;
+  for (const Case& c : {Case{128, 4, 2, 300, 300, true, false, "llm_like"}, Case{64, 4, 4, 200, 333, false, false, "normal"}}) {
+    Problem p;
+    p.batch = 2, p.q_heads = c.q_heads, p.kv_heads = c.kv_heads, p.head_dim = c.d;
+    p.q_len = c.q_len, p.kv_len = c.kv_len, p.causal = c.causal, p.phase = Phase::prefill;
+    QKV in = data::generate(p, c.gen, ParamValues::defaults(data::find_generator(c.gen)->params), ++seed);
+    for (Tensor* t : {&in.q, &in.k, &in.v}) formats::round_fp16_inplace(t->data(), t->size());
+    const ParamValues pv = ParamValues::defaults(turbo().params);
+    INFO(fmt::format("{} d={} H={}/{} N={}/{} causal={} seed={}", c.gen, c.d, c.q_heads, c.kv_heads, c.q_len, c.kv_len,
+                     c.causal, seed));
+    const kernels::TurboPrefillOutput f32 = kernels::turbo_prefill_once(p, in, pv);
+    const kernels::TurboPrefillOutput f16 = kernels::turbo_prefill_once(p, in, pv, 0, nullptr, /*fp16_inputs=*/true);
+    REQUIRE(f16.o.size() == f32.o.size());
+    CHECK(std::memcmp(f16.o.data(), f32.o.data(), size_t(f32.o.size()) * sizeof(float)) == 0);
+    CHECK(f16.lse == f32.lse);
+    test::check_cache_bytes(f16.cache, kernels::turbo_host_caches(p, in, pv), "FP16 inputs");
+  }
 }
 
 TEST_CASE("turbo prefill kernel with exact_exp is as accurate as the reference", "[gpu][kernels][turbo]") {
