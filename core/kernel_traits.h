@@ -26,6 +26,9 @@ struct KernelTraits {
                              // CTA's other warps (the turbo and kivi decode kernels)
   bool pow2_ctas = false;    // CTAs per SM a power of two: the launch asks for enough shared memory that a
                              // count in between does not fit (turbo decode: 4 or 2, never 3 — kSmemRequest)
+  bool int8_prepass = false;  // prefill: a pre-pass quantizes K and V once into INT8 tiles in HBM (and writes
+                              // the compressed cache), a second one Q into INT8 blocks; the attention reads
+                              // the INT8 tiles (turbo prefill: kernels/turbo_cache_write.cu; PrefillIssue)
 };
 
 inline constexpr KernelTraits kKernelTraits[] = {
@@ -47,8 +50,8 @@ inline constexpr KernelTraits kKernelTraits[] = {
     {"turbo",       128, 80,  8,   64,  4,    3,     128, 0, true, true, true},
     // turbo prefill (kernels/turbo_prefill_sm90.cu): two warpgroups of 64 query rows (each one of Alg. 1's
     // query blocks), B_c = 64 keys (the paper's tile, and the pre-pass's cache block), three stages.
-    {"turbo",       64,  90,  128, 64,  8,    3,     215, 1},
-    {"turbo",       128, 90,  128, 64,  8,    3,     255, 1},
+    {"turbo",       64,  90,  128, 64,  8,    3,     202, 1, false, false, false, true},
+    {"turbo",       128, 90,  128, 64,  8,    3,     254, 1, false, false, false, true},
     // kivi decode (kernels/kivi_decode.cu): B_r = the ≤ 8 query heads (MMA N columns), B_c = 64 tokens;
     // 4 warps per CTA, one chain each, 2 tiles in flight per warp; splits from decode_splits over warps.
     {"kivi",        64,  80,  8,   64,  4,    2,     158, 128, true, true},
@@ -93,6 +96,31 @@ constexpr const DecodeIssue* find_decode_issue(std::string_view variant, int hea
     if (gap < best_gap) best = &r, best_gap = gap;
   }
   return best;
+}
+
+// The turbo prefill kernels' measured work (kernels/turbo_prefill_sm90.cu and the pre-pass of
+// kernels/turbo_cache_write.cu, FP16 inputs): warp instructions per warp and KV tile of the attention — by the
+// exponential it evaluates (sas_precision fp32 or fp16, or exact_exp) — and per CTA of the pre-pass (one
+// 64-token block of one KV head, d threads) and of Q's blocks (64 rows of one head). Nsight Compute's
+// smsp__inst_executed.sum on an H100 (2026-11-26, `kernels/bench/ncu_profile.sh OUT instructions` →
+// kernels/bench/h100-turbo-prefill-instructions-2026-11-26.csv; B 4, H 16, N 8192, non-causal: 64 tiles per
+// warp, the prologue and epilogue under 2%) over the warp-tiles or CTAs. As kDecodeIssue, an sm_90a build's count.
+struct PrefillIssue {
+  const char* variant;
+  int head_dim;
+  const char* exponential;  // "sas_fp32", "sas_fp16", "exp2"
+  double warp_instructions_per_tile;
+  double prepass_warp_instructions_per_block, q_warp_instructions_per_block;
+};
+inline constexpr PrefillIssue kPrefillIssue[] = {
+    {"turbo", 128, "sas_fp32", 1420.3, 44379.4, 6075.0}, {"turbo", 128, "sas_fp16", 1421.4, 44379.4, 6075.0},
+    {"turbo", 128, "exp2", 1058.8, 44379.4, 6075.0},     {"turbo", 64, "sas_fp32", 1222.1, 22137.9, 3097.0},
+    {"turbo", 64, "sas_fp16", 1223.4, 22137.9, 3097.0},  {"turbo", 64, "exp2", 881.8, 22137.9, 3097.0},
+};
+constexpr const PrefillIssue* find_prefill_issue(std::string_view variant, int head_dim, std::string_view exponential) {
+  for (const auto& r : kPrefillIssue)
+    if (variant == r.variant && head_dim == r.head_dim && exponential == r.exponential) return &r;
+  return nullptr;
 }
 
 // Split-KV decode (flash-decoding): how many CTAs share one (batch, head)'s keys. FlashAttention-2's

@@ -100,6 +100,13 @@ Layout layout(const Schedule& s, const GpuSpec& g, const ModelOptions& o, std::v
       ex.push_back(fmt::format("L2 reuse: {:.0f}% of the K/V re-reads hit L2 ({:.1f} MiB of K/V re-reads saved)",
                                reuse * 100, saved / (1 << 20)));
   }
+  // What the launch writes stays in L2 up to the GPU's resident share when it ends (gpu_spec.h): not yet DRAM.
+  if (o.l2_reuse && g.l2_write_resident_bytes > 0) {
+    const double kept = std::min(written_bytes(l.work), g.l2_write_resident_bytes);
+    l.dram_bytes -= kept;
+    if (explain && kept > 0)
+      ex.push_back(fmt::format("L2 write-back: {:.1f} MiB of the launch's writes still in L2 when it ends", kept / (1 << 20)));
+  }
   l.tail_factor = s.classes.empty() ? 1.0 : std::max(1.0, tail_factor(s, l.slots));
   l.waves = s.ctas() / l.slots;
   for (const auto& c : s.classes) l.serial_bytes += c.count * c.rows * s.per_row.total_bytes();

@@ -146,6 +146,10 @@ const FieldTable& gpu_spec_fields() {
                       "cycles between a warp's dependent instructions, on average (absent: 5.5, the H100's)")
           .with_source()
           .optional(),
+      FieldSpec::integer("l2_write_resident_bytes", 0, 1ll << 34,
+                         "a kernel's written bytes still dirty in L2 when it ends, not yet in DRAM (absent: 0)")
+          .with_source()
+          .optional(),
       FieldSpec::object("measured", measured_fields, "what `attnlab calibrate` fitted (absent: uncalibrated)")
           .optional(),
   };
@@ -186,6 +190,7 @@ GpuSpec load_gpu_spec_file(const std::string& path) {
   s.cvt_per_clk_per_sm = number(j, "cvt_per_clk_per_sm");
   s.issue_per_clk_per_sm = number(j, "issue_per_clk_per_sm");
   if (j.contains("issue_latency_cycles")) s.issue_latency_cycles = number(j, "issue_latency_cycles");
+  if (j.contains("l2_write_resident_bytes")) s.l2_write_resident_bytes = number(j, "l2_write_resident_bytes");
   if (j.contains("measured")) {
     s.measured = j["measured"];
     if (s.measured.contains("cta_overhead_us")) s.cta_overhead_us = s.measured["cta_overhead_us"].get<double>();

@@ -37,6 +37,10 @@ struct GpuSpec {
   // instructions (its dependent-instruction latency; what Nsight Compute calls warp cycles per issued
   // instruction when one warp runs alone). A scheduler with W warps issues min(1, W / this) per clock.
   double issue_latency_cycles = 5.5;
+  // The bytes a kernel writes that are still in L2, dirty, when it ends — written back later, and counted for
+  // no kernel by Nsight Compute, which flushes L2 between the kernels it profiles: a launch's DRAM writes are
+  // what it writes beyond this (absent: 0).
+  double l2_write_resident_bytes = 0;
   std::map<std::string, std::string> sources;   // field → where the number comes from
   std::map<std::string, double> efficiency;     // measured: unit name → achieved fraction of peak (≤ 1)
   // Fixed time per CTA slot and wave that no throughput hides: filling the tile pipeline before the

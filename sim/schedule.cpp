@@ -72,6 +72,21 @@ Work Schedule::total() const {
 
 namespace {
 
+// Byte entries of a Work that are written, and what share of each (schedule.h written_bytes).
+constexpr std::pair<const char*, double> kWritten[] = {
+    {"o", 1}, {"lse", 1}, {"kv_cache", 1}, {"int8_tiles", 1}, {"q_int8", 1}, {"partials", 0.5}, {"s", 0.5}, {"p", 0.5}};
+
+}  // namespace
+
+double written_bytes(const Work& w) {
+  double n = 0;
+  for (const auto& [name, share] : kWritten)
+    if (const auto it = w.bytes.find(name); it != w.bytes.end()) n += share * it->second;
+  return n;
+}
+
+namespace {
+
 // What a variant's kernel does with its tiles beyond what its storage declaration (core/storage.h) says:
 // the declaration gives every byte (Q and its scales, K, V or the cache's codes, scales and zero points, O)
 // and the operand formats, which pick each product's tensor cores.
@@ -291,6 +306,58 @@ void warp_chain_decode(Schedule& s, const Problem& p, const Storage& st, const G
   s.then.assign(std::make_move_iterator(launches.begin() + 1), std::make_move_iterator(launches.end()));
 }
 
+// The exponential a turbo-like variant evaluates, as kPrefillIssue names it.
+const char* exponential_of(const VariantRequest& v) {
+  if (declares(v, "exact_exp") && v.params.flag("exact_exp")) return "exp2";
+  if (declares(v, "sas_precision") && v.params.choice("sas_precision") == "fp16") return "sas_fp16";
+  return "sas_fp32";
+}
+
+// One launch of a pre-pass: `count` CTAs of `threads`, each doing `per_cta` (bytes, issue slots), run after
+// (its time added to) the attention's.
+Schedule prepass_launch(const std::string& variant, double count, int threads, int regs, const Work& per_cta,
+                        std::string what) {
+  Schedule l;
+  l.variant = variant;
+  l.tiles_from = "kernel traits";
+  l.warps = threads / 32, l.threads = threads, l.stages = 2, l.regs_per_thread = regs;
+  l.classes.push_back({count, 0, 0, 0});
+  l.per_cta = per_cta;
+  l.explain.push_back(std::move(what));
+  return l;
+}
+
+// The turbo prefill kernel's pre-passes (core/kernel_traits.h int8_prepass, kernels/turbo_cache_write.cu): one
+// CTA of d threads per (64-token block, KV head) reads the block's K and V once in kv_in, writes Alg. 1's INT8
+// tiles (K, Vᵀ) and the compressed cache; one CTA per (64-row block, query head) reads Q once and writes its
+// INT8 block and s_Q. The attention — `s` — then reads INT8 tiles and INT8 Q. Instructions: kPrefillIssue's
+// measured counts per CTA (128 and 29 registers, ptxas -v).
+void int8_prepass(Schedule& s, const Problem& p, const Storage& st, const PrefillIssue& issue) {
+  const double d = double(p.head_dim), pad = std::ceil(double(p.kv_len) / s.block_c) * s.block_c;
+  const double blocks = s.kv_heads_total * pad / s.block_c;
+  const double q_rows = double(p.batch * p.q_heads * p.q_len), q_blocks = double(p.batch * p.q_heads) *
+                                                                           std::ceil(double(p.q_len) / 64);
+  Work kv;  // per pre-pass CTA
+  kv.bytes["kv_in"] = s.kv_heads_total * double(p.kv_len) * 2 * d * st.kv_in->bytes() / blocks;
+  kv.bytes["int8_tiles"] = s.kv_heads_total * pad * 2 * d / blocks;
+  kv.bytes["kv_cache"] = s.cache_bytes / blocks;
+  kv.ops[Unit::issue] = issue.prepass_warp_instructions_per_block * 32;
+  Work q;  // per Q-block CTA
+  q.bytes["q_in"] = q_rows * d * st.q_in.codes.bytes() / q_blocks;
+  q.bytes["q_int8"] = (q_rows * d + q_blocks * 4) / q_blocks;
+  q.ops[Unit::issue] = issue.q_warp_instructions_per_block * 32;
+  s.then.push_back(prepass_launch(s.variant, blocks, int(d), 128, kv,
+                                  "pre-pass: K and V read once, INT8 tiles and the compressed cache written"));
+  s.then.push_back(prepass_launch(s.variant, q_blocks, int(d), 29, q, "Q's INT8 blocks (Alg. 1 l. 7), once"));
+  s.per_key.bytes = {{"k", d}, {"v", d}};  // the INT8 tiles
+  s.kv_unique_bytes = s.kv_heads_total * pad * 2 * d;
+  s.extra.bytes.erase("kv_cache");
+  s.explain.push_back(fmt::format(
+      "pre-passes: K/V quantized once into INT8 tiles in HBM (and the cache written), Q into INT8 blocks; the "
+      "attention reads them; {:.0f} warp instructions per warp and tile (measured, {})",
+      issue.warp_instructions_per_tile, issue.exponential));
+}
+
 }  // namespace
 
 Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec& gpu) {
@@ -303,8 +370,9 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
   s.variant = v.id;
   s.explain.push_back(f->note);
   s.explain.push_back("storage: " + describe(st));
-  if (const KernelTraits* t = find_kernel_traits(v.id, static_cast<int>(p.head_dim), kernel_generation(p, v, gpu),
-                                                 p.phase == Phase::decode)) {
+  const KernelTraits* traits =
+      find_kernel_traits(v.id, static_cast<int>(p.head_dim), kernel_generation(p, v, gpu), p.phase == Phase::decode);
+  if (const KernelTraits* t = traits) {
     s.tiles_from = "kernel traits";
     s.block_r = t->block_r, s.block_c = t->block_c, s.warps = t->warps, s.stages = t->stages;
     s.regs_per_thread = t->regs_per_thread;
@@ -380,6 +448,15 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
   // instruction (32 slots) per m16n8k16 (FP16, FP8: 4096 flops) or m16n8k32 (INT8: 8192 flops) — for a
   // wgmma kernel an upper bound (one wgmma does the work of 16 to 64 of those).
   s.per_tile.ops[Unit::issue] = issue_slots(s.per_tile.ops);
+  const PrefillIssue* prepass = nullptr;
+  if (traits && traits->int8_prepass && !decode && st.kv_in)
+    prepass = find_prefill_issue(v.id, int(p.head_dim), exponential_of(v));
+  if (prepass) {
+    // Quantized by the pre-pass, not per tile: the attention's own count, as measured.
+    s.per_tile.ops.erase(Unit::cvt);
+    s.per_tile.ops[Unit::fp32_fma] -= 2 * Bc * d * 2;
+    s.per_tile.ops[Unit::issue] = prepass->warp_instructions_per_tile * s.warps * 32;
+  }
 
   // Per query row: Q (and its scales) in, O and the logsumexp out. Per CTA: Q's preparation, O / ℓ.
   // Q's scales: one head's q_len rows as the declaration stores them, shared out over the rows.
@@ -388,6 +465,11 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
   if (q.scales > 0) s.per_row.bytes["scales"] = q.scales / double(p.q_len);
   if (q.fixed > 0) s.per_cta.bytes["scales"] += q.fixed;
   s.per_cta.ops[Unit::fp32_fma] = rows_per_cta * d * (f->fma_per_q + 1);
+  if (prepass) {  // the attention reads INT8 Q and one s_Q per 64 rows
+    s.per_row.bytes["q"] = d;
+    s.per_row.bytes.erase("scales");
+    s.per_row.bytes["scales"] = 4.0 / 64;
+  }
 
   if (!decode) {
     // One CTA per (batch, query head, row block); causal CTAs stop at the last tile their rows see.
@@ -402,6 +484,10 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
     }
     s.ctas_per_head = std::ceil(double(p.q_len) / Br) * double(p.group());
     s.smem_bytes = Br * d * st.q_in.codes.bytes() + double(s.stages) * Bc * d * kv_element * 2;
+    if (prepass) {
+      int8_prepass(s, p, st, *prepass);
+      s.smem_bytes = Br * d + double(s.stages) * Bc * d * 2;  // INT8 Q, K and Vᵀ tiles
+    }
   } else {
     // Flash-decoding: split each (batch, KV head)'s keys over `splits` CTAs, then combine. Each CTA
     // handles the group's query rows together; its keys are the sequence's share (the last may be short).

@@ -32,6 +32,10 @@ struct Work {
   double total_bytes() const;
 };
 
+// The bytes of w that the launch writes (O, the logsumexp, a written cache or INT8 tiles, half the split
+// partials and of unfused S and P — written, then read back); the rest are reads.
+double written_bytes(const Work& w);
+
 struct CtaClass {
   double count = 0;   // CTAs of this class
   int64_t tiles = 0;  // KV-tile iterations each runs

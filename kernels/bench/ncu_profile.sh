@@ -5,10 +5,12 @@
 # as each timed call), each with its DRAM bytes read and written, duration, warp instructions and warp
 # stall reasons (cycles per issued instruction, by reason). Two shapes per phase: one whose K/V fit the L2
 # (the re-reads hit it), one far larger. Writes a CSV (one row per kernel launch) labelled with the GPU and
-# the date. Usage, on the GPU machine after a build into build-gpu (turbo_session.sh BENCH_ONLY=1 NO_BENCH=1):
-#   bash kernels/bench/ncu_profile.sh OUT.csv [prefill|decode|all]
+# the date. `instructions` instead: the turbo prefill's kernels at d 64 and 128 with each exponential (B 4, H 16,
+# N 8192), for core/kernel_traits.h's kPrefillIssue. Usage, on the GPU machine after a build into build-gpu
+# (turbo_session.sh BENCH_ONLY=1 NO_BENCH=1):
+#   bash kernels/bench/ncu_profile.sh OUT.csv [prefill|decode|all|instructions]
 set -u
-out=${1:?usage: ncu_profile.sh OUT.csv [prefill|decode|all]}
+out=${1:?usage: ncu_profile.sh OUT.csv [prefill|decode|all|instructions]}
 which=${2:-all}
 bin=build-gpu/bin/attnlab
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
@@ -16,17 +18,17 @@ stalls="barrier long_scoreboard short_scoreboard wait math_pipe_throttle mio_thr
 metrics=dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum,smsp__inst_executed.sum,smsp__issue_active.avg
 for s in $stalls; do metrics="$metrics,smsp__average_warps_issue_stalled_${s}_per_issue_active.ratio"; done
 echo "gpu,date,phase,label,variant,params,batch,q_heads,kv_heads,q_len,kv_len,head_dim,causal,launch,kernel,dram_read,dram_write,time_ns,instructions,issue_active,${stalls// /,}" >"$out"
-run() {  # phase label variant params(json) batch q_heads kv_heads q_len kv_len d causal launches
+run() {  # phase label variant params(json) batch q_heads kv_heads q_len kv_len d causal launches [kernel regex]
   python3 - "$@" <<'PY'
 import json, sys
-phase, label, variant, params, b, hq, hkv, nq, nkv, d, causal, _ = sys.argv[1:]
+phase, label, variant, params, b, hq, hkv, nq, nkv, d, causal = sys.argv[1:12]
 json.dump({"problem": {"batch": int(b), "q_heads": int(hq), "kv_heads": int(hkv), "q_len": int(nq), "kv_len": int(nkv),
                        "head_dim": int(d), "causal": causal == "true", "phase": phase},
            "data": {"generator": "llm_like", "seed": 1},
            "variants": [{"id": variant, "label": label, "params": json.loads(params)}], "backends": ["kernel"]},
           open("/tmp/ncu-profile.json", "w"))
 PY
-  ncu --csv --print-units base --launch-count "${12}" --metrics "$metrics" \
+  ncu --csv --print-units base --kernel-name regex:"${13:-.}" --launch-count "${12}" --metrics "$metrics" \
       "$bin" bench --config /tmp/ncu-profile.json --out /tmp/ncu-profile-out.json 2>/dev/null |
     python3 -c '
 import csv, sys
@@ -46,10 +48,19 @@ for (i, name), m in sorted(rows.items()):
 ' "$gpu" "$(date +%F)" "$1" "$2" "$3" "\"${4//\"/\"\"}\"" "$5" "$6" "$7" "$8" "$9" "${10}" "${11}" "$stalls" >>"$out"
   echo "$2 B$5 H$6/$7 N$8/$9 d${10} causal=${11}: $(($(wc -l <"$out") - 1)) rows so far"
 }
+if [ "$which" = instructions ]; then
+  for d in 64 128; do
+    for e in 'turbo_sas {}' 'turbo_sas16 {"sas_precision": "fp16"}' 'turbo_exp {"exact_exp": true}'; do
+      run prefill "${e%% *}" turbo "${e#* }" 4 16 16 8192 8192 $d false 4
+    done
+  done
+  exit 0
+fi
 if [ "$which" != decode ]; then
   for shape in "1 8 8 2048 2048 128 false" "4 16 16 8192 8192 128 false"; do
     run prefill flash2 flash2 '{}' $shape 2
-    run prefill int_flash int_flash '{"block_c": 128}' $shape 7
+    # its first launches quantize the inputs (several copies at the small shape): the attention's alone
+    run prefill int_flash int_flash '{"block_c": 128}' $shape 1 int_flash
     run prefill turbo_sas turbo '{}' $shape 6
     run prefill turbo_exp turbo '{"exact_exp": true}' $shape 6
   done
