@@ -1,0 +1,123 @@
+// The model-breakdown view (app/views/breakdown_views.h): per variant the cost model's time per unit, its
+// total and the kernel's measured time; its note names the binding unit and, where latency slows issue, the
+// warps per scheduler behind it. From the model run on the Fig. 6 prefill preset (any machine), and from the
+// H100's saved Fig. 6 decode results (tests/data/h100-fig6-decode: kernel and model), as a laptop opens them.
+#include "app/report/html.h"
+#include "app/report/results_file.h"
+#include "app/views/chart.h"
+#include "core/config.h"
+#include "core/runner.h"
+#include "sim/model_backend.h"
+#include "tests/catch.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <memory>
+
+namespace attnlab::views {
+namespace {
+
+const View* find_view(const std::vector<View>& all, const std::string& id) {
+  const auto it = std::find_if(all.begin(), all.end(), [&](const View& v) { return v.id == id; });
+  return it == all.end() ? nullptr : &*it;
+}
+
+size_t stack_of(const BarChart& c, const std::string& name) {
+  const auto it = std::find(c.stacks.begin(), c.stacks.end(), name);
+  REQUIRE(it != c.stacks.end());
+  return size_t(it - c.stacks.begin());
+}
+
+TEST_CASE("model breakdown: each unit's time, the total and the bound, from the model's own numbers", "[views][report]") {
+  Experiment e = load_experiment("configs/papers/turbo-fig6-prefill.json");
+  set_value(e, "problem.len", 1024, "test");
+  Runner runner;
+  runner.add_backend(std::make_unique<sim::ModelBackend>());
+  RunControl control;
+  control.ground_truth = false;
+  const Results r = runner.run(e, control);
+  const std::vector<View> all = chart_views(r);
+  const View* view = find_view(all, "model_breakdown");
+  REQUIRE(view != nullptr);
+  const auto& c = std::get<BarChart>(view->body);
+  CHECK(c.grouped);
+  CHECK(std::find(c.stacks.begin(), c.stacks.end(), "measured (kernel)") == c.stacks.end());  // no kernels here
+  REQUIRE(c.bars.size() == r.variants.size());
+  const size_t total = stack_of(c, "model total");
+  for (size_t i = 0; i < r.variants.size(); ++i) {
+    const VariantResult& v = r.variants[i];
+    INFO(v.label << " bound by " << v.model->bound);
+    CHECK(c.bars[i].label == v.label);
+    CHECK(c.bars[i].segments[total] == v.model->time_ms);
+    // Every unit bar is the model's recorded time for that unit; the binding one is the longest of them (the
+    // total adds the overlapped rest and the fixed costs, so it is at least as long).
+    double longest = 0;
+    std::string longest_unit;
+    for (size_t k = 0; k < c.stacks.size(); ++k) {
+      if (k == total) continue;
+      const double x = c.bars[i].segments[k];
+      const auto& units = v.model->details["unit_ms"];
+      if (units.contains(c.stacks[k])) CHECK(x == units[c.stacks[k]].get<double>());
+      else CHECK(std::isnan(x));
+      if (std::isfinite(x) && x > longest) longest = x, longest_unit = c.stacks[k];
+    }
+    CHECK(longest <= v.model->time_ms);
+    const std::string bound = v.model->bound == "memory" ? "hbm" : v.model->bound;
+    CHECK(longest_unit == bound);
+  }
+  // The INT8 variants are bound by issue, flash2 by its tensor cores: the note says so, variant by variant.
+  CHECK(view->note.find("flash2 (FP16): ") != std::string::npos);
+  CHECK(view->note.find("bound by FP16 tensor cores") != std::string::npos);
+  CHECK(view->note.find("turbo SAS FP32: ") != std::string::npos);
+  CHECK(view->note.find("bound by instruction issue") != std::string::npos);
+  CHECK(report::render_html(r).find("<section class=\"view\" id=\"model_breakdown\">") != std::string::npos);
+}
+
+TEST_CASE("model breakdown: the H100's saved results show the measurement beside the model",
+          "[views][report][results]") {
+  const Results r = report::read_results(std::filesystem::path(ATTNLAB_SOURCE_DIR) / "tests/data/h100-fig6-decode", "test");
+  const std::vector<View> all = chart_views(r);
+  const View* view = find_view(all, "model_breakdown");
+  REQUIRE(view != nullptr);
+  const auto& c = std::get<BarChart>(view->body);
+  const size_t measured = stack_of(c, "measured (kernel)");
+  for (size_t i = 0; i < r.variants.size(); ++i) {
+    INFO(r.variants[i].label);
+    REQUIRE(r.variants[i].kernel);
+    CHECK(c.bars[i].segments[measured] == r.variants[i].kernel->median_ms);
+    CHECK(view->note.find(r.variants[i].label + ": ") != std::string::npos);
+  }
+  CHECK(view->note.find("measured ") != std::string::npos);
+  CHECK(view->note.find("NVIDIA") == std::string::npos);  // the note names the model's GPU by its spec id
+  CHECK(view->note.find("h100-sxm5") != std::string::npos);
+}
+
+TEST_CASE("model breakdown: a latency-bound kernel's note gives its warps per scheduler and issue rate", "[views]") {
+  // The Fig. 6 decode preset at 4096 tokens: turbo's chains are short, 2 warps per scheduler against the H100's
+  // 5.47 cycles (tests/app/test_speedup_views.cpp asserts the bound).
+  Experiment e = load_experiment("configs/papers/turbo-fig6-decode.json");
+  set_value(e, "problem.kv_len", 4096, "test");
+  Runner runner;
+  runner.add_backend(std::make_unique<sim::ModelBackend>());
+  RunControl control;
+  control.ground_truth = false;
+  const Results r = runner.run(e, control);
+  const std::vector<View> all = chart_views(r);
+  const View* view = find_view(all, "model_breakdown");
+  REQUIRE(view != nullptr);
+  const auto turbo = std::find_if(r.variants.begin(), r.variants.end(), [](const VariantResult& v) { return v.label == "turbo 4-bit"; });
+  REQUIRE(turbo != r.variants.end());
+  REQUIRE(turbo->model->bound == "latency");
+  const double rate = turbo->model->details["issue_rate"].get<double>();
+  const double warps = turbo->model->details["warps_per_scheduler"].get<double>();
+  INFO(view->note);
+  CHECK(view->note.find(fmt::format("turbo 4-bit: {:.3g} ms predicted, bound by instruction issue, slowed by latency ({:.2g} "
+                                    "warps per scheduler issue {:.0f}% of the peak rate)",
+                                    turbo->model->time_ms, warps, 100 * rate)) != std::string::npos);
+}
+
+}  // namespace
+}  // namespace attnlab::views
