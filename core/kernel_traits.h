@@ -104,18 +104,22 @@ constexpr const DecodeIssue* find_decode_issue(std::string_view variant, int hea
 // 64-token block of one KV head, d threads) and of Q's blocks (64 rows of one head). Nsight Compute's
 // smsp__inst_executed.sum on an H100 (2026-11-26, `kernels/bench/ncu_profile.sh OUT instructions` →
 // kernels/bench/h100-turbo-prefill-instructions-2026-11-26.csv; B 4, H 16, N 8192, non-causal: 64 tiles per
-// warp, the prologue and epilogue under 2%) over the warp-tiles or CTAs. As kDecodeIssue, an sm_90a build's count.
+// warp, the prologue and epilogue under 2%) over the warp-tiles or CTAs; and the attention's warp stall Z, the
+// cycles a warp waits after each instruction (Nsight Compute's stall reasons per issued instruction, all but
+// "selected" and "not selected": the scheduler's own) — what the cost model's latency term takes (sim/cost_model.h
+// step 2). As kDecodeIssue, an sm_90a build's count.
 struct PrefillIssue {
   const char* variant;
   int head_dim;
   const char* exponential;  // "sas_fp32", "sas_fp16", "exp2"
   double warp_instructions_per_tile;
   double prepass_warp_instructions_per_block, q_warp_instructions_per_block;
+  double stall_cycles_per_instruction;
 };
 inline constexpr PrefillIssue kPrefillIssue[] = {
-    {"turbo", 128, "sas_fp32", 1420.3, 44379.4, 6075.0}, {"turbo", 128, "sas_fp16", 1421.4, 44379.4, 6075.0},
-    {"turbo", 128, "exp2", 1058.8, 44379.4, 6075.0},     {"turbo", 64, "sas_fp32", 1222.1, 22137.9, 3097.0},
-    {"turbo", 64, "sas_fp16", 1223.4, 22137.9, 3097.0},  {"turbo", 64, "exp2", 881.8, 22137.9, 3097.0},
+    {"turbo", 128, "sas_fp32", 1420.3, 44379.4, 6075.0, 1.29}, {"turbo", 128, "sas_fp16", 1421.4, 44379.4, 6075.0, 1.35},
+    {"turbo", 128, "exp2", 1058.8, 44379.4, 6075.0, 1.78},     {"turbo", 64, "sas_fp32", 1222.1, 22137.9, 3097.0, 1.34},
+    {"turbo", 64, "sas_fp16", 1223.4, 22137.9, 3097.0, 1.43},  {"turbo", 64, "exp2", 881.8, 22137.9, 3097.0, 1.76},
 };
 constexpr const PrefillIssue* find_prefill_issue(std::string_view variant, int head_dim, std::string_view exponential) {
   for (const auto& r : kPrefillIssue)

@@ -73,6 +73,17 @@ int ctas_per_sm(const Schedule& s, const GpuSpec& g, std::vector<std::string>* e
   return k;
 }
 
+double repairman_issue_rate(double warps, double stall) {
+  auto at = [stall](int w) {  // 1 − P₀ with W = w
+    double sum = 1, term = 1;
+    for (int k = 1; k <= w; ++k) sum += (term *= double(w - k + 1) / stall);
+    return 1 - 1 / sum;
+  };
+  const int lo = std::max(0, int(std::floor(warps)));
+  const double f = warps - lo;
+  return f > 0 ? at(lo) + f * (at(lo + 1) - at(lo)) : at(lo);
+}
+
 Layout layout(const Schedule& s, const GpuSpec& g, const ModelOptions& o, std::vector<std::string>* explain) {
   std::vector<std::string> scratch;
   std::vector<std::string>& ex = explain ? *explain : scratch;
@@ -84,7 +95,8 @@ Layout layout(const Schedule& s, const GpuSpec& g, const ModelOptions& o, std::v
   l.ctas_per_sm = ctas_per_sm(s, g, &ex);
   l.slots = double(g.sm_count) * l.ctas_per_sm;
   l.warps_per_scheduler = double(l.ctas_per_sm * s.warps) / (g.issue_per_clk_per_sm / 32);
-  l.latency_term = !s.warpgroup_mma;
+  l.issue_stall = s.issue_stall;
+  l.latency_term = !s.warpgroup_mma || s.issue_stall > 0;
   l.interleave = l.ctas_per_sm * (s.warpgroup_mma ? std::max(1, s.warps / 4) : 1);
   // DRAM bytes. With L2 reuse, the row blocks of one head re-read its K/V tiles at about the same time,
   // so only the first read reaches DRAM — as long as the K/V of the heads in flight fit in L2 (else the
@@ -118,7 +130,7 @@ Layout layout(const Schedule& s, const GpuSpec& g, const ModelOptions& o, std::v
 
 Timing timing(const Layout& l, const GpuSpec& g) {
   Timing t;
-  t.issue_rate = latency_issue_rate(l.latency_term, l.warps_per_scheduler, g.issue_latency_cycles);
+  t.issue_rate = latency_issue_rate(l.latency_term, l.warps_per_scheduler, g.issue_latency_cycles, l.issue_stall);
   for (const auto& [u, ops] : l.work.ops) {
     if (ops <= 0) continue;
     double rate = g.peak(u) * g.efficiency_of(u);
@@ -185,7 +197,11 @@ Prediction predict(const Schedule& s, const GpuSpec& g, const ModelOptions& o) {
       "{:.2f} waves → body {:.4f} ms; + {:.2f} µs per wave; {} launch(es)",
       t.t_mem * 1e3, t.t_rows * 1e3, t.t_tensor * 1e3, t.tensor_unit, t.t_simt * 1e3, t.simt_unit, l.tail_factor,
       pr.waves, t.t_body * 1e3, g.cta_overhead_us, l.launches));
-  if (l.latency_term)
+  if (l.latency_term && l.issue_stall > 0)
+    pr.explain.push_back(fmt::format("latency: {:.2f} warps per scheduler, each stalled {:.2f} cycles after an "
+                                     "instruction (measured) → {:.0f}% of the issue rate (one scheduler serving its warps)",
+                                     l.warps_per_scheduler, l.issue_stall, 100 * t.issue_rate));
+  else if (l.latency_term)
     pr.explain.push_back(fmt::format("latency: {:.2f} warps per scheduler against {:.2f} cycles between a warp's "
                                      "instructions → {:.0f}% of the issue rate",
                                      l.warps_per_scheduler, g.issue_latency_cycles, 100 * t.issue_rate));

@@ -13,7 +13,13 @@
 //      issue_latency_cycles), so a scheduler with W warps issues min(1, W / L̄) instructions per clock, and
 //      the issue unit's rate is scaled by that — a loop with few warps that cannot hide its dependent
 //      latency is predicted as such. Not for wgmma kernels: their issue count is an upper bound (one wgmma
-//      does the work of 16 to 64 counted MMAs) and their warps specialize.
+//      does the work of 16 to 64 counted MMAs) and their warps specialize. Where a kernel's instruction count
+//      and its warps' stall Z (cycles a warp waits after each of its instructions: its pipes' dependent
+//      latencies as its code exposes them) are measured (core/kernel_traits.h kPrefillIssue), the rate is the
+//      machine-repairman model's instead, wgmma or not: one scheduler serving W warps that each think Z
+//      between instructions issues 1 − P₀, P₀ = 1 / Σ_{k=0}^{W} W!/(W−k)!·Z^{−k} (Nsight Compute's rates
+//      across nine kernels at 2 and 4 warps per scheduler: within 0.05 of it, where min(1, W/(1 + Z)) is
+//      off by up to 0.16 — kernels/PERF.md).
 //   3. Overlap rule: the non-tensor units (FMA, SFU, INT32, CVT) issue from separate pipes and overlap
 //      each other: t_simt = max of them. Within a warp the MMAs and the softmax alternate (FlashAttention-2
 //      does not overlap them), but k resident CTAs interleave their phases:
@@ -83,6 +89,7 @@ struct Layout {
   double serial_bytes = 0;  // of dram_bytes: Q in, O out, partials — not overlapped with the loop
   double warps_per_scheduler = 1;
   bool latency_term = true;  // false for wgmma kernels (step 2)
+  double issue_stall = 0;    // a warp's measured stall cycles per instruction (0: not measured; step 2)
   std::vector<Layout> then;  // the later launches' layouts (step 7)
 };
 Layout layout(const Schedule& s, const GpuSpec& gpu, const ModelOptions& o, std::vector<std::string>* explain);
@@ -95,9 +102,14 @@ struct Timing {
 };
 // The first launch's terms; time_ms includes the later launches'.
 Timing timing(const Layout& l, const GpuSpec& gpu);
-// Step 2's factor on the issue rate, min(1, W / L̄), or 1 where the term does not apply: timing() and
-// FactorTiming both take it from here.
-inline double latency_issue_rate(bool applies, double warps_per_scheduler, double issue_latency_cycles) {
+// The machine-repairman issue rate (step 2) of a scheduler with `warps` warps (between two integers:
+// interpolated) that each stall `stall` > 0 cycles after every instruction.
+double repairman_issue_rate(double warps, double stall);
+// Step 2's factor on the issue rate: the repairman rate where the stall is measured (> 0), else min(1, W / L̄),
+// or 1 where the term does not apply: timing() and FactorTiming both take it from here.
+inline double latency_issue_rate(bool applies, double warps_per_scheduler, double issue_latency_cycles,
+                                 double stall = 0) {
+  if (applies && stall > 0) return repairman_issue_rate(warps_per_scheduler, stall);
   return applies ? std::min(1.0, warps_per_scheduler / issue_latency_cycles) : 1.0;
 }
 

@@ -29,7 +29,7 @@ FactorTiming::Row FactorTiming::row_of(const Layout& l) {
   r.mma_sync = !l.warpgroup_mma;
   r.dram_bytes = l.dram_bytes, r.serial_bytes = l.serial_bytes, r.interleave = l.interleave;
   r.tail_factor = l.tail_factor, r.waves = l.waves, r.stages = l.stages, r.launches = l.launches;
-  r.warps_per_scheduler = l.warps_per_scheduler, r.latency_term = l.latency_term;
+  r.warps_per_scheduler = l.warps_per_scheduler, r.latency_term = l.latency_term, r.issue_stall = l.issue_stall;
   for (const Layout& next : l.then) r.then.push_back(row_of(next));
   return r;
 }
@@ -50,7 +50,7 @@ FactorTiming::Rates FactorTiming::rates(const FactorParams& p) const {
 double FactorTiming::time_ms(std::size_t i, const Rates& r) const { return time_ms(rows_[i], r); }
 
 double FactorTiming::time_ms(const Row& l, const Rates& r) const {
-  const double issue = latency_issue_rate(l.latency_term, l.warps_per_scheduler, r.issue_latency_cycles);
+  const double issue = latency_issue_rate(l.latency_term, l.warps_per_scheduler, r.issue_latency_cycles, l.issue_stall);
   double t_tensor = 0, t_simt = 0;
   for (const Op& o : l.ops) {
     double rate = o.tensor && l.mma_sync ? r.mma_sync[o.unit] : r.plain[o.unit];

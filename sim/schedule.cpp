@@ -352,6 +352,7 @@ void int8_prepass(Schedule& s, const Problem& p, const Storage& st, const Prefil
   s.per_key.bytes = {{"k", d}, {"v", d}};  // the INT8 tiles
   s.kv_unique_bytes = s.kv_heads_total * pad * 2 * d;
   s.extra.bytes.erase("kv_cache");
+  s.issue_stall = issue.stall_cycles_per_instruction;
   s.explain.push_back(fmt::format(
       "pre-passes: K/V quantized once into INT8 tiles in HBM (and the cache written), Q into INT8 blocks; the "
       "attention reads them; {:.0f} warp instructions per warp and tile (measured, {})",

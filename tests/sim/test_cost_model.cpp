@@ -1,6 +1,7 @@
 // The cost model: its byte counts equal the IO laws and the references' own counts; its times scale
 // with the resource that bounds them; SAS moves the exponential from the SFU to the FMA units; bad GPU
 // specs are rejected naming the field.
+#include "core/kernel_traits.h"
 #include "core/probes.h"
 #include "core/config.h"
 #include "core/data/generators.h"
@@ -164,6 +165,34 @@ TEST_CASE("SAS moves the exponential from the SFU to the FMA units", "[sim][mode
   const Work exact90 = make_schedule(p, request("turbo", {{"exact_exp", true}}), h100()).total();
   CHECK(sas90.ops.at(Unit::issue) - exact90.ops.at(Unit::issue) == Approx((1420.3 - 1058.8) * warp_tiles * 32));
   CHECK(sas90.ops.count(Unit::cvt) == 0);  // K/V quantized by the pre-pass; SAS's floor counted in the measurement
+}
+
+TEST_CASE("the latency term with a measured stall: one scheduler serving W warps (machine repairman)", "[sim][model]") {
+  // One warp: it issues, then waits Z: 1 / (1 + Z) of the cycles.
+  CHECK(repairman_issue_rate(1, 3) == Approx(1.0 / 4));
+  // Two warps: P₀ = 1 / (1 + 2/Z + 2/Z²).
+  const double z = 1.29;
+  CHECK(repairman_issue_rate(2, z) == Approx(1 - 1 / (1 + 2 / z + 2 / (z * z))));
+  // More warps issue more, never above 1; between two counts, the line between them.
+  double last = 0;
+  for (int w = 1; w <= 16; ++w) {
+    const double u = repairman_issue_rate(w, 3.5);
+    CHECK(u > last);
+    CHECK(u < 1);
+    last = u;
+  }
+  CHECK(repairman_issue_rate(3.5, 2) ==
+        Approx((repairman_issue_rate(3, 2) + repairman_issue_rate(4, 2)) / 2));
+  // Nsight Compute's stall per instruction and issue rate of the turbo decode kernel at 2 and 4 warps per
+  // scheduler (sim/measurements/h100-ncu-kernels-2026-11-26.csv: 4-bit Z 3.51, issuing 0.42; 2-bit Z 3.65, 0.70).
+  CHECK(repairman_issue_rate(2, 3.51) == Approx(0.42).margin(0.01));
+  CHECK(repairman_issue_rate(4, 3.65) == Approx(0.70).margin(0.03));
+  // The turbo prefill kernel (wgmma, with its measured count and stall, core/kernel_traits.h kPrefillIssue) is
+  // predicted at that rate: 8 warps per SM are 2 per scheduler.
+  const Prediction p = predict(make_schedule(prefill(4096, 128, false), request("turbo"), h100()), h100());
+  CHECK(p.warps_per_scheduler == 2.0);
+  CHECK(p.issue_rate == Approx(repairman_issue_rate(2, find_prefill_issue("turbo", 128, "sas_fp32")->stall_cycles_per_instruction)));
+  CHECK(p.bound == "latency");
 }
 
 TEST_CASE("GPU specs: every shipped spec loads; bad specs name the field", "[sim][model][bad-input]") {
