@@ -70,15 +70,21 @@ struct DecodeIssue {
   const char* variant;
   int head_dim, group, bits;
   double warp_instructions_per_tile;
+  // The chains kernel's warp stall per instruction (PrefillIssue's; the cost model's latency term), where
+  // measured: Nsight Compute at B 4, H 32/32, N 32768 (sim/measurements/h100-ncu-kernels-2026-11-26.csv;
+  // kernels/bench/ncu_profile.sh; G 1). 0: not measured — the model takes the spec's L̄ there.
+  double stall_cycles_per_instruction = 0;
 };
 inline constexpr DecodeIssue kDecodeIssue[] = {
-    {"turbo", 128, 1, 4, 947.4},  {"turbo", 128, 1, 2, 1183.8}, {"turbo", 128, 2, 4, 1350.0},
+    {"turbo", 128, 1, 4, 947.4, 3.51},  {"turbo", 128, 1, 2, 1183.8, 3.65}, {"turbo", 128, 2, 4, 1350.0},
     {"turbo", 128, 2, 2, 1653.2}, {"turbo", 128, 4, 4, 1555.5}, {"turbo", 128, 4, 2, 2007.3},
     {"turbo", 128, 8, 4, 1868.0}, {"turbo", 128, 8, 2, 2493.2}, {"turbo", 64, 1, 4, 655.3},
     {"turbo", 64, 1, 2, 851.8},   {"turbo", 64, 4, 4, 1061.8},  {"turbo", 64, 4, 2, 1496.9},
-    {"kivi", 128, 1, 4, 2705.3},  {"kivi", 128, 1, 2, 2921.8},  {"kivi", 128, 2, 4, 2711.1},
-    {"kivi", 128, 2, 2, 2928.0},  {"kivi", 128, 4, 4, 2719.6},  {"kivi", 128, 4, 2, 2935.7},
-    {"kivi", 128, 8, 4, 2724.6},  {"kivi", 128, 8, 2, 2941.7},  {"kivi", 64, 1, 4, 1499.5},
+    // kivi's loop is the same at every group (its count moves < 1% from G 1 to 8: the query heads are the
+    // MMA's N columns): its G 1 stall stands for the others.
+    {"kivi", 128, 1, 4, 2705.3, 1.60},  {"kivi", 128, 1, 2, 2921.8, 1.50},  {"kivi", 128, 2, 4, 2711.1, 1.60},
+    {"kivi", 128, 2, 2, 2928.0, 1.50},  {"kivi", 128, 4, 4, 2719.6, 1.60},  {"kivi", 128, 4, 2, 2935.7, 1.50},
+    {"kivi", 128, 8, 4, 2724.6, 1.60},  {"kivi", 128, 8, 2, 2941.7, 1.50},  {"kivi", 64, 1, 4, 1499.5},
     {"kivi", 64, 1, 2, 1615.5},   {"kivi", 64, 4, 4, 1506.5},   {"kivi", 64, 4, 2, 1622.3},
 };
 

@@ -23,7 +23,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr double kLo = -3.912, kHi = 0.405;  // ln 0.02, ln 1.5
+constexpr double kLo = -3.912, kHi = 0.405;  // ln 0.02, ln 1.5: a unit with no named range below
 constexpr int kSweeps = 40;
 constexpr double kPrior = 1e-5;
 constexpr const char* kOverhead = "cta_overhead_us";
@@ -32,6 +32,33 @@ constexpr double kOverheadLo = -4.6, kOverheadHi = 3.4;  // ln 0.01 µs, ln 30 �
 // ALU's dependent latency (about 4 cycles on sm_80–sm_90) and a shared-memory load's (about 30).
 constexpr const char* kLatency = "issue_latency_cycles";
 constexpr double kLatencyLo = 1.386, kLatencyHi = 3.401;  // ln 4, ln 30
+// The range each fitted factor may take — it stays physical, or the fit explains a time by a unit that did
+// not spend it. An efficiency is a fraction of the datasheet's peak: at most 1.
+struct PhysicalRange {
+  const char* name;
+  double lo, hi;
+};
+constexpr PhysicalRange kPhysical[] = {
+    // A streaming kernel moves 0.85–0.9 of the datasheet's bandwidth (copy on the H100: 2.93–2.98 of 3.35 TB/s);
+    // a tiled one, with its prologue and epilogue not overlapped, not less than half.
+    {"hbm", 0.5, 1.0},
+    // Tensor cores: FlashAttention kernels reach 0.35–0.75 of peak (FA2 ~0.35–0.5, FA3 ~0.75 on the H100).
+    {"mma_fp16", 0.3, 1.0},
+    {"mma_fp8", 0.3, 1.0},
+    {"mma_int8", 0.3, 1.0},
+    // The SIMT pipes at a quarter of their rate or better (measured: FFMA 122 of 128 per clock, ex2 16 of 16).
+    {"fma_fp32", 0.25, 1.0},
+    {"exp_sfu", 0.25, 1.0},
+    {"int32", 0.25, 1.0},
+    {"cvt", 0.25, 1.0},
+    // Issue: the latency term already says how far below one instruction per clock a scheduler stays.
+    {"issue", 0.5, 1.0},
+    // A CTA wave's fill and drain: about one DRAM latency and a tile's load, 1–5 µs.
+    {kOverhead, 0.1, 10},
+    // The ALU's dependent latency (about 4 cycles on sm_80–sm_90) to a shared-memory load's (about 30).
+    {kLatency, 4, 30},
+};
+
 // Up to this many measurements, each leave-one-out fit is a whole fit of its own (N² work: ~3 s of CPU at 100).
 constexpr std::size_t kRefitLooMax = 100;
 // Leave-one-out fits from the full fit (Levenberg–Marquardt): the difference step in ln(value), when a
@@ -39,6 +66,16 @@ constexpr std::size_t kRefitLooMax = 100;
 constexpr double kLmStep = 1e-7, kLmTol = 1e-10;
 constexpr int kLmIterations = 100;
 constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
+
+}  // namespace
+
+std::pair<double, double> physical_range(const std::string& factor) {
+  for (const PhysicalRange& r : kPhysical)
+    if (factor == r.name) return {r.lo, r.hi};
+  return {std::exp(kLo), std::exp(kHi)};
+}
+
+namespace {
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -264,11 +301,14 @@ Calibration calibrate(const GpuSpec& gpu, const std::vector<Measurement>& m, con
     q.name = name;
     if (name == kOverhead) q.overhead = true, q.lo = kOverheadLo, q.hi = kOverheadHi;
     else if (name == kLatency)
-      q.latency = true, q.lo = kLatencyLo, q.hi = kLatencyHi,
-      q.start = std::clamp(gpu.issue_latency_cycles, std::exp(kLatencyLo), std::exp(kLatencyHi));
+      q.latency = true, q.lo = kLatencyLo, q.hi = kLatencyHi;
     else
       q.unit = unit_index(*std::find_if(std::begin(kUnits), std::end(kUnits),
                                         [&](Unit u) { return name == to_string(u); }));
+    for (const PhysicalRange& r : kPhysical)
+      if (name == r.name) q.lo = std::log(r.lo), q.hi = std::log(r.hi);
+    if (q.latency) q.start = std::clamp(gpu.issue_latency_cycles, std::exp(q.lo), std::exp(q.hi));
+    if (q.overhead) q.start = std::clamp(q.start, std::exp(q.lo), std::exp(q.hi));
     f.params.push_back(q);
   }
   for (const std::string& name : names)

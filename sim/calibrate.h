@@ -30,6 +30,7 @@
 
 #include <functional>
 #include <map>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,10 @@ enum class LooMethod { automatic, refit, from_full_fit };
 // Fits the factors of `gpu` (its current efficiency is ignored: the fit starts from 1).
 Calibration calibrate(const GpuSpec& gpu, const std::vector<Measurement>& m, const ModelOptions& o = {},
                       const CalibrationProgress& progress = {}, LooMethod loo = LooMethod::automatic);
+
+// The physical range [lo, hi] a fitted factor is held to (a unit's efficiency, cta_overhead_us,
+// issue_latency_cycles): calibrate.cpp's kPhysical, each with its reason.
+std::pair<double, double> physical_range(const std::string& factor);
 
 // The spec file's text with `measured` replaced by the calibration (written by `attnlab calibrate`).
 // `source` names the measurements file, recorded beside the factors.

@@ -258,9 +258,16 @@ void warp_chain_decode(Schedule& s, const Problem& p, const Storage& st, const G
                 W * kv_len / s.splits}};
   s.per_tile = s.per_tile.scaled(W);
   s.per_cta = s.per_cta.scaled(W);  // each chain prepares its queries
-  double issue = 0;
-  for (const Width& w : widths) issue += w.heads * issue_of(w);
+  double issue = 0, stall = 0;
+  bool stalls_measured = true;
+  for (const Width& w : widths) {
+    issue += w.heads * issue_of(w);
+    stalls_measured = stalls_measured && w.issue && w.issue->stall_cycles_per_instruction > 0;
+    if (stalls_measured) stall += w.heads * w.issue->stall_cycles_per_instruction;
+  }
   s.per_tile.ops[Unit::issue] = W * issue / double(p.kv_heads);
+  // The latency term's stall where every width's is measured (their heads' mean in one launch), else L̄.
+  s.issue_stall = stalls_measured ? stall / double(p.kv_heads) : 0;
   s.smem_bytes = smem_of(widest_ring_per_key(st.cache, p.kv_heads));
   for (const Width& w : widths)
     s.explain.push_back(fmt::format("{} KV head(s) of {} B per key: {:.0f} warp instructions per chain and tile ({})",
@@ -292,6 +299,7 @@ void warp_chain_decode(Schedule& s, const Problem& p, const Storage& st, const G
     l.per_key.bytes = {{"k", w.keys_bytes[0]}, {"v", w.keys_bytes[1]}};
     if (w.keys_bytes[2] > 0) l.per_key.bytes["scales"] = w.keys_bytes[2];
     l.per_tile.ops[Unit::issue] = W * issue_of(w);
+    l.issue_stall = w.issue ? w.issue->stall_cycles_per_instruction : 0;
     l.smem_bytes = smem_of(w.ring_per_key);
     l.kv_heads_total = whole.kv_heads_total * share;
     l.kv_unique_bytes = w.cache;

@@ -20,6 +20,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <set>
 #include <fstream>
 
 namespace attnlab::sim {
@@ -402,23 +403,28 @@ Problem bench_decode(int64_t kv_heads) {
 TEST_CASE("warp-chain decode: the latency term slows the 2-bit loop, a mixed cache runs one launch per width "
           "where the 2-bit one gains occupancy", "[sim][model]") {
   const GpuSpec gpu = h100();
-  // All heads 2-bit at MHA: 4 CTAs of 4 warps per SM (55 KB each), 4 warps per scheduler against the spec's
-  // 5.47 cycles between a warp's instructions: 73% of the issue rate for the measured 1184 instructions per
-  // tile (kDecodeIssue). (Which term binds depends on the factors: with the SDPA-fitted H100 spec, memory;
-  // the decode fit below leans on an unphysical INT8 MMA factor — issue 18's work.)
+  // All heads 2-bit at MHA: 4 CTAs of 4 warps per SM (55 KB each), 4 warps per scheduler, each stalled the
+  // measured 3.65 cycles after an instruction: the repairman's 72% of the issue rate for the measured 1184
+  // instructions per tile (kDecodeIssue). (Which term binds depends on the factors: with the SDPA-fitted H100
+  // spec, memory.)
   const Prediction two = predict(make_schedule(bench_decode(32), request("turbo", {{"two_bit_heads", 32}}), gpu), gpu);
   CHECK(two.ctas_per_sm == 4);
   CHECK(two.warps_per_scheduler == 4.0);
-  CHECK(two.issue_rate == Approx(4 / gpu.issue_latency_cycles));
+  CHECK(two.issue_rate == Approx(repairman_issue_rate(4, 3.65)));
+  CHECK(two.issue_rate == Approx(0.72).margin(0.01));
   const double slots = 32 * 1183.8 * 16 * 32 * 512;  // warp instructions × 32 per tile, every chain's tiles
   CHECK(two.ops.at("issue") == Approx(slots));
   CHECK(two.unit_ms.at("issue") ==
         Approx(slots / (gpu.peak(Unit::issue) * gpu.efficiency_of(Unit::issue) * two.issue_rate) * 1e3));
-  // All 4-bit: 2 CTAs per SM (shared memory), 2 warps per scheduler: 37% of the issue rate.
+  // All 4-bit: 2 CTAs per SM (shared memory), 2 warps per scheduler stalled 3.51 cycles: 42% of the issue rate
+  // (Nsight Compute measured 0.42).
   const Prediction four = predict(make_schedule(bench_decode(32), request("turbo", {{"two_bit_heads", 0}}), gpu), gpu);
   CHECK(four.ctas_per_sm == 2);
   CHECK(four.warps_per_scheduler == 2.0);
-  CHECK(four.issue_rate == Approx(2 / gpu.issue_latency_cycles));
+  CHECK(four.issue_rate == Approx(repairman_issue_rate(2, 3.51)));
+  // Where the stall is not measured (turbo at GQA 4:1), the spec's L̄: min(1, W / L̄).
+  const Prediction gqa4 = predict(make_schedule(bench_decode(8), request("turbo", {{"two_bit_heads", 0}}), gpu), gpu);
+  CHECK(gqa4.issue_rate == Approx(std::min(1.0, gqa4.warps_per_scheduler / gpu.issue_latency_cycles)));
   // Half and half at MHA: the 4-bit launch, then the 2-bit one (kernels/turbo_decode.cu, launch_chains); its
   // time is theirs added, and its bytes are the whole cache's.
   const Schedule mix = make_schedule(bench_decode(32), request("turbo", {{"two_bit_heads", 16}}), gpu);
@@ -448,8 +454,10 @@ TEST_CASE("warp-chain decode: the latency term slows the 2-bit loop, a mixed cac
 TEST_CASE("the turbo and kivi decode kernels of the H100 benchmark: within 15% after calibration",
           "[sim][calibrate]") {
   // sim/measurements/h100-turbo-kivi-decode.json: turbo decode v11 (4-bit, 2/4 mix, 2-bit) and kivi decode v1
-  // (2- and 4-bit) at B 16, d 128, N 32k, MHA and GQA 4:1 (kernels/PERF.md). On 2026-11-26: median |error|
-  // 18.9% before the fit (the datasheet's factors), 2.0% after, 5.2% left out.
+  // (2- and 4-bit) at B 16, d 128, N 32k, MHA and GQA 4:1 (kernels/PERF.md). On 2026-11-26, with the measured
+  // stalls in the latency term (kDecodeIssue: MHA turbo, kivi) and every factor in its physical range: median
+  // |error| 14.6% before the fit (the datasheet's factors), 3.8% after, 5.1% left out, every row within 12.4%.
+  // (Without the ranges the fit reached 2.0% with an issue factor of 1.38 and INT8 MMAs at 0.24.)
   std::string gpu;
   const auto m = load_measurements(std::string(ATTNLAB_SOURCE_DIR) + "/sim/measurements/h100-turbo-kivi-decode.json", &gpu);
   REQUIRE(m.size() == 10);
@@ -463,6 +471,42 @@ TEST_CASE("the turbo and kivi decode kernels of the H100 benchmark: within 15% a
     INFO(r.label);
     CHECK(std::abs(r.after_ms / r.measured_ms - 1) < 0.15);
   }
+}
+
+
+TEST_CASE("every kernel on the H100, both generations, prefill and decode: within 10% after calibration, factors physical",
+          "[sim][calibrate]") {
+  // sim/measurements/h100-all-kernels-2026-11-26.json: h100-attnlab-kernels.json (flash2 and int_flash, mma.sync
+  // and wgmma, 36 rows), the turbo prefill's v2 run from FP16 inputs beside flash2 and int_flash (30,
+  // kernels/bench/h100-turbo-prefill-v2-fp16in-2026-11-26.json) and the turbo and kivi decode kernels (10,
+  // h100-turbo-kivi-decode.json). Every factor is held to its physical range (calibrate.cpp kPhysical). On
+  // 2026-11-26: median |error| 22.1% before, 3.3% after, 3.7% left out; every row within 20% but turbo decode at
+  // GQA 4:1, whose stall is not measured (the spec's L̄ stands for it: +28.9% and +17.4%).
+  std::string gpu;
+  const auto m = load_measurements(std::string(ATTNLAB_SOURCE_DIR) + "/sim/measurements/h100-all-kernels-2026-11-26.json", &gpu);
+  REQUIRE(m.size() == 76);
+  const GpuSpec spec = load_gpu_spec(gpu);
+  const Calibration c = calibrate(spec, m);
+  WARN(fmt::format("median |error| before {:.1f}%, after {:.1f}%, leave-one-out {:.1f}%", 100 * c.median_error_before,
+                   100 * c.median_error_after, 100 * c.median_error_loo));
+  CHECK(c.median_error_after <= 0.10);
+  CHECK(c.median_error_loo <= 0.12);
+  for (const auto& [factor, value] : c.efficiency) {
+    INFO(factor << " = " << value);
+    const auto [lo, hi] = physical_range(factor);
+    CHECK(value >= lo * (1 - 1e-9));
+    CHECK(value <= hi * (1 + 1e-9));
+  }
+  std::set<std::string> beyond;  // rows past 20%, by label and shape
+  for (size_t i = 0; i < m.size(); ++i) {
+    const auto& r = c.rows[i];
+    if (std::abs(r.after_ms / r.measured_ms - 1) <= 0.20) continue;
+    const Layout l = layout(make_schedule(m[i].problem, m[i].variant, spec), spec, {}, nullptr);
+    INFO(r.label << ": " << r.after_ms << " ms against " << r.measured_ms);
+    CHECK((l.latency_term && l.issue_stall == 0));  // only where no stall is measured
+    beyond.insert(r.label);
+  }
+  CHECK(beyond.size() <= 1);
 }
 
 }  // namespace
