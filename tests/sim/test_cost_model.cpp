@@ -480,8 +480,9 @@ TEST_CASE("every kernel on the H100, both generations, prefill and decode: withi
   // and wgmma, 36 rows), the turbo prefill's v2 run from FP16 inputs beside flash2 and int_flash (30,
   // kernels/bench/h100-turbo-prefill-v2-fp16in-2026-11-26.json) and the turbo and kivi decode kernels (10,
   // h100-turbo-kivi-decode.json). Every factor is held to its physical range (calibrate.cpp kPhysical). On
-  // 2026-11-26: median |error| 22.1% before, 3.3% after, 3.7% left out; every row within 20% but turbo decode at
-  // GQA 4:1, whose stall is not measured (the spec's L̄ stands for it: +28.9% and +17.4%).
+  // 2026-11-26: median |error| 3.3% after, 3.7% left out (26.5% before: the datasheet's factors with the spec's
+  // L̄); every row within 20% but turbo decode at GQA 4:1, whose stall is not measured (the spec's L̄ stands for
+  // it: +28.9% and +17.4%).
   std::string gpu;
   const auto m = load_measurements(std::string(ATTNLAB_SOURCE_DIR) + "/sim/measurements/h100-all-kernels-2026-11-26.json", &gpu);
   REQUIRE(m.size() == 76);
