@@ -26,6 +26,7 @@ DeviceInfo probe_device() {
   info.sm_minor = prop.minor;
   info.sm_count = prop.multiProcessorCount;
   info.memory_gib = double(prop.totalGlobalMem) / double(1ull << 30);
+  info.smem_per_block_optin = int(prop.sharedMemPerBlockOptin);
   return info;
 }
 

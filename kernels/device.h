@@ -12,6 +12,7 @@ struct DeviceInfo {
   int sm_major = 0, sm_minor = 0;
   int sm_count = 0;
   double memory_gib = 0.0;
+  int smem_per_block_optin = 0;  // bytes of shared memory one CTA may ask for (0: not known)
 };
 
 // Device 0 as the runtime sees it. Never throws: a machine without a GPU is a normal answer.

@@ -122,6 +122,11 @@ std::string turbo_cannot_run(const VariantRequest& v, const Experiment& e, const
                        kTurboBlock);
   if (v.params.integer("bits_hi") != 4) return "the kernel reads 2- and 4-bit heads (bits_hi = 4)";
   if (v.params.choice("sas_precision") != "fp32") return "the kernel evaluates SAS in FP32 (sas_precision = fp32)";
+  const int64_t narrow = v.params.integer("two_bit_heads");
+  const int smem = turbo_decode_smem_bytes(int(p.head_dim), int(p.group()), narrow < p.kv_heads, narrow > 0);
+  if (dev.smem_per_block_optin > 0 && smem > dev.smem_per_block_optin)
+    return fmt::format("the turbo decode kernel asks for {} KiB of shared memory per CTA (its rings, sized for the "
+                       "H100); the {} allows {} KiB", (smem + 1023) / 1024, dev.name, dev.smem_per_block_optin / 1024);
   return "";
 }
 

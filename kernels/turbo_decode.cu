@@ -62,6 +62,7 @@
 
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cstdint>
 
 namespace attnlab::kernels {
@@ -829,6 +830,32 @@ cudaError_t launch(const TurboDecodeArgs& a, cudaStream_t stream) {
 }  // namespace
 
 bool turbo_decode_supports(int head_dim, int group) { return (head_dim == 64 || head_dim == 128) && group >= 1 && group <= kRows; }
+
+namespace {
+
+// launch_chains' requests: one launch per width where the 2-bit kernel gains occupancy, else one sized for 4 bits.
+template <int D, int GE>
+int smem_of_launches(bool wide, bool narrow) {
+  if constexpr (kCtasPerSm<D, GE, 2> > kCtasPerSm<D, GE, 4>)
+    return std::max(wide ? kSmemRequest<D, GE, 4> : 0, narrow ? kSmemRequest<D, GE, 2> : 0);
+  else
+    return kSmemRequest<D, GE, 0>;
+}
+
+template <int D>
+int smem_for_group(int group, bool wide, bool narrow) {
+  if (group == 1) return smem_of_launches<D, 1>(wide, narrow);
+  if (group == 2) return smem_of_launches<D, 2>(wide, narrow);
+  if (group <= 4) return smem_of_launches<D, 4>(wide, narrow);
+  return smem_of_launches<D, 8>(wide, narrow);
+}
+
+}  // namespace
+
+int turbo_decode_smem_bytes(int head_dim, int group, bool wide, bool narrow) {
+  if (!turbo_decode_supports(head_dim, group)) return 0;
+  return head_dim == 64 ? smem_for_group<64>(group, wide, narrow) : smem_for_group<128>(group, wide, narrow);
+}
 
 size_t turbo_decode_workspace_bytes(const TurboDecodeArgs& a) {
   const size_t parts = size_t(a.batch) * a.kv_heads * a.chains * kRows;

@@ -59,6 +59,10 @@ struct TurboDecodeArgs {
 };
 
 bool turbo_decode_supports(int head_dim, int group);  // d ∈ {64, 128}, ≤ 8 query heads per KV head
+// The shared memory the largest CTA of a decode step asks for (its rings are sized, and padded, for the H100:
+// turbo_decode.cu kSmemRequest), with 4-bit heads (wide) and 2-bit heads (narrow) present or not. A GPU whose
+// CTAs may have less cannot run the kernel (an sm_89 CTA may have 99 KiB).
+int turbo_decode_smem_bytes(int head_dim, int group, bool wide, bool narrow);
 size_t turbo_decode_workspace_bytes(const TurboDecodeArgs& a);
 
 // The tiles of every pair for the current cache: blocks (prefill's, then flushed) and the pending buffer.

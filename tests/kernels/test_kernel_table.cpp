@@ -7,6 +7,7 @@
 #include "core/registry.h"
 #include "kernels/kernel_path.h"
 #include "kernels/kernel_table.h"
+#include "kernels/turbo_decode.h"
 #include "tests/catch.h"
 
 #include <fmt/format.h>
@@ -78,6 +79,39 @@ TEST_CASE("kernel table: the rows' reasons for problems no kernel computes", "[k
   CHECK(reason({{"id", "int_flash"}, {"params", {{"block_c", ms}, {"kernel", "wgmma"}}}}) ==
         (wgmma ? widths(fmt::format("{} (wgmma)", wg))
                : "kernel = wgmma needs head_dim 64 or 128, a compute-capability-9.0 GPU and a build for sm_90a"));
+}
+
+
+TEST_CASE("kernel table: turbo decode is refused where a CTA may not have the shared memory its rings ask for",
+          "[kernels]") {
+  // The rings are sized (and padded) for the H100's 227 KiB per CTA; an sm_89 GPU (L40S, RTX 4090) allows 99 KiB.
+  Experiment e = parse_experiment({{"problem", {{"batch", 1}, {"q_heads", 8}, {"kv_heads", 8}, {"q_len", 1},
+                                                {"kv_len", 4096}, {"head_dim", 128}, {"phase", "decode"}}},
+                                   {"variants", {{{"id", "turbo"}, {"params", {{"two_bit_heads", 0}}}}}}});
+  const kernels::KernelRow* row = kernels::find_kernel_row("turbo");
+  REQUIRE(row);
+  kernels::DeviceInfo ada;
+  ada.usable = true, ada.name = "sm_89 described by hand", ada.sm_major = 8, ada.sm_minor = 9, ada.sm_count = 142;
+  ada.smem_per_block_optin = 99 * 1024;
+  kernels::DeviceInfo hopper = ada;
+  hopper.name = "sm_90 described by hand", hopper.sm_major = 9, hopper.sm_minor = 0, hopper.smem_per_block_optin = 227 * 1024;
+  const int wide = kernels::turbo_decode_smem_bytes(128, 1, true, false);
+  const int narrow = kernels::turbo_decode_smem_bytes(128, 1, false, true);
+  INFO("4-bit request " << wide << " B, 2-bit " << narrow << " B");
+  REQUIRE(wide > ada.smem_per_block_optin);
+  CHECK(row->cannot_run(e.variants[0], e, ada) ==
+        fmt::format("the turbo decode kernel asks for {} KiB of shared memory per CTA (its rings, sized for the H100); "
+                    "the sm_89 described by hand allows 99 KiB", (wide + 1023) / 1024));
+  CHECK(row->cannot_run(e.variants[0], e, hopper) == "");
+  // Every head at 2 bits at MHA: the 2-bit launch alone (four CTAs per H100 SM: its ring is half the 4-bit
+  // one's), which an sm_89 CTA holds.
+  set_value(e, "turbo.two_bit_heads", 8, "test");
+  CHECK(narrow <= ada.smem_per_block_optin);
+  CHECK(row->cannot_run(e.variants[0], e, ada) == "");
+  // Unknown (0): no refusal on that ground.
+  ada.smem_per_block_optin = 0;
+  set_value(e, "turbo.two_bit_heads", 0, "test");
+  CHECK(row->cannot_run(e.variants[0], e, ada) == "");
 }
 
 }  // namespace
