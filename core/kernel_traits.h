@@ -58,6 +58,16 @@ inline constexpr KernelTraits kKernelTraits[] = {
     {"kivi",        128, 80,  8,   64,  4,    2,     226, 128, true, true},
 };
 
+// A warp's stall per issued instruction, in cycles, by what it waits for (Nsight Compute's stall reasons of
+// the kernel, per issued instruction): the fixed-latency pipes' results (FMA, integer, ALU: "wait"), the MIO
+// pipes' (shared memory, SFU, conversions: "short scoreboard"), global memory ("long scoreboard"), barriers,
+// and the rest (pipe and dispatch throttles, branches, instruction fetch). Their sum is the latency term's Z
+// (sim/cost_model.h step 2); all 0: not measured.
+struct StallParts {
+  double fixed_latency = 0, mio = 0, global = 0, barrier = 0, other = 0;
+  constexpr double total() const { return fixed_latency + mio + global + barrier + other; }
+};
+
 // Warp instructions a decode kernel's warp issues per KV tile (one 64-token cache block), by head dim, query
 // heads per KV head (the kernels' GE: the group rounded up to a power of two) and cache bits — the work the
 // cost model's issue term counts for the warp-chain kernels, where it binds (the latency term,
@@ -70,21 +80,21 @@ struct DecodeIssue {
   const char* variant;
   int head_dim, group, bits;
   double warp_instructions_per_tile;
-  // The chains kernel's warp stall per instruction (PrefillIssue's; the cost model's latency term), where
-  // measured: Nsight Compute at B 4, H 32/32, N 32768 (sim/measurements/h100-ncu-kernels-2026-11-26.csv;
-  // kernels/bench/ncu_profile.sh; G 1). 0: not measured — the model takes the spec's L̄ there.
-  double stall_cycles_per_instruction = 0;
+  // The chains kernel's warp stall per instruction, where measured: Nsight Compute at B 4, H 32/32, N 32768
+  // (sim/measurements/h100-ncu-kernels-2026-11-26.csv; kernels/bench/ncu_profile.sh; G 1). Not measured: the
+  // model takes the spec's L̄ there.
+  StallParts stall = {};
 };
 inline constexpr DecodeIssue kDecodeIssue[] = {
-    {"turbo", 128, 1, 4, 947.4, 3.51},  {"turbo", 128, 1, 2, 1183.8, 3.65}, {"turbo", 128, 2, 4, 1350.0},
+    {"turbo", 128, 1, 4, 947.4, {1.41, 0.46, 0.72, 0.02, 0.90}}, {"turbo", 128, 1, 2, 1183.8, {1.41, 0.42, 0.25, 0.02, 1.55}}, {"turbo", 128, 2, 4, 1350.0},
     {"turbo", 128, 2, 2, 1653.2}, {"turbo", 128, 4, 4, 1555.5}, {"turbo", 128, 4, 2, 2007.3},
     {"turbo", 128, 8, 4, 1868.0}, {"turbo", 128, 8, 2, 2493.2}, {"turbo", 64, 1, 4, 655.3},
     {"turbo", 64, 1, 2, 851.8},   {"turbo", 64, 4, 4, 1061.8},  {"turbo", 64, 4, 2, 1496.9},
     // kivi's loop is the same at every group (its count moves < 1% from G 1 to 8: the query heads are the
     // MMA's N columns): its G 1 stall stands for the others.
-    {"kivi", 128, 1, 4, 2705.3, 1.60},  {"kivi", 128, 1, 2, 2921.8, 1.50},  {"kivi", 128, 2, 4, 2711.1, 1.60},
-    {"kivi", 128, 2, 2, 2928.0, 1.50},  {"kivi", 128, 4, 4, 2719.6, 1.60},  {"kivi", 128, 4, 2, 2935.7, 1.50},
-    {"kivi", 128, 8, 4, 2724.6, 1.60},  {"kivi", 128, 8, 2, 2941.7, 1.50},  {"kivi", 64, 1, 4, 1499.5},
+    {"kivi", 128, 1, 4, 2705.3, {0.56, 0.21, 0.04, 0, 0.79}},  {"kivi", 128, 1, 2, 2921.8, {0.49, 0.18, 0.02, 0, 0.81}},  {"kivi", 128, 2, 4, 2711.1, {0.56, 0.21, 0.04, 0, 0.79}},
+    {"kivi", 128, 2, 2, 2928.0, {0.49, 0.18, 0.02, 0, 0.81}},  {"kivi", 128, 4, 4, 2719.6, {0.56, 0.21, 0.04, 0, 0.79}},  {"kivi", 128, 4, 2, 2935.7, {0.49, 0.18, 0.02, 0, 0.81}},
+    {"kivi", 128, 8, 4, 2724.6, {0.56, 0.21, 0.04, 0, 0.79}},  {"kivi", 128, 8, 2, 2941.7, {0.49, 0.18, 0.02, 0, 0.81}},  {"kivi", 64, 1, 4, 1499.5},
     {"kivi", 64, 1, 2, 1615.5},   {"kivi", 64, 4, 4, 1506.5},   {"kivi", 64, 4, 2, 1622.3},
 };
 
@@ -120,12 +130,12 @@ struct PrefillIssue {
   const char* exponential;  // "sas_fp32", "sas_fp16", "exp2"
   double warp_instructions_per_tile;
   double prepass_warp_instructions_per_block, q_warp_instructions_per_block;
-  double stall_cycles_per_instruction;
+  StallParts stall;
 };
 inline constexpr PrefillIssue kPrefillIssue[] = {
-    {"turbo", 128, "sas_fp32", 1420.3, 44379.4, 6075.0, 1.29}, {"turbo", 128, "sas_fp16", 1421.4, 44379.4, 6075.0, 1.35},
-    {"turbo", 128, "exp2", 1058.8, 44379.4, 6075.0, 1.78},     {"turbo", 64, "sas_fp32", 1222.1, 22137.9, 3097.0, 1.34},
-    {"turbo", 64, "sas_fp16", 1223.4, 22137.9, 3097.0, 1.43},  {"turbo", 64, "exp2", 881.8, 22137.9, 3097.0, 1.76},
+    {"turbo", 128, "sas_fp32", 1420.3, 44379.4, 6075.0, {0.48, 0.29, 0.05, 0.09, 0.38}}, {"turbo", 128, "sas_fp16", 1421.4, 44379.4, 6075.0, {0.51, 0.29, 0.05, 0.06, 0.44}},
+    {"turbo", 128, "exp2", 1058.8, 44379.4, 6075.0, {0.68, 0.37, 0.07, 0.14, 0.52}},     {"turbo", 64, "sas_fp32", 1222.1, 22137.9, 3097.0, {0.55, 0.31, 0.06, 0.08, 0.34}},
+    {"turbo", 64, "sas_fp16", 1223.4, 22137.9, 3097.0, {0.57, 0.33, 0.06, 0.06, 0.41}},  {"turbo", 64, "exp2", 881.8, 22137.9, 3097.0, {0.76, 0.36, 0.09, 0.10, 0.45}},
 };
 constexpr const PrefillIssue* find_prefill_issue(std::string_view variant, int head_dim, std::string_view exponential) {
   for (const auto& r : kPrefillIssue)

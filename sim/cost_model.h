@@ -90,6 +90,7 @@ struct Layout {
   double warps_per_scheduler = 1;
   bool latency_term = true;  // false for wgmma kernels (step 2)
   double issue_stall = 0;    // a warp's measured stall cycles per instruction (0: not measured; step 2)
+  StallParts stall;          // the same by cause, for the explanation
   std::vector<Layout> then;  // the later launches' layouts (step 7)
 };
 Layout layout(const Schedule& s, const GpuSpec& gpu, const ModelOptions& o, std::vector<std::string>* explain);

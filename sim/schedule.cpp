@@ -258,16 +258,21 @@ void warp_chain_decode(Schedule& s, const Problem& p, const Storage& st, const G
                 W * kv_len / s.splits}};
   s.per_tile = s.per_tile.scaled(W);
   s.per_cta = s.per_cta.scaled(W);  // each chain prepares its queries
-  double issue = 0, stall = 0;
+  double issue = 0;
+  StallParts stall;
   bool stalls_measured = true;
   for (const Width& w : widths) {
     issue += w.heads * issue_of(w);
-    stalls_measured = stalls_measured && w.issue && w.issue->stall_cycles_per_instruction > 0;
-    if (stalls_measured) stall += w.heads * w.issue->stall_cycles_per_instruction;
+    stalls_measured = stalls_measured && w.issue && w.issue->stall.total() > 0;
+    if (!stalls_measured) continue;
+    const double share = w.heads / double(p.kv_heads);
+    stall.fixed_latency += share * w.issue->stall.fixed_latency, stall.mio += share * w.issue->stall.mio;
+    stall.global += share * w.issue->stall.global, stall.barrier += share * w.issue->stall.barrier;
+    stall.other += share * w.issue->stall.other;
   }
   s.per_tile.ops[Unit::issue] = W * issue / double(p.kv_heads);
   // The latency term's stall where every width's is measured (their heads' mean in one launch), else L̄.
-  s.issue_stall = stalls_measured ? stall / double(p.kv_heads) : 0;
+  s.stall = stalls_measured ? stall : StallParts{};
   s.smem_bytes = smem_of(widest_ring_per_key(st.cache, p.kv_heads));
   for (const Width& w : widths)
     s.explain.push_back(fmt::format("{} KV head(s) of {} B per key: {:.0f} warp instructions per chain and tile ({})",
@@ -299,7 +304,7 @@ void warp_chain_decode(Schedule& s, const Problem& p, const Storage& st, const G
     l.per_key.bytes = {{"k", w.keys_bytes[0]}, {"v", w.keys_bytes[1]}};
     if (w.keys_bytes[2] > 0) l.per_key.bytes["scales"] = w.keys_bytes[2];
     l.per_tile.ops[Unit::issue] = W * issue_of(w);
-    l.issue_stall = w.issue ? w.issue->stall_cycles_per_instruction : 0;
+    l.stall = w.issue ? w.issue->stall : StallParts{};
     l.smem_bytes = smem_of(w.ring_per_key);
     l.kv_heads_total = whole.kv_heads_total * share;
     l.kv_unique_bytes = w.cache;
@@ -360,7 +365,7 @@ void int8_prepass(Schedule& s, const Problem& p, const Storage& st, const Prefil
   s.per_key.bytes = {{"k", d}, {"v", d}};  // the INT8 tiles
   s.kv_unique_bytes = s.kv_heads_total * pad * 2 * d;
   s.extra.bytes.erase("kv_cache");
-  s.issue_stall = issue.stall_cycles_per_instruction;
+  s.stall = issue.stall;
   s.explain.push_back(fmt::format(
       "pre-passes: K/V quantized once into INT8 tiles in HBM (and the cache written), Q into INT8 blocks; the "
       "attention reads them; {:.0f} warp instructions per warp and tile (measured, {})",

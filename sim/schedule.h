@@ -15,6 +15,7 @@
 #pragma once
 
 #include "core/config.h"
+#include "core/kernel_traits.h"
 #include "core/problem.h"
 #include "sim/gpu_spec.h"
 
@@ -65,7 +66,7 @@ struct Schedule {
   double kv_heads_total = 1;          // batch × KV heads
   double ctas_per_head = 1;           // CTAs that read one KV head's tiles (row blocks × group, or splits)
   int threads = 128;
-  double issue_stall = 0;             // a warp's measured stall cycles per instruction (cost_model.h step 2; 0: none)
+  StallParts stall;                   // a warp's measured stall per instruction, by cause (cost_model.h step 2; 0: none)
   std::vector<std::string> explain;   // one line per modelling decision, for the report and the GUI
   // Launches that run after this one, each its own grid (a cache whose head classes differ in width runs
   // one launch per width where the narrower gains occupancy: the turbo decode kernel). Their times add.

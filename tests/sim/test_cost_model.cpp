@@ -192,7 +192,7 @@ TEST_CASE("the latency term with a measured stall: one scheduler serving W warps
   // predicted at that rate: 8 warps per SM are 2 per scheduler.
   const Prediction p = predict(make_schedule(prefill(4096, 128, false), request("turbo"), h100()), h100());
   CHECK(p.warps_per_scheduler == 2.0);
-  CHECK(p.issue_rate == Approx(repairman_issue_rate(2, find_prefill_issue("turbo", 128, "sas_fp32")->stall_cycles_per_instruction)));
+  CHECK(p.issue_rate == Approx(repairman_issue_rate(2, find_prefill_issue("turbo", 128, "sas_fp32")->stall.total())));
   CHECK(p.bound == "latency");
 }
 
