@@ -131,6 +131,7 @@ struct PrefillIssue {
   double warp_instructions_per_tile;
   double prepass_warp_instructions_per_block, q_warp_instructions_per_block;
   StallParts stall;
+  int prepass_regs = 128, q_regs = 29;  // registers per thread of the two pre-pass kernels (ptxas -v, sm_90a)
 };
 inline constexpr PrefillIssue kPrefillIssue[] = {
     {"turbo", 128, "sas_fp32", 1420.3, 44379.4, 6075.0, {0.48, 0.29, 0.05, 0.09, 0.38}}, {"turbo", 128, "sas_fp16", 1421.4, 44379.4, 6075.0, {0.51, 0.29, 0.05, 0.06, 0.44}},

@@ -343,13 +343,14 @@ Schedule prepass_launch(const std::string& variant, double count, int threads, i
 // The turbo prefill kernel's pre-passes (core/kernel_traits.h int8_prepass, kernels/turbo_cache_write.cu): one
 // CTA of d threads per (64-token block, KV head) reads the block's K and V once in kv_in, writes Alg. 1's INT8
 // tiles (K, Vᵀ) and the compressed cache; one CTA per (64-row block, query head) reads Q once and writes its
-// INT8 block and s_Q. The attention — `s` — then reads INT8 tiles and INT8 Q. Instructions: kPrefillIssue's
-// measured counts per CTA (128 and 29 registers, ptxas -v).
+// INT8 block and s_Q (Alg. 1's query block: a warpgroup's rows). The attention — `s` — then reads INT8 tiles
+// and INT8 Q. Instructions and registers: kPrefillIssue's, measured.
 void int8_prepass(Schedule& s, const Problem& p, const Storage& st, const PrefillIssue& issue) {
   const double d = double(p.head_dim), pad = std::ceil(double(p.kv_len) / s.block_c) * s.block_c;
   const double blocks = s.kv_heads_total * pad / s.block_c;
-  const double q_rows = double(p.batch * p.q_heads * p.q_len), q_blocks = double(p.batch * p.q_heads) *
-                                                                           std::ceil(double(p.q_len) / 64);
+  const double q_block_rows = double(s.block_r) / (s.warps / 4);  // one warpgroup's query rows
+  const double q_rows = double(p.batch * p.q_heads * p.q_len),
+               q_blocks = double(p.batch * p.q_heads) * std::ceil(double(p.q_len) / q_block_rows);
   Work kv;  // per pre-pass CTA
   kv.bytes["kv_in"] = s.kv_heads_total * double(p.kv_len) * 2 * d * st.kv_in->bytes() / blocks;
   kv.bytes["int8_tiles"] = s.kv_heads_total * pad * 2 * d / blocks;
@@ -359,9 +360,9 @@ void int8_prepass(Schedule& s, const Problem& p, const Storage& st, const Prefil
   q.bytes["q_in"] = q_rows * d * st.q_in.codes.bytes() / q_blocks;
   q.bytes["q_int8"] = (q_rows * d + q_blocks * 4) / q_blocks;
   q.ops[Unit::issue] = issue.q_warp_instructions_per_block * 32;
-  s.then.push_back(prepass_launch(s.variant, blocks, int(d), 128, kv,
+  s.then.push_back(prepass_launch(s.variant, blocks, int(d), issue.prepass_regs, kv,
                                   "pre-pass: K and V read once, INT8 tiles and the compressed cache written"));
-  s.then.push_back(prepass_launch(s.variant, q_blocks, int(d), 29, q, "Q's INT8 blocks (Alg. 1 l. 7), once"));
+  s.then.push_back(prepass_launch(s.variant, q_blocks, int(d), issue.q_regs, q, "Q's INT8 blocks (Alg. 1 l. 7), once"));
   s.per_key.bytes = {{"k", d}, {"v", d}};  // the INT8 tiles
   s.kv_unique_bytes = s.kv_heads_total * pad * 2 * d;
   s.extra.bytes.erase("kv_cache");
@@ -479,10 +480,9 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
   if (q.scales > 0) s.per_row.bytes["scales"] = q.scales / double(p.q_len);
   if (q.fixed > 0) s.per_cta.bytes["scales"] += q.fixed;
   s.per_cta.ops[Unit::fp32_fma] = rows_per_cta * d * (f->fma_per_q + 1);
-  if (prepass) {  // the attention reads INT8 Q and one s_Q per 64 rows
+  if (prepass) {  // the attention reads INT8 Q and one s_Q per query block (a warpgroup's rows)
     s.per_row.bytes["q"] = d;
-    s.per_row.bytes.erase("scales");
-    s.per_row.bytes["scales"] = 4.0 / 64;
+    s.per_row.bytes["scales"] = 4.0 / (double(s.block_r) / (s.warps / 4));
   }
 
   if (!decode) {
