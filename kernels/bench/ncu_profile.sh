@@ -6,11 +6,13 @@
 # stall reasons (cycles per issued instruction, by reason). Two shapes per phase: one whose K/V fit the L2
 # (the re-reads hit it), one far larger. Writes a CSV (one row per kernel launch) labelled with the GPU and
 # the date. `instructions` instead: the turbo prefill's kernels at d 64 and 128 with each exponential (B 4, H 16,
-# N 8192), for core/kernel_traits.h's kPrefillIssue. Usage, on the GPU machine after a build into build-gpu
+# N 8192), for core/kernel_traits.h's kPrefillIssue; `decode-stalls`: the turbo and kivi decode kernels at the
+# groups and head dims kDecodeIssue has no stall for (d 128 at G 2, 4, 8; d 64 at G 1 and 4; 4- and 2-bit;
+# B 4, 32 query heads, N 32768), for its StallParts. Usage, on the GPU machine after a build into build-gpu
 # (turbo_session.sh BENCH_ONLY=1 NO_BENCH=1):
-#   bash kernels/bench/ncu_profile.sh OUT.csv [prefill|decode|all|instructions]
+#   bash kernels/bench/ncu_profile.sh OUT.csv [prefill|decode|all|instructions|decode-stalls]
 set -u
-out=${1:?usage: ncu_profile.sh OUT.csv [prefill|decode|all|instructions]}
+out=${1:?usage: ncu_profile.sh OUT.csv [prefill|decode|all|instructions|decode-stalls]}
 which=${2:-all}
 bin=build-gpu/bin/attnlab
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
@@ -48,6 +50,17 @@ for (i, name), m in sorted(rows.items()):
 ' "$gpu" "$(date +%F)" "$1" "$2" "$3" "\"${4//\"/\"\"}\"" "$5" "$6" "$7" "$8" "$9" "${10}" "${11}" "$stalls" >>"$out"
   echo "$2 B$5 H$6/$7 N$8/$9 d${10} causal=${11}: $(($(wc -l <"$out") - 1)) rows so far"
 }
+if [ "$which" = decode-stalls ]; then
+  for dg in "128 2" "128 4" "128 8" "64 1" "64 4"; do
+    set -- $dg
+    d=$1 kv=$((32 / $2))
+    run decode turbo_4bit turbo '{"two_bit_heads": 0}' 4 32 $kv 1 32768 $d false 4
+    run decode turbo_2bit turbo "{\"two_bit_heads\": $kv}" 4 32 $kv 1 32768 $d false 4
+    [ "$d" = 64 ] && run decode kivi_2bit kivi '{"bits": 2}' 4 32 $kv 1 32768 $d false 4
+    [ "$d" = 64 ] && run decode kivi_4bit kivi '{"bits": 4}' 4 32 $kv 1 32768 $d false 4
+  done
+  exit 0
+fi
 if [ "$which" = instructions ]; then
   for d in 64 128; do
     for e in 'turbo_sas {}' 'turbo_sas16 {"sas_precision": "fp16"}' 'turbo_exp {"exact_exp": true}'; do
