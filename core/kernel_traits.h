@@ -29,6 +29,8 @@ struct KernelTraits {
   bool int8_prepass = false;  // prefill: a pre-pass quantizes K and V once into INT8 tiles in HBM (and writes
                               // the compressed cache), a second one Q into INT8 blocks; the attention reads
                               // the INT8 tiles (turbo prefill: kernels/turbo_cache_write.cu; PrefillIssue)
+  // A warpgroup-MMA kernel's query rows per warpgroup (four warps): turbo's Alg. 1 query block.
+  constexpr int warpgroup_rows() const { return block_r / (warps / 4); }
 };
 
 inline constexpr KernelTraits kKernelTraits[] = {
@@ -66,6 +68,11 @@ inline constexpr KernelTraits kKernelTraits[] = {
 struct StallParts {
   double fixed_latency = 0, mio = 0, global = 0, barrier = 0, other = 0;
   constexpr double total() const { return fixed_latency + mio + global + barrier + other; }
+  constexpr StallParts scaled(double f) const { return {f * fixed_latency, f * mio, f * global, f * barrier, f * other}; }
+  constexpr StallParts& operator+=(const StallParts& o) {
+    fixed_latency += o.fixed_latency, mio += o.mio, global += o.global, barrier += o.barrier, other += o.other;
+    return *this;
+  }
 };
 
 // Warp instructions a decode kernel's warp issues per KV tile (one 64-token cache block), by head dim, query

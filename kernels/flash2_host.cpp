@@ -1,5 +1,6 @@
 #include "kernels/flash2_host.h"
 
+#include "kernels/fp16_upload.h"
 #include "kernels/poisoned_output.h"
 
 #include <fmt/format.h>
@@ -9,19 +10,9 @@
 
 namespace attnlab::kernels {
 
-namespace {
-
-DeviceBuffer upload(const Tensor& t) {
-  std::vector<__half> h(static_cast<size_t>(t.size()));
-  for (size_t i = 0; i < h.size(); ++i) h[i] = __float2half_rn(t.data()[i]);  // RNE, as the reference rounds
-  DeviceBuffer d(h.size() * sizeof(__half));
-  ATTNLAB_CUDA(cudaMemcpy(d.as<void>(), h.data(), d.bytes(), cudaMemcpyHostToDevice));
-  return d;
+Flash2Inputs upload_fp16(const QKV& in) {
+  return {upload_rounded_fp16(in.q), upload_rounded_fp16(in.k), upload_rounded_fp16(in.v)};
 }
-
-}  // namespace
-
-Flash2Inputs upload_fp16(const QKV& in) { return {upload(in.q), upload(in.k), upload(in.v)}; }
 
 Flash2Args flash2_args(const Problem& p, const Flash2Inputs& inputs, __half* o, float* lse, int sm_count) {
   Flash2Args a;

@@ -3,6 +3,7 @@
 
 #include "core/parallel.h"
 #include "core/variants/kivi_image.h"
+#include "kernels/fp16_upload.h"
 #include "kernels/poisoned_output.h"
 
 #include <cuda_fp16.h>
@@ -70,11 +71,7 @@ KiviDeviceCache upload_kivi_cache(const std::vector<quant::KiviCache>& caches) {
   return d;
 }
 
-DeviceBuffer upload_query_fp16(const Tensor& q) {
-  std::vector<__half> h(static_cast<size_t>(q.size()));
-  for (size_t i = 0; i < h.size(); ++i) h[i] = __float2half_rn(q.data()[i]);  // RNE, as the reference rounds
-  return upload(h);
-}
+DeviceBuffer upload_query_fp16(const Tensor& q) { return upload_rounded_fp16(q); }
 
 KiviDecodeArgs kivi_decode_args(const Problem& p, const KiviDeviceCache& c, const __half* q, __half* o, float* lse,
                                 int chains) {

@@ -8,6 +8,7 @@
 // the timed attention launches; with decode_steps > 0 also the multi-step decode the paper's serving loop
 // runs: from the prefill's cache, every generated token appended to the buffer (flushing every 64) and
 // attended, timed per step.
+#include "kernels/fp16_upload.h"
 #include "kernels/kernel_table.h"
 #include "kernels/timing.h"
 #include "kernels/turbo_decode_host.h"
@@ -67,10 +68,12 @@ void turbo_prefill_run(const Experiment& e, const VariantRequest& v, const QKV& 
   DeviceBuffer lse(size_t(p.batch * p.q_heads * p.q_len) * sizeof(float));
   const size_t set_bytes = size_t(in.q.size() + in.k.size() + in.v.size()) * sizeof(__half);
   const size_t copies = input_copies(set_bytes);
-  std::vector<__half> set_fp16;
+  std::vector<__half> set_fp16;  // Q, K, V one after the other, as the timed launches read them
   set_fp16.reserve(set_bytes / sizeof(__half));
-  for (const Tensor* t : {&in.q, &in.k, &in.v})
-    for (int64_t i = 0; i < t->size(); ++i) set_fp16.push_back(__float2half_rn(t->data()[i]));
+  for (const Tensor* t : {&in.q, &in.k, &in.v}) {
+    const std::vector<__half> h = fp16_values(*t);
+    set_fp16.insert(set_fp16.end(), h.begin(), h.end());
+  }
   std::vector<DeviceBuffer> sets;
   for (size_t i = 0; i < copies; ++i) {
     DeviceBuffer b(set_bytes);

@@ -21,6 +21,8 @@
 
 namespace attnlab::kernels {
 
+size_t turbo_cache_write_scratch_bytes(const TurboCacheArgs& c) { return size_t(2) * c.pairs * sizeof(unsigned); }
+
 namespace {
 
 using turbo_quant::scale_for_span;
@@ -139,7 +141,6 @@ __global__ void turbo_universal_kernel(float* universal, const unsigned* spans, 
   if (i < n) universal[i] = scale_for_span(__uint_as_float(spans[i]));
 }
 
-size_t turbo_cache_write_scratch_bytes_of(const TurboCacheArgs& c) { return size_t(2) * c.pairs * sizeof(unsigned); }
 
 template <class T>
 cudaError_t cache_write_prefill(const TurboCacheArgs& c, const T* k, const T* v, int64_t head_stride, bool int_scale_up,
@@ -150,7 +151,7 @@ cudaError_t cache_write_prefill(const TurboCacheArgs& c, const T* k, const T* v,
       ((tiles.k8 != nullptr || tiles.vt8 != nullptr) && tiles.pad < int64_t(blocks) * kTurboBlock))
     return cudaErrorInvalidValue;
   unsigned* spans = static_cast<unsigned*>(scratch);
-  if (const cudaError_t e = cudaMemsetAsync(spans, 0, turbo_cache_write_scratch_bytes_of(c), stream); e != cudaSuccess)
+  if (const cudaError_t e = cudaMemsetAsync(spans, 0, turbo_cache_write_scratch_bytes(c), stream); e != cudaSuccess)
     return e;
   const dim3 grid(blocks, c.pairs);
   if (c.head_dim == 64) turbo_prefill_cache_kernel<64, T><<<grid, 64, 0, stream>>>(c, k, v, head_stride, int_scale_up, spans, tiles);
@@ -173,8 +174,6 @@ cudaError_t quantize_q_blocks(const T* q, int heads, int q_len, int d, int block
 }
 
 }  // namespace
-
-size_t turbo_cache_write_scratch_bytes(const TurboCacheArgs& c) { return turbo_cache_write_scratch_bytes_of(c); }
 
 cudaError_t turbo_cache_write_prefill(const TurboCacheArgs& c, const float* k, const float* v, int64_t head_stride,
                                       bool int_scale_up, void* scratch, cudaStream_t stream,

@@ -64,6 +64,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 namespace attnlab::kernels {
 
@@ -809,14 +810,18 @@ cudaError_t launch_chains(const TurboDecodeArgs& a, cudaStream_t stream) {
   }
 }
 
-// The spread's GE: the group rounded up to a power of two.
+// f(std::integral_constant<int, GE>) with the spread's GE: the group rounded up to a power of two (≤ 8).
+template <class F>
+auto with_ge(int group, F&& f) {
+  if (group == 1) return f(std::integral_constant<int, 1>{});
+  if (group == 2) return f(std::integral_constant<int, 2>{});
+  if (group <= 4) return f(std::integral_constant<int, 4>{});
+  return f(std::integral_constant<int, 8>{});
+}
+
 template <int D, bool EXACT>
 cudaError_t launch_for_group(const TurboDecodeArgs& a, cudaStream_t stream) {
-  const int group = a.q_heads / a.kv_heads;
-  if (group == 1) return launch_chains<D, 1, EXACT>(a, stream);
-  if (group == 2) return launch_chains<D, 2, EXACT>(a, stream);
-  if (group <= 4) return launch_chains<D, 4, EXACT>(a, stream);
-  return launch_chains<D, 8, EXACT>(a, stream);
+  return with_ge(a.q_heads / a.kv_heads, [&](auto ge) { return launch_chains<D, decltype(ge)::value, EXACT>(a, stream); });
 }
 
 template <int D>
@@ -844,10 +849,7 @@ int smem_of_launches(bool wide, bool narrow) {
 
 template <int D>
 int smem_for_group(int group, bool wide, bool narrow) {
-  if (group == 1) return smem_of_launches<D, 1>(wide, narrow);
-  if (group == 2) return smem_of_launches<D, 2>(wide, narrow);
-  if (group <= 4) return smem_of_launches<D, 4>(wide, narrow);
-  return smem_of_launches<D, 8>(wide, narrow);
+  return with_ge(group, [&](auto ge) { return smem_of_launches<D, decltype(ge)::value>(wide, narrow); });
 }
 
 }  // namespace

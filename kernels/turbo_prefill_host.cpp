@@ -3,6 +3,7 @@
 
 #include "core/kernel_traits.h"
 #include "core/variants/turbo_cache.h"
+#include "kernels/fp16_upload.h"
 #include "kernels/poisoned_output.h"
 #include "kernels/turbo_cache_write.h"
 #include "kernels/turbo_prefill_sm90.h"
@@ -16,20 +17,11 @@ namespace attnlab::kernels {
 namespace {
 
 // Alg. 1's query block: one warpgroup of the kernel (core/kernel_traits.h's row: B_r over its warpgroups).
-constexpr int kBlockR = find_kernel_traits("turbo", 128, 90)->block_r / (find_kernel_traits("turbo", 128, 90)->warps / 4);
+constexpr int kBlockR = find_kernel_traits("turbo", 128, 90)->warpgroup_rows();
 
 DeviceBuffer upload(const Tensor& t) {
   DeviceBuffer buf(size_t(t.size()) * sizeof(float));
   ATTNLAB_CUDA(cudaMemcpy(buf.as<void>(), t.data(), buf.bytes(), cudaMemcpyHostToDevice));
-  return buf;
-}
-
-// t rounded to FP16 (round to nearest even), as flash2's backend gives its kernel the inputs.
-DeviceBuffer upload_fp16(const Tensor& t) {
-  std::vector<__half> h(size_t(t.size()));
-  for (size_t i = 0; i < h.size(); ++i) h[i] = __float2half_rn(t.data()[i]);
-  DeviceBuffer buf(h.size() * sizeof(__half));
-  ATTNLAB_CUDA(cudaMemcpy(buf.as<void>(), h.data(), buf.bytes(), cudaMemcpyHostToDevice));
   return buf;
 }
 
@@ -93,7 +85,7 @@ void turbo_prefill_attend(const Problem& p, TurboPrefillWork& w, __half* o, floa
 TurboPrefillOutput turbo_prefill_once(const Problem& p, const QKV& in, const ParamValues& params, int slots,
                                       std::vector<int32_t>* scores, bool fp16_inputs) {
   if (const std::string why = turbo_prefill_cannot_run(p, params); !why.empty()) throw std::invalid_argument(why);
-  const auto put = fp16_inputs ? upload_fp16 : upload;
+  const auto put = fp16_inputs ? upload_rounded_fp16 : upload;
   const DeviceBuffer q = put(in.q), k = put(in.k), v = put(in.v);
   TurboPrefillWork w(p, params, variants::turbo_detail::kv_head_bits(p, in, params), slots);
   const PoisonedOutput out(p);

@@ -42,7 +42,7 @@ namespace {
 // The tiling is the traits row's (core/kernel_traits.h), which the cost model reads too; d 64 and 128 alike.
 constexpr KernelTraits kTraits = *find_kernel_traits("turbo", 128, 90);
 constexpr int kBr = kTraits.block_r, kBc = kTraits.block_c, kStages = kTraits.stages, kThreads = 32 * kTraits.warps;
-[[maybe_unused]] constexpr int kRowsPerGroup = 64;  // Alg. 1's B_r: one query block per warpgroup
+constexpr int kRowsPerGroup = kTraits.warpgroup_rows();  // Alg. 1's B_r: one query block per warpgroup
 static_assert(kTraits.arch == 90 && kBr == 2 * kRowsPerGroup && kThreads == 256 && kBc == kTurboBlock && kStages == 3,
               "two warpgroups of one query block each; the pre-pass's blocks are the KV tiles");
 static_assert(find_kernel_traits("turbo", 64, 90)->block_r == kBr && find_kernel_traits("turbo", 64, 90)->block_c == kBc &&

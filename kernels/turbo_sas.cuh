@@ -86,30 +86,11 @@ __device__ __forceinline__ SasNonPositive make_sas_non_positive(const TurboExpAr
   return SasNonPositive{sas_lut_base(lut, 4), float(e.n_r), e.c[0], e.c[1], e.c[2], e.c[3]};
 }
 
-// SAS in FP16 (sas_precision fp16; core/sas.cpp's Fp16Kernel, bit for bit): x = max(−t, 0) and ⌊x⌋ in FP32,
-// x_dec rounded once to FP16, POLY by three FP16 FMAs, the product with the FP16 LUT entry rounded once to
-// FP16; t < n_r (and −∞) give 0. Two scores at a time, as FP16x2 (HFMA2): the paper's "FP16 FMA units".
-struct Sas16 {
-  const __half* lut16;  // shared memory, 31 entries
-  float n_r;
-  __half2 c0, c1, c2, c3;
-
-  __device__ __forceinline__ float2 operator()(float t0, float t1) const {
-    const float x0 = fmaxf(-t0, 0.0f), x1 = fmaxf(-t1, 0.0f);
-    const float i0 = floorf(x0), i1 = floorf(x1);
-    const __half2 xd = __floats2half2_rn(__fsub_rn(x0, i0), __fsub_rn(x1, i1));
-    const __half2 poly = __hfma2(__hfma2(__hfma2(c3, xd, c2), xd, c1), xd, c0);  // Eq. 15
-    const bool keep0 = t0 >= n_r, keep1 = t1 >= n_r;  // Eq. 14 (NaN: never here — masked scores are −∞)
-    const __half2 lut = __halves2half2(lut16[keep0 ? int(i0) : 0], lut16[keep1 ? int(i1) : 0]);
-    const float2 v = __half22float2(__hmul2(lut, poly));  // Eq. 13, rounded once to FP16
-    return make_float2(keep0 ? v.x : 0.0f, keep1 ? v.y : 0.0f);
-  }
-  __device__ __forceinline__ float operator()(float t) const { return (*this)(t, t).x; }
-};
-
-// Sas16 on the prefill's domain t ≤ 0 and −∞ (SasNonPositive's argument): t < n_r takes x = 31, whose FP16
-// LUT entry is 0 (0 × POLY = +0, the reference's 0), the two LUT addresses come from ⌊x⌋'s bits (no F2I, no
-// select on the result). Otherwise Sas16 operation for operation.
+// SAS in FP16 (sas_precision fp16; core/sas.cpp's Fp16Kernel, bit for bit) on the prefill's domain t ≤ 0 and
+// −∞ (SasNonPositive's argument): x = −t and ⌊x⌋ in FP32, x_dec rounded once to FP16, POLY by three FP16 FMAs,
+// the product with the FP16 LUT entry rounded once to FP16 — two scores at a time, as FP16x2 (HFMA2: the
+// paper's "FP16 FMA units"). t < n_r takes x = 31, whose FP16 LUT entry is 0 (0 × POLY = +0, the reference's
+// 0); the two LUT addresses come from ⌊x⌋'s bits (no F2I, no select on the result).
 struct Sas16NonPositive {
   uint32_t lut_base;  // sas_lut_base(lut16, 2)
   float n_r;
@@ -133,11 +114,6 @@ struct Sas16NonPositive {
 __device__ __forceinline__ Sas16NonPositive make_sas16_non_positive(const TurboExpArgs& e, const __half* lut16) {
   return Sas16NonPositive{sas_lut_base(lut16, 2), float(e.n_r), __float2half2_rn(e.c16[0]), __float2half2_rn(e.c16[1]),
                           __float2half2_rn(e.c16[2]), __float2half2_rn(e.c16[3])};
-}
-
-__device__ __forceinline__ Sas16 make_sas16(const TurboExpArgs& e, const __half* lut16) {
-  return Sas16{lut16, float(e.n_r), __float2half2_rn(e.c16[0]), __float2half2_rn(e.c16[1]), __float2half2_rn(e.c16[2]),
-               __float2half2_rn(e.c16[3])};
 }
 
 }  // namespace attnlab::kernels

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 namespace attnlab::sim {
 
@@ -23,15 +24,11 @@ using nlohmann::json;
 
 namespace {
 
-constexpr double kLo = -3.912, kHi = 0.405;  // ln 0.02, ln 1.5: a unit with no named range below
 constexpr int kSweeps = 40;
 constexpr double kPrior = 1e-5;
 constexpr const char* kOverhead = "cta_overhead_us";
-constexpr double kOverheadLo = -4.6, kOverheadHi = 3.4;  // ln 0.01 µs, ln 30 µs
-// The latency term's cycles between a warp's instructions (cost_model.h, step 2): physical between the
-// ALU's dependent latency (about 4 cycles on sm_80–sm_90) and a shared-memory load's (about 30).
+// The latency term's cycles between a warp's instructions (cost_model.h, step 2).
 constexpr const char* kLatency = "issue_latency_cycles";
-constexpr double kLatencyLo = 1.386, kLatencyHi = 3.401;  // ln 4, ln 30
 // The range each fitted factor may take — it stays physical, or the fit explains a time by a unit that did
 // not spend it. An efficiency is a fraction of the datasheet's peak: at most 1.
 struct PhysicalRange {
@@ -72,7 +69,7 @@ constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
 std::pair<double, double> physical_range(const std::string& factor) {
   for (const PhysicalRange& r : kPhysical)
     if (factor == r.name) return {r.lo, r.hi};
-  return {std::exp(kLo), std::exp(kHi)};
+  throw std::logic_error("calibrate: no physical range for the factor '" + factor + "'");
 }
 
 namespace {
@@ -89,7 +86,7 @@ struct Param {
   std::string name;
   std::size_t unit = 0;
   bool overhead = false, latency = false;
-  double lo = kLo, hi = kHi;
+  double lo = 0, hi = 0;  // ln of its physical range (physical_range)
   double start = 1.0;  // where a fit starts, and what a parameter no measurement moves keeps
 };
 
@@ -299,16 +296,14 @@ Calibration calibrate(const GpuSpec& gpu, const std::vector<Measurement>& m, con
   for (const std::string& name : order) {
     Param q;
     q.name = name;
-    if (name == kOverhead) q.overhead = true, q.lo = kOverheadLo, q.hi = kOverheadHi;
-    else if (name == kLatency)
-      q.latency = true, q.lo = kLatencyLo, q.hi = kLatencyHi;
+    if (name == kOverhead) q.overhead = true;
+    else if (name == kLatency) q.latency = true;
     else
       q.unit = unit_index(*std::find_if(std::begin(kUnits), std::end(kUnits),
                                         [&](Unit u) { return name == to_string(u); }));
-    for (const PhysicalRange& r : kPhysical)
-      if (name == r.name) q.lo = std::log(r.lo), q.hi = std::log(r.hi);
-    if (q.latency) q.start = std::clamp(gpu.issue_latency_cycles, std::exp(q.lo), std::exp(q.hi));
-    if (q.overhead) q.start = std::clamp(q.start, std::exp(q.lo), std::exp(q.hi));
+    const auto [lo, hi] = physical_range(name);
+    q.lo = std::log(lo), q.hi = std::log(hi);
+    q.start = std::clamp(q.latency ? gpu.issue_latency_cycles : q.start, lo, hi);
     f.params.push_back(q);
   }
   for (const std::string& name : names)

@@ -30,8 +30,8 @@
 
 #include <functional>
 #include <map>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace attnlab::sim {
@@ -59,7 +59,8 @@ Calibration calibrate(const GpuSpec& gpu, const std::vector<Measurement>& m, con
                       const CalibrationProgress& progress = {}, LooMethod loo = LooMethod::automatic);
 
 // The physical range [lo, hi] a fitted factor is held to (a unit's efficiency, cta_overhead_us,
-// issue_latency_cycles): calibrate.cpp's kPhysical, each with its reason.
+// issue_latency_cycles): calibrate.cpp's kPhysical, each with its reason. Every factor calibrate fits has one;
+// any other name throws std::logic_error.
 std::pair<double, double> physical_range(const std::string& factor);
 
 // The spec file's text with `measured` replaced by the calibration (written by `attnlab calibrate`).

@@ -95,9 +95,8 @@ Layout layout(const Schedule& s, const GpuSpec& g, const ModelOptions& o, std::v
   l.ctas_per_sm = ctas_per_sm(s, g, &ex);
   l.slots = double(g.sm_count) * l.ctas_per_sm;
   l.warps_per_scheduler = double(l.ctas_per_sm * s.warps) / (g.issue_per_clk_per_sm / 32);
-  l.issue_stall = s.stall.total();
   l.stall = s.stall;
-  l.latency_term = !s.warpgroup_mma || l.issue_stall > 0;
+  l.latency_term = !s.warpgroup_mma || l.stall.total() > 0;
   l.interleave = l.ctas_per_sm * (s.warpgroup_mma ? std::max(1, s.warps / 4) : 1);
   // DRAM bytes. With L2 reuse, the row blocks of one head re-read its K/V tiles at about the same time,
   // so only the first read reaches DRAM — as long as the K/V of the heads in flight fit in L2 (else the
@@ -131,7 +130,7 @@ Layout layout(const Schedule& s, const GpuSpec& g, const ModelOptions& o, std::v
 
 Timing timing(const Layout& l, const GpuSpec& g) {
   Timing t;
-  t.issue_rate = latency_issue_rate(l.latency_term, l.warps_per_scheduler, g.issue_latency_cycles, l.issue_stall);
+  t.issue_rate = latency_issue_rate(l.latency_term, l.warps_per_scheduler, g.issue_latency_cycles, l.stall.total());
   for (const auto& [u, ops] : l.work.ops) {
     if (ops <= 0) continue;
     double rate = g.peak(u) * g.efficiency_of(u);
@@ -198,12 +197,12 @@ Prediction predict(const Schedule& s, const GpuSpec& g, const ModelOptions& o) {
       "{:.2f} waves → body {:.4f} ms; + {:.2f} µs per wave; {} launch(es)",
       t.t_mem * 1e3, t.t_rows * 1e3, t.t_tensor * 1e3, t.tensor_unit, t.t_simt * 1e3, t.simt_unit, l.tail_factor,
       pr.waves, t.t_body * 1e3, g.cta_overhead_us, l.launches));
-  if (l.latency_term && l.issue_stall > 0)
+  if (l.latency_term && l.stall.total() > 0)
     pr.explain.push_back(fmt::format(
         "latency: {:.2f} warps per scheduler, each stalled {:.2f} cycles after an instruction (measured: FMA/integer "
         "results {:.2f}, shared memory/SFU/conversions {:.2f}, global memory {:.2f}, barriers {:.2f}, other {:.2f}) → "
         "{:.0f}% of the issue rate (one scheduler serving its warps)",
-        l.warps_per_scheduler, l.issue_stall, l.stall.fixed_latency, l.stall.mio, l.stall.global, l.stall.barrier,
+        l.warps_per_scheduler, l.stall.total(), l.stall.fixed_latency, l.stall.mio, l.stall.global, l.stall.barrier,
         l.stall.other, 100 * t.issue_rate));
   else if (l.latency_term)
     pr.explain.push_back(fmt::format("latency: {:.2f} warps per scheduler against {:.2f} cycles between a warp's "

@@ -15,10 +15,10 @@
 //      latency is predicted as such. Not for wgmma kernels: their issue count is an upper bound (one wgmma
 //      does the work of 16 to 64 counted MMAs) and their warps specialize. Where a kernel's instruction count
 //      and its warps' stall Z (cycles a warp waits after each of its instructions: its pipes' dependent
-//      latencies as its code exposes them) are measured (core/kernel_traits.h kPrefillIssue), the rate is the
-//      machine-repairman model's instead, wgmma or not: one scheduler serving W warps that each think Z
-//      between instructions issues 1 − P₀, P₀ = 1 / Σ_{k=0}^{W} W!/(W−k)!·Z^{−k} (Nsight Compute's rates
-//      across nine kernels at 2 and 4 warps per scheduler: within 0.05 of it, where min(1, W/(1 + Z)) is
+//      latencies as its code exposes them) are measured (core/kernel_traits.h kPrefillIssue, kDecodeIssue), the
+//      rate is the machine-repairman model's instead, wgmma or not: one scheduler serving W warps that each
+//      think Z between instructions issues 1 − P₀, P₀ = 1 / Σ_{k=0}^{W} W!/(W−k)!·Z^{−k} (Nsight Compute's
+//      rates of seven kernels at 2 and 4 warps per scheduler: within 0.05 of it, where min(1, W/(1 + Z)) is
 //      off by up to 0.16 — kernels/PERF.md).
 //   3. Overlap rule: the non-tensor units (FMA, SFU, INT32, CVT) issue from separate pipes and overlap
 //      each other: t_simt = max of them. Within a warp the MMAs and the softmax alternate (FlashAttention-2
@@ -64,7 +64,7 @@ struct Prediction {
   double smem_bytes = 0;
   int ctas_per_sm = 0;
   double ctas = 0, waves = 0, tail_factor = 1, occupancy = 0;  // occupancy: resident warps / max warps
-  double warps_per_scheduler = 0, issue_rate = 1;  // the latency term: min(1, W / L̄) (1 where it does not apply)
+  double warps_per_scheduler = 0, issue_rate = 1;  // the latency term (step 2; 1 where it does not apply)
   std::vector<std::string> explain;
 };
 
@@ -89,15 +89,14 @@ struct Layout {
   double serial_bytes = 0;  // of dram_bytes: Q in, O out, partials — not overlapped with the loop
   double warps_per_scheduler = 1;
   bool latency_term = true;  // false for wgmma kernels (step 2)
-  double issue_stall = 0;    // a warp's measured stall cycles per instruction (0: not measured; step 2)
-  StallParts stall;          // the same by cause, for the explanation
+  StallParts stall;          // a warp's measured stall per instruction, by cause (all 0: not measured; step 2)
   std::vector<Layout> then;  // the later launches' layouts (step 7)
 };
 Layout layout(const Schedule& s, const GpuSpec& gpu, const ModelOptions& o, std::vector<std::string>* explain);
 
 struct Timing {
   double t_mem = 0, t_rows = 0, t_tensor = 0, t_simt = 0, t_body = 0, time_ms = 0;  // s, except time_ms
-  double issue_rate = 1;  // the latency term's min(1, W / L̄) of the first launch
+  double issue_rate = 1;  // step 2's factor on the first launch's issue rate (latency_issue_rate)
   std::string tensor_unit = "tensor", simt_unit = "fma_fp32", bound;
   std::map<std::string, double> unit_ms;
 };

@@ -29,7 +29,7 @@ FactorTiming::Row FactorTiming::row_of(const Layout& l) {
   r.mma_sync = !l.warpgroup_mma;
   r.dram_bytes = l.dram_bytes, r.serial_bytes = l.serial_bytes, r.interleave = l.interleave;
   r.tail_factor = l.tail_factor, r.waves = l.waves, r.stages = l.stages, r.launches = l.launches;
-  r.warps_per_scheduler = l.warps_per_scheduler, r.latency_term = l.latency_term, r.issue_stall = l.issue_stall;
+  r.warps_per_scheduler = l.warps_per_scheduler, r.latency_term = l.latency_term, r.issue_stall = l.stall.total();
   for (const Layout& next : l.then) r.then.push_back(row_of(next));
   return r;
 }

@@ -264,11 +264,7 @@ void warp_chain_decode(Schedule& s, const Problem& p, const Storage& st, const G
   for (const Width& w : widths) {
     issue += w.heads * issue_of(w);
     stalls_measured = stalls_measured && w.issue && w.issue->stall.total() > 0;
-    if (!stalls_measured) continue;
-    const double share = w.heads / double(p.kv_heads);
-    stall.fixed_latency += share * w.issue->stall.fixed_latency, stall.mio += share * w.issue->stall.mio;
-    stall.global += share * w.issue->stall.global, stall.barrier += share * w.issue->stall.barrier;
-    stall.other += share * w.issue->stall.other;
+    if (stalls_measured) stall += w.issue->stall.scaled(w.heads / double(p.kv_heads));
   }
   s.per_tile.ops[Unit::issue] = W * issue / double(p.kv_heads);
   // The latency term's stall where every width's is measured (their heads' mean in one launch), else L̄.
@@ -345,10 +341,9 @@ Schedule prepass_launch(const std::string& variant, double count, int threads, i
 // tiles (K, Vᵀ) and the compressed cache; one CTA per (64-row block, query head) reads Q once and writes its
 // INT8 block and s_Q (Alg. 1's query block: a warpgroup's rows). The attention — `s` — then reads INT8 tiles
 // and INT8 Q. Instructions and registers: kPrefillIssue's, measured.
-void int8_prepass(Schedule& s, const Problem& p, const Storage& st, const PrefillIssue& issue) {
+void int8_prepass(Schedule& s, const Problem& p, const Storage& st, const PrefillIssue& issue, double q_block_rows) {
   const double d = double(p.head_dim), pad = std::ceil(double(p.kv_len) / s.block_c) * s.block_c;
   const double blocks = s.kv_heads_total * pad / s.block_c;
-  const double q_block_rows = double(s.block_r) / (s.warps / 4);  // one warpgroup's query rows
   const double q_rows = double(p.batch * p.q_heads * p.q_len),
                q_blocks = double(p.batch * p.q_heads) * std::ceil(double(p.q_len) / q_block_rows);
   Work kv;  // per pre-pass CTA
@@ -435,6 +430,10 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
   s.per_tile.ops[pv] += 2 * mma_rows * Bc * d;
   if (qk != pv)
     s.explain.push_back(fmt::format("S = QKᵀ on the {} units, O = P̃V on the {} units", to_string(qk), to_string(pv)));
+  // A kernel whose pre-pass quantizes K/V (and Q) once, with its measured count (core/kernel_traits.h).
+  const PrefillIssue* prepass = traits && traits->int8_prepass && !decode && st.kv_in
+                                    ? find_prefill_issue(v.id, int(p.head_dim), exponential_of(v))
+                                    : nullptr;
   // turbo's exact_exp switch puts the exponential back on the SFU.
   const bool sas = f->sas && !(declares(v, "exact_exp") && v.params.flag("exact_exp"));
   if (sas) {
@@ -456,20 +455,18 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
     s.per_tile.ops[Unit::cvt] = 0;
     s.explain.push_back("INT8 P on wgmma: conversions as exact FP32/integer arithmetic (no conversion pipe)");
   }
-  if (st.kv_in || !f->cvt_kv_on_chip_only) s.per_tile.ops[Unit::cvt] += 2 * Bc * d * f->cvt_per_kv;
+  const bool kv_on_chip = st.kv_in && !prepass;  // K/V read in kv_in and quantized per tile
+  if (kv_on_chip || (!st.kv_in && !f->cvt_kv_on_chip_only)) s.per_tile.ops[Unit::cvt] += 2 * Bc * d * f->cvt_per_kv;
   if (f->int32_per_kv > 0) s.per_tile.ops[Unit::int32] += 2 * Bc * d * f->int32_per_kv;
-  if (st.kv_in) s.per_tile.ops[Unit::fp32_fma] += 2 * Bc * d * 2;  // quantized on chip per tile: max|·| and divide
+  if (kv_on_chip) s.per_tile.ops[Unit::fp32_fma] += 2 * Bc * d * 2;  // quantized on chip per tile: max|·| and divide
   // Issue slots: every thread-instruction takes one, whichever pipe runs it; an MMA is one warp
   // instruction (32 slots) per m16n8k16 (FP16, FP8: 4096 flops) or m16n8k32 (INT8: 8192 flops) — for a
   // wgmma kernel an upper bound (one wgmma does the work of 16 to 64 of those).
   s.per_tile.ops[Unit::issue] = issue_slots(s.per_tile.ops);
-  const PrefillIssue* prepass = nullptr;
-  if (traits && traits->int8_prepass && !decode && st.kv_in)
-    prepass = find_prefill_issue(v.id, int(p.head_dim), exponential_of(v));
   if (prepass) {
-    // Quantized by the pre-pass, not per tile: the attention's own count, as measured.
-    s.per_tile.ops.erase(Unit::cvt);
-    s.per_tile.ops[Unit::fp32_fma] -= 2 * Bc * d * 2;
+    // The kernel turns S, P's codes and O's INT32 term by exact FP32/integer arithmetic (kernels/mma.cuh); its
+    // one conversion is SAS's ⌊x⌋ (FRND, turbo_sas.cuh). Its issue slots: the measured count.
+    s.per_tile.ops[Unit::cvt] = sas ? scores : 0;
     s.per_tile.ops[Unit::issue] = prepass->warp_instructions_per_tile * s.warps * 32;
   }
 
@@ -482,7 +479,7 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
   s.per_cta.ops[Unit::fp32_fma] = rows_per_cta * d * (f->fma_per_q + 1);
   if (prepass) {  // the attention reads INT8 Q and one s_Q per query block (a warpgroup's rows)
     s.per_row.bytes["q"] = d;
-    s.per_row.bytes["scales"] = 4.0 / (double(s.block_r) / (s.warps / 4));
+    s.per_row.bytes["scales"] = 4.0 / traits->warpgroup_rows();
   }
 
   if (!decode) {
@@ -499,7 +496,7 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
     s.ctas_per_head = std::ceil(double(p.q_len) / Br) * double(p.group());
     s.smem_bytes = Br * d * st.q_in.codes.bytes() + double(s.stages) * Bc * d * kv_element * 2;
     if (prepass) {
-      int8_prepass(s, p, st, *prepass);
+      int8_prepass(s, p, st, *prepass, traits->warpgroup_rows());
       s.smem_bytes = Br * d + double(s.stages) * Bc * d * 2;  // INT8 Q, K and Vᵀ tiles
     }
   } else {

@@ -104,7 +104,7 @@ TEST_CASE("turbo prefill kernel equals the turbo reference (SAS) up to ℓ's sum
 }
 
 TEST_CASE("turbo prefill kernel with SAS in FP16x2 equals the reference's FP16 SAS up to ℓ's order", "[gpu][kernels][turbo]") {
-  // Sas16 is core/sas.cpp's Fp16Kernel operation for operation (FP16 roundings at the same points), so the
+  // Sas16NonPositive is core/sas.cpp's Fp16Kernel operation for operation (FP16 roundings at the same points), so the
   // bound of the FP32 path holds unchanged.
   GPU_OR_SKIP();
   check_case(Case{128, 4, 2, 300, 300, true, false, "llm_like", "fp16"}, 6150);
