@@ -87,22 +87,33 @@ struct DecodeIssue {
   const char* variant;
   int head_dim, group, bits;
   double warp_instructions_per_tile;
-  // The chains kernel's warp stall per instruction, where measured: Nsight Compute at B 4, H 32/32, N 32768
-  // (sim/measurements/h100-ncu-kernels-2026-11-26.csv; kernels/bench/ncu_profile.sh; G 1). Not measured: the
-  // model takes the spec's L̄ there.
+  // The chains kernel's warp stall per instruction (Nsight Compute, the mean of two launches;
+  // kernels/bench/ncu_profile.sh). turbo at d 128, G 1 and 4: at the benchmark's shape, B 16, 32 query heads,
+  // N 32768 (sim/measurements/h100-ncu-decode-stalls-bench-2026-11-26.csv). The others at B 4 (kivi d 128:
+  // h100-ncu-kernels-2026-11-26.csv; the rest h100-ncu-decode-stalls-2026-11-26.csv), whose chains are 4×
+  // shorter: their prologues' stalls weigh more there (turbo 4-bit at G 4: 3.68 cycles at B 4, 2.49 at B 16;
+  // at G 1: 3.51, 3.20), so those rows overstate a long run's stall. A row without one would take the spec's L̄.
   StallParts stall = {};
 };
 inline constexpr DecodeIssue kDecodeIssue[] = {
-    {"turbo", 128, 1, 4, 947.4, {1.41, 0.46, 0.72, 0.02, 0.90}}, {"turbo", 128, 1, 2, 1183.8, {1.41, 0.42, 0.25, 0.02, 1.55}}, {"turbo", 128, 2, 4, 1350.0},
-    {"turbo", 128, 2, 2, 1653.2}, {"turbo", 128, 4, 4, 1555.5}, {"turbo", 128, 4, 2, 2007.3},
-    {"turbo", 128, 8, 4, 1868.0}, {"turbo", 128, 8, 2, 2493.2}, {"turbo", 64, 1, 4, 655.3},
-    {"turbo", 64, 1, 2, 851.8},   {"turbo", 64, 4, 4, 1061.8},  {"turbo", 64, 4, 2, 1496.9},
+    {"turbo", 128, 1, 4, 947.4, {1.41, 0.46, 0.46, 0.01, 0.87}},  {"turbo", 128, 1, 2, 1183.8, {1.42, 0.37, 0.09, 0.01, 1.52}},
+    {"turbo", 128, 2, 4, 1350.0, {1.04, 0.44, 0.39, 0.04, 0.94}}, {"turbo", 128, 2, 2, 1653.2, {1.12, 0.44, 0.24, 0.04, 2.92}},
+    {"turbo", 128, 4, 4, 1555.5, {0.88, 0.25, 0.21, 0.01, 1.14}}, {"turbo", 128, 4, 2, 2007.3, {0.85, 0.24, 0.08, 0.01, 1.75}},
+    {"turbo", 128, 8, 4, 1868.0, {0.85, 0.23, 0.66, 0.03, 2.65}}, {"turbo", 128, 8, 2, 2493.2, {0.75, 0.20, 0.39, 0.02, 2.54}},
+    {"turbo", 64, 1, 4, 655.3, {1.43, 0.82, 0.54, 0.04, 1.69}},   {"turbo", 64, 1, 2, 851.8, {1.60, 0.52, 0.17, 0.03, 1.14}},
+    {"turbo", 64, 4, 4, 1061.8, {0.95, 0.49, 0.78, 0.06, 2.55}},  {"turbo", 64, 4, 2, 1496.9, {0.93, 0.39, 0.41, 0.04, 1.17}},
     // kivi's loop is the same at every group (its count moves < 1% from G 1 to 8: the query heads are the
-    // MMA's N columns): its G 1 stall stands for the others.
+    // MMA's N columns): its G 1 stall stands for the others at d 128.
     {"kivi", 128, 1, 4, 2705.3, {0.56, 0.21, 0.04, 0, 0.79}},  {"kivi", 128, 1, 2, 2921.8, {0.49, 0.18, 0.02, 0, 0.81}},  {"kivi", 128, 2, 4, 2711.1, {0.56, 0.21, 0.04, 0, 0.79}},
     {"kivi", 128, 2, 2, 2928.0, {0.49, 0.18, 0.02, 0, 0.81}},  {"kivi", 128, 4, 4, 2719.6, {0.56, 0.21, 0.04, 0, 0.79}},  {"kivi", 128, 4, 2, 2935.7, {0.49, 0.18, 0.02, 0, 0.81}},
-    {"kivi", 128, 8, 4, 2724.6, {0.56, 0.21, 0.04, 0, 0.79}},  {"kivi", 128, 8, 2, 2941.7, {0.49, 0.18, 0.02, 0, 0.81}},  {"kivi", 64, 1, 4, 1499.5},
-    {"kivi", 64, 1, 2, 1615.5},   {"kivi", 64, 4, 4, 1506.5},   {"kivi", 64, 4, 2, 1622.3},
+    {"kivi", 128, 8, 4, 2724.6, {0.56, 0.21, 0.04, 0, 0.79}},  {"kivi", 128, 8, 2, 2941.7, {0.49, 0.18, 0.02, 0, 0.81}},
+    {"kivi", 64, 1, 4, 1499.5, {0.76, 0.20, 0.05, 0, 0.84}},    {"kivi", 64, 1, 2, 1615.5, {0.64, 0.17, 0.02, 0, 0.88}},
+    {"kivi", 64, 4, 4, 1506.5, {0.82, 0.23, 0.15, 0, 0.89}},    {"kivi", 64, 4, 2, 1622.3, {0.69, 0.20, 0.07, 0, 0.91}},
+    // Our FP16 decode (kernels/flash2.cu, the mma.sync prefill kernel at q_len 1): one CTA per query head
+    // computes a whole B_r-row block, so its count is the same at every group (294.9 M warp instructions at
+    // B 4, H 32, N 32768 with 32, 8 and 4 KV heads: 1125.1 per warp and 64-key tile; the stall likewise);
+    // bits 16: FP16 K/V (sim/measurements/h100-ncu-decode-stalls-2026-11-26.csv).
+    {"flash2", 128, 1, 16, 1125.1, {1.96, 0.26, 0.04, 0.05, 0.18}},
 };
 
 // The measured row for (variant, d, group, bits): the group rounded up to the kernels' power of two, and

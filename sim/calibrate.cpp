@@ -273,7 +273,8 @@ Calibration calibrate(const GpuSpec& gpu, const std::vector<Measurement>& m, con
   std::vector<double> measured;
   std::set<std::string> used = {"hbm"};
   for (const auto& x : m) {
-    layouts.push_back(layout(make_schedule(x.problem, x.variant, gpu), gpu, o, nullptr));
+    const Kernels whose = x.implementation.empty() ? Kernels::ours : Kernels::design;
+    layouts.push_back(layout(make_schedule(x.problem, x.variant, gpu, whose), gpu, o, nullptr));
     measured.push_back(x.median_ms);
     for (const auto& [u, ops] : layouts.back().work.ops)
       if (ops > 0) used.insert(to_string(u));

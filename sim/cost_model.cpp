@@ -105,7 +105,7 @@ Layout layout(const Schedule& s, const GpuSpec& g, const ModelOptions& o, std::v
   if (o.l2_reuse && s.kv_unique_bytes > 0) {
     const double heads_in_flight = std::max(1.0, l.slots / std::max(1.0, s.ctas_per_head));
     const double per_head = s.kv_unique_bytes / s.kv_heads_total;
-    const double reuse = std::min(1.0, g.l2_bytes / (heads_in_flight * per_head));
+    const double reuse = s.readers_in_step ? 1.0 : std::min(1.0, g.l2_bytes / (heads_in_flight * per_head));
     const double saved = reuse * std::max(0.0, s.kv_read_bytes() - s.kv_unique_bytes);
     l.dram_bytes -= saved;
     if (explain)

@@ -21,6 +21,8 @@ struct Measurement {
   Problem problem;
   VariantRequest variant;
   double median_ms = 0;
+  std::string implementation;  // what ran it when not attnlab's kernel ("" = ours): the model then predicts the
+                               // variant's design, not our kernel's measured work (schedule.h Kernels)
 };
 
 // The measurements file `attnlab bench --out` writes: every kernel timing in `runs`, with the spec id of the

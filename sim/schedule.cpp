@@ -315,6 +315,21 @@ void warp_chain_decode(Schedule& s, const Problem& p, const Storage& st, const G
   s.then.assign(std::make_move_iterator(launches.begin() + 1), std::make_move_iterator(launches.end()));
 }
 
+// A decode kernel with a CTA per query head (kernels/flash2.cu at q_len 1): its issue slots and stall are the
+// measured ones (kDecodeIssue: the count does not change with the group — every CTA computes a whole
+// B_r-row block), where the table has the kernel; otherwise the format row's count and the spec's L̄.
+void per_query_head_decode(Schedule& s, const Problem& p, const Storage& st) {
+  const int bits = st.cache.classes.front().k.codes.bits;
+  const DecodeIssue* issue = find_decode_issue(s.variant, int(p.head_dim), int(p.group()), bits);
+  s.explain.push_back(fmt::format("a CTA per query head: {} rows computed for 1 (the prefill kernel at q_len 1); "
+                                  "the group's CTAs read their KV head's tiles side by side (L2 serves the re-reads)",
+                                  s.block_r));
+  if (!issue) return;
+  s.per_tile.ops[Unit::issue] = 32 * issue->warp_instructions_per_tile * s.warps;
+  s.stall = issue->stall;
+  s.explain.push_back(fmt::format("{:.0f} warp instructions per warp and tile (measured)", issue->warp_instructions_per_tile));
+}
+
 // The exponential a turbo-like variant evaluates, as kPrefillIssue names it.
 const char* exponential_of(const VariantRequest& v) {
   if (declares(v, "exact_exp") && v.params.flag("exact_exp")) return "exp2";
@@ -370,7 +385,7 @@ void int8_prepass(Schedule& s, const Problem& p, const Storage& st, const Prefil
 
 }  // namespace
 
-Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec& gpu) {
+Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec& gpu, Kernels kernels) {
   const Format* f = format_of(v.id);
   const VariantSpec* spec = find_variant(v.id);
   if (!f || !spec || !spec->storage) fail_input("model", fmt::format("no schedule for variant '{}'", v.id));
@@ -421,9 +436,14 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
     if (c.k.fixed + c.v.fixed > 0) s.per_cta.bytes["scales"] = (c.k.fixed + c.v.fixed) / double(p.kv_heads);
     s.kv_unique_bytes = s.cache_bytes;
   }
-  const double rows_per_cta = decode ? double(p.group()) : Br;      // decode packs the group's query heads
-  const double mma_rows = decode ? std::max(16.0, rows_per_cta) : Br;  // M padded to mma.sync's 16
-  const double scores = rows_per_cta * Bc;
+  // Decode on a kernel that does not pack the group (kernels/flash2.cu runs its prefill kernel at q_len 1):
+  // one CTA per (batch, query head, split), whose MMAs and softmax compute a whole B_r-row block, padding
+  // rows included. Otherwise decode packs the group's query heads, M padded to mma.sync's 16.
+  const bool per_query_head = decode && traits && !s.warp_chains && kernels == Kernels::ours;
+  const double rows_per_cta = per_query_head ? 1.0 : decode ? double(p.group()) : Br;  // real rows
+  const double mma_rows = per_query_head || !decode ? Br : std::max(16.0, rows_per_cta);
+  const double computed_rows = per_query_head ? Br : rows_per_cta;  // the rows its softmax and O run on
+  const double scores = computed_rows * Bc;
   // Per KV tile: both products on the tensor cores their operands pick, the online softmax, extras.
   const Unit qk = product_unit(st.q, st.k), pv = product_unit(st.p, st.v);
   s.per_tile.ops[qk] += 2 * mma_rows * Bc * d;
@@ -437,11 +457,11 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
   // turbo's exact_exp switch puts the exponential back on the SFU.
   const bool sas = f->sas && !(declares(v, "exact_exp") && v.params.flag("exact_exp"));
   if (sas) {
-    s.per_tile.ops[Unit::fp32_fma] = scores * (3 + 6 + f->fma_per_score) + rows_per_cta * d;  // softmax, SAS, O rescale
+    s.per_tile.ops[Unit::fp32_fma] = scores * (3 + 6 + f->fma_per_score) + computed_rows * d;  // softmax, SAS, O rescale
     s.per_tile.ops[Unit::cvt] = scores * (1 + f->cvt_per_score);
     s.per_tile.ops[Unit::int32] = scores;
   } else {
-    s.per_tile.ops[Unit::fp32_fma] = scores * (3 + f->fma_per_score) + rows_per_cta * d;
+    s.per_tile.ops[Unit::fp32_fma] = scores * (3 + f->fma_per_score) + computed_rows * d;
     s.per_tile.ops[Unit::sfu] = scores;
     s.per_tile.ops[Unit::cvt] = scores * f->cvt_per_score;
   }
@@ -503,7 +523,7 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
     // Flash-decoding: split each (batch, KV head)'s keys over `splits` CTAs, then combine. Each CTA
     // handles the group's query rows together; its keys are the sequence's share (the last may be short).
     const double tiles_total = std::ceil(double(p.kv_len) / Bc);
-    const double pairs = double(p.batch * p.kv_heads);
+    const double pairs = double(p.batch * (per_query_head ? p.q_heads : p.kv_heads));  // what one CTA serves
     // FlashAttention-2's split rule (core/kernel_traits.h), against one CTA per SM.
     // A variant that declares kv_splits makes the split part of its function (turbo: the SAS merge order,
     // core/variants/turbo_chains.h): the same rule on every GPU.
@@ -522,15 +542,21 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
                    : decode_splits(static_cast<long>(pairs), slots, static_cast<long>(tiles_total), s.splits);
     const int64_t tiles_each = static_cast<int64_t>(std::ceil(tiles_total / s.splits));
     s.classes.push_back({pairs * s.splits, tiles_each, rows_per_cta / s.splits, double(p.kv_len) / s.splits});
-    s.ctas_per_head = s.splits;
+    s.ctas_per_head = s.splits * (per_query_head ? double(p.group()) : 1.0);
+    s.readers_in_step = per_query_head;
     s.smem_bytes = mma_rows * d * 2 + double(s.stages) * Bc * d * 2 * 2;
-    // Combine: every split writes its partial O (FP32) and (m, ℓ); one pass reads them back.
+    // Combine: every split writes its partial O (FP32) and (m, ℓ); one pass reads them back — unless the
+    // prefill kernel at q_len 1 did not split (it then writes O itself: kernels/flash2.cu).
     const double partial = pairs * s.splits * rows_per_cta * (d + 2) * 4;
-    s.extra.bytes["partials"] = 2 * partial;
-    s.extra.ops[Unit::fp32_fma] = pairs * s.splits * rows_per_cta * (d + 4);
-    s.explain.push_back(fmt::format("split-KV decode: {} {} per (batch, KV head), {} query rows each, M padded to {}",
-                                    s.splits, s.warp_chains ? "warp chains" : "CTAs", rows_per_cta, mma_rows));
+    if (s.splits > 1 || !per_query_head) {
+      s.extra.bytes["partials"] = 2 * partial;
+      s.extra.ops[Unit::fp32_fma] = pairs * s.splits * rows_per_cta * (d + 4);
+    }
+    s.explain.push_back(fmt::format("split-KV decode: {} {} per (batch, {} head), {} query rows each, M padded to {}",
+                                    s.splits, s.warp_chains ? "warp chains" : "CTAs", per_query_head ? "query" : "KV",
+                                    rows_per_cta, mma_rows));
     if (s.warp_chains) warp_chain_decode(s, p, st, gpu, rows_per_cta, double(tiles_each));
+    if (per_query_head) per_query_head_decode(s, p, st);
   }
   return s;
 }

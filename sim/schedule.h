@@ -4,7 +4,9 @@
 // row block of B_r rows); it loads Qᵢ (prologue), loops over the K/V tiles of B_c keys its rows can see
 // (causal CTAs stop at the diagonal), and writes Oᵢ and its logsumexp (epilogue). Decode (q_len = 1):
 // flash-decoding — the KV sequence of each (batch, KV head) is split over `splits` CTAs, each handling
-// the group's query heads together, followed by a small combine pass over the partial results.
+// the group's query heads together, followed by a small combine pass over the partial results; a kernel
+// that runs decode as its prefill at q_len 1 (our FP16 kernel) has a CTA per query head instead, computing a
+// whole B_r-row block.
 // Unfused naive attention is three passes over HBM (S = QKᵀ, P = softmax S, O = PV).
 //
 // What one iteration costs is a Work: bytes per tensor moved between HBM and the chip, and operations
@@ -65,6 +67,8 @@ struct Schedule {
                                       // (core/storage.h), which the reference's kv_cache_bytes equals
   double kv_heads_total = 1;          // batch × KV heads
   double ctas_per_head = 1;           // CTAs that read one KV head's tiles (row blocks × group, or splits)
+  bool readers_in_step = false;       // those CTAs run side by side over the same tiles (decode's per-query-head
+                                      // CTAs, consecutive in the grid): their re-reads hit L2 at any head size
   int threads = 128;
   StallParts stall;                   // a warp's measured stall per instruction, by cause (cost_model.h step 2; 0: none)
   std::vector<std::string> explain;   // one line per modelling decision, for the report and the GUI
@@ -77,8 +81,15 @@ struct Schedule {
   Work total() const;  // every CTA's rows, keys, tiles and fixed work, plus extra
 };
 
+// Whose kernel the schedule describes. `ours`: attnlab's kernels as they run (core/kernel_traits.h, with their
+// measured counts) — our FP16 decode, the prefill kernel at q_len 1, computes a B_r-row block per query head.
+// `design`: another implementation of the variant's design (a measurement's `implementation`, e.g.
+// FlashAttention-2 through PyTorch SDPA), whose decode is flash-decoding with the group's query heads packed
+// into one CTA's rows and no measured counts of ours.
+enum class Kernels { ours, design };
+
 // The schedule of `v` on problem p for `gpu` (decode splits the KV sequence to fill its SMs). Throws
 // InputError when the model has no schedule for the variant.
-Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec& gpu);
+Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec& gpu, Kernels kernels = Kernels::ours);
 
 }  // namespace attnlab::sim

@@ -8,11 +8,13 @@
 # the date. `instructions` instead: the turbo prefill's kernels at d 64 and 128 with each exponential (B 4, H 16,
 # N 8192), for core/kernel_traits.h's kPrefillIssue; `decode-stalls`: the turbo and kivi decode kernels at the
 # groups and head dims kDecodeIssue has no stall for (d 128 at G 2, 4, 8; d 64 at G 1 and 4; 4- and 2-bit;
-# B 4, 32 query heads, N 32768), for its StallParts. Usage, on the GPU machine after a build into build-gpu
+# B 4, 32 query heads, N 32768), for its StallParts, and our FP16 decode at GQA (its DRAM bytes). Usage, on the GPU machine after a build into build-gpu
 # (turbo_session.sh BENCH_ONLY=1 NO_BENCH=1):
-#   bash kernels/bench/ncu_profile.sh OUT.csv [prefill|decode|all|instructions|decode-stalls]
+# `decode-stalls-bench`: the turbo decode chains at the benchmark's own shape (B 16, H 32/32 and 32/8, d 128,
+# N 32768), whose chains are 4× longer than at B 4 (their prologue's stalls a smaller share).
+#   bash kernels/bench/ncu_profile.sh OUT.csv [prefill|decode|all|instructions|decode-stalls|decode-stalls-bench]
 set -u
-out=${1:?usage: ncu_profile.sh OUT.csv [prefill|decode|all|instructions|decode-stalls]}
+out=${1:?usage: ncu_profile.sh OUT.csv [prefill|decode|all|instructions|decode-stalls|decode-stalls-bench]}
 which=${2:-all}
 bin=build-gpu/bin/attnlab
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
@@ -50,6 +52,13 @@ for (i, name), m in sorted(rows.items()):
 ' "$gpu" "$(date +%F)" "$1" "$2" "$3" "\"${4//\"/\"\"}\"" "$5" "$6" "$7" "$8" "$9" "${10}" "${11}" "$stalls" >>"$out"
   echo "$2 B$5 H$6/$7 N$8/$9 d${10} causal=${11}: $(($(wc -l <"$out") - 1)) rows so far"
 }
+if [ "$which" = decode-stalls-bench ]; then  # turbo at the benchmark's shape (B 16, N 32k; MHA and GQA 4:1)
+  for kv in 32 8; do
+    run decode turbo_4bit turbo '{"two_bit_heads": 0}' 16 32 $kv 1 32768 128 false 2 turbo_chains
+    run decode turbo_2bit turbo "{\"two_bit_heads\": $kv}" 16 32 $kv 1 32768 128 false 2 turbo_chains
+  done
+  exit 0
+fi
 if [ "$which" = decode-stalls ]; then
   for dg in "128 2" "128 4" "128 8" "64 1" "64 4"; do
     set -- $dg
@@ -58,6 +67,11 @@ if [ "$which" = decode-stalls ]; then
     run decode turbo_2bit turbo "{\"two_bit_heads\": $kv}" 4 32 $kv 1 32768 $d false 4
     [ "$d" = 64 ] && run decode kivi_2bit kivi '{"bits": 2}' 4 32 $kv 1 32768 $d false 4
     [ "$d" = 64 ] && run decode kivi_4bit kivi '{"bits": 4}' 4 32 $kv 1 32768 $d false 4
+  done
+  # our FP16 decode at GQA: does it read each KV head once (L2 shared by its query heads) or once per query head?
+  for kv in 8 4; do
+    run decode flash2 flash2 '{}' 4 32 $kv 1 32768 128 false 4
+    run decode flash2 flash2 '{}' 1 8 $((kv / 4)) 1 8192 128 false 4
   done
   exit 0
 fi

@@ -55,7 +55,7 @@ std::vector<Measurement> synthetic(size_t n, const GpuSpec& gpu) {
     const char* id = p.phase == Phase::decode ? "flash2" : variants[next(3)];
     const VariantRequest v = request(id);
     const double scatter = 0.92 + 0.16 * double(next(1000)) / 1000;
-    m.push_back({fmt::format("{} #{}", id, m.size()), p, v, predict(make_schedule(p, v, truth), truth).time_ms * scatter});
+    m.push_back({fmt::format("{} #{}", id, m.size()), p, v, predict(make_schedule(p, v, truth), truth).time_ms * scatter, ""});
   }
   return m;
 }

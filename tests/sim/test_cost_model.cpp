@@ -129,15 +129,20 @@ TEST_CASE("time scales with the bounding resource", "[sim][model]") {
   const auto fixed = [](const Prediction& p, int launches) {
     return launches * kLaunchUs * 1e-3 + p.waves * load_gpu_spec("h100-sxm5").cta_overhead_us * 1e-3;
   };
-  const Schedule sd = make_schedule(dec, request("flash2"), h100());
+  // FlashAttention-2's design (flash-decoding, the group's query heads packed into a CTA's rows): memory-bound.
+  // (Our FP16 decode kernel computes a 128-row block per query head instead and is latency-bound.)
+  const Schedule sd = make_schedule(dec, request("flash2"), h100(), Kernels::design);
   const Prediction d0 = predict(sd, h100()), d1 = predict(sd, fast_mem), d2 = predict(sd, fast_compute);
   CHECK(d0.bound == "memory");
   CHECK((d1.time_ms - fixed(d1, 2)) == Approx((d0.time_ms - fixed(d0, 2)) / 2).epsilon(1e-9));
   CHECK(d2.time_ms == Approx(d0.time_ms).epsilon(1e-9));
   // Compute-bound: the loop halves with the compute rates; Q in and O out (not overlapped with the loop)
   // halve with the bandwidth instead.
+  // (Which compute unit binds depends on the shipped factors: the FP16 MMAs, or the SFU's exponentials at 0.355
+  // of the datasheet's rate.)
   const Schedule sp = make_schedule(pre, request("flash2"), h100());
-  CHECK(predict(sp, h100()).bound == "mma_fp16");
+  const std::string bound = predict(sp, h100()).bound;
+  CHECK((bound == "mma_fp16" || bound == "exp_sfu"));
   const Layout l = layout(sp, h100(), {}, nullptr);
   const Timing p0 = timing(l, h100()), p1 = timing(l, fast_mem), p2 = timing(l, fast_compute);
   const double loop = p0.t_body - p0.t_rows;
@@ -241,7 +246,9 @@ TEST_CASE("calibration recovers known efficiency factors from synthetic measurem
     p.batch = b, p.q_heads = h, p.kv_heads = kv, p.kv_len = n, p.q_len = phase == Phase::decode ? 1 : n;
     p.head_dim = d, p.causal = causal, p.phase = phase;
     const VariantRequest v = request("flash2");
-    m.push_back({fmt::format("N={} d={}", n, d), p, v, predict(make_schedule(p, v, truth), truth).time_ms});
+    // Decode as FlashAttention-2's design (memory-bound); our kernel's decode is latency-bound.
+    m.push_back({fmt::format("N={} d={}", n, d), p, v, predict(make_schedule(p, v, truth, Kernels::design), truth).time_ms,
+                 "FlashAttention-2's design"});
   };
   for (int64_t n : {8192, 32768}) add(8, 32, 8, n, 128, false, Phase::decode);
   for (int64_t n : {4096, 8192}) add(2, 32, 32, n, 128, false, Phase::prefill);
@@ -407,27 +414,32 @@ TEST_CASE("warp-chain decode: the latency term slows the 2-bit loop, a mixed cac
           "where the 2-bit one gains occupancy", "[sim][model]") {
   const GpuSpec gpu = h100();
   // All heads 2-bit at MHA: 4 CTAs of 4 warps per SM (55 KB each), 4 warps per scheduler, each stalled the
-  // measured 3.65 cycles after an instruction: the repairman's 72% of the issue rate for the measured 1184
+  // measured 3.41 cycles after an instruction: the repairman's 74% of the issue rate for the measured 1184
   // instructions per tile (kDecodeIssue). (Which term binds depends on the factors: with the SDPA-fitted H100
   // spec, memory.)
   const Prediction two = predict(make_schedule(bench_decode(32), request("turbo", {{"two_bit_heads", 32}}), gpu), gpu);
   CHECK(two.ctas_per_sm == 4);
   CHECK(two.warps_per_scheduler == 4.0);
-  CHECK(two.issue_rate == Approx(repairman_issue_rate(4, 3.65)));
-  CHECK(two.issue_rate == Approx(0.72).margin(0.01));
+  CHECK(two.issue_rate == Approx(repairman_issue_rate(4, 3.41)));
+  CHECK(two.issue_rate == Approx(0.74).margin(0.01));
   const double slots = 32 * 1183.8 * 16 * 32 * 512;  // warp instructions × 32 per tile, every chain's tiles
   CHECK(two.ops.at("issue") == Approx(slots));
   CHECK(two.unit_ms.at("issue") ==
         Approx(slots / (gpu.peak(Unit::issue) * gpu.efficiency_of(Unit::issue) * two.issue_rate) * 1e3));
-  // All 4-bit: 2 CTAs per SM (shared memory), 2 warps per scheduler stalled 3.51 cycles: 42% of the issue rate
-  // (Nsight Compute measured 0.42).
+  // All 4-bit: 2 CTAs per SM (shared memory), 2 warps per scheduler stalled 3.21 cycles (measured at this shape;
+  // 3.51 at B 4, where Nsight Compute measured an issue rate of 0.42).
   const Prediction four = predict(make_schedule(bench_decode(32), request("turbo", {{"two_bit_heads", 0}}), gpu), gpu);
   CHECK(four.ctas_per_sm == 2);
   CHECK(four.warps_per_scheduler == 2.0);
-  CHECK(four.issue_rate == Approx(repairman_issue_rate(2, 3.51)));
-  // Where the stall is not measured (turbo at GQA 4:1), the spec's L̄: min(1, W / L̄).
+  CHECK(four.issue_rate == Approx(repairman_issue_rate(2, 3.21)));
+  // At GQA 4:1 the stall measured at that group (kDecodeIssue: 2.49 cycles at B 16).
   const Prediction gqa4 = predict(make_schedule(bench_decode(8), request("turbo", {{"two_bit_heads", 0}}), gpu), gpu);
-  CHECK(gqa4.issue_rate == Approx(std::min(1.0, gqa4.warps_per_scheduler / gpu.issue_latency_cycles)));
+  CHECK(gqa4.issue_rate == Approx(repairman_issue_rate(gqa4.warps_per_scheduler, 2.49)));
+  // Where no stall is measured (our FP16 decode at d 64: no kDecodeIssue row), the spec's L̄: min(1, W / L̄).
+  Problem d64 = bench_decode(8);
+  d64.head_dim = 64;
+  const Prediction fp16 = predict(make_schedule(d64, request("flash2"), gpu), gpu);
+  CHECK(fp16.issue_rate == Approx(std::min(1.0, fp16.warps_per_scheduler / gpu.issue_latency_cycles)));
   // Half and half at MHA: the 4-bit launch, then the 2-bit one (kernels/turbo_decode.cu, launch_chains); its
   // time is theirs added, and its bytes are the whole cache's.
   const Schedule mix = make_schedule(bench_decode(32), request("turbo", {{"two_bit_heads", 16}}), gpu);
@@ -481,14 +493,16 @@ TEST_CASE("every kernel on the H100, both generations, prefill and decode: withi
           "[sim][calibrate]") {
   // sim/measurements/h100-all-kernels-2026-11-26.json: h100-attnlab-kernels.json (flash2 and int_flash, mma.sync
   // and wgmma, 36 rows), the turbo prefill's v2 run from FP16 inputs beside flash2 and int_flash (30,
-  // kernels/bench/h100-turbo-prefill-v2-fp16in-2026-11-26.json) and the turbo and kivi decode kernels (10,
-  // h100-turbo-kivi-decode.json). Every factor is held to its physical range (calibrate.cpp kPhysical). On
-  // 2026-11-26: median |error| 3.3% after, 3.7% left out (26.5% before: the datasheet's factors with the spec's
-  // L̄); every row within 20% but turbo decode at GQA 4:1, whose stall is not measured (the spec's L̄ stands for
-  // it: +28.9% and +17.4%).
+  // kernels/bench/h100-turbo-prefill-v2-fp16in-2026-11-26.json), the turbo and kivi decode kernels (10,
+  // h100-turbo-kivi-decode.json) and our FP16 decode (2, kernels/bench/h100-turbo-decode-v11-2026-11-26.json).
+  // Every factor is held to its physical range (calibrate.cpp kPhysical), every kernel's stall measured
+  // (kDecodeIssue, kPrefillIssue; the wgmma kernels take none). On 2026-11-26: median |error| 3.2% after, 3.5%
+  // left out (25.4% before: the datasheet's factors); the worst rows int_flash causal at N 4096 (−13.4%) and our
+  // FP16 decode at GQA 4:1 (+11.1%). (Before turbo's GQA stall was measured at the benchmark's shape, its 4-bit
+  // row was +23–29%.)
   std::string gpu;
   const auto m = load_measurements(std::string(ATTNLAB_SOURCE_DIR) + "/sim/measurements/h100-all-kernels-2026-11-26.json", &gpu);
-  REQUIRE(m.size() == 76);
+  REQUIRE(m.size() == 78);
   const GpuSpec spec = load_gpu_spec(gpu);
   const Calibration c = calibrate(spec, m);
   WARN(fmt::format("median |error| before {:.1f}%, after {:.1f}%, leave-one-out {:.1f}%", 100 * c.median_error_before,
@@ -501,16 +515,10 @@ TEST_CASE("every kernel on the H100, both generations, prefill and decode: withi
     CHECK(value >= lo * (1 - 1e-9));
     CHECK(value <= hi * (1 + 1e-9));
   }
-  std::set<std::string> beyond;  // the labels of rows past 20%
-  for (size_t i = 0; i < m.size(); ++i) {
-    const auto& r = c.rows[i];
-    if (std::abs(r.after_ms / r.measured_ms - 1) <= 0.20) continue;
-    const Layout l = layout(make_schedule(m[i].problem, m[i].variant, spec), spec, {}, nullptr);
+  for (const auto& r : c.rows) {  // no kernel worse than 20%
     INFO(r.label << ": " << r.after_ms << " ms against " << r.measured_ms);
-    CHECK((l.latency_term && l.stall.total() == 0));  // only where no stall is measured
-    beyond.insert(r.label);
+    CHECK(std::abs(r.after_ms / r.measured_ms - 1) <= 0.20);
   }
-  CHECK(beyond.size() <= 1);
 }
 
 
@@ -518,8 +526,9 @@ TEST_CASE("the H200 predicted with the H100's factors, no re-fit: within 10% (me
   // sim/measurements/h200-kernels-2026-11-26.json: the prefill kernels (turbo's three exponentials, flash2,
   // int_flash; six shapes) and the decode kernels (turbo, kivi, flash2; MHA and GQA 4:1) timed on an H200. The
   // shipped h200.json carries the H100's fitted factors, transferred (same SM and clocks). On 2026-11-26: median
-  // |error| 2.6%; the worst rows are flash2 decode at GQA (−83%: our FP16 decode kernel reads K/V once per query
-  // head, the model once per KV head) and turbo 4-bit decode (+26%, +29%: its stall is the H100's).
+  // |error| 2.5%, every row within 20%: the worst turbo 4-bit decode at MHA (+18.4%: the stall is the H100's) and
+  // our FP16 decode at GQA 4:1 (+9.9%; −83% before the model ran it as the kernel does, a 128-row block per query
+  // head).
   std::string gpu;
   const auto m = load_measurements(std::string(ATTNLAB_SOURCE_DIR) + "/sim/measurements/h200-kernels-2026-11-26.json", &gpu);
   REQUIRE(gpu == "h200");
@@ -531,6 +540,7 @@ TEST_CASE("the H200 predicted with the H100's factors, no re-fit: within 10% (me
   const double median = (errors[20] + errors[21]) / 2;
   WARN(fmt::format("H200 from the H100's factors: median |error| {:.1f}%, worst {:.1f}%", 100 * median, 100 * errors.back()));
   CHECK(median <= 0.10);
+  CHECK(errors.back() <= 0.20);
 }
 
 }  // namespace

@@ -74,10 +74,12 @@ std::vector<Call> calls(const std::string& path) {
   return out;
 }
 
-TEST_CASE("the model's DRAM bytes are within 5% of Nsight Compute's for every kernel at two shapes", "[sim][model]") {
+// Checks every call of the file against the model: within 5%, plus `write_floor` bytes; returns phase + label →
+// the KV lengths measured.
+std::map<std::string, std::set<std::string>> check_bytes(const std::string& file, double write_floor = 0) {
   const GpuSpec gpu = load_gpu_spec("h100-sxm5");
-  const std::vector<Call> all = calls(std::string(ATTNLAB_SOURCE_DIR) + "/sim/measurements/h100-ncu-kernels-2026-11-26.csv");
-  std::map<std::string, std::set<std::string>> shapes;  // phase + label → the kv lengths measured
+  const std::vector<Call> all = calls(std::string(ATTNLAB_SOURCE_DIR) + "/sim/measurements/" + file);
+  std::map<std::string, std::set<std::string>> shapes;
   for (const Call& c : all) {
     const auto& r = c.row;
     Problem p;
@@ -90,12 +92,17 @@ TEST_CASE("the model's DRAM bytes are within 5% of Nsight Compute's for every ke
     const nlohmann::json set = nlohmann::json::parse(r.at("params"));
     for (const auto& [name, value] : set.items()) v.params.set(spec.params, name, value, "test");
     const double model = predict(make_schedule(p, v, gpu), gpu).dram_bytes;
-    INFO(fmt::format("{} {} B{} H{}/{} N{}/{}: model {:.2f} MB, Nsight Compute {:.2f} MB over {} launch(es)", r.at("phase"),
-                     r.at("label"), p.batch, p.q_heads, p.kv_heads, p.q_len, p.kv_len, model / 1e6, c.dram / 1e6,
-                     c.kernels.size()));
-    CHECK(std::abs(model / c.dram - 1) <= 0.05);
+    INFO(fmt::format("{} {} B{} H{}/{} N{}/{} d{}: model {:.2f} MB, Nsight Compute {:.2f} MB over {} launch(es)",
+                     r.at("phase"), r.at("label"), p.batch, p.q_heads, p.kv_heads, p.q_len, p.kv_len, p.head_dim,
+                     model / 1e6, c.dram / 1e6, c.kernels.size()));
+    CHECK(std::abs(model - c.dram) <= 0.05 * c.dram + write_floor);
     shapes[r.at("phase") + " " + r.at("label")].insert(r.at("kv_len"));
   }
+  return shapes;
+}
+
+TEST_CASE("the model's DRAM bytes are within 5% of Nsight Compute's for every kernel at two shapes", "[sim][model]") {
+  const auto shapes = check_bytes("h100-ncu-kernels-2026-11-26.csv");
   // Every kernel the file names, at both of its shapes: flash2, int_flash and turbo (SAS, exact exp) prefill;
   // flash2, turbo (4-bit, mix, 2-bit) and kivi (2-, 4-bit) decode.
   CHECK(shapes.size() == 10);
@@ -103,6 +110,18 @@ TEST_CASE("the model's DRAM bytes are within 5% of Nsight Compute's for every ke
     INFO(what);
     CHECK(lens.size() == 2);
   }
+}
+
+TEST_CASE("the decode kernels' DRAM bytes at GQA and d 64 are within 5% of Nsight Compute's", "[sim][model]") {
+  // kernels/bench/ncu_profile.sh decode-stalls: turbo (4-, 2-bit) at G 2, 4, 8 (d 128) and G 1, 4 (d 64), kivi at
+  // d 64, and our FP16 decode at G 4 and 8 — one CTA per query head, whose group reads its KV head's tiles side
+  // by side, so DRAM sees each KV head once (537 MB at B 4, H 32/8, N 32768, not the 2.1 GB its CTAs read).
+  // Beyond the 5%: 2.5 MB. Every launch here longer than about 50 µs reports 2.1–5.4 MB written, and our FP16
+  // decode, whose only write is its 32 KB O, reports 2.39–2.52 MB: a floor of writes that are not the
+  // kernel's (the B 1 launches report none). The model counts the kernel's; at the 2-bit caches of 38–42 MB
+  // that floor alone is 5–6%.
+  const auto shapes = check_bytes("h100-ncu-decode-stalls-2026-11-26.csv", 2.5e6);
+  CHECK(shapes.size() == 5);  // decode: turbo_4bit, turbo_2bit, kivi_2bit, kivi_4bit, flash2
 }
 
 }  // namespace

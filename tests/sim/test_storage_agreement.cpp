@@ -59,11 +59,13 @@ TEST_CASE("reference, schedule and capacity count the same KV cache for every va
           CHECK(unique == Approx(ref).epsilon(1e-12));
           const CacheBytes b = cache_bytes(st.cache, p.kv_heads, p.kv_len, st.decode_steps);
           CHECK(read + double(p.batch) * (b.k.fixed + b.v.fixed) == Approx(ref).epsilon(1e-12));
-          if (phase == Phase::decode) {  // every key read once per (batch, KV head); fixed scales by each split
+          if (phase == Phase::decode) {  // every key read once per (batch, KV head) — once per query head where a
+            // CTA serves one (our FP16 decode; L2 serves the group's re-reads); fixed scales by each split
+            const double readers = s.readers_in_step ? double(p.group()) : 1.0;
             const double q_scales = bytes_of(s.per_row, "scales") * double(p.batch * p.q_heads);
-            const double fixed_reads = double(p.batch * s.splits) * (b.k.fixed + b.v.fixed);
+            const double fixed_reads = readers * double(p.batch * s.splits) * (b.k.fixed + b.v.fixed);
             CHECK(bytes_of(w, "k") + bytes_of(w, "v") + bytes_of(w, "scales") - q_scales ==
-                  Approx(ref - double(p.batch) * (b.k.fixed + b.v.fixed) + fixed_reads).epsilon(1e-12));
+                  Approx(readers * (ref - double(p.batch) * (b.k.fixed + b.v.fixed)) + fixed_reads).epsilon(1e-12));
           }
         }
         if (st.decode_steps == 0) {  // capacity: one sequence, one layer, its decode buffer reserved on top
