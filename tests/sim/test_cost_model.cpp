@@ -204,6 +204,37 @@ TEST_CASE("the latency term with a measured stall: one scheduler serving W warps
   CHECK(p.bound == "latency");
 }
 
+TEST_CASE("a synthetic kernel that cannot hide its latency is predicted latency-bound; more warps lift it",
+          "[sim][model]") {
+  // A hand-made schedule: one CTA of 4 warps per SM (its shared memory allows no second), a loop of dependent
+  // FP32 FMAs and no bytes to speak of. Each warp stalls 8 cycles after each instruction (measured-style stall):
+  // 1 warp per scheduler issues 1 / (1 + 8) of the cycles, so the issue unit — not the FMA pipe's width —
+  // binds, and the explanation says "latency".
+  const GpuSpec gpu = h100();
+  Schedule s;
+  s.variant = "synthetic";
+  s.block_r = 64, s.block_c = 64, s.warps = 4, s.threads = 128, s.stages = 2, s.regs_per_thread = 64;
+  s.smem_bytes = 200 * 1024;
+  s.classes = {{double(gpu.sm_count), 1000, 64, 64000}};
+  s.per_tile.ops[Unit::fp32_fma] = 2.0 * 128 * 64;  // 64 FMAs per thread per tile
+  s.per_tile.ops[Unit::issue] = 128 * 64;           // one issue slot per thread-instruction
+  s.stall.fixed_latency = 8;
+  const Prediction one = predict(s, gpu);
+  CHECK(one.warps_per_scheduler == 1.0);
+  CHECK(one.issue_rate == Approx(1.0 / 9));
+  CHECK(one.bound == "latency");
+  // Eight CTAs per SM (shared memory for each): 8 warps per scheduler at the same stall issue 1 − P₀ ≈ 0.8 of
+  // the cycles, and the same grid of work runs in far less time.
+  Schedule many = s;
+  many.smem_bytes = 16 * 1024;
+  many.classes = {{double(gpu.sm_count) * 8, 1000, 64, 64000}};
+  const Prediction eight = predict(many, gpu);
+  CHECK(eight.warps_per_scheduler == 8.0);
+  CHECK(eight.issue_rate == Approx(repairman_issue_rate(8, 8)));
+  CHECK(eight.issue_rate > 0.7);
+  CHECK(eight.time_ms < 8 * one.time_ms / 4);  // 8× the work in less than 2× the time
+}
+
 TEST_CASE("GPU specs: every shipped spec loads; bad specs name the field", "[sim][model][bad-input]") {
   CHECK(all_gpu_specs().size() >= 5);
   CHECK(test::starts(test::input_error([] { load_gpu_spec("h900"); }), "gpu_model"));
