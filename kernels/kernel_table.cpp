@@ -12,6 +12,7 @@ constexpr KernelRow kRows[] = {
     //  variant      cannot_run             run
     {"flash2",      flash2_cannot_run,     flash2_run},
     {"int_flash",   int_flash_cannot_run,  int_flash_run},
+    {"flash3_fp8",  flash3_fp8_cannot_run, flash3_fp8_run},
     {"turbo",       turbo_cannot_run,      turbo_run},
     {"kivi",        kivi_cannot_run,       kivi_run},
 };

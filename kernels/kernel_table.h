@@ -36,6 +36,10 @@ std::string int_flash_cannot_run(const VariantRequest& v, const Experiment& e, c
 void int_flash_run(const Experiment& e, const VariantRequest& v, const QKV& in, const TensorF64& truth,
                    const DeviceInfo& device, VariantResult& into);
 
+std::string flash3_fp8_cannot_run(const VariantRequest& v, const Experiment& e, const DeviceInfo& device);
+void flash3_fp8_run(const Experiment& e, const VariantRequest& v, const QKV& in, const TensorF64& truth,
+                    const DeviceInfo& device, VariantResult& into);
+
 std::string turbo_cannot_run(const VariantRequest& v, const Experiment& e, const DeviceInfo& device);
 void turbo_run(const Experiment& e, const VariantRequest& v, const QKV& in, const TensorF64& truth,
                const DeviceInfo& device, VariantResult& into);

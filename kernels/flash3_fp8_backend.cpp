@@ -1,0 +1,63 @@
+// attnlab kernels: flash3_fp8's row of the kernel table (kernel_table.h) — which problems its kernel takes
+// (Hopper only: FP8 wgmma; the reference's default blocks and P format, which are the kernel's tiles and
+// conversion), and one run: the E4M3 inputs and FP32 block scales prepared on the host (flash3_fp8_host.h),
+// a poisoned-output correctness launch, then the timed launches over rotating input copies (timing.h).
+#include "kernels/flash3_fp8_host.h"
+#include "kernels/kernel_path.h"
+#include "kernels/kernel_table.h"
+#include "kernels/timing.h"
+
+#include "core/probes.h"
+#include "core/variants/shared_probes.h"
+
+#include <cuda_fp16.h>
+#include <fmt/format.h>
+
+#include <vector>
+
+namespace attnlab::kernels {
+
+std::string flash3_fp8_cannot_run(const VariantRequest& v, const Experiment& e, const DeviceInfo&) {
+  const int d = static_cast<int>(e.problem.head_dim);
+  if (!flash3_fp8_supports(d)) return fmt::format("no flash3_fp8 kernel for head_dim {} (compiled: 64, 128)", d);
+  if (!warpgroup_mma_available())
+    return "the flash3_fp8 kernel needs FP8 warpgroup MMA: a compute-capability-9.0 GPU and a build for sm_90a";
+  if (v.params.integer("block_r") != kFlash3Fp8Block || v.params.integer("block_c") != kFlash3Fp8Block)
+    return fmt::format("the flash3_fp8 kernel's scale blocks are its {0}-row tiles: set block_r and block_c to {0}",
+                       kFlash3Fp8Block);
+  if (v.params.choice("p_format") != "e4m3") return "the flash3_fp8 kernel feeds P̃ to its FP8 MMA in E4M3 (p_format = e4m3)";
+  return "";
+}
+
+void flash3_fp8_run(const Experiment& e, const VariantRequest&, const QKV& in, const TensorF64& truth,
+                    const DeviceInfo&, VariantResult& into) {
+  const Problem& p = e.problem;
+  const size_t rows = size_t(p.batch * p.q_heads * p.q_len);
+  DeviceBuffer o(size_t(p.q_shape().count()) * sizeof(__half)), lse(rows * sizeof(float));
+  // The variant's storage format: E4M3 Q, K, Vᵀ and FP32 block scales in HBM before the kernel starts.
+  std::vector<Fp8Inputs> sets;
+  sets.push_back(upload_fp8(p, in));
+  const size_t copies = input_copies(sets[0].bytes());
+  while (sets.size() < copies) sets.push_back(upload_fp8(p, in));
+  const Fp8Output once = flash3_fp8_once(p, sets[0]);
+  std::vector<Flash3Fp8Args> args;
+  for (const auto& s : sets) args.push_back(flash3_fp8_args(p, s, o.as<__half>(), lse.as<float>()));
+  const auto ms = time_launches([&](size_t c) { ATTNLAB_CUDA(flash3_fp8_forward(args[c], nullptr)); }, copies);
+  into.kernel = result_of(p, once.o, once.lse, truth, ms, double(sets[0].bytes() + o.bytes() + lse.bytes()));
+  const Fp8Inputs& s = sets[0];
+  const int64_t qb = (p.q_len + kFlash3Fp8Block - 1) / kFlash3Fp8Block, kb = (p.kv_len + kFlash3Fp8Block - 1) / kFlash3Fp8Block;
+  std::vector<std::vector<float>> s_q, s_k, s_v;
+  for (int64_t bh = 0; bh < p.batch * p.q_heads; ++bh) s_q.emplace_back(s.scales_q.begin() + bh * qb, s.scales_q.begin() + (bh + 1) * qb);
+  for (int64_t bh = 0; bh < p.batch * p.kv_heads; ++bh) {
+    s_k.emplace_back(s.scales_k.begin() + bh * kb, s.scales_k.begin() + (bh + 1) * kb);
+    s_v.emplace_back(s.scales_v.begin() + bh * kb, s.scales_v.begin() + (bh + 1) * kb);
+  }
+  into.kernel->probes["scales.q"] = variants::per_head(p, p.q_heads, s_q, "s_Q per query row block, as uploaded");
+  into.kernel->probes["scales.k"] = variants::per_head(p, p.kv_heads, s_k, "s_K per KV block, as uploaded");
+  into.kernel->probes["scales.v"] = variants::per_head(p, p.kv_heads, s_v, "s_V per KV block, as uploaded");
+  into.kernel->probes["kernel.launch"] = labelled({"input_sets", "timed_runs", "arch"},
+                                                  {double(copies), double(kTimedRuns), 90.0}, "",
+                                                  "rotating input copies, timed launches, kernel generation (90 wgmma)");
+}
+
+}  // namespace attnlab::kernels

@@ -1,0 +1,197 @@
+// attnlab kernels: flash3_fp8 (flash3_fp8.h states the contract) on Hopper's FP8 warpgroup MMA, at d = 64 and
+// 128. The loop nest and pipeline of int_flash_sm90.cu (2 warpgroups × 64 query rows, B_c = 128, three
+// cp.async stages, S_{j+1} issued before P̃·V_j so one tile's softmax runs under the other's MMA), with the
+// arithmetic of core/variants/flash3_fp8.cpp (its head comment's lines):
+//   Scores   S = (Q₈·K₈ᵀ)_fp32 · f, f = (s_Qᵢ·s_Kⱼ)·softmax_scale    wgmma e4m3·e4m3 → f32 (m64n128k32)
+//   Softmax  online, P̃ = e^{S − m}, α = e^{m_old − m}, ℓ = α·ℓ + rowsum P̃ (FP32 P̃)
+//   P·V      P̃ → E4M3 (cvt.rn.satfinite: the reference's round_fp8), Oᵢ = α·Oᵢ + (P̃₈·Vⱼ₈)_fp32·s_Vⱼ
+//   Output   O = Oᵢ/ℓ → FP16, L = m + log ℓ
+// P̃·V_j accumulates in its own FP32 registers (fresh per tile, as the reference's), then one product by s_Vⱼ
+// and one addition per element (two roundings, the reference's order). The exponentials are ex2.approx in
+// log₂ units (S·f·log₂e, the running max in those units): a few ulp from the reference's FP32 exp — the
+// [gpu] test's header derives what that can change. Q and K rows are d bytes (the d-byte swizzle, as
+// int_flash_sm90.cu); Vᵀ rows (128 keys) the 128-byte one.
+#include "kernels/flash3_fp8.h"
+#include "kernels/kernel_path.h"
+
+#include "core/kernel_traits.h"
+#include "kernels/kv_pipeline.cuh"
+#include "kernels/tile_softmax.cuh"
+#include "kernels/wgmma.cuh"
+
+namespace attnlab::kernels {
+
+namespace {
+
+template <int D>
+struct Fp8Tile {
+  static constexpr KernelTraits kTraits = *find_kernel_traits("flash3_fp8", D, 90);
+  static constexpr int kBr = kTraits.block_r, kBc = kTraits.block_c, kStages = kTraits.stages;
+  static constexpr int kThreads = 32 * kTraits.warps;
+  static constexpr int kQBytes = kBr * D, kKBytes = kBc * D, kVBytes = D * kBc;  // E4M3: a byte per element
+  static constexpr int kStageBytes = kKBytes + kVBytes;
+  static constexpr size_t kSmemBytes = size_t(kQBytes) + size_t(kStages) * kStageBytes + 1024;  // + alignment
+  static_assert(kBr == kFlash3Fp8Block && kBc == kFlash3Fp8Block, "the scale blocks are the tiles");
+  static_assert(kTraits.warps == 8, "two warpgroups of 64 query rows");
+  static_assert(kStages == 3, "kv_pipeline.cuh loads tile j + 2 while tiles j and j + 1 are read");
+};
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// Four FP32 values rounded to E4M3 (round to nearest even, saturating: formats::round_fp8) and packed, the
+// first in the lowest byte. cvt's e4m3x2 puts its first source in the upper byte.
+__device__ __forceinline__ uint32_t pack_e4m3x4(float b0, float b1, float b2, float b3) {
+  uint16_t lo, hi;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(lo) : "f"(b1), "f"(b0));
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(hi) : "f"(b3), "f"(b2));
+  return uint32_t(lo) | (uint32_t(hi) << 16);
+}
+#endif
+
+template <int D>
+__global__ void __launch_bounds__(Fp8Tile<D>::kThreads, 1) flash3_fp8_kernel(Flash3Fp8Args a) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using T = Fp8Tile<D>;
+  constexpr int kBc = T::kBc, kSteps = kBc / 32;  // k-steps of P̃·V: 32 keys each
+  constexpr float kLog2e = 1.4426950408889634f;
+  extern __shared__ char smem_raw[];
+  char* smem = smem_raw + ((1024u - (smem_addr(smem_raw) & 1023u)) & 1023u);
+  char* sQ = smem;
+  auto stage = [&](int j) { return smem + T::kQBytes + (j % T::kStages) * T::kStageBytes; };  // K, Vᵀ
+
+  const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, group = threadIdx.x / 128;
+  const int t = lane % 4;
+  const int bh = blockIdx.y, b = bh / a.q_heads, h = bh % a.q_heads;
+  const int kvh = h / (a.q_heads / a.kv_heads), bkv = b * a.kv_heads + kvh;  // notes §3.1
+  const int row0 = blockIdx.x * T::kBr;
+  const int kv_blocks = (a.kv_len + kBc - 1) / kBc;
+  const uint8_t* k = a.k + size_t(bkv) * a.kv_len * D;
+  const uint8_t* vt = a.vt + size_t(bkv) * D * a.kv_pad;
+  const float* s_k = a.s_k + size_t(bkv) * kv_blocks;
+  const float* s_v = a.s_v + size_t(bkv) * kv_blocks;
+  const int last_row = min(row0 + T::kBr, a.q_len) - 1;
+  const int tiles = (visible_keys(last_row, a.q_len, a.kv_len, a.causal) + kBc - 1) / kBc;
+
+  const SwizzledCopier<D, kBc, T::kThreads, D> k_copier(threadIdx.x);  // d-byte rows: a d-byte swizzle
+  const SwizzledCopier<kBc, D, T::kThreads> v_copier(threadIdx.x);     // Vᵀ: d rows of 128 keys
+  auto load_kv = [&](int j) {
+    const int col0 = j * kBc;
+    k_copier.copy(stage(j), k + size_t(col0) * D, D, a.kv_len - col0);
+    v_copier.copy(stage(j) + T::kKBytes, vt + col0, a.kv_pad, D, (a.kv_pad - col0) / 16);  // keys are columns
+  };
+
+  const int my_row0 = row0 + group * 64 + warp * 16 + lane / 4;  // rows my_row0 + 8i (wgmma.cuh's layout)
+  const int all_see = visible_keys(row0, a.q_len, a.kv_len, a.causal);
+  const float s_q = a.s_q[size_t(bh) * ((a.q_len + T::kBr - 1) / T::kBr) + blockIdx.x];
+
+  auto desc_q = [&](int kk) { return sw_desc<D>(sQ + group * 64 * D + kk * 32, 16, 8 * D); };
+  auto desc_k = [&](int j, int kk) { return sw_desc<D>(stage(j) + kk * 32, 16, 8 * D); };
+  auto desc_v = [&](int j, int ks) { return sw128_desc(stage(j) + T::kKBytes + ks * 32, 16, 1024); };
+
+  float sf[kBc / 2];        // S: m64n128 FP32 accumulator
+  float o[D / 2] = {};      // Oᵢ in FP32
+  float acc[D / 2];         // P̃₈·V_j, fresh per tile
+  uint32_t p[kSteps][4];    // P̃ in E4M3 as A fragments, read by the P̃·V in flight
+  float p_real[kBc / 2];    // the next tile's P̃ (FP32), packed only once the P̃·V in flight has landed
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+  float sv_pending = 0.f, sv_next = 0.f;  // s_V of the tile in flight and of the next one
+
+  auto issue_scores = [&](int j) {
+#pragma unroll
+    for (int kk = 0; kk < D / 32; ++kk) wgmma_m64n128k32_e4m3_ss(sf, desc_q(kk), desc_k(j, kk), kk > 0);
+  };
+  auto issue_pv = [&](int j) {
+#pragma unroll
+    for (int ks = 0; ks < kSteps; ++ks) {
+      if constexpr (D == 128) wgmma_m64n128k32_e4m3_rs(acc, p[ks], desc_v(j, ks), ks > 0);
+      else wgmma_m64n64k32_e4m3_rs(acc, p[ks], desc_v(j, ks), ks > 0);
+    }
+  };
+  // Scores, masks, running max, P̃ and ℓ for tile j; α per row (log₂ units: S·f·log₂e).
+  auto softmax = [&](int j, float (&alpha)[2]) {
+    const int col0 = j * kBc;
+    const float f = (s_q * s_k[j]) * a.scale;  // the reference's per-tile factor, in its order
+    const float f2 = f * kLog2e;
+    float s[kBc / 2];
+#pragma unroll
+    for (int e = 0; e < kBc / 2; ++e) s[e] = sf[e] * f2;
+    if (col0 + kBc > all_see) mask_invisible<kBc>(s, col0, my_row0, t, a.q_len, a.kv_len, a.causal);
+    float shift[2];
+    update_running_max<kBc>(s, 1.f, m, l, alpha, shift);
+#pragma unroll
+    for (int n = 0; n < kBc / 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        p_real[4 * n + e] = ex2(s[4 * n + e] - shift[e / 2]);
+        l[e / 2] += p_real[4 * n + e];
+      }
+    sv_next = s_v[j];
+  };
+  // After P̃·V_j has landed: Oᵢ += (P̃₈·V_j)·s_Vⱼ (a product, then a sum), then Oᵢ ·= α of the next tile.
+  auto finish_tile = [&](const float (&alpha)[2], bool rescale) {
+#pragma unroll
+    for (int e = 0; e < D / 2; ++e) o[e] = __fadd_rn(o[e], __fmul_rn(acc[e], sv_pending));
+    if (rescale && __any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) {
+#pragma unroll
+      for (int n = 0; n < D / 8; ++n) {
+        o[4 * n + 0] *= alpha[0], o[4 * n + 1] *= alpha[0];
+        o[4 * n + 2] *= alpha[1], o[4 * n + 3] *= alpha[1];
+      }
+    }
+  };
+  // P̃ into the A fragments (8-bit A layout, k32), as int_flash_sm90.cu packs its codes: a0/a1 take
+  // accumulator chunks 4ks, 4ks + 1 (rows g, g + 8), a2/a3 chunks 4ks + 2, 4ks + 3; the keys land in Vᵀ's
+  // permuted order.
+  auto pack_p = [&]() {
+#pragma unroll
+    for (int ks = 0; ks < kSteps; ++ks) {
+      const float* c = p_real + 16 * ks;
+      p[ks][0] = pack_e4m3x4(c[0], c[1], c[4], c[5]);
+      p[ks][1] = pack_e4m3x4(c[2], c[3], c[6], c[7]);
+      p[ks][2] = pack_e4m3x4(c[8], c[9], c[12], c[13]);
+      p[ks][3] = pack_e4m3x4(c[10], c[11], c[14], c[15]);
+    }
+    sv_pending = sv_next;
+  };
+
+  auto steps = KvSteps{[&] {
+                         SwizzledCopier<D, T::kBr, T::kThreads, D>(threadIdx.x)
+                             .copy(sQ, a.q + (size_t(bh) * a.q_len + row0) * D, D, a.q_len - row0);
+                       },
+                       load_kv, issue_scores, issue_pv, softmax, pack_p, finish_tile,
+                       [&] { pin_registers(sf); },
+                       [&] {
+                         pin_registers(o);
+                         pin_registers(acc);
+                         pin_registers(p);
+                       }};
+  kv_pipeline(tiles, steps);
+
+  // O = Oᵢ/ℓ → FP16; L = m + log ℓ (natural units).
+  store_rows<D>(o, l, m, my_row0, t, a.q_len, a.o + size_t(bh) * a.q_len * D, a.lse + size_t(bh) * a.q_len, 1.f, 0.f);
+#endif
+}
+
+template <int D>
+cudaError_t launch(const Flash3Fp8Args& a, cudaStream_t stream) {
+  using T = Fp8Tile<D>;
+  if (const cudaError_t e = cudaFuncSetAttribute(flash3_fp8_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                 static_cast<int>(T::kSmemBytes));
+      e != cudaSuccess)
+    return e;
+  const dim3 grid((a.q_len + T::kBr - 1) / T::kBr, a.batch * a.q_heads);
+  flash3_fp8_kernel<D><<<grid, T::kThreads, T::kSmemBytes, stream>>>(a);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+bool flash3_fp8_supports(int head_dim) { return head_dim == 64 || head_dim == 128; }
+
+cudaError_t flash3_fp8_forward(const Flash3Fp8Args& a, cudaStream_t stream) {
+  if (!flash3_fp8_supports(a.head_dim) || a.kv_pad % 16 != 0 || a.kv_pad < a.kv_len || a.q_len < 1 || a.kv_len < 1)
+    return cudaErrorInvalidValue;
+  if (!warpgroup_mma_available()) return cudaErrorNotSupported;
+  return a.head_dim == 64 ? launch<64>(a, stream) : launch<128>(a, stream);
+}
+
+}  // namespace attnlab::kernels
