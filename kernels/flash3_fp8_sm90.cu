@@ -6,10 +6,11 @@
 //   Softmax  online, P̃ = e^{S − m}, α = e^{m_old − m}, ℓ = α·ℓ + rowsum P̃ (FP32 P̃)
 //   P·V      P̃ → E4M3 (cvt.rn.satfinite: the reference's round_fp8), Oᵢ = α·Oᵢ + (P̃₈·Vⱼ₈)_fp32·s_Vⱼ
 //   Output   O = Oᵢ/ℓ → FP16, L = m + log ℓ
-// P̃·V_j accumulates in its own FP32 registers (fresh per tile, as the reference's), then one product by s_Vⱼ
-// and one addition per element (two roundings, the reference's order). The exponentials are ex2.approx in
-// log₂ units (S·f·log₂e, the running max in those units): a few ulp from the reference's FP32 exp — the
-// [gpu] test's header derives what that can change. Q and K rows are d bytes (the d-byte swizzle, as
+// P̃·V_j accumulates in its own FP32 registers (fresh per tile, as the reference's), then is added to Oᵢ times
+// s_Vⱼ by one FFMA (the reference rounds the product and the sum apart: ≤ 1 ulp per tile). The exponentials
+// are ex2.approx in log₂ units (S·f·log₂e, the running max in those units): a few ulp from the reference's
+// FP32 exp. The FP8 tensor cores' accumulation keeps about 14 bits, not FP32's 24 — the [gpu] test's header
+// derives what each of these can change. Q and K rows are d bytes (the d-byte swizzle, as
 // int_flash_sm90.cu); Vᵀ rows (128 keys) the 128-byte one.
 #include "kernels/flash3_fp8.h"
 #include "kernels/kernel_path.h"
@@ -106,36 +107,39 @@ __global__ void __launch_bounds__(Fp8Tile<D>::kThreads, 1) flash3_fp8_kernel(Fla
       else wgmma_m64n64k32_e4m3_rs(acc, p[ks], desc_v(j, ks), ks > 0);
     }
   };
-  // Scores, masks, running max, P̃ and ℓ for tile j; α per row (log₂ units: S·f·log₂e).
+  // Scores, masks, running max, P̃ and ℓ for tile j; α per row. In log₂ units, the factor folded into the
+  // exponent: P̃ = 2^{sf·f·log₂e − m} as one FFMA and one ex2 per score, the running max taken on the raw
+  // accumulator (f > 0, and rounding is monotonic: max(sf)·f₂ = max(sf·f₂) exactly).
   auto softmax = [&](int j, float (&alpha)[2]) {
     const int col0 = j * kBc;
-    const float f = (s_q * s_k[j]) * a.scale;  // the reference's per-tile factor, in its order
-    const float f2 = f * kLog2e;
-    float s[kBc / 2];
-#pragma unroll
-    for (int e = 0; e < kBc / 2; ++e) s[e] = sf[e] * f2;
-    if (col0 + kBc > all_see) mask_invisible<kBc>(s, col0, my_row0, t, a.q_len, a.kv_len, a.causal);
+    const float f2 = ((s_q * s_k[j]) * a.scale) * kLog2e;  // the reference's per-tile factor, in its order
+    if (col0 + kBc > all_see) mask_invisible<kBc>(sf, col0, my_row0, t, a.q_len, a.kv_len, a.causal);
     float shift[2];
-    update_running_max<kBc>(s, 1.f, m, l, alpha, shift);
+    update_running_max<kBc>(sf, f2, m, l, alpha, shift);
 #pragma unroll
     for (int n = 0; n < kBc / 8; ++n)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        p_real[4 * n + e] = ex2(s[4 * n + e] - shift[e / 2]);
+        p_real[4 * n + e] = ex2(fmaf(sf[4 * n + e], f2, -shift[e / 2]));
         l[e / 2] += p_real[4 * n + e];
       }
     sv_next = s_v[j];
   };
-  // After P̃·V_j has landed: Oᵢ += (P̃₈·V_j)·s_Vⱼ (a product, then a sum), then Oᵢ ·= α of the next tile.
+  // After P̃·V_j has landed: Oᵢ = α_{j+1}·(Oᵢ + (P̃₈·V_j)·s_Vⱼ), the reference's order of operations with one
+  // rounding (an FFMA) where it has two, and α's product skipped by a warp where no row's maximum moved.
   auto finish_tile = [&](const float (&alpha)[2], bool rescale) {
-#pragma unroll
-    for (int e = 0; e < D / 2; ++e) o[e] = __fadd_rn(o[e], __fmul_rn(acc[e], sv_pending));
     if (rescale && __any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) {
+      const float sv0 = sv_pending * alpha[0], sv1 = sv_pending * alpha[1];
 #pragma unroll
       for (int n = 0; n < D / 8; ++n) {
-        o[4 * n + 0] *= alpha[0], o[4 * n + 1] *= alpha[0];
-        o[4 * n + 2] *= alpha[1], o[4 * n + 3] *= alpha[1];
+        o[4 * n + 0] = fmaf(acc[4 * n + 0], sv0, o[4 * n + 0] * alpha[0]);
+        o[4 * n + 1] = fmaf(acc[4 * n + 1], sv0, o[4 * n + 1] * alpha[0]);
+        o[4 * n + 2] = fmaf(acc[4 * n + 2], sv1, o[4 * n + 2] * alpha[1]);
+        o[4 * n + 3] = fmaf(acc[4 * n + 3], sv1, o[4 * n + 3] * alpha[1]);
       }
+    } else {
+#pragma unroll
+      for (int e = 0; e < D / 2; ++e) o[e] = fmaf(acc[e], sv_pending, o[e]);
     }
   };
   // P̃ into the A fragments (8-bit A layout, k32), as int_flash_sm90.cu packs its codes: a0/a1 take

@@ -10,11 +10,11 @@
 # groups and head dims kDecodeIssue has no stall for (d 128 at G 2, 4, 8; d 64 at G 1 and 4; 4- and 2-bit;
 # B 4, 32 query heads, N 32768), for its StallParts, and our FP16 decode at GQA (its DRAM bytes). Usage, on the GPU machine after a build into build-gpu
 # (turbo_session.sh BENCH_ONLY=1 NO_BENCH=1):
-# `decode-stalls-bench`: the turbo decode chains at the benchmark's own shape (B 16, H 32/32 and 32/8, d 128,
+# `fp8`: flash3_fp8's prefill kernel at the two prefill shapes. `decode-stalls-bench`: the turbo decode chains at the benchmark's own shape (B 16, H 32/32 and 32/8, d 128,
 # N 32768), whose chains are 4× longer than at B 4 (their prologue's stalls a smaller share).
-#   bash kernels/bench/ncu_profile.sh OUT.csv [prefill|decode|all|instructions|decode-stalls|decode-stalls-bench]
+#   bash kernels/bench/ncu_profile.sh OUT.csv [prefill|decode|all|instructions|decode-stalls|decode-stalls-bench|fp8]
 set -u
-out=${1:?usage: ncu_profile.sh OUT.csv [prefill|decode|all|instructions|decode-stalls|decode-stalls-bench]}
+out=${1:?usage: ncu_profile.sh OUT.csv [prefill|decode|all|instructions|decode-stalls|decode-stalls-bench|fp8]}
 which=${2:-all}
 bin=build-gpu/bin/attnlab
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
@@ -52,6 +52,12 @@ for (i, name), m in sorted(rows.items()):
 ' "$gpu" "$(date +%F)" "$1" "$2" "$3" "\"${4//\"/\"\"}\"" "$5" "$6" "$7" "$8" "$9" "${10}" "${11}" "$stalls" >>"$out"
   echo "$2 B$5 H$6/$7 N$8/$9 d${10} causal=${11}: $(($(wc -l <"$out") - 1)) rows so far"
 }
+if [ "$which" = fp8 ]; then  # the FP8 prefill kernel at the two prefill shapes (its inputs are prepared on the host)
+  for shape in "1 8 8 2048 2048 128 false" "4 16 16 8192 8192 128 false"; do
+    run prefill flash3_fp8 flash3_fp8 '{}' $shape 2 flash3_fp8
+  done
+  exit 0
+fi
 if [ "$which" = decode-stalls-bench ]; then  # turbo at the benchmark's shape (B 16, N 32k; MHA and GQA 4:1)
   for kv in 32 8; do
     run decode turbo_4bit turbo '{"two_bit_heads": 0}' 16 32 $kv 1 32768 128 false 2 turbo_chains
