@@ -124,5 +124,12 @@ TEST_CASE("the decode kernels' DRAM bytes at GQA and d 64 are within 5% of Nsigh
   CHECK(shapes.size() == 5);  // decode: turbo_4bit, turbo_2bit, kivi_2bit, kivi_4bit, flash2
 }
 
+TEST_CASE("the FP8 prefill kernel's DRAM bytes are within 5% of Nsight Compute's at two shapes", "[sim][model]") {
+  // kernels/bench/ncu_profile.sh fp8: flash3_fp8 at B 1, H 8, N 2048 (its K/V fit L2) and B 4, H 16, N 8192.
+  const auto shapes = check_bytes("h100-ncu-fp8-2026-11-26.csv");
+  REQUIRE(shapes.count("prefill flash3_fp8"));
+  CHECK(shapes.at("prefill flash3_fp8").size() == 2);
+}
+
 }  // namespace
 }  // namespace attnlab::sim
