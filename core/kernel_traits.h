@@ -224,7 +224,10 @@ constexpr int kernel_generation(std::string_view variant, int head_dim, int gpu_
   if (!tile_width_is_numeric(variant)) {
     if (pinned == 80) return sync ? 80 : 0;
     if (pinned == 90) return group_runs ? 90 : 0;
-    return kernel_arch(group_runs ? 90 : 80, q_len, split ? 2 : 1) == 90 ? 90 : (sync ? 80 : 0);
+    // A variant whose only kernel is the warpgroup one (flash3_fp8) runs it for every problem it runs: decode
+    // too, as its prefill kernel at q_len 1 (a B_r-row block per query head, no split).
+    if (kernel_arch(group_runs ? 90 : 80, q_len, split ? 2 : 1) == 90) return 90;
+    return sync ? 80 : (group_runs ? 90 : 0);
   }
   if (pinned != 80 && group_runs && block_c == group->block_c) return 90;
   if (pinned != 90 && sync && block_c == sync->block_c) return 80;

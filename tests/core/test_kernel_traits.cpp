@@ -22,6 +22,19 @@ TEST_CASE("kernel_generation: flash2 takes wgmma for unsplit prefill on compute 
   CHECK(kernel_generation("flash2", 96, 90, 4096, false, 0, 64) == 0);    // no kernel at d = 96
 }
 
+TEST_CASE("kernel_generation: a variant whose only kernel is the warpgroup one runs it for every problem",
+          "[kernels-rule]") {
+  // flash3_fp8 has no mma.sync kernel: decode and short prefills run its sm_90a prefill kernel (at q_len 1: a
+  // 128-row block per query head) — the backend does, so the model must schedule that kernel too.
+  CHECK(kernel_generation("flash3_fp8", 128, 90, 4096, false, 0, 128) == 90);
+  CHECK(kernel_generation("flash3_fp8", 128, 90, 1, true, 0, 128) == 90);
+  CHECK(kernel_generation("flash3_fp8", 64, 90, 24, false, 0, 128) == 90);
+  CHECK(kernel_generation("flash3_fp8", 128, 80, 4096, false, 0, 128) == 0);  // no FP8 wgmma before sm_90a
+  // turbo's prefill likewise (its mma.sync rows are decode's): a 24-row prefill runs the sm_90a kernel.
+  CHECK(kernel_generation("turbo", 128, 90, 24, false, 0, 64) == 90);
+  CHECK(kernel_generation("turbo", 128, 90, 1, true, 0, 64) == 80);  // decode: the warp-chain kernel
+}
+
 TEST_CASE("kernel_generation: int_flash runs only at the kernel's own tile width", "[kernels-rule]") {
   const int wg = find_kernel_traits("int_flash", 128, 90)->block_c, ms = find_kernel_traits("int_flash", 128, 80)->block_c;
   REQUIRE(wg != ms);
