@@ -556,7 +556,8 @@ TEST_CASE("every kernel on the H100, both generations, prefill and decode: withi
 
 TEST_CASE("the H200 predicted with the H100's factors, no re-fit: within 10% (median)", "[sim][calibrate]") {
   // sim/measurements/h200-kernels-2026-11-26.json: the prefill kernels (turbo's three exponentials, flash2,
-  // int_flash; six shapes) and the decode kernels (turbo, kivi, flash2; MHA and GQA 4:1) timed on an H200. The
+  // int_flash, flash3_fp8; six shapes) and the decode kernels (turbo, kivi, flash2; MHA and GQA 4:1) timed on an
+  // H200. The
   // shipped h200.json carries the H100's fitted factors, transferred (same SM and clocks). On 2026-11-26: median
   // |error| 2.5%, every row within 20%: the worst turbo 4-bit decode at MHA (+18.4%: the stall is the H100's) and
   // our FP16 decode at GQA 4:1 (+9.9%; −83% before the model ran it as the kernel does, a 128-row block per query
@@ -564,12 +565,12 @@ TEST_CASE("the H200 predicted with the H100's factors, no re-fit: within 10% (me
   std::string gpu;
   const auto m = load_measurements(std::string(ATTNLAB_SOURCE_DIR) + "/sim/measurements/h200-kernels-2026-11-26.json", &gpu);
   REQUIRE(gpu == "h200");
-  REQUIRE(m.size() == 42);
+  REQUIRE(m.size() == 48);
   const GpuSpec spec = load_gpu_spec(gpu);
   std::vector<double> errors;
   for (const auto& x : m) errors.push_back(std::abs(predict(make_schedule(x.problem, x.variant, spec), spec).time_ms / x.median_ms - 1));
   std::sort(errors.begin(), errors.end());
-  const double median = (errors[20] + errors[21]) / 2;
+  const double median = (errors[23] + errors[24]) / 2;
   WARN(fmt::format("H200 from the H100's factors: median |error| {:.1f}%, worst {:.1f}%", 100 * median, 100 * errors.back()));
   CHECK(median <= 0.10);
   CHECK(errors.back() <= 0.20);
