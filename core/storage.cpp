@@ -231,7 +231,7 @@ std::string describe(const KvCache& c) {
 std::string describe(const Storage& s) {
   std::string out = fmt::format("operands Q {}, K {}, P {}, V {}; O {}; Q in HBM {}", s.q.name(), s.k.name(), s.p.name(),
                                 s.v.name(), s.o.name(), describe(s.q_in));
-  if (s.kv_in) out += fmt::format("; K, V read in {} and quantized on chip", s.kv_in->name());
+  if (s.kv_in) out += fmt::format("; K, V read in {} and quantized on chip", describe(*s.kv_in));
   return out + "; cache " + describe(s.cache);
 }
 

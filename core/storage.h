@@ -111,8 +111,9 @@ struct Storage {
   NumberFormat q = kFp16, k = kFp16, v = kFp16, p = kFp16, o = kFp16;
   TensorStorage q_in;                   // Q as the kernel reads it from HBM, with its scales (per query token)
   KvCache cache;                        // the cache the variant keeps: written in prefill, read in decode
-  std::optional<NumberFormat> kv_in;    // K and V read from HBM in this format (quantized on chip) instead of
-                                        // out of the cache; the kernel writes the cache (TurboAttention Alg. 1)
+  std::optional<TensorStorage> kv_in;   // K and V read from HBM as stored here (codes, per-token scales;
+                                        // quantized on chip) instead of out of the cache; the kernel writes the
+                                        // cache (TurboAttention Alg. 1: FP16; FireQ App. D's prefill: E4M3 + β)
   int64_t decode_steps = 0;             // of the problem's kv_len, the last tokens appended through the buffer
 };
 

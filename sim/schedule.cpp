@@ -362,7 +362,7 @@ void int8_prepass(Schedule& s, const Problem& p, const Storage& st, const Prefil
   const double q_rows = double(p.batch * p.q_heads * p.q_len),
                q_blocks = double(p.batch * p.q_heads) * std::ceil(double(p.q_len) / q_block_rows);
   Work kv;  // per pre-pass CTA
-  kv.bytes["kv_in"] = s.kv_heads_total * double(p.kv_len) * 2 * d * st.kv_in->bytes() / blocks;
+  kv.bytes["kv_in"] = s.kv_heads_total * 2 * tensor_bytes(*st.kv_in, p.kv_len, p.head_dim).total() / blocks;
   kv.bytes["int8_tiles"] = s.kv_heads_total * pad * 2 * d / blocks;
   kv.bytes["kv_cache"] = s.cache_bytes / blocks;
   kv.ops[Unit::issue] = issue.prepass_warp_instructions_per_block * 32;
@@ -419,12 +419,15 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
 
   // Per key read: K and V and their scales, as the declaration stores them. Read out of the cache, each
   // key's share of the cache's bytes (the cache holds kv_len keys per KV head; its per-tensor scales are
-  // read once per CTA); read as kv_in (FP16, quantized on chip), d elements each, and the cache is written.
+  // read once per CTA); read as kv_in (FP16, or E4M3 with a scale per token; quantized on chip), d elements
+  // each, and the cache is written.
   double kv_element = 0;  // bytes per K element in the on-chip tiles
   if (st.kv_in) {
-    kv_element = st.kv_in->bytes();
+    const TensorBytes in = tensor_bytes(*st.kv_in, p.kv_len, p.head_dim);  // one head's K (= V) and its scales
+    kv_element = st.kv_in->codes.bytes();
     s.per_key.bytes = {{"k", d * kv_element}, {"v", d * kv_element}};
-    s.kv_unique_bytes = s.kv_heads_total * double(p.kv_len) * 2 * d * kv_element;
+    if (in.scales > 0) s.per_key.bytes["scales"] = 2 * in.scales / double(p.kv_len);  // per-token scales of K and V
+    s.kv_unique_bytes = s.kv_heads_total * 2 * (in.codes + in.scales);
     s.extra.bytes["kv_cache"] = s.cache_bytes;
     s.explain.push_back("the compressed cache is written once, by the first row block");
   } else {

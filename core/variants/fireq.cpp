@@ -1,7 +1,7 @@
 // attnlab core — reference of `fireq`: FireQ's attention layer, KV4Q8-FP (FireQ §2.1 Eq. 1–2, §3.1.1,
 // §3.2.1 RPN + CRS, §3.2.2 Alg. 1), prefill and decode, in exact emulation.
 //
-// Per (batch, KV head), the cache (both phases read the same one):
+// Per (batch, KV head), the cache (decode reads it, and prefill with prefill_kv = int4, the default):
 //   §3.2.1      K arrives post-RoPE (our data is post-RoPE; rope_smoothing.h explains why RPN's pair
 //               factor may be applied to post-RoPE data). Smoothing factors s (d): RPN (Thm 3.1, Eq. 10)
 //               on the regular pairs, CRS (tᵢ = β·maxₙ|kᵢⁿ|) on the top_k outlier pairs
@@ -10,10 +10,14 @@
 //   §3.1.1 St.1 Each INT4 code becomes an FP8 operand through a 16-entry lookup table built from the
 //               token's scale: LUT[c] = FP8(c·σ), c ∈ [−8, 7]. The tensor core multiplies these E4M3
 //               values.
+//   App. D      prefill with prefill_kv = fp8 reads K and V "quantized in FP8 (not in INT4)" instead: K̃
+//               (smoothed as above) and V per token to E4M3 with a BF16 scale by Eq. 2's rule,
+//               k̂ = FP8(k̃/β_K), v̂ = FP8(v/β_V) (fireq::quantize_token_fp8); no INT4 codes, no LUT.
 // Per (batch, query head):
 //   §3.2.1      Q̃ = Q·s (the inverse calibration N⁻¹, S⁻¹ merged into the query side), so Q̃K̃ᵀ = QKᵀ.
 //   Eq. 2       Q̃ to FP8 E4M3 with a BF16 scale β per token: β = bf16(max|q̃|/448), q̂ = FP8(q̃/β).
-//   Alg. 1 l. 6–8, 14    S = (Q̂ · LUT(K)ᵀ) · (β·τ), τ = 1/√d, masked.
+//   Alg. 1 l. 6–8, 14    S = (Q̂ · LUT(K)ᵀ) · (β·τ), τ = 1/√d, masked (prefill_kv = fp8:
+//               S = (Q̂·K̂ᵀ)·((β·β_K)·τ), β_K per column).
 //   Alg. 1 l. 8, 13, 15  online softmax: m, P̃ = exp(S − m), ℓ = e^{m_old − m}·ℓ + rowsum P̃.
 //   §3.2.2 St. 2–3, l. 11, 16, 19–23   P̃ quantized to FP8 E4M3, Oᵢ = e^{m_old − m}·Oᵢ + P̂ · LUT(V),
 //               FP32 accumulation; l. 24 Oᵢ / ℓ, "reduced to BF16 for final storage".
@@ -31,19 +35,28 @@
 //     that isolates the LUT's rounding (FP8(c·σ) errs by up to 2⁻⁴ relative, a sizeable fraction of an
 //     INT4 step).
 //   - Q's scale: Eq. 2's BF16 β, one per token (App. A.1: "per-token activation scale factor"), the
-//     absmax rule β = max|q̃|/448 (E4M3's largest value) computed in FP32 and rounded to BF16 (nearest
-//     even); q̃/β is an FP32 division, then FP8 with round-to-nearest-even and saturation. Since
-//     β ≥ max|q̃|/448·(1 − 2⁻⁸) (BF16 keeps 8 significant bits), |q̃/β| < 450 < 464 (E4M3's overflow
-//     midpoint, fp8.h): no element saturates
-//     (the `clamped` probe's q count verifies it). A row with max|q̃| = 0, or whose β is not a normal
-//     number, uses β = 1.
+//     absmax rule β = bf16(max|q̃|/448) of fireq::quantize_token_fp8 (token_fp8.h: no element saturates,
+//     which the `clamped` probe's q count verifies; β = 1 for a zero row or a β that is not normal).
+//   - prefill_kv (App. D). Default int4: prefill and decode then read the same cache, so decode reproduces
+//     prefill's last row bit for bit and the variant isolates KV4Q8's storage formats. fp8 reproduces the
+//     paper's App. D prefill measurement; decode ignores the parameter (it always reads the INT4 cache, so
+//     its output is the same under both), and so do int4_to_fp8 and scale_format in an fp8 prefill.
+//     The FP8 K̃ and V take Eq. 2's rule, the paper's only rule for an FP8 tensor (App. D names no other):
+//     β = bf16(max|x|/448) per token, stored in BF16 (2 bytes). Not an E4M3 scale: after the default
+//     RPN + CRS every |k̃| ≤ 1/8 (Thm 3.1 and CRS with α = β = 8), so max|k̃|/448 ≤ 1/3584 lies below
+//     E4M3's smallest subnormal 2⁻⁹ and every key would flush to 0 (Lemma B.1's underflow, with a scale
+//     64× smaller than INT4's max/7). Nor FP32: BF16 is what Eq. 2 stores, and its range suffices.
+//     β_K multiplies S per column, as σ_K does under int4_to_fp8 = exact; β_V varies along the reduction
+//     dimension of P̃V and is folded into the operand as exact does, V̂[n, c] = β_V,ₙ·v̂[n, c] in FP32
+//     (8 + 4 significant bits: exact). The paper does not say where its kernel applies the V scale; this
+//     is the choice that adds no rounding, so the FP8 roundings of K̃ and V are all this mode adds to
+//     Q's and P̃'s.
 //   - P̃ goes to E4M3 without a scale (P̃ ≤ 1 fits; Alg. 1 and §3.2.2 name none): values below 2⁻¹⁰
 //     flush to 0 (probe `fireq.p_zero`). ℓ sums the unquantized P̃ (Alg. 1 l. 15 sums P before the FP8
 //     conversion), as flash2 does with FP16.
 //   - The paper's kernel accumulates S in FP16 and computes the softmax in FP16 (§3.2.2); we keep S, m,
 //     ℓ and exp in FP32 (ExpF32), so that the variant isolates the INT4/FP8 storage formats of
-//     KV4Q8-FP. App. D measured the kernel with FP8 (not INT4) K and V in prefill; we read the INT4
-//     cache in both phases, so prefill and decode see the same operands.
+//     KV4Q8-FP.
 //   - The FP8 products are computed exactly and rounded once to FP32: every E4M3 value is a multiple of
 //     2⁻⁹ below 2⁹, so q̂·k̂ and p̂·v̂ are multiples of 2⁻¹⁸ and a dot product of ≤ 256 + 16 terms is an
 //     integer multiple of 2⁻¹⁸ of magnitude < 2⁴⁵ — exact in FP64 in any summation order. The Eigen
@@ -51,7 +64,9 @@
 //     tensor core without its reassociation error (wgmma's accumulation order is not reproducible
 //     anyway). This makes every score independent of how many rows the tile has, which is what lets
 //     decode reproduce prefill's last row bit for bit. (With scale_format = fp32 and int4_to_fp8 = exact,
-//     V̂ = σ·code is an FP32 value, and exactness needs a tile's V scales within ~2¹⁸ of each other.)
+//     V̂ = σ·code is an FP32 value, and exactness needs a tile's V scales within ~2¹⁸ of each other; with
+//     prefill_kv = fp8, β_V·v̂ is a multiple of 2^(e−16) below 2^(e+10) for β_V's exponent e, so P̂V is exact
+//     while a tile's β_V lie within 2⁹ of each other, and otherwise rounds once in FP64.)
 //   - Tiles are padded to a multiple of 16 columns (the extra columns are masked like causal ones, their
 //     P̂ is 0): every row of S then starts at the same alignment, so the vectorized exp and row sums
 //     take the same path in a B_r-row tile and in decode's one-row tile.
@@ -67,15 +82,18 @@
 //     below the FP8/INT4 steps and is not emulated). O is stored in BF16 (§3.2.2 Stage 3).
 //   - HBM traffic: Q read in FP8 with its BF16 β (the paper does not say where Q is converted; we take
 //     it as stored in FP8, like the KV cache in INT4), K and V as packed INT4 with one scale per token
-//     (1 byte in E4M3, 4 in FP32) once per row block that needs them, O written in BF16, L in FP32.
-//     The d smoothing factors per head are not counted.
-#include "core/quant/head_priority.h"
+//     (1 byte in E4M3, 4 in FP32) — in an fp8 prefill as E4M3 with a BF16 β per token (App. D) —
+//     once per row block that needs them, O written in BF16, L in FP32. The d smoothing factors per head
+//     are not counted. The INT4 cache is the one every run leaves (kv_cache.bytes, the capacity model's):
+//     an int4 prefill reads it as given; an fp8 prefill does not read it, so the cost model counts it
+//     written once by the prefill (the storage declaration's kv_in, as for turbo's Alg. 1) — a write App.
+//     D's kernel timing does not include.
+#include "core/variants/fireq_cache.h"
 #include "core/variants/shared_probes.h"
 #include "core/variants/variants.h"
 
 #include "core/error.h"
-#include "core/fireq/rope_smoothing.h"
-#include "core/fireq/token_int4.h"
+#include "core/fireq/token_fp8.h"
 #include "core/formats/fp8.h"
 #include "core/formats/half.h"
 #include "core/formats/pack.h"
@@ -85,9 +103,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
-#include <limits>
 #include <vector>
 
 namespace attnlab::variants {
@@ -96,123 +112,13 @@ namespace {
 
 using formats::Fp8;
 
-constexpr double kF8 = 1.0, kBF16 = 2.0, kF32 = 4.0;  // bytes per element
-constexpr int64_t kPad = 16;                           // S columns padded to a multiple of 16 floats
-constexpr float kE4M3OverflowMid = 464.0f;             // |x| above it saturates to ±448 (fp8.h)
-
-enum class Smoothing { rpn_crs, crs, rpn, none };
-
-struct Settings {
-  int64_t block_r, block_c;
-  Smoothing smoothing;
-  fireq::SmoothingParams sp;
-  fireq::ScaleFormat format;
-  bool lut;
-
-  explicit Settings(const ParamValues& v)
-      : block_r(v.integer("block_r")),
-        block_c(v.integer("block_c")),
-        smoothing([&] {
-          const std::string& s = v.choice("smoothing");
-          return s == "rpn_crs" ? Smoothing::rpn_crs : s == "crs" ? Smoothing::crs : s == "rpn" ? Smoothing::rpn
-                                                                                                  : Smoothing::none;
-        }()),
-        sp{static_cast<int>(v.integer("top_k")), v.real("alpha"), v.real("beta")},
-        format(v.choice("scale_format") == "fp32" ? fireq::ScaleFormat::fp32 : fireq::ScaleFormat::fp8_e4m3),
-        lut(v.choice("int4_to_fp8") == "lut") {}
-
-  double scale_bytes() const { return format == fireq::ScaleFormat::fp32 ? kF32 : kF8; }
-};
-
-// One KV head's cache as the attention reads it, and what it records for the probes.
-struct KvHead {
-  std::vector<float> s;            // (d) smoothing factor per channel: k ← k/s, q ← q·s
-  std::vector<int64_t> outliers;   // the CRS pairs (empty for rpn / none)
-  std::vector<float> s_k, s_v;     // (N) per-token scales σ (E4M3 or FP32 values)
-  RowMatrix<float> k, v;           // (N + kPad, d) FP8 operands (LUT entries or exact, see the head comment)
-  Eigen::VectorXf k_col;           // (N + kPad) int4_to_fp8 = exact: σ_K per key column (0 in the padding)
-  std::vector<float> ks_min, ks_max;  // (d) channel ranges of the smoothed K
-  int64_t clamped_k = 0, clamped_v = 0, lut_k = 0, lut_v = 0;     // INT4 clamps; LUT entries out of E4M3
-  int64_t under_k = 0, under_v = 0, sat_k = 0, sat_v = 0;         // token scales underflowed / saturated
-  int64_t sub_k = 0, sub_v = 0;                                   // token scales below the normal range
-};
-
-// Tokens whose stored scale is a subnormal of its format (E4M3: below 2⁻⁶, fewer than 4 significant
-// bits; FP32: below 2⁻¹²⁶), all-zero tokens (σ = 0) excluded.
-int64_t subnormal_scales(const std::vector<float>& scale, fireq::ScaleFormat f) {
-  const float normal = f == fireq::ScaleFormat::fp8_e4m3 ? 0x1p-6f : std::numeric_limits<float>::min();
-  return std::count_if(scale.begin(), scale.end(), [&](float s) { return s > 0.0f && s < normal; });
-}
-
-// §3.1.1 Step 1: the operand rows of one INT4 tensor. lut: FP8(code·σ) from a 16-entry table per token;
-// otherwise the codes themselves (fold = false, K) or σ·code in FP32 (fold = true, V). Rows N … N + kPad − 1
-// are 0. Counts the elements whose LUT entry saturated to ±448 or flushed a non-zero code to 0.
-RowMatrix<float> operand(const fireq::TokenInt4& t, bool lut, bool fold, int64_t& lut_events) {
-  RowMatrix<float> m(t.tokens + kPad, t.d);
-  m.bottomRows(kPad).setZero();
-  std::array<float, 16> table{};
-  std::array<int, 16> event{};
-  for (int64_t n = 0; n < t.tokens; ++n) {
-    const float sigma = t.scale[n];
-    for (int c = -8; c < 8; ++c) {
-      const float exact = float(c) * sigma;  // exact for an E4M3 σ; one FP32 rounding for an FP32 σ
-      float e = fold ? exact : float(c);
-      int ev = 0;
-      if (lut) {
-        e = formats::round_fp8(exact, Fp8::e4m3, formats::Overflow::saturate);
-        ev = std::abs(exact) > kE4M3OverflowMid || (c != 0 && e == 0.0f);
-      }
-      table[c + 8] = e;
-      event[c + 8] = ev;
-    }
-    const int8_t* q = t.q.data() + n * t.d;
-    float* row = m.data() + n * t.d;
-    for (int64_t c = 0; c < t.d; ++c) {
-      row[c] = table[q[c] + 8];
-      lut_events += event[q[c] + 8];
-    }
-  }
-  return m;
-}
-
-KvHead prepare_kv(const float* k, const float* v, int64_t n, int64_t d, const Settings& st) {
-  KvHead x;
-  // §3.2.1: the smoothing factors of this head (the fireq functions also reject non-finite keys).
-  switch (st.smoothing) {
-    case Smoothing::rpn_crs: {
-      fireq::TwoStageScales ts = fireq::two_stage_scales(k, n, d, st.sp);
-      x.s = std::move(ts.combined.per_channel);
-      x.outliers = std::move(ts.outlier_pairs);
-      break;
-    }
-    case Smoothing::crs:
-      x.outliers = fireq::select_outlier_pairs(k, n, d, st.sp.top_k);
-      x.s = fireq::crs_scales(k, n, d, x.outliers, st.sp.beta).per_channel;
-      break;
-    case Smoothing::rpn: x.s = fireq::rpn_scales(k, n, d, st.sp.alpha).per_channel; break;
-    case Smoothing::none: x.s.assign(static_cast<size_t>(d), 1.0f); break;
-  }
-  std::vector<float> ks(k, k + n * d);
-  if (st.smoothing != Smoothing::none) fireq::divide_channels(ks.data(), n, d, fireq::PairScales{x.s});
-
-  // Eq. 1: per-token INT4 with E4M3 (or FP32) scales (quantize_token_int4 rejects non-finite input).
-  const fireq::TokenInt4 qk = fireq::quantize_token_int4(ks.data(), n, d, st.format);
-  const fireq::TokenInt4 qv = fireq::quantize_token_int4(v, n, d, st.format);
-  x.s_k = qk.scale, x.s_v = qv.scale;
-  x.clamped_k = qk.clamped, x.clamped_v = qv.clamped;
-  x.under_k = qk.underflow_tokens, x.under_v = qv.underflow_tokens;
-  x.sat_k = qk.saturated_tokens, x.sat_v = qv.saturated_tokens;
-  x.sub_k = subnormal_scales(qk.scale, st.format), x.sub_v = subnormal_scales(qv.scale, st.format);
-  x.k = operand(qk, st.lut, false, x.lut_k);
-  x.v = operand(qv, st.lut, true, x.lut_v);
-  if (!st.lut) {
-    x.k_col = Eigen::VectorXf::Zero(n + kPad);
-    for (int64_t t = 0; t < n; ++t) x.k_col[t] = qk.scale[t];
-  }
-  quant::HeadRange smoothed = quant::head_range(ks.data(), n, d);  // for the probes
-  x.ks_min = std::move(smoothed.channel_min), x.ks_max = std::move(smoothed.channel_max);
-  return x;
-}
+using fireq_detail::kBF16;
+using fireq_detail::kF32;
+using fireq_detail::kF8;
+using fireq_detail::kPad;
+using fireq_detail::KvHead;
+using fireq_detail::Settings;
+using fireq_detail::Smoothing;
 
 // Eq. 2 on Q̃ = Q·s of one query head: β per row (BF16) and q̂ = FP8(q̃/β) as doubles.
 struct QHead {
@@ -225,16 +131,9 @@ QHead prepare_q(const Tensor::ConstMap& q, const std::vector<float>& s, bool smo
   RowMatrix<float> qs = q;
   if (smooth) qs.array().rowwise() *= Eigen::Map<const Eigen::ArrayXf>(s.data(), qs.cols()).transpose();  // Q̃ = Q·s
   QHead r;
-  r.beta.resize(static_cast<size_t>(qs.rows()));
-  for (int64_t t = 0; t < qs.rows(); ++t) {
-    auto row = qs.row(t);
-    float beta = formats::round_bf16(row.cwiseAbs().maxCoeff() / formats::kE4M3Max);
-    if (!(beta >= std::numeric_limits<float>::min()) || !std::isfinite(beta)) beta = 1.0f;
-    r.beta[t] = beta;
-    row /= beta;  // FP32 division, elementwise
-    r.clamped += (row.array().abs() > kE4M3OverflowMid).count();
-    formats::round_fp8_inplace(row.data(), row.size(), Fp8::e4m3, formats::Overflow::saturate);
-  }
+  fireq::TokenFp8 f = fireq::quantize_token_fp8(qs.data(), qs.rows(), qs.cols());  // Eq. 2, in place
+  r.beta = std::move(f.scale);
+  r.clamped = f.saturated;
   r.q = qs.cast<double>();
   return r;
 }
@@ -250,7 +149,7 @@ void attend(const Problem& p, const QHead& q, const KvHead& kv, const Settings& 
             Tensor::Map o, float* lse, HeadRecord& rec) {
   const int64_t d = p.head_dim, Br = st.block_r, Bc = st.block_c, Tr = (p.q_len + Br - 1) / Br;
   const float tau = static_cast<float>(p.scale());
-  const double kv_row_bytes = double(d) / 2.0 + st.scale_bytes();  // packed INT4 + the token scale
+  const double kv_row_bytes = double(d) * st.code_bytes + st.scale_bytes;  // codes + the token scale
   OnlineSoftmax state;
   RowMatrix<double> Sd, Gd, Pd, Kd, Vd;
   RowMatrix<float> S;
@@ -272,10 +171,10 @@ void attend(const Problem& p, const QHead& q, const KvHead& kv, const Settings& 
       Vd = kv.v.middleRows(col0, cols_pad).cast<double>();
       Sd.noalias() = Qi * Kd.transpose();  // exact (head comment)
       S = Sd.cast<float>();
-      if (st.lut) {
+      if (!st.k_scale_per_column()) {
         S.array().colwise() *= f_q.array();  // S = (Q̂·LUT(K)ᵀ)·(β·τ)
       } else {
-        for (int64_t r = 0; r < rows; ++r)  // S = (Q̂·codesᵀ)·((β·σ_K)·τ)
+        for (int64_t r = 0; r < rows; ++r)  // S = (Q̂·codesᵀ)·((β·σ_K)·τ), or (Q̂·K̂ᵀ)·((β·β_K)·τ)
           S.row(r).array() *= (kv.k_col.segment(col0, cols_pad).array() * q.beta[row0 + r]) * tau;
       }
       auto visible = [&](int64_t r) { return std::clamp<int64_t>(p.visible_keys(row0 + r) - col0, 0, cols); };
@@ -302,7 +201,7 @@ void attend(const Problem& p, const QHead& q, const KvHead& kv, const Settings& 
 }
 
 ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, const ProbeRequest& req) {
-  const Settings st(params);
+  const Settings st(params, p.phase);
   const int64_t d = p.head_dim, kv_heads = p.batch * p.kv_heads, q_heads = p.batch * p.q_heads;
   if (st.smoothing == Smoothing::rpn_crs || st.smoothing == Smoothing::crs)
     if (st.sp.top_k > d / 2) fail_input("fireq.top_k", fmt::format("must not exceed d/2 = {} (got {})", d / 2, st.sp.top_k));
@@ -344,11 +243,16 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, 
     pairs.insert(pairs.end(), x.outliers.begin(), x.outliers.end());
   }
   for (const QHead& q : qh) clamped[0] += double(q.clamped);
+  // Under fp8_kv the K/V probes describe the FP8 operands prefill reads (their β, their saturations).
+  const bool f8 = st.fp8_kv;
   out.probes["scales.q"] = per_head(p, p.q_heads, p.q_len, sq, "",
                                     "β per query token: bf16(max|q̃|/448), q̂ = FP8(q̃/β) (Eq. 2)");
   out.probes["scales.k"] = per_head(p, p.kv_heads, p.kv_len, sk, "",
-                                    "σ per key token: max|k̃|/7 stored in E4M3 (or FP32) (Eq. 1), after smoothing");
-  out.probes["scales.v"] = per_head(p, p.kv_heads, p.kv_len, sv, "", "σ per value token: max|v|/7 stored in E4M3 (or FP32)");
+                                    f8 ? "β per key token: bf16(max|k̃|/448), k̂ = FP8(k̃/β) (Eq. 2's rule, App. D), after smoothing"
+                                       : "σ per key token: max|k̃|/7 stored in E4M3 (or FP32) (Eq. 1), after smoothing");
+  out.probes["scales.v"] = per_head(p, p.kv_heads, p.kv_len, sv, "",
+                                    f8 ? "β per value token: bf16(max|v|/448), v̂ = FP8(v/β) (Eq. 2's rule, App. D)"
+                                       : "σ per value token: max|v|/7 stored in E4M3 (or FP32)");
   add_channel_probes(out.probes, p, in);  // K as received (post-RoPE), V (never smoothed)
   out.probes["channels.k_smoothed.min"] = per_head(p, p.kv_heads, d, ksmin, "", "per-channel minimum of K̃ = K/s (after the chosen smoothing)");
   out.probes["channels.k_smoothed.max"] = per_head(p, p.kv_heads, d, ksmax, "", "per-channel maximum of K̃ = K/s (after the chosen smoothing)");
@@ -361,13 +265,18 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, 
   out.probes["clamped"] = labelled(
       {"q", "k", "v", "k_lut", "v_lut", "underflow_tokens", "saturated_tokens"},
       {clamped[0], clamped[1], clamped[2], lut[0], lut[1], under[0] + under[1], sat[0] + sat[1]}, "values",
-      "q: |q̃/β| beyond E4M3's range; k, v: INT4 codes clamped to [−8, 7]; k_lut, v_lut: elements whose LUT entry "
-      "FP8(code·σ) saturated or flushed to 0; underflow/saturated_tokens: K and V tokens whose σ fell below E4M3's "
-      "2⁻⁹ (Lemma B.1) or above 448");
+      f8 ? "FP8 prefill: q, k, v: |x/β| beyond E4M3's range (0 by construction, token_fp8.h); k_lut, v_lut: 0 (no "
+           "LUT); underflow_tokens: non-zero K and V tokens whose BF16 β was not a normal float (β = 1 used); "
+           "saturated_tokens: 0 (BF16 keeps FP32's range)"
+         : "q: |q̃/β| beyond E4M3's range; k, v: INT4 codes clamped to [−8, 7]; k_lut, v_lut: elements whose LUT "
+           "entry FP8(code·σ) saturated or flushed to 0; underflow/saturated_tokens: K and V tokens whose σ fell "
+           "below E4M3's 2⁻⁹ (Lemma B.1) or above 448");
   out.probes["fireq.scale_events"] = labelled(
       {"k_underflow", "v_underflow", "k_saturated", "v_saturated", "k_subnormal", "v_subnormal"},
       {under[0], under[1], sat[0], sat[1], sub[0], sub[1]}, "tokens",
-      "tokens whose scale σ left the format's range (underflow: below 2⁻⁹ in E4M3, Lemma B.1; saturated: above "
+      f8 ? "FP8 prefill: underflow: non-zero tokens whose BF16 β was not a normal float (β = 1 used, the token "
+           "flushes to 0); saturated, subnormal: 0 (BF16 keeps FP32's range)"
+         : "tokens whose scale σ left the format's range (underflow: below 2⁻⁹ in E4M3, Lemma B.1; saturated: above "
       "448), or is subnormal (E4M3: below 2⁻⁶, so stored with fewer than 4 significant bits; after RPN + CRS "
       "with α = β = 8 every key token has σ ≤ 1/56, and those with max|k̃| < 7/64 land here)");
   int64_t visible = 0, zeroed = 0;
@@ -377,28 +286,32 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, 
       {"zeroed", "visible", "fraction"}, {double(zeroed), double(visible), visible ? double(zeroed) / double(visible) : 0.0},
       "", "visible scores whose FP8 P̂ is 0 (P̃ ≤ 2⁻¹⁰ flushes, or exp underflowed)");
 
+  // The INT4 cache every run leaves for decode (an fp8 prefill writes it: the storage declaration's kv_in).
   const double per_kv_head_cache =
-      2.0 * double(formats::packed_bytes(p.kv_len * d, 4)) + 2.0 * double(p.kv_len) * st.scale_bytes();
+      2.0 * double(formats::packed_bytes(p.kv_len * d, 4)) + 2.0 * double(p.kv_len) * st.sigma_bytes;
   out.kv_cache_bytes = static_cast<int64_t>(double(kv_heads) * per_kv_head_cache);
   out.probes["kv_cache.bytes"] = labelled(
       {"codes", "scales"},
       {2.0 * double(kv_heads) * double(formats::packed_bytes(p.kv_len * d, 4)),
-       2.0 * double(kv_heads) * double(p.kv_len) * st.scale_bytes()},
+       2.0 * double(kv_heads) * double(p.kv_len) * st.sigma_bytes},
       "bytes", "packed INT4 codes of K and V, one scale per token of K and of V (1 byte E4M3, 4 bytes FP32)");
   const double rows_q = double(q_heads) * double(p.q_len);
   out.probes["hbm_bytes"] = labelled(
       {"q", "k", "v", "scales", "o", "lse"},
-      {rows_q * double(d) * kF8, kv_rows * double(d) / 2.0, kv_rows * double(d) / 2.0,
-       rows_q * kBF16 + 2.0 * kv_rows * st.scale_bytes(), rows_q * double(d) * kBF16, rows_q * kF32},
+      {rows_q * double(d) * kF8, kv_rows * double(d) * st.code_bytes, kv_rows * double(d) * st.code_bytes,
+       rows_q * kBF16 + 2.0 * kv_rows * st.scale_bytes, rows_q * double(d) * kBF16, rows_q * kF32},
       "bytes",
-      "Q in FP8, packed INT4 K and V once per row block that needs them, scales (β of Q in BF16, σ of K and V per "
-      "token), O in BF16, L in FP32");
+      fmt::format("Q in FP8, {} K and V once per row block that needs them, scales (β of Q in BF16, {} of K and V "
+                  "per token), O in BF16, L in FP32{}",
+                  f8 ? "E4M3" : "packed INT4", f8 ? "BF16 β" : "σ",
+                  f8 ? "; besides, the INT4 cache for decode (kv_cache.bytes) is written once" : ""));
 
   const HeadRecord& tr = rec[static_cast<size_t>(std::clamp<int64_t>(req.batch * p.q_heads + req.head, 0, q_heads - 1))];
   add_trace_probes(out.probes, p, req,
                    {tr.trace_tile, tr.trace_m, tr.trace_l, tr.trace_bytes, trace_block, st.block_r, st.block_c,
                     "running sum ℓ after each KV tile",
-                    "bytes loaded by the traced row block so far (Q̂ᵢ and β, then INT4 Kⱼ, Vⱼ and scales)"});
+                    fmt::format("bytes loaded by the traced row block so far (Q̂ᵢ and β, then {} Kⱼ, Vⱼ and scales)",
+                                f8 ? "FP8" : "INT4")});
   add_lse_probe(out.probes, p, lse, "logsumexp L = m + log ℓ per row (FP32 ℓ of the unquantized P̃)");
   return out;
 }
@@ -412,14 +325,19 @@ void validate(const Problem& p, const ParamValues& v, const std::string& where) 
 
 // Storage (KV4Q8-FP, Eq. 1–2): Q in E4M3 with a BF16 β per token; the cache INT4 per token with one scale
 // σ per token (E4M3, or FP32 with scale_format), codes packed per head; E4M3 operands in both products (the
-// LUT turns INT4 codes into E4M3, P̃ in E4M3); O in BF16.
+// LUT turns INT4 codes into E4M3, P̃ in E4M3); O in BF16. A prefill with prefill_kv = fp8 reads K and V in
+// E4M3 with one BF16 β per token instead (kv_in, App. D) — what the cost model's schedule reads — and, since
+// decode reads the INT4 cache, writes that cache once (as kv_in declares; App. D's kernel timing leaves it
+// out). Decode and the capacity model (a decode problem) see the INT4 cache alone.
 Storage storage(const Problem& p, const ParamValues& v) {
-  const NumberFormat sigma = v.choice("scale_format") == "fp32" ? kFp32 : kE4m3;
   Storage s;
   s.q = s.k = s.v = s.p = kE4m3;
   s.o = kBf16;
   s.q_in = {kE4m3, kWhole, {{"β", kBf16, {1, kWhole}}}};
   s.cache.channels = p.head_dim;
+  if (p.phase == Phase::prefill && v.choice("prefill_kv") == "fp8")
+    s.kv_in = TensorStorage{kE4m3, kWhole, {{"β", kBf16, {1, kWhole}}}};
+  const NumberFormat sigma = v.choice("scale_format") == "fp32" ? kFp32 : kE4m3;
   s.cache.classes = {{kOtherHeads, {int_format(4), kWhole, {{"σ_K", sigma, {1, kWhole}}}},
                       {int_format(4), kWhole, {{"σ_V", sigma, {1, kWhole}}}}}};
   return s;
@@ -442,9 +360,12 @@ VariantSpec fireq() {
       ParamSpec::real("alpha", 8.0, 1e-3, 1e6, "RPN α: post-RoPE pair norms ≤ 1/α (Thm 3.1; App. E.1: 8)"),
       ParamSpec::real("beta", 8.0, 1e-3, 1e6, "CRS β: t_c = β·max|k_c| (App. E.1: 8)"),
       ParamSpec::choice("scale_format", "fp8_e4m3", {"fp8_e4m3", "fp32"},
-                        "storage of the per-token K/V scales σ: E4M3 as FireQ, or FP32 (ablation)"),
+                        "storage of the INT4 cache's per-token K/V scales σ: E4M3 as FireQ, or FP32 (ablation)"),
       ParamSpec::choice("int4_to_fp8", "lut", {"lut", "exact"},
                         "INT4 → FP8: the LUT of E4M3 entries FP8(code·σ) (§3.1.1 Step 1), or exact (ablation)"),
+      ParamSpec::choice("prefill_kv", "int4", {"int4", "fp8"},
+                        "K/V prefill reads: the INT4 cache (decode's, so decode repeats prefill's last row), or E4M3 "
+                        "per token with a BF16 scale (App. D's prefill); decode always reads the INT4 cache"),
       ParamSpec::integer("block_r", 128, 16, 256, "B_r: query rows per block (one CTA each)"),
       ParamSpec::integer("block_c", 64, 16, 256, "B_c: keys per KV tile of the inner loop"),
   };

@@ -395,7 +395,7 @@ Storage storage(const Problem& p, const ParamValues& v) {
   s.q = s.k = s.v = s.p = kInt8;
   s.o = kFp16;
   s.q_in = unscaled(kFp16);
-  if (p.phase == Phase::prefill) s.kv_in = kFp16;
+  if (p.phase == Phase::prefill) s.kv_in = unscaled(kFp16);
   s.decode_steps = p.phase == Phase::decode ? v.integer("decode_steps") : 0;
   s.cache.channels = p.head_dim;
   s.cache.block_tokens = v.integer("block_c");

@@ -38,6 +38,7 @@ inline const std::vector<StorageCase>& storage_cases() {
       {"kivi", {{"bits", 8}, {"group", 32}, {"residual", 0}}},
       {"fireq", nlohmann::json::object()},
       {"fireq", {{"scale_format", "fp32"}}},
+      {"fireq", {{"prefill_kv", "fp8"}}},  // prefill reads E4M3 K/V + BF16 β (kv_in) and writes the INT4 cache
   };
   return cases;
 }

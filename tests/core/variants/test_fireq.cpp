@@ -76,19 +76,32 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& pv) {
 
 using test::to_float;
 
-// The two yardsticks' inputs (default parameters: RPN + CRS, α = β = 8, top_k 8, E4M3 scales, LUT).
+// The two yardsticks' inputs (default parameters: RPN + CRS, α = β = 8, top_k 8, E4M3 scales, LUT), and
+// the operands of an fp8 prefill.
 struct Yardsticks {
   QKV simple4;   // Q as given, K̂·s, V̂ (σ·code, exact)
   QKV operands;  // Q̂·β in the smoothed space, LUT(K), LUT(V)
+  QKV fp8;       // prefill_kv = fp8 (App. D): Q̂·β as above, K̂·β_K (smoothed), V̂·β_V
 };
 
 float lut(int8_t code, float sigma) {
   return formats::round_fp8(float(code) * sigma, formats::Fp8::e4m3, formats::Overflow::saturate);
 }
 
+// Eq. 2 on one token, recomputed: β = bf16(max|x|/448) (1 for a zero row), x ← FP8(x/β)·β (an exact
+// product: 4 + 8 significant bits). Returns β.
+float fp8_round_trip(float* x, int64_t d) {
+  float amax = 0;
+  for (int64_t c = 0; c < d; ++c) amax = std::max(amax, std::abs(x[c]));
+  float beta = formats::round_bf16(amax / 448.0f);
+  if (!(beta > 0.0f)) beta = 1.0f;
+  for (int64_t c = 0; c < d; ++c) x[c] = formats::round_fp8(x[c] / beta, formats::Fp8::e4m3) * beta;
+  return beta;
+}
+
 Yardsticks yardsticks(const Problem& p, const QKV& in) {
   const int64_t n = p.kv_len, d = p.head_dim;
-  Yardsticks y{in, in};
+  Yardsticks y{in, in, in};
   std::vector<std::vector<float>> s(static_cast<size_t>(p.batch * p.kv_heads));
   for (int64_t b = 0; b < p.batch; ++b)
     for (int64_t h = 0; h < p.kv_heads; ++h) {
@@ -106,6 +119,11 @@ Yardsticks yardsticks(const Problem& p, const QKV& in) {
           y.operands.k.at(b, h, t, c) = lut(ck, qk.scale[t]);
           y.operands.v.at(b, h, t, c) = lut(cv, qv.scale[t]);
         }
+      for (int64_t t = 0; t < n; ++t) {
+        fp8_round_trip(ks.data() + t * d, d);
+        for (int64_t c = 0; c < d; ++c) y.fp8.k.at(b, h, t, c) = ks[t * d + c];
+        fp8_round_trip(y.fp8.v.head(b, h).data() + t * d, d);
+      }
       s[b * p.kv_heads + h] = ts.combined.per_channel;
     }
   for (int64_t b = 0; b < p.batch; ++b)
@@ -113,12 +131,9 @@ Yardsticks yardsticks(const Problem& p, const QKV& in) {
       const std::vector<float>& sc = s[b * p.kv_heads + p.kv_head_of(h)];
       for (int64_t t = 0; t < p.q_len; ++t) {
         std::vector<float> row(static_cast<size_t>(d));
-        float amax = 0;
-        for (int64_t c = 0; c < d; ++c) amax = std::max(amax, std::abs(row[c] = in.q.at(b, h, t, c) * sc[c]));
-        float beta = formats::round_bf16(amax / 448.0f);
-        if (!(beta > 0.0f)) beta = 1.0f;
-        for (int64_t c = 0; c < d; ++c)
-          y.operands.q.at(b, h, t, c) = formats::round_fp8(row[c] / beta, formats::Fp8::e4m3) * beta;  // exact product
+        for (int64_t c = 0; c < d; ++c) row[c] = in.q.at(b, h, t, c) * sc[c];
+        fp8_round_trip(row.data(), d);
+        for (int64_t c = 0; c < d; ++c) y.operands.q.at(b, h, t, c) = y.fp8.q.at(b, h, t, c) = row[c];
       }
     }
   return y;
@@ -208,6 +223,63 @@ TEST_CASE("fireq decode within 2x of INT4 quantize-then-FP64 and within the FP8-
           "[variants][fireq]") {
   check_sweep(Phase::decode, "normal");
   check_sweep(Phase::decode, "llm_like");
+}
+
+// prefill_kv = fp8 (App. D: prefill reads K̃ and V in FP8 per token with Eq. 2's BF16 β).
+//   5. Per element against `fp8` (Q̂·β, K̂·β_K, V̂·β_V recomputed here from the inputs with the same smoothing):
+//      the kernel's S is (Q̂·K̂ᵀ)·((β·β_K)·τ), the same product up to FP32 rounding, and its P̂V folds β_V into
+//      V̂ exactly, so what is left is assertion 2's: P̃ → E4M3, O → BF16 and FP32 terms, under the same bound.
+//      A wrong β rule (E4M3 or unrounded), β_K applied to the wrong axis, V left unscaled, or INT4 operands
+//      read instead, all break it.
+//   6. On llm_like data fp8 prefill is closer to FP64 than int4 prefill: the FP8 roundings of K̃ and V (≤ 2⁻⁴
+//      relative per element, ≈ 2–4% RMS) replace the INT4 steps (max|x|/7 per token, ≈ 11% RMS of a typical
+//      element; assertion 1), while Q̂, P̂ and O are rounded alike in both. Asserted per case; it fails if
+//      the fp8 path still read the INT4 cache (equal errors) or lost its scales (far larger errors).
+//   7. Decode ignores prefill_kv: the same output bit for bit, the same cache and scales.
+TEST_CASE("fireq prefill_kv = fp8: within the FP8-P bound of App. D's FP8 operands, and closer to FP64 than INT4",
+          "[variants][fireq]") {
+  const ParamValues fp8 = params({{"prefill_kv", "fp8"}}), int4 = params({});
+  SweepStats st;
+  double worst_ratio = 0;
+  for (const std::string gen : {"normal", "llm_like"})
+    for (int64_t d : {64, 96, 128})
+      for (int64_t n : test::sweep_lengths({1, 7, 100, 257}))
+        for (bool causal : {false, true})
+          for (bool gqa : {false, true}) {
+            const Problem p = problem_for(d, n, causal, gqa, Phase::prefill);
+            const QKV in = inputs(p, gen, 800 + n + d);
+            const Tensor out = run(p, in, fp8).o;
+            std::vector<double> bound;
+            const TensorF64 ref = attention_with_p8_bound(p, yardsticks(p, in).fp8, bound);
+            const test::CloseReport rep = test::check_close(ref, out, bound, 0x1p-8);
+            INFO(fmt::format("{} d={} N={} causal={} gqa={}: {}", gen, d, n, causal, gqa, rep.message));
+            CHECK(rep.ok);
+            st.worst_bound = std::max(st.worst_bound, rep.worst_ratio);
+            if (gen != "llm_like" || n < 100) continue;
+            const TensorF64 truth = attention_fp64(p, in);
+            const double e8 = compare_to_truth(out, truth).rel_l2, e4 = compare_to_truth(run(p, in, int4).o, truth).rel_l2;
+            INFO(fmt::format("rel_l2 fp8 {:.3e} int4 {:.3e}", e8, e4));
+            CHECK(e8 < e4);
+            worst_ratio = std::max(worst_ratio, e8 / e4);
+          }
+  WARN(fmt::format("fireq prefill_kv = fp8: worst |o − o*| / bound = {:.2f}; worst rel_l2 fp8 / int4 on llm_like = {:.2f}",
+                   st.worst_bound, worst_ratio));
+}
+
+TEST_CASE("fireq: decode ignores prefill_kv (it reads the INT4 cache), bit for bit", "[variants][fireq]") {
+  for (bool gqa : {false, true})
+    for (int64_t n : {7, 300}) {
+      const Problem p = problem_for(96, n, false, gqa, Phase::decode);
+      const QKV in = inputs(p, "llm_like", 31 + n);
+      const ReferenceOutput a = run(p, in, params({})), b = run(p, in, params({{"prefill_kv", "fp8"}}));
+      int64_t differ = 0;
+      for (int64_t i = 0; i < a.o.size(); ++i) differ += a.o.data()[i] != b.o.data()[i];
+      INFO(fmt::format("gqa={} N={}", gqa, n));
+      CHECK(differ == 0);
+      CHECK(a.kv_cache_bytes == b.kv_cache_bytes);
+      CHECK(a.probes.at("scales.k").values == b.probes.at("scales.k").values);
+      CHECK(a.probes.at("hbm_bytes").values == b.probes.at("hbm_bytes").values);
+    }
 }
 
 TEST_CASE("fireq: prefill's last row equals decode of that token, bit for bit", "[variants][fireq]") {
@@ -316,6 +388,30 @@ TEST_CASE("fireq: probes have the documented shapes and the cache its documented
       if (std::string(format) == "fp8_e4m3") CHECK(formats::round_fp8(float(s), formats::Fp8::e4m3) == float(s));
     for (double b : out.probes.at("scales.q").values) CHECK(formats::round_bf16(float(b)) == float(b));
   }
+  // prefill_kv = fp8: K and V read in E4M3 (1 byte) with one BF16 β (2 bytes) per token, Eq. 2's rule; the
+  // cache the run leaves for decode is the INT4 one still.
+  const ReferenceOutput i4 = run(p, in, params({})), f8 = run(p, in, params({{"prefill_kv", "fp8"}}));
+  CHECK(f8.kv_cache_bytes == i4.kv_cache_bytes);
+  CHECK(f8.probes.at("kv_cache.bytes").values == i4.probes.at("kv_cache.bytes").values);
+  // The same K/V rows read per row block, at twice INT4's bytes per element, and 2 bytes of β per K and V row.
+  const std::vector<double>& h8 = f8.probes.at("hbm_bytes").values;
+  const std::vector<double>& h4 = i4.probes.at("hbm_bytes").values;
+  for (size_t i : {1, 2}) CHECK(h8[i] == 2 * h4[i]);
+  const double kv_rows = h4[1] / double(d / 2), q_rows = double(p.batch * p.q_heads * p.q_len);
+  CHECK(h8[3] == q_rows * 2 + 2 * kv_rows * 2);
+  const ProbeArray& bv = f8.probes.at("scales.v");
+  for (int64_t h = 0; h < kv; ++h)
+    for (int64_t t = 0; t < n; ++t) {  // β_V = bf16(max|v|/448), recomputed from V
+      const float beta = formats::round_bf16(in.v.head(h / p.kv_heads, h % p.kv_heads).row(t).cwiseAbs().maxCoeff() / 448.0f);
+      CHECK(bv.values[size_t(h * n + t)] == double(beta));
+    }
+  // Every β_K lies below E4M3's smallest subnormal 2⁻⁹ (|k̃| ≤ 1/8 after smoothing): an E4M3 scale would
+  // flush every key to 0, which is why β is BF16 (fireq.cpp's head comment).
+  for (double b : f8.probes.at("scales.k").values) {
+    CHECK(formats::round_bf16(float(b)) == float(b));
+    CHECK((b > 0 && b < 0x1p-9));
+  }
+  for (size_t i = 0; i < 7; ++i) CHECK(f8.probes.at("clamped").values[i] == 0.0);  // no saturation, no LUT
   // Decode reads the whole cache once per query head: K and V bytes = H_q·N·d/2 each.
   Problem dec = p;
   dec.phase = Phase::decode, dec.q_len = 1;
@@ -334,9 +430,16 @@ TEST_CASE("fireq rejects bad parameters with the parameter's name", "[variants][
   CHECK(test::starts(test::input_error([&] { params({{"top_k", -1}}); }), "fireq.top_k"));
   CHECK(test::starts(test::input_error([&] { params({{"smoothing", "smooth"}}); }), "fireq.smoothing"));
   CHECK(test::starts(test::input_error([&] { params({{"scale_format", "fp16"}}); }), "fireq.scale_format"));
+  CHECK(test::starts(test::input_error([&] { params({{"prefill_kv", "int8"}}); }), "fireq.prefill_kv"));
   // The reference refuses top_k > d/2 itself when called without the ValidateFn.
   const QKV in = inputs(p, "normal", 1);
   CHECK(test::starts(test::input_error([&] { v.reference(p, in, params({{"top_k", 40}}), {}); }), "fireq.top_k"));
+  // A non-finite value is refused by the quantizer that meets it, in either prefill_kv mode.
+  QKV bad = in;
+  bad.v.at(0, 0, 3, 5) = std::nanf("");
+  CHECK(test::starts(test::input_error([&] { v.reference(p, bad, params({}), {}); }), "quantize_token_int4.x"));
+  CHECK(test::starts(test::input_error([&] { v.reference(p, bad, params({{"prefill_kv", "fp8"}}), {}); }),
+                     "quantize_token_fp8.x"));
 }
 
 }  // namespace

@@ -1,0 +1,125 @@
+// The K and V operands of one fireq KV head. See fireq_cache.h, and fireq.cpp's head comment.
+#include "core/variants/fireq_cache.h"
+
+#include "core/error.h"
+#include "core/fireq/token_fp8.h"
+#include "core/formats/fp8.h"
+#include "core/quant/head_priority.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+
+namespace attnlab::variants::fireq_detail {
+
+namespace {
+
+using formats::Fp8;
+
+constexpr float kE4M3OverflowMid = 464.0f;  // |x| above it saturates to ±448 (fp8.h)
+
+// Tokens whose stored scale is a subnormal of its format (E4M3: below 2⁻⁶, fewer than 4 significant
+// bits; FP32: below 2⁻¹²⁶), all-zero tokens (σ = 0) excluded.
+int64_t subnormal_scales(const std::vector<float>& scale, fireq::ScaleFormat f) {
+  const float normal = f == fireq::ScaleFormat::fp8_e4m3 ? 0x1p-6f : std::numeric_limits<float>::min();
+  return std::count_if(scale.begin(), scale.end(), [&](float s) { return s > 0.0f && s < normal; });
+}
+
+// §3.1.1 Step 1: the operand rows of one INT4 tensor. lut: FP8(code·σ) from a 16-entry table per token;
+// otherwise the codes themselves (fold = false, K) or σ·code in FP32 (fold = true, V). Rows N … N + kPad − 1
+// are 0. Counts the elements whose LUT entry saturated to ±448 or flushed a non-zero code to 0.
+RowMatrix<float> operand(const fireq::TokenInt4& t, bool lut, bool fold, int64_t& lut_events) {
+  RowMatrix<float> m(t.tokens + kPad, t.d);
+  m.bottomRows(kPad).setZero();
+  std::array<float, 16> table{};
+  std::array<int, 16> event{};
+  for (int64_t n = 0; n < t.tokens; ++n) {
+    const float sigma = t.scale[n];
+    for (int c = -8; c < 8; ++c) {
+      const float exact = float(c) * sigma;  // exact for an E4M3 σ; one FP32 rounding for an FP32 σ
+      float e = fold ? exact : float(c);
+      int ev = 0;
+      if (lut) {
+        e = formats::round_fp8(exact, Fp8::e4m3, formats::Overflow::saturate);
+        ev = std::abs(exact) > kE4M3OverflowMid || (c != 0 && e == 0.0f);
+      }
+      table[c + 8] = e;
+      event[c + 8] = ev;
+    }
+    const int8_t* q = t.q.data() + n * t.d;
+    float* row = m.data() + n * t.d;
+    for (int64_t c = 0; c < t.d; ++c) {
+      row[c] = table[q[c] + 8];
+      lut_events += event[q[c] + 8];
+    }
+  }
+  return m;
+}
+
+// App. D's FP8 operand rows of one tensor x (n, d), K̃ or V: x̂ = FP8(x/β) per token (token_fp8.h), rows
+// N … N + kPad − 1 zero. Refuses non-finite input as quantize_token_int4 does for the INT4 cache.
+RowMatrix<float> fp8_operand(const float* x, int64_t n, int64_t d, fireq::TokenFp8& t) {
+  for (int64_t i = 0; i < n * d; ++i)
+    if (!std::isfinite(x[i])) fail_input("quantize_token_fp8.x", fmt::format("non-finite value at index {}", i));
+  RowMatrix<float> m(n + kPad, d);
+  m.topRows(n) = Eigen::Map<const RowMatrix<float>>(x, n, d);
+  m.bottomRows(kPad).setZero();
+  t = fireq::quantize_token_fp8(m.data(), n, d);
+  return m;
+}
+}  // namespace
+
+KvHead prepare_kv(const float* k, const float* v, int64_t n, int64_t d, const Settings& st) {
+  KvHead x;
+  // §3.2.1: the smoothing factors of this head (the fireq functions also reject non-finite keys).
+  switch (st.smoothing) {
+    case Smoothing::rpn_crs: {
+      fireq::TwoStageScales ts = fireq::two_stage_scales(k, n, d, st.sp);
+      x.s = std::move(ts.combined.per_channel);
+      x.outliers = std::move(ts.outlier_pairs);
+      break;
+    }
+    case Smoothing::crs:
+      x.outliers = fireq::select_outlier_pairs(k, n, d, st.sp.top_k);
+      x.s = fireq::crs_scales(k, n, d, x.outliers, st.sp.beta).per_channel;
+      break;
+    case Smoothing::rpn: x.s = fireq::rpn_scales(k, n, d, st.sp.alpha).per_channel; break;
+    case Smoothing::none: x.s.assign(static_cast<size_t>(d), 1.0f); break;
+  }
+  std::vector<float> ks(k, k + n * d);
+  if (st.smoothing != Smoothing::none) fireq::divide_channels(ks.data(), n, d, fireq::PairScales{x.s});
+
+  if (st.fp8_kv) {
+    // App. D: K̃ and V per token in E4M3 with Eq. 2's BF16 β (head comment); β_V folded into V̂ exactly.
+    fireq::TokenFp8 fk, fv;
+    x.k = fp8_operand(ks.data(), n, d, fk);
+    x.v = fp8_operand(v, n, d, fv);
+    for (int64_t t = 0; t < n; ++t) x.v.row(t) *= fv.scale[t];  // 8 + 4 significant bits: exact in FP32
+    x.s_k = fk.scale, x.s_v = fv.scale;
+    x.clamped_k = fk.saturated, x.clamped_v = fv.saturated;
+    x.under_k = fk.fallback_tokens, x.under_v = fv.fallback_tokens;
+  } else {
+    // Eq. 1: per-token INT4 with E4M3 (or FP32) scales (quantize_token_int4 rejects non-finite input).
+    const fireq::TokenInt4 qk = fireq::quantize_token_int4(ks.data(), n, d, st.format);
+    const fireq::TokenInt4 qv = fireq::quantize_token_int4(v, n, d, st.format);
+    x.s_k = qk.scale, x.s_v = qv.scale;
+    x.clamped_k = qk.clamped, x.clamped_v = qv.clamped;
+    x.under_k = qk.underflow_tokens, x.under_v = qv.underflow_tokens;
+    x.sat_k = qk.saturated_tokens, x.sat_v = qv.saturated_tokens;
+    x.sub_k = subnormal_scales(qk.scale, st.format), x.sub_v = subnormal_scales(qv.scale, st.format);
+    x.k = operand(qk, st.lut, false, x.lut_k);
+    x.v = operand(qv, st.lut, true, x.lut_v);
+  }
+  if (st.k_scale_per_column()) {
+    x.k_col = Eigen::VectorXf::Zero(n + kPad);
+    for (int64_t t = 0; t < n; ++t) x.k_col[t] = x.s_k[t];
+  }
+  quant::HeadRange smoothed = quant::head_range(ks.data(), n, d);  // for the probes
+  x.ks_min = std::move(smoothed.channel_min), x.ks_max = std::move(smoothed.channel_max);
+  return x;
+}
+
+}  // namespace attnlab::variants::fireq_detail

@@ -1,0 +1,74 @@
+// attnlab core — the K and V one KV head of `fireq` hands its attention loop (fireq.cpp, whose head comment
+// is the variant's specification): the smoothing factors (§3.2.1 RPN + CRS), then either the INT4 cache
+// turned into E4M3 operands (Eq. 1, §3.1.1 Step 1's LUT, or the exact ablation), or, in a prefill with
+// prefill_kv = fp8, App. D's FP8 K̃ and V with a BF16 β per token (Eq. 2's rule); and the counts the probes show.
+#pragma once
+
+#include "core/fireq/rope_smoothing.h"
+#include "core/fireq/token_int4.h"
+#include "core/params.h"
+#include "core/problem.h"
+#include "core/tensor.h"
+
+#include <Eigen/Core>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace attnlab::variants::fireq_detail {
+
+constexpr double kF8 = 1.0, kBF16 = 2.0, kF32 = 4.0;  // bytes per element
+constexpr int64_t kPad = 16;                           // S columns padded to a multiple of 16 floats
+
+enum class Smoothing { rpn_crs, crs, rpn, none };
+
+struct Settings {
+  int64_t block_r, block_c;
+  Smoothing smoothing;
+  fireq::SmoothingParams sp;
+  fireq::ScaleFormat format;
+  bool lut;
+  bool fp8_kv;         // K̃ and V in FP8 with a BF16 β per token: prefill with prefill_kv = fp8 (App. D)
+  double code_bytes;   // per K or V element as this run reads it: ½ (packed INT4) or 1 (E4M3)
+  double sigma_bytes;  // per token scale of the INT4 cache (which every run leaves): σ in E4M3 (1) or FP32 (4)
+  double scale_bytes;  // per token scale as this run reads it: σ, or β in BF16 (2) under fp8_kv
+
+  Settings(const ParamValues& v, Phase phase)
+      : block_r(v.integer("block_r")),
+        block_c(v.integer("block_c")),
+        smoothing([&] {
+          const std::string& s = v.choice("smoothing");
+          return s == "rpn_crs" ? Smoothing::rpn_crs : s == "crs" ? Smoothing::crs : s == "rpn" ? Smoothing::rpn
+                                                                                                  : Smoothing::none;
+        }()),
+        sp{static_cast<int>(v.integer("top_k")), v.real("alpha"), v.real("beta")},
+        format(v.choice("scale_format") == "fp32" ? fireq::ScaleFormat::fp32 : fireq::ScaleFormat::fp8_e4m3),
+        lut(v.choice("int4_to_fp8") == "lut"),
+        fp8_kv(phase == Phase::prefill && v.choice("prefill_kv") == "fp8"),  // decode reads the INT4 cache
+        code_bytes(fp8_kv ? kF8 : 0.5),
+        sigma_bytes(format == fireq::ScaleFormat::fp32 ? kF32 : kF8),
+        scale_bytes(fp8_kv ? kBF16 : sigma_bytes) {}
+
+  // K's scale applied to S per key column (its operand unscaled): FP8 K̂, or INT4 codes without the LUT.
+  bool k_scale_per_column() const { return fp8_kv || !lut; }
+};
+
+// One KV head's cache as the attention reads it, and what it records for the probes.
+struct KvHead {
+  std::vector<float> s;            // (d) smoothing factor per channel: k ← k/s, q ← q·s
+  std::vector<int64_t> outliers;   // the CRS pairs (empty for rpn / none)
+  std::vector<float> s_k, s_v;     // (N) per-token scales σ (E4M3 or FP32 values), or β (BF16) under fp8_kv
+  RowMatrix<float> k, v;           // (N + kPad, d) FP8 operands (LUT entries, exact, or FP8; head comment)
+  Eigen::VectorXf k_col;           // (N + kPad) k_scale_per_column: σ_K or β_K per key column (0 in the padding)
+  std::vector<float> ks_min, ks_max;  // (d) channel ranges of the smoothed K
+  int64_t clamped_k = 0, clamped_v = 0, lut_k = 0, lut_v = 0;     // INT4 clamps (FP8 saturations under
+                                                                  // fp8_kv); LUT entries out of E4M3
+  int64_t under_k = 0, under_v = 0, sat_k = 0, sat_v = 0;         // token scales underflowed / saturated
+  int64_t sub_k = 0, sub_v = 0;                                   // token scales below the normal range
+};
+
+// k and v are one KV head's (n, d) post-RoPE keys and values, as given (FP32).
+KvHead prepare_kv(const float* k, const float* v, int64_t n, int64_t d, const Settings& st);
+
+}  // namespace attnlab::variants::fireq_detail
