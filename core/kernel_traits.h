@@ -44,9 +44,9 @@ inline constexpr KernelTraits kKernelTraits[] = {
     {"int_flash",   64,  90,  128, 128, 8,    3,     214, 1},
     {"int_flash",   128, 90,  128, 128, 8,    3,     255, 1},
     // flash3_fp8 (kernels/flash3_fp8_sm90.cu): int_flash's wgmma tiling on FP8 operands; B_r = B_c = 128, the
-    // reference's default scale blocks.
-    {"flash3_fp8",  64,  90,  128, 128, 8,    3,     193, 1},
-    {"flash3_fp8",  128, 90,  128, 128, 8,    3,     251, 1},
+    // reference's default scale blocks; a six-tile ring (kernels/kv_ring.cuh).
+    {"flash3_fp8",  64,  90,  128, 128, 8,    6,     198, 1},
+    {"flash3_fp8",  128, 90,  128, 128, 8,    6,     252, 1},
     // turbo decode (kernels/turbo_decode.cu): B_r = the ≤ 8 query heads of one KV head (MMA rows g; g + 8
     // carry the low half of q·s), B_c = one 64-token cache block; 4 warps per CTA, each its own chain
     // (core/variants/turbo_chains.h decides how many, not this table), 3 blocks in flight per warp. Registers:

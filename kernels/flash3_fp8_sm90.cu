@@ -1,6 +1,7 @@
 // attnlab kernels: flash3_fp8 (flash3_fp8.h states the contract) on Hopper's FP8 warpgroup MMA, at d = 64 and
-// 128. The loop nest and pipeline of int_flash_sm90.cu (2 warpgroups × 64 query rows, B_c = 128, three
-// cp.async stages, S_{j+1} issued before P̃·V_j so one tile's softmax runs under the other's MMA), with the
+// 128. The loop nest of int_flash_sm90.cu (2 warpgroups × 64 query rows, B_c = 128, S_{j+1} issued before
+// P̃·V_j so one tile's softmax runs under the other's MMA) on a six-tile ring synchronized by mbarriers
+// (kv_ring.cuh: the warpgroups need not meet every tile), with the
 // arithmetic of core/variants/flash3_fp8.cpp (its head comment's lines):
 //   Scores   S = (Q₈·K₈ᵀ)_fp32 · f, f = (s_Qᵢ·s_Kⱼ)·softmax_scale    wgmma e4m3·e4m3 → f32 (m64n128k32)
 //   Softmax  online, P̃ = e^{S − m}, α = e^{m_old − m}, ℓ = α·ℓ + rowsum P̃ (FP32 P̃)
@@ -16,7 +17,7 @@
 #include "kernels/kernel_path.h"
 
 #include "core/kernel_traits.h"
-#include "kernels/kv_pipeline.cuh"
+#include "kernels/kv_ring.cuh"
 #include "kernels/tile_softmax.cuh"
 #include "kernels/wgmma.cuh"
 
@@ -34,7 +35,7 @@ struct Fp8Tile {
   static constexpr size_t kSmemBytes = size_t(kQBytes) + size_t(kStages) * kStageBytes + 1024;  // + alignment
   static_assert(kBr == kFlash3Fp8Block && kBc == kFlash3Fp8Block, "the scale blocks are the tiles");
   static_assert(kTraits.warps == 8, "two warpgroups of 64 query rows");
-  static_assert(kStages == 3, "kv_pipeline.cuh loads tile j + 2 while tiles j and j + 1 are read");
+  static_assert(kStages == 6, "kv_ring.cuh: tiles j − 2 … j + 4 in the ring");
 };
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -168,7 +169,8 @@ __global__ void __launch_bounds__(Fp8Tile<D>::kThreads, 1) flash3_fp8_kernel(Fla
                          pin_registers(acc);
                          pin_registers(p);
                        }};
-  kv_pipeline(tiles, steps);
+  __shared__ uint64_t full[T::kStages], empty[T::kStages];
+  kv_ring<T::kStages>(tiles, steps, full, empty);
 
   // O = Oᵢ/ℓ → FP16; L = m + log ℓ (natural units).
   store_rows<D>(o, l, m, my_row0, t, a.q_len, a.o + size_t(bh) * a.q_len * D, a.lse + size_t(bh) * a.q_len, 1.f, 0.f);

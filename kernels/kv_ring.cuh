@@ -1,0 +1,106 @@
+// attnlab kernels: the KV loop of kv_pipeline.cuh (the same KvSteps, S_{j+1} issued before P·V_j) with the
+// per-tile CTA barrier replaced by mbarriers on a deeper ring, so the two warpgroups of a CTA need not meet
+// every tile: one may run up to a tile ahead of the other, and its softmax then runs under the other's MMAs
+// (what FlashAttention-3's ping-pong schedules explicitly).
+//
+// kStages tiles in shared memory; each tile t has two mbarriers of the CTA's thread count:
+//   full[t mod kStages]   every thread arrives once its own cp.async copies of tile t have landed (and after
+//                         fence.proxy.async: generic-proxy writes before the tensor cores' reads); a thread
+//                         waits on it before its warpgroup issues S_t. Copies of tile t are issued 4 tiles
+//                         ahead (at iteration t − 4) and arrived at iteration t − 2: a thread reading tile t+1
+//                         needs the others only to have reached iteration t − 1.
+//   empty[t mod kStages]  every thread arrives once its P·V_t has landed; the copies of tile t + kStages wait
+//                         on it (issued at iteration t + 2: the others need only have finished iteration t).
+// A barrier serves tile t, t + kStages, …: its phase parity is (t / kStages) mod 2. Every thread issues and
+// commits one copy group per iteration (empty where no tile is left), so cp.async.wait_group counts alike.
+// The last tile is peeled out of the loop, as in kv_pipeline.cuh (a branch around a wgmma serializes it).
+#pragma once
+
+#include "kernels/kv_pipeline.cuh"
+
+namespace attnlab::kernels {
+
+__device__ __forceinline__ void mbar_init(uint64_t* bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {  // release, CTA scope
+  asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}\n" ::"r"(smem_addr(bar)) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, int parity) {  // acquire, CTA scope
+  asm volatile(
+      "{\n.reg .pred done;\nWAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT;\n}\n" ::"r"(smem_addr(bar)),
+      "r"(parity)
+      : "memory");
+}
+
+template <int kStages, class Steps>
+__device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uint64_t* empty) {
+  static_assert(kStages >= 6, "tiles j−2 … j+3 resident while j+4 loads");
+  constexpr int kAhead = 4;  // copies of tile t issued at iteration t − kAhead
+  if (tiles <= 0) return;
+  const int threads = blockDim.x;
+  if (threadIdx.x == 0)
+    for (int s = 0; s < kStages; ++s) mbar_init(&full[s], threads), mbar_init(&empty[s], threads);
+  __syncthreads();  // the barriers initialized before anyone uses them
+  auto parity = [](int t) { return (t / kStages) & 1; };
+  // Prologue: Q with tile 0, then tiles 1 … kAhead − 1, one group each.
+  k.load_q();
+  k.load_kv(0);
+  cp_async_commit();
+  for (int t = 1; t < kAhead; ++t) {
+    if (t < tiles) k.load_kv(t);
+    cp_async_commit();
+  }
+  cp_async_wait<kAhead - 2>();  // Q, tiles 0 and 1 (this thread's copies)
+  fence_proxy_async();
+  mbar_arrive(&full[0]);
+  if (tiles > 1) mbar_arrive(&full[1]);
+  mbar_wait(&full[0], 0);
+  wgmma_fence();
+  k.issue_scores(0);
+  wgmma_commit();
+  wgmma_wait<0>();
+  k.pin_scores();
+  float alpha[2];
+  k.softmax(0, alpha);
+  k.pack_p();
+  for (int j = 0; j + 1 < tiles; ++j) {
+    // Tile j + 4 into the slot of tile j − 2, once every thread is done with that one.
+    if (j + kAhead < tiles) {
+      if (j + kAhead >= kStages) mbar_wait(&empty[(j + kAhead) % kStages], parity(j + kAhead - kStages));
+      k.load_kv(j + kAhead);
+    }
+    cp_async_commit();
+    // This thread's copies of tile j + 2 have landed (tiles j + 3, j + 4 may still be in flight).
+    cp_async_wait<kAhead - 2>();
+    fence_proxy_async();
+    if (j + 2 < tiles) mbar_arrive(&full[(j + 2) % kStages]);
+    mbar_wait(&full[(j + 1) % kStages], parity(j + 1));  // everyone's copies of tile j + 1
+    k.pin_pv();
+    wgmma_fence();
+    k.issue_scores(j + 1);
+    wgmma_commit();
+    k.issue_pv(j);
+    wgmma_commit();
+    wgmma_wait<1>();  // S_{j+1}; P·V_j may still run
+    k.pin_scores();
+    k.softmax(j + 1, alpha);
+    wgmma_wait<0>();  // P·V_j
+    k.pin_pv();
+    mbar_arrive(&empty[j % kStages]);
+    k.finish_pv(alpha, true);
+    k.pack_p();
+  }
+  k.pin_pv();
+  wgmma_fence();
+  k.issue_pv(tiles - 1);
+  wgmma_commit();
+  wgmma_wait<0>();
+  k.pin_pv();
+  k.finish_pv(alpha, false);
+  cp_async_wait<0>();  // (only empty groups can be left; none may outlive the CTA's shared memory)
+}
+
+}  // namespace attnlab::kernels
