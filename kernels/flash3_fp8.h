@@ -29,6 +29,8 @@ struct Flash3Fp8Args {
   int batch = 0, q_heads = 0, kv_heads = 0, q_len = 0, kv_len = 0, kv_pad = 0, head_dim = 0;
   bool causal = false;
   float scale = 0;
+  bool ping_pong = true;  // the two warpgroups' MMA issues alternate (kv_ring.cuh); false: as they come.
+                          // The same numbers either way, bit for bit (the [gpu] test holds it).
 };
 
 inline constexpr int kFlash3Fp8Block = 128;  // B_r = B_c: the scale blocks the kernel reads

@@ -82,9 +82,11 @@ Flash3Fp8Args flash3_fp8_args(const Problem& p, const Fp8Inputs& in, __half* o, 
   return a;
 }
 
-Fp8Output flash3_fp8_once(const Problem& p, const Fp8Inputs& in) {
+Fp8Output flash3_fp8_once(const Problem& p, const Fp8Inputs& in, bool ping_pong) {
   const PoisonedOutput out_dev(p);
-  ATTNLAB_CUDA(flash3_fp8_forward(flash3_fp8_args(p, in, out_dev.o(), out_dev.lse()), nullptr));
+  Flash3Fp8Args a = flash3_fp8_args(p, in, out_dev.o(), out_dev.lse());
+  a.ping_pong = ping_pong;
+  ATTNLAB_CUDA(flash3_fp8_forward(a, nullptr));
   ATTNLAB_CUDA(cudaDeviceSynchronize());
   Fp8Output out;
   out_dev.read("flash3_fp8", out.o, out.lse);

@@ -31,6 +31,6 @@ struct Fp8Output {
   Tensor o;
   std::vector<float> lse;
 };
-Fp8Output flash3_fp8_once(const Problem& p, const Fp8Inputs& in);
+Fp8Output flash3_fp8_once(const Problem& p, const Fp8Inputs& in, bool ping_pong = true);
 
 }  // namespace attnlab::kernels

@@ -49,7 +49,7 @@ __device__ __forceinline__ uint32_t pack_e4m3x4(float b0, float b1, float b2, fl
 }
 #endif
 
-template <int D>
+template <int D, bool PingPong>
 __global__ void __launch_bounds__(Fp8Tile<D>::kThreads, 1) flash3_fp8_kernel(Flash3Fp8Args a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using T = Fp8Tile<D>;
@@ -170,23 +170,29 @@ __global__ void __launch_bounds__(Fp8Tile<D>::kThreads, 1) flash3_fp8_kernel(Fla
                          pin_registers(p);
                        }};
   __shared__ uint64_t full[T::kStages], empty[T::kStages];
-  kv_ring<T::kStages>(tiles, steps, full, empty);
+  kv_ring<T::kStages, PingPong>(tiles, steps, full, empty);
 
   // O = Oᵢ/ℓ → FP16; L = m + log ℓ (natural units).
   store_rows<D>(o, l, m, my_row0, t, a.q_len, a.o + size_t(bh) * a.q_len * D, a.lse + size_t(bh) * a.q_len, 1.f, 0.f);
 #endif
 }
 
-template <int D>
+template <int D, bool PingPong>
 cudaError_t launch(const Flash3Fp8Args& a, cudaStream_t stream) {
   using T = Fp8Tile<D>;
-  if (const cudaError_t e = cudaFuncSetAttribute(flash3_fp8_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  if (const cudaError_t e = cudaFuncSetAttribute(flash3_fp8_kernel<D, PingPong>,
+                                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                  static_cast<int>(T::kSmemBytes));
       e != cudaSuccess)
     return e;
   const dim3 grid((a.q_len + T::kBr - 1) / T::kBr, a.batch * a.q_heads);
-  flash3_fp8_kernel<D><<<grid, T::kThreads, T::kSmemBytes, stream>>>(a);
+  flash3_fp8_kernel<D, PingPong><<<grid, T::kThreads, T::kSmemBytes, stream>>>(a);
   return cudaGetLastError();
+}
+
+template <int D>
+cudaError_t launch_d(const Flash3Fp8Args& a, cudaStream_t stream) {
+  return a.ping_pong ? launch<D, true>(a, stream) : launch<D, false>(a, stream);
 }
 
 }  // namespace
@@ -197,7 +203,7 @@ cudaError_t flash3_fp8_forward(const Flash3Fp8Args& a, cudaStream_t stream) {
   if (!flash3_fp8_supports(a.head_dim) || a.kv_pad % 16 != 0 || a.kv_pad < a.kv_len || a.q_len < 1 || a.kv_len < 1)
     return cudaErrorInvalidValue;
   if (!warpgroup_mma_available()) return cudaErrorNotSupported;
-  return a.head_dim == 64 ? launch<64>(a, stream) : launch<128>(a, stream);
+  return a.head_dim == 64 ? launch_d<64>(a, stream) : launch_d<128>(a, stream);
 }
 
 }  // namespace attnlab::kernels

@@ -35,7 +35,16 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, int parity) {  // acqui
       : "memory");
 }
 
-template <int kStages, class Steps>
+// Named barriers 1 and 2 (0 is __syncthreads) for ping-pong: warpgroup g waits on 1 + g before issuing its
+// MMAs, and lets the other go (arrives on 2 − g) once it has. Both warpgroups' counts: 256 threads.
+__device__ __forceinline__ void named_sync(int id) { asm volatile("bar.sync %0, 256;\n" ::"r"(id) : "memory"); }
+__device__ __forceinline__ void named_arrive(int id) { asm volatile("bar.arrive %0, 256;\n" ::"r"(id) : "memory"); }
+
+// kPingPong (two warpgroups): their MMA issues alternate — warpgroup 0, then 1, then 0 … — so that while one
+// warpgroup's MMAs run, the other's softmax does (FlashAttention-3 §3.1's ping-pong scheduling). Each issues
+// tiles + 1 times (S_0, then S_{j+1} with P·V_j, then the last P·V); warpgroup 1 opens the first turn and
+// skips its last hand-over, so every bar.sync meets exactly one bar.arrive.
+template <int kStages, bool kPingPong = false, class Steps>
 __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uint64_t* empty) {
   static_assert(kStages >= 6, "tiles j−2 … j+3 resident while j+4 loads");
   constexpr int kAhead = 4;  // copies of tile t issued at iteration t − kAhead
@@ -45,6 +54,17 @@ __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uin
     for (int s = 0; s < kStages; ++s) mbar_init(&full[s], threads), mbar_init(&empty[s], threads);
   __syncthreads();  // the barriers initialized before anyone uses them
   auto parity = [](int t) { return (t / kStages) & 1; };
+  const int group = threadIdx.x / 128;
+  int turns_left = tiles + 1;  // this warpgroup's MMA issues
+  auto my_turn = [&] {
+    if constexpr (kPingPong) named_sync(1 + group);
+  };
+  auto your_turn = [&] {
+    if constexpr (kPingPong)
+      if (--turns_left > 0 || group == 0) named_arrive(2 - group);
+  };
+  if constexpr (kPingPong)
+    if (group == 1) named_arrive(1);  // warpgroup 0 goes first
   // Prologue: Q with tile 0, then tiles 1 … kAhead − 1, one group each.
   k.load_q();
   k.load_kv(0);
@@ -58,9 +78,11 @@ __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uin
   mbar_arrive(&full[0]);
   if (tiles > 1) mbar_arrive(&full[1]);
   mbar_wait(&full[0], 0);
+  my_turn();
   wgmma_fence();
   k.issue_scores(0);
   wgmma_commit();
+  your_turn();
   wgmma_wait<0>();
   k.pin_scores();
   float alpha[2];
@@ -79,11 +101,13 @@ __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uin
     if (j + 2 < tiles) mbar_arrive(&full[(j + 2) % kStages]);
     mbar_wait(&full[(j + 1) % kStages], parity(j + 1));  // everyone's copies of tile j + 1
     k.pin_pv();
+    my_turn();
     wgmma_fence();
     k.issue_scores(j + 1);
     wgmma_commit();
     k.issue_pv(j);
     wgmma_commit();
+    your_turn();
     wgmma_wait<1>();  // S_{j+1}; P·V_j may still run
     k.pin_scores();
     k.softmax(j + 1, alpha);
@@ -94,9 +118,11 @@ __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uin
     k.pack_p();
   }
   k.pin_pv();
+  my_turn();
   wgmma_fence();
   k.issue_pv(tiles - 1);
   wgmma_commit();
+  your_turn();
   wgmma_wait<0>();
   k.pin_pv();
   k.finish_pv(alpha, false);
