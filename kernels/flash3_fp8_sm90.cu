@@ -77,17 +77,28 @@ __global__ void __launch_bounds__(Fp8Tile<D>::kThreads, 1) flash3_fp8_kernel(Fla
   const SwizzledCopier<kBc, D, T::kThreads> v_copier(threadIdx.x);     // Vᵀ: d rows of 128 keys
   auto load_kv = [&](int j) {
     const int col0 = j * kBc;
-    k_copier.copy(stage(j), k + size_t(col0) * D, D, a.kv_len - col0);
-    v_copier.copy(stage(j) + T::kKBytes, vt + col0, a.kv_pad, D, (a.kv_pad - col0) / 16);  // keys are columns
+    if (col0 + kBc <= a.kv_len) {  // an interior tile (kv_pad ≥ kv_len): no bounds
+      k_copier.copy_full(stage(j), k + size_t(col0) * D, D);
+      v_copier.copy_full(stage(j) + T::kKBytes, vt + col0, a.kv_pad);
+    } else {
+      k_copier.copy(stage(j), k + size_t(col0) * D, D, a.kv_len - col0);
+      v_copier.copy(stage(j) + T::kKBytes, vt + col0, a.kv_pad, D, (a.kv_pad - col0) / 16);  // keys are columns
+    }
   };
 
   const int my_row0 = row0 + group * 64 + warp * 16 + lane / 4;  // rows my_row0 + 8i (wgmma.cuh's layout)
   const int all_see = visible_keys(row0, a.q_len, a.kv_len, a.causal);
   const float s_q = a.s_q[size_t(bh) * ((a.q_len + T::kBr - 1) / T::kBr) + blockIdx.x];
 
-  auto desc_q = [&](int kk) { return sw_desc<D>(sQ + group * 64 * D + kk * 32, 16, 8 * D); };
-  auto desc_k = [&](int j, int kk) { return sw_desc<D>(stage(j) + kk * 32, 16, 8 * D); };
-  auto desc_v = [&](int j, int ks) { return sw128_desc(stage(j) + T::kKBytes + ks * 32, 16, 1024); };
+  // Descriptors from one base each: a descriptor holds the address >> 4 in its low 14 bits (shared memory
+  // < 256 KB: no carry out of them), so an offset adds as offset >> 4.
+  const uint64_t q_desc = sw_desc<D>(sQ + group * 64 * D, 16, 8 * D);
+  const uint64_t k_desc = sw_desc<D>(stage(0), 16, 8 * D);
+  const uint64_t v_desc = sw128_desc(stage(0) + T::kKBytes, 16, 1024);
+  auto slot_offset = [](int j) { return uint64_t((j % T::kStages) * (T::kStageBytes >> 4)); };
+  auto desc_q = [&](int kk) { return q_desc + uint64_t(kk * 2); };
+  auto desc_k = [&](int j, int kk) { return k_desc + slot_offset(j) + uint64_t(kk * 2); };
+  auto desc_v = [&](int j, int ks) { return v_desc + slot_offset(j) + uint64_t(ks * 2); };
 
   float sf[kBc / 2];        // S: m64n128 FP32 accumulator
   float o[D / 2] = {};      // Oᵢ in FP32

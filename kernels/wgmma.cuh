@@ -68,6 +68,13 @@ struct SwizzledCopier {
   __device__ explicit SwizzledCopier(int tid) : row(tid / kChunks), chunk(tid % kChunks) {
     smem_offset = uint32_t((chunk / kBlockChunks) * (Rows * W)) + sw_offset<W>(row, chunk % kBlockChunks);
   }
+  // A tile whose every row and chunk lies inside the source (the loop's interior tiles): no bounds to test.
+  __device__ __forceinline__ void copy_full(char* smem, const void* gmem, int stride) const {
+    const char* src = static_cast<const char*>(gmem) + size_t(row) * stride + chunk * 16;
+#pragma unroll
+    for (int k = 0; k < kCopies; ++k)
+      cp_async_16(smem + smem_offset + k * kRowStep * W, src + size_t(k) * kRowStep * stride, true);
+  }
   __device__ __forceinline__ void copy(char* smem, const void* gmem, int stride, int valid_rows,
                                        int valid_chunks = kChunks) const {
     const char* src = static_cast<const char*>(gmem) + size_t(row) * stride + chunk * 16;
