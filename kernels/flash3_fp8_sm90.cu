@@ -126,15 +126,32 @@ __global__ void __launch_bounds__(Fp8Tile<D>::kThreads, 1) flash3_fp8_kernel(Fla
     const int col0 = j * kBc;
     const float f2 = ((s_q * s_k[j]) * a.scale) * kLog2e;  // the reference's per-tile factor, in its order
     if (col0 + kBc > all_see) mask_invisible<kBc>(sf, col0, my_row0, t, a.q_len, a.kv_len, a.causal);
+    // Row maxima and sums over four independent chains per row, not one 32-long chain of dependent
+    // instructions (the maximum is exact in any order; ℓ's FP32 order is the kernel's own either way).
+    float mx4[2][4];
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) mx4[i][c] = -INFINITY;
+#pragma unroll
+    for (int n = 0; n < kBc / 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) mx4[e / 2][2 * (n % 2) + e % 2] = fmaxf(mx4[e / 2][2 * (n % 2) + e % 2], sf[4 * n + e]);
+    float mx[2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) mx[i] = fmaxf(fmaxf(mx4[i][0], mx4[i][1]), fmaxf(mx4[i][2], mx4[i][3]));
     float shift[2];
-    update_running_max<kBc>(sf, f2, m, l, alpha, shift);
+    update_running_max_from(mx, f2, m, l, alpha, shift);
+    float l4[2][4] = {};
 #pragma unroll
     for (int n = 0; n < kBc / 8; ++n)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         p_real[4 * n + e] = ex2(fmaf(sf[4 * n + e], f2, -shift[e / 2]));
-        l[e / 2] += p_real[4 * n + e];
+        l4[e / 2][2 * (n % 2) + e % 2] += p_real[4 * n + e];
       }
+#pragma unroll
+    for (int i = 0; i < 2; ++i) l[i] += (l4[i][0] + l4[i][1]) + (l4[i][2] + l4[i][3]);
     sv_next = s_v[j];
   };
   // After P̃·V_j has landed: Oᵢ = α_{j+1}·(Oᵢ + (P̃₈·V_j)·s_Vⱼ), the reference's order of operations with one

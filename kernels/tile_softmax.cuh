@@ -46,14 +46,9 @@ __device__ __forceinline__ void store_int_scores(const int (&si)[Bc / 2], int32_
 // m_new = max(m, rowmax(s)·scale) over the quad's four threads (log₂ units); α = 2^{m_old − m_new}; ℓ ·= α.
 // `shift` is what each row's exponents subtract: m_new, or 0 for a row that has seen nothing yet (so
 // its −∞ scores still give 0, not NaN).
-template <int Bc>
-__device__ __forceinline__ void update_running_max(const float (&s)[Bc / 2], float scale, float (&m)[2], float (&l)[2],
-                                                   float (&alpha)[2], float (&shift)[2]) {
-  float mx[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-  for (int n = 0; n < Bc / 8; ++n)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) mx[e / 2] = fmaxf(mx[e / 2], s[4 * n + e]);
+// The same from this thread's row maxima `mx` (of the unscaled scores), however the caller reduced them.
+__device__ __forceinline__ void update_running_max_from(float (&mx)[2], float scale, float (&m)[2], float (&l)[2],
+                                                        float (&alpha)[2], float (&shift)[2]) {
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
     mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
@@ -64,6 +59,17 @@ __device__ __forceinline__ void update_running_max(const float (&s)[Bc / 2], flo
     m[i] = m_new;
     l[i] *= alpha[i];
   }
+}
+
+template <int Bc>
+__device__ __forceinline__ void update_running_max(const float (&s)[Bc / 2], float scale, float (&m)[2], float (&l)[2],
+                                                   float (&alpha)[2], float (&shift)[2]) {
+  float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+  for (int n = 0; n < Bc / 8; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) mx[e / 2] = fmaxf(mx[e / 2], s[4 * n + e]);
+  update_running_max_from(mx, scale, m, l, alpha, shift);
 }
 
 // The epilogue of one thread's rows: ℓ summed over the quad, O = (G/ℓ)·out_scale stored in FP16 (row-major

@@ -526,11 +526,11 @@ TEST_CASE("every kernel on the H100, both generations, prefill and decode: withi
   // and wgmma, 36 rows), the turbo prefill's v2 run from FP16 inputs beside flash2 and int_flash (30,
   // kernels/bench/h100-turbo-prefill-v2-fp16in-2026-11-26.json), the turbo and kivi decode kernels (10,
   // h100-turbo-kivi-decode.json), our FP16 decode (2, kernels/bench/h100-turbo-decode-v11-2026-11-26.json) and
-  // the FP8 prefill, flash3_fp8 v5 (6, kernels/bench/h100-flash3-fp8-v5-2026-11-26.json). Every factor is held
+  // the FP8 prefill, flash3_fp8 v6 (6, kernels/bench/h100-flash3-fp8-v6-2026-11-26.json). Every factor is held
   // to its physical range (calibrate.cpp kPhysical), every kernel's stall measured (kDecodeIssue, kPrefillIssue;
-  // the wgmma kernels take none). On 2026-11-26: median |error| 3.4% after, 3.7% left out (23.1% before: the
-  // datasheet's factors); the worst rows int_flash (wgmma) at N 16384 (−13.4%) and flash3_fp8 causal at 4k
-  // (+12%: the model has no term for its ring and ping-pong, and predicts all six 9–12% slow). (Before turbo's GQA stall was measured at the benchmark's shape, its 4-bit
+  // the wgmma kernels take none). On 2026-11-26: median |error| 3.4% after, 3.7% left out (23.9% before: the
+  // datasheet's factors); the worst rows int_flash (wgmma) at N 16384 (−14.0%) and flash3_fp8 causal at 4k
+  // (+12.8%: the model has no term for its ring and ping-pong, and predicts all six 9–13% slow). (Before turbo's GQA stall was measured at the benchmark's shape, its 4-bit
   // row was +23–29%.)
   std::string gpu;
   const auto m = load_measurements(std::string(ATTNLAB_SOURCE_DIR) + "/sim/measurements/h100-all-kernels-2026-11-26.json", &gpu);
