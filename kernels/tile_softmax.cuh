@@ -43,10 +43,10 @@ __device__ __forceinline__ void store_int_scores(const int (&si)[Bc / 2], int32_
     }
 }
 
+// From this thread's row maxima `mx` of the unscaled scores s (however the caller reduced them):
 // m_new = max(m, rowmax(s)·scale) over the quad's four threads (log₂ units); α = 2^{m_old − m_new}; ℓ ·= α.
 // `shift` is what each row's exponents subtract: m_new, or 0 for a row that has seen nothing yet (so
 // its −∞ scores still give 0, not NaN).
-// The same from this thread's row maxima `mx` (of the unscaled scores), however the caller reduced them.
 __device__ __forceinline__ void update_running_max_from(float (&mx)[2], float scale, float (&m)[2], float (&l)[2],
                                                         float (&alpha)[2], float (&shift)[2]) {
 #pragma unroll
@@ -61,6 +61,7 @@ __device__ __forceinline__ void update_running_max_from(float (&mx)[2], float sc
   }
 }
 
+// The same, the row maxima taken from s in one chain per row.
 template <int Bc>
 __device__ __forceinline__ void update_running_max(const float (&s)[Bc / 2], float scale, float (&m)[2], float (&l)[2],
                                                    float (&alpha)[2], float (&shift)[2]) {
