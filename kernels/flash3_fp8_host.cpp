@@ -1,3 +1,4 @@
+#include "kernels/upload.h"
 #include "kernels/flash3_fp8_host.h"
 
 #include "kernels/poisoned_output.h"
@@ -13,13 +14,6 @@
 namespace attnlab::kernels {
 
 namespace {
-
-template <class T>
-DeviceBuffer upload(const std::vector<T>& h) {
-  DeviceBuffer d(h.size() * sizeof(T));
-  if (!h.empty()) ATTNLAB_CUDA(cudaMemcpy(d.as<void>(), h.data(), d.bytes(), cudaMemcpyHostToDevice));
-  return d;
-}
 
 // One head's rows × d values in E4M3 with a scale per block of kFlash3Fp8Block rows: the codes (row-major)
 // and the scales, by the reference's rule (core/variants/flash3_fp8.cpp fp8_blocks).

@@ -4,6 +4,7 @@
 
 #include "core/tensor.h"
 #include "kernels/cuda_check.h"
+#include "kernels/upload.h"
 
 #include <cuda_fp16.h>
 
@@ -19,11 +20,6 @@ inline std::vector<__half> fp16_values(const Tensor& t) {
 }
 
 // The same in a new device buffer.
-inline DeviceBuffer upload_rounded_fp16(const Tensor& t) {
-  const std::vector<__half> h = fp16_values(t);
-  DeviceBuffer d(h.size() * sizeof(__half));
-  if (!h.empty()) ATTNLAB_CUDA(cudaMemcpy(d.as<void>(), h.data(), d.bytes(), cudaMemcpyHostToDevice));
-  return d;
-}
+inline DeviceBuffer upload_rounded_fp16(const Tensor& t) { return upload(fp16_values(t)); }
 
 }  // namespace attnlab::kernels

@@ -1,3 +1,4 @@
+#include "kernels/upload.h"
 #include "kernels/int_flash_host.h"
 
 #include "kernels/poisoned_output.h"
@@ -12,17 +13,6 @@
 #include <stdexcept>
 
 namespace attnlab::kernels {
-
-namespace {
-
-template <class T>
-DeviceBuffer upload(const std::vector<T>& h) {
-  DeviceBuffer d(h.size() * sizeof(T));
-  ATTNLAB_CUDA(cudaMemcpy(d.as<void>(), h.data(), d.bytes(), cudaMemcpyHostToDevice));
-  return d;
-}
-
-}  // namespace
 
 IntFlashInputs upload_int8(const Problem& p, const QKV& in, bool v_fp16) {
   const int64_t d = p.head_dim, kv_pad = (p.kv_len + 15) / 16 * 16;

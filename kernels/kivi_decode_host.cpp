@@ -1,4 +1,5 @@
 // attnlab kernels: the host side of the kivi decode kernel (kivi_decode_host.h).
+#include "kernels/upload.h"
 #include "kernels/kivi_decode_host.h"
 
 #include "core/parallel.h"
@@ -17,13 +18,6 @@ namespace {
 template <class T>
 void append(std::vector<T>& all, const std::vector<T>& part) {
   all.insert(all.end(), part.begin(), part.end());
-}
-
-template <class T>
-DeviceBuffer upload(const std::vector<T>& h) {
-  DeviceBuffer d(h.size() * sizeof(T));
-  if (!h.empty()) ATTNLAB_CUDA(cudaMemcpy(d.as<void>(), h.data(), d.bytes(), cudaMemcpyHostToDevice));
-  return d;
 }
 
 }  // namespace

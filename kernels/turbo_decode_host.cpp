@@ -1,4 +1,5 @@
 // attnlab kernels: the host side of TurboAttention's decode kernels (turbo_decode_host.h).
+#include "kernels/upload.h"
 #include "kernels/turbo_decode_host.h"
 
 #include "core/parallel.h"
@@ -18,13 +19,6 @@
 namespace attnlab::kernels {
 
 namespace {
-
-template <class T>
-DeviceBuffer upload(const std::vector<T>& h) {
-  DeviceBuffer d(h.size() * sizeof(T));
-  if (!h.empty()) ATTNLAB_CUDA(cudaMemcpy(d.as<void>(), h.data(), d.bytes(), cudaMemcpyHostToDevice));
-  return d;
-}
 
 template <class T>
 std::vector<T> download(const T* src, size_t n) {
