@@ -19,11 +19,8 @@ namespace {
 // Alg. 1's query block: one warpgroup of the kernel (core/kernel_traits.h's row: B_r over its warpgroups).
 constexpr int kBlockR = find_kernel_traits("turbo", 128, 90)->warpgroup_rows();
 
-DeviceBuffer upload(const Tensor& t) {
-  DeviceBuffer buf(size_t(t.size()) * sizeof(float));
-  ATTNLAB_CUDA(cudaMemcpy(buf.as<void>(), t.data(), buf.bytes(), cudaMemcpyHostToDevice));
-  return buf;
-}
+// A tensor's FP32 values in a new device buffer (upload_rounded_fp16: its FP16 ones).
+DeviceBuffer upload_fp32(const Tensor& t) { return upload(t.values()); }
 
 template <class T>
 void launch(const Problem& p, const ParamValues& params, const T* q, const T* k, const T* v, TurboPrefillWork& w,
@@ -85,7 +82,7 @@ void turbo_prefill_attend(const Problem& p, TurboPrefillWork& w, __half* o, floa
 TurboPrefillOutput turbo_prefill_once(const Problem& p, const QKV& in, const ParamValues& params, int slots,
                                       std::vector<int32_t>* scores, bool fp16_inputs) {
   if (const std::string why = turbo_prefill_cannot_run(p, params); !why.empty()) throw std::invalid_argument(why);
-  const auto put = fp16_inputs ? upload_rounded_fp16 : upload;
+  const auto put = fp16_inputs ? upload_rounded_fp16 : upload_fp32;
   const DeviceBuffer q = put(in.q), k = put(in.k), v = put(in.v);
   TurboPrefillWork w(p, params, variants::turbo_detail::kv_head_bits(p, in, params), slots);
   const PoisonedOutput out(p);
