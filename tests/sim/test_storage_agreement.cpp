@@ -52,6 +52,14 @@ TEST_CASE("reference, schedule and capacity count the same KV cache for every va
           double written = 0;
           for (const Schedule* l : launches(s)) written += bytes_of(l->total(), "kv_cache");
           CHECK(written == Approx(ref).epsilon(1e-12));
+          // … and reads K and V once per KV head as kv_in declares them (codes and per-token scales: turbo's FP16,
+          // fireq's prefill_kv = fp8 E4M3 + β) — by the pre-pass where there is one, else by the attention.
+          const TensorBytes in = tensor_bytes(*st.kv_in, p.kv_len, p.head_dim);
+          const double declared = double(p.batch * p.kv_heads) * 2 * in.total();
+          double read_in = 0;
+          for (const Schedule* l : launches(s)) read_in += bytes_of(l->total(), "kv_in");
+          if (read_in == 0) read_in = s.kv_unique_bytes;
+          CHECK(read_in == Approx(declared).epsilon(1e-12));
         } else {  // the kernel reads it: each key its share, the per-tensor scales once per CTA
           double unique = 0, read = 0;
           Work w;
