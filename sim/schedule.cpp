@@ -447,6 +447,10 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
   const double mma_rows = per_query_head || !decode ? Br : std::max(16.0, rows_per_cta);
   const double computed_rows = per_query_head ? Br : rows_per_cta;  // the rows its softmax and O run on
   const double scores = computed_rows * Bc;
+  // Shared memory: the query block and `stages` K/V tiles, in the formats the kernel holds them.
+  const auto q_and_kv_tiles = [&](double q_rows) {
+    return q_rows * d * st.q_in.codes.bytes() + double(s.stages) * Bc * d * kv_element * 2;
+  };
   // Per KV tile: both products on the tensor cores their operands pick, the online softmax, extras.
   const Unit qk = product_unit(st.q, st.k), pv = product_unit(st.p, st.v);
   s.per_tile.ops[qk] += 2 * mma_rows * Bc * d;
@@ -517,7 +521,7 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
       s.classes.push_back({count, shape.first, double(shape.second), keys});
     }
     s.ctas_per_head = std::ceil(double(p.q_len) / Br) * double(p.group());
-    s.smem_bytes = Br * d * st.q_in.codes.bytes() + double(s.stages) * Bc * d * kv_element * 2;
+    s.smem_bytes = q_and_kv_tiles(Br);
     if (prepass) {
       int8_prepass(s, p, st, *prepass, traits->warpgroup_rows());
       s.smem_bytes = Br * d + double(s.stages) * Bc * d * 2;  // INT8 Q, K and Vᵀ tiles
@@ -547,7 +551,7 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
     s.classes.push_back({pairs * s.splits, tiles_each, rows_per_cta / s.splits, double(p.kv_len) / s.splits});
     s.ctas_per_head = s.splits * (per_query_head ? double(p.group()) : 1.0);
     s.readers_in_step = per_query_head;
-    s.smem_bytes = mma_rows * d * 2 + double(s.stages) * Bc * d * 2 * 2;
+    s.smem_bytes = q_and_kv_tiles(mma_rows);
     // Combine: every split writes its partial O (FP32) and (m, ℓ); one pass reads them back — unless the
     // prefill kernel at q_len 1 did not split (it then writes O itself: kernels/flash2.cu).
     const double partial = pairs * s.splits * rows_per_cta * (d + 2) * 4;

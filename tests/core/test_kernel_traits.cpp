@@ -61,6 +61,26 @@ TEST_CASE("the cost model schedules the generation the kernel backend runs", "[k
   CHECK_FALSE(narrow.warpgroup_mma);
 }
 
+// flash3_fp8 (kernels/flash3_fp8_sm90.cu): the model's CTA holds what the kernel's does — a 128-row E4M3 Q
+// block and six stages of E4M3 K and Vᵀ, one byte per element — in prefill and in decode (the prefill kernel
+// at q_len 1). The decode schedule once assumed FP16 tiles there and refused the kernel's six stages (416 KiB).
+TEST_CASE("the cost model's shared memory for flash3_fp8 is its kernel's tiles, prefill and decode", "[kernels-rule]") {
+  const sim::GpuSpec h100 = sim::load_gpu_spec("h100-sxm5");
+  const KernelTraits& t = *find_kernel_traits("flash3_fp8", 128, 90);
+  const double tiles = double(t.block_r) * 128 + double(t.stages) * 2 * t.block_c * 128;
+  for (int64_t q_len : {4096, 1}) {
+    INFO("q_len " << q_len);
+    const Experiment e = parse_experiment(
+        {{"problem", {{"batch", 1}, {"q_heads", 8}, {"kv_heads", 2}, {"q_len", q_len}, {"kv_len", 4096},
+                      {"head_dim", 128}, {"phase", q_len == 1 ? "decode" : "prefill"}}},
+         {"variants", {{{"id", "flash3_fp8"}}}}});
+    const sim::Schedule s = sim::make_schedule(e.problem, e.variants[0], h100);
+    CHECK(s.stages == t.stages);
+    CHECK(s.smem_bytes == tiles);
+    CHECK(s.smem_bytes <= h100.smem_per_cta_bytes);
+  }
+}
+
 }  // namespace
 }  // namespace attnlab
 
