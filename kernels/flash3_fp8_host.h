@@ -1,7 +1,6 @@
 // attnlab kernels: flash3_fp8's inputs as the variant requires them in HBM (flash3_fp8.h) — E4M3 codes with
 // one FP32 scale per 128-row block of each head, quantized on the host by the reference's rule
-// (core/variants/flash3_fp8.cpp: s = scale_for_span(max|block|, 448), code = E4M3(x / s), a true FP32
-// division then round-to-nearest-even with saturation), V transposed and key-permuted — and one launch
+// (core/quant/fp8_blocks.h, which the reference calls too), V transposed and key-permuted — and one launch
 // with poisoned outputs, for the backend and the [gpu] tests.
 #pragma once
 
@@ -19,7 +18,6 @@ struct Fp8Inputs {
   DeviceBuffer q, k, vt, s_q, s_k, s_v;
   int kv_pad = 0;
   std::vector<float> scales_q, scales_k, scales_v;  // as uploaded: (B, H, blocks)
-  std::vector<uint8_t> codes_q, codes_k;            // the host's codes (tests)
   size_t bytes() const { return q.bytes() + k.bytes() + vt.bytes() + s_q.bytes() + s_k.bytes() + s_v.bytes(); }
 };
 

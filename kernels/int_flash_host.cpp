@@ -1,6 +1,6 @@
-#include "kernels/upload.h"
 #include "kernels/int_flash_host.h"
 
+#include "kernels/upload.h"
 #include "kernels/poisoned_output.h"
 
 #include "kernels/quantize_int8.h"

@@ -1,7 +1,7 @@
 // attnlab kernels: the host side of the kivi decode kernel (kivi_decode_host.h).
-#include "kernels/upload.h"
 #include "kernels/kivi_decode_host.h"
 
+#include "kernels/upload.h"
 #include "core/parallel.h"
 #include "core/variants/kivi_image.h"
 #include "kernels/fp16_upload.h"

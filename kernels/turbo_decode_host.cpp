@@ -1,7 +1,7 @@
 // attnlab kernels: the host side of TurboAttention's decode kernels (turbo_decode_host.h).
-#include "kernels/upload.h"
 #include "kernels/turbo_decode_host.h"
 
+#include "kernels/upload.h"
 #include "core/parallel.h"
 #include "core/sas.h"
 #include "core/variants/turbo_chains.h"

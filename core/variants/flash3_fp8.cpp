@@ -51,6 +51,7 @@
 #include "core/formats/round.h"
 #include "core/online_softmax.h"
 #include "core/parallel.h"
+#include "core/quant/fp8_blocks.h"
 #include "core/quant/head_priority.h"
 #include "core/quant/quantize.h"
 
@@ -64,7 +65,6 @@ namespace attnlab::variants {
 namespace {
 
 constexpr double kF8 = 1.0, kF16 = 2.0, kF32 = 4.0;  // bytes per element
-constexpr float kOverflow = 464.0f;  // E4M3: |x| above it overflows (saturates to 448), fp8.h
 
 struct Settings {
   int64_t block_r, block_c;
@@ -74,7 +74,8 @@ struct Settings {
       : block_r(v.integer("block_r")), block_c(v.integer("block_c")), p_fp16(v.choice("p_format") == "fp16") {}
 };
 
-// One head's matrix in E4M3 with one FP32 scale per block of `block` rows.
+// One head's matrix in E4M3 with one FP32 scale per block of `block` rows (core/quant/fp8_blocks.h: the rule
+// the kernel's host side uses too), its codes decoded to FP32.
 struct Fp8Blocks {
   RowMatrix<float> x;         // E4M3 values (decoded to FP32), without the scales
   std::vector<float> scale;   // (⌈rows / block⌉)
@@ -82,21 +83,9 @@ struct Fp8Blocks {
 };
 
 Fp8Blocks fp8_blocks(const Tensor::ConstMap& in, int64_t block, const char* where) {
-  const int64_t rows = in.rows(), cols = in.cols();
-  quant::require_finite(in.data(), rows, cols, where);
-  Fp8Blocks out;
-  out.x.resize(rows, cols);
-  for (int64_t r0 = 0; r0 < rows; r0 += block) {
-    const int64_t n = std::min(block, rows - r0);
-    const auto src = in.middleRows(r0, n);
-    const float s = quant::scale_for_span(src.cwiseAbs().maxCoeff(), formats::kE4M3Max);
-    auto dst = out.x.middleRows(r0, n);
-    dst = (src.array() / s).matrix();  // a true FP32 division per element
-    out.saturated += (dst.array().abs() > kOverflow).count();
-    formats::round_fp8_inplace(dst.data(), dst.size(), formats::Fp8::e4m3);
-    out.zeroed += (src.array() != 0.0f && dst.array() == 0.0f).count();
-    out.scale.push_back(s);
-  }
+  quant::Fp8BlockCodes c = quant::fp8_block_codes(in.data(), in.rows(), in.cols(), block, where);
+  Fp8Blocks out{RowMatrix<float>(in.rows(), in.cols()), std::move(c.scale), c.saturated, c.zeroed};
+  for (size_t i = 0; i < c.bits.size(); ++i) out.x.data()[i] = formats::fp8_value(c.bits[i], formats::Fp8::e4m3);
   return out;
 }
 
