@@ -44,17 +44,16 @@ void flash3_fp8_run(const Experiment& e, const VariantRequest&, const QKV& in, c
   for (const auto& s : sets) args.push_back(flash3_fp8_args(p, s, o.as<__half>(), lse.as<float>()));
   const auto ms = time_launches([&](size_t c) { ATTNLAB_CUDA(flash3_fp8_forward(args[c], nullptr)); }, copies);
   into.kernel = result_of(p, once.o, once.lse, truth, ms, double(sets[0].bytes() + o.bytes() + lse.bytes()));
-  const Fp8Inputs& s = sets[0];
-  const int64_t qb = (p.q_len + kFlash3Fp8Block - 1) / kFlash3Fp8Block, kb = (p.kv_len + kFlash3Fp8Block - 1) / kFlash3Fp8Block;
-  std::vector<std::vector<float>> s_q, s_k, s_v;
-  for (int64_t bh = 0; bh < p.batch * p.q_heads; ++bh) s_q.emplace_back(s.scales_q.begin() + bh * qb, s.scales_q.begin() + (bh + 1) * qb);
-  for (int64_t bh = 0; bh < p.batch * p.kv_heads; ++bh) {
-    s_k.emplace_back(s.scales_k.begin() + bh * kb, s.scales_k.begin() + (bh + 1) * kb);
-    s_v.emplace_back(s.scales_v.begin() + bh * kb, s.scales_v.begin() + (bh + 1) * kb);
-  }
-  into.kernel->probes["scales.q"] = variants::per_head(p, p.q_heads, s_q, "s_Q per query row block, as uploaded");
-  into.kernel->probes["scales.k"] = variants::per_head(p, p.kv_heads, s_k, "s_K per KV block, as uploaded");
-  into.kernel->probes["scales.v"] = variants::per_head(p, p.kv_heads, s_v, "s_V per KV block, as uploaded");
+  // The block scales as uploaded, under the reference's probe names and shapes: (B, heads, blocks).
+  auto scales = [&](const std::vector<float>& flat, int64_t heads, int64_t len, const char* what) {
+    const int64_t blocks = (len + kFlash3Fp8Block - 1) / kFlash3Fp8Block;
+    std::vector<std::vector<float>> per;
+    for (int64_t bh = 0; bh < p.batch * heads; ++bh) per.emplace_back(flat.begin() + bh * blocks, flat.begin() + (bh + 1) * blocks);
+    return variants::per_head(p, heads, per, what);
+  };
+  into.kernel->probes["scales.q"] = scales(sets[0].scales_q, p.q_heads, p.q_len, "s_Q per query row block, as uploaded");
+  into.kernel->probes["scales.k"] = scales(sets[0].scales_k, p.kv_heads, p.kv_len, "s_K per KV block, as uploaded");
+  into.kernel->probes["scales.v"] = scales(sets[0].scales_v, p.kv_heads, p.kv_len, "s_V per KV block, as uploaded");
   into.kernel->probes["kernel.launch"] = labelled({"input_sets", "timed_runs", "arch"},
                                                   {double(copies), double(kTimedRuns), 90.0}, "",
                                                   "rotating input copies, timed launches, kernel generation (90 wgmma)");
