@@ -8,11 +8,11 @@
 //               (fireq::two_stage_scales); K̃ = K / s per channel.
 //   §2.1 Eq. 1  K̃ and V per token to INT4, σ = max|x|/7 stored in FP8 E4M3 (fireq::quantize_token_int4).
 //   §3.1.1 St.1 Each INT4 code becomes an FP8 operand through a 16-entry lookup table built from the
-//               token's scale: LUT[c] = FP8(c·σ), c ∈ [−8, 7]. The tensor core multiplies these E4M3
-//               values.
-//   App. D      prefill with prefill_kv = fp8 reads K and V "quantized in FP8 (not in INT4)" instead: K̃
-//               (smoothed as above) and V per token to E4M3 with a BF16 scale by Eq. 2's rule,
-//               k̂ = FP8(k̃/β_K), v̂ = FP8(v/β_V) (fireq::quantize_token_fp8); no INT4 codes, no LUT.
+//               token's scale: LUT[c] = FP8(c·σ), c ∈ [−8, 7] (fireq::int4_fp8_lut). The tensor core
+//               multiplies these E4M3 values.
+//   App. D      prefill with prefill_kv = fp8 reads K and V "quantized in FP8 (not in INT4)" instead, to
+//               E4M3 with BF16 scales by Eq. 2's rule: K̃ (smoothed as above) per token, k̂ = FP8(k̃/β_K); V per
+//               KV tile j of B_c tokens, v̂ = FP8(v/β_V,ⱼ) (fireq::quantize_block_fp8); no INT4 codes, no LUT.
 // Per (batch, query head):
 //   §3.2.1      Q̃ = Q·s (the inverse calibration N⁻¹, S⁻¹ merged into the query side), so Q̃K̃ᵀ = QKᵀ.
 //   Eq. 2       Q̃ to FP8 E4M3 with a BF16 scale β per token: β = bf16(max|q̃|/448), q̂ = FP8(q̃/β).
@@ -20,7 +20,8 @@
 //               S = (Q̂·K̂ᵀ)·((β·β_K)·τ), β_K per column).
 //   Alg. 1 l. 8, 13, 15  online softmax: m, P̃ = exp(S − m), ℓ = e^{m_old − m}·ℓ + rowsum P̃.
 //   §3.2.2 St. 2–3, l. 11, 16, 19–23   P̃ quantized to FP8 E4M3, Oᵢ = e^{m_old − m}·Oᵢ + P̂ · LUT(V),
-//               FP32 accumulation; l. 24 Oᵢ / ℓ, "reduced to BF16 for final storage".
+//               FP32 accumulation (prefill_kv = fp8: Oᵢ = e^{m_old − m}·Oᵢ + fl32(P̂·V̂ⱼ)·β_V,ⱼ);
+//               l. 24 Oᵢ / ℓ, "reduced to BF16 for final storage".
 //
 // Choices (the paper leaves them open, or we depart from it on purpose):
 //   - V is not smoothed: §3.2.1 and Figure 3 smooth the key matrix only (V carries no RoPE and no
@@ -42,15 +43,24 @@
 //     paper's App. D prefill measurement; decode ignores the parameter (it always reads the INT4 cache, so
 //     its output is the same under both), and so do int4_to_fp8 and scale_format in an fp8 prefill.
 //     The FP8 K̃ and V take Eq. 2's rule, the paper's only rule for an FP8 tensor (App. D names no other):
-//     β = bf16(max|x|/448) per token, stored in BF16 (2 bytes). Not an E4M3 scale: after the default
-//     RPN + CRS every |k̃| ≤ 1/8 (Thm 3.1 and CRS with α = β = 8), so max|k̃|/448 ≤ 1/3584 lies below
-//     E4M3's smallest subnormal 2⁻⁹ and every key would flush to 0 (Lemma B.1's underflow, with a scale
-//     64× smaller than INT4's max/7). Nor FP32: BF16 is what Eq. 2 stores, and its range suffices.
-//     β_K multiplies S per column, as σ_K does under int4_to_fp8 = exact; β_V varies along the reduction
-//     dimension of P̃V and is folded into the operand as exact does, V̂[n, c] = β_V,ₙ·v̂[n, c] in FP32
-//     (8 + 4 significant bits: exact). The paper does not say where its kernel applies the V scale; this
-//     is the choice that adds no rounding, so the FP8 roundings of K̃ and V are all this mode adds to
-//     Q's and P̃'s.
+//     β = bf16(max|x|/448), per token for K̃ and per KV tile for V (below), stored in BF16 (2 bytes). Not
+//     an E4M3 scale: after the default RPN + CRS every |k̃| ≤ 1/8 (Thm 3.1 and CRS with α = β = 8), so
+//     max|k̃|/448 ≤ 1/3584 lies below E4M3's smallest subnormal 2⁻⁹ and every key would flush to 0
+//     (Lemma B.1's underflow, with a scale 64× smaller than INT4's max/7). Nor FP32: BF16 is what Eq. 2
+//     stores, and its range suffices.
+//     β_K stays per token: it multiplies S per column (as σ_K does under int4_to_fp8 = exact), free in a
+//     kernel. V takes ONE β_V,ⱼ per KV tile j of B_c tokens (tokens [j·B_c, min((j + 1)·B_c, N))): the max
+//     of |v| over the tile's tokens and channels, with the same rule and fallbacks (β = 1 for an all-zero
+//     tile or a β that is not normal); v̂ = FP8(v/β_V,ⱼ), E4M3 RNE saturating, is the operand, unscaled,
+//     and O's tile term is fl32(P̂·V̂ⱼ)·β_V,ⱼ — the exact product rounded to FP32, then one FP32 multiply —
+//     added to the FP32 accumulator, as a kernel does with a per-tile accumulator. Why not per token: a
+//     per-token β_V varies along the reduction dimension of P̃V, where no FP8 tensor core can apply it,
+//     and folding it into the operand (β_V,ₙ·v̂ₙ, exact in FP32, our earlier choice) is not an E4M3 value,
+//     so no kernel could multiply it. A scale constant along the reduction within a tile is what
+//     FlashAttention-3's FP8 path uses for V (per tensor or per block), and App. D's kernel is FA3's; the
+//     paper does not say where its kernel applies the V scale. The price: a tile's tokens share the step
+//     of its largest |v| (elements far below the tile's max keep fewer significant bits, and those at or
+//     below 2⁻¹⁰·β_V,ⱼ flush to 0), and one more FP32 rounding per tile.
 //   - P̃ goes to E4M3 without a scale (P̃ ≤ 1 fits; Alg. 1 and §3.2.2 name none): values below 2⁻¹⁰
 //     flush to 0 (probe `fireq.p_zero`). ℓ sums the unquantized P̃ (Alg. 1 l. 15 sums P before the FP8
 //     conversion), as flash2 does with FP16.
@@ -64,9 +74,9 @@
 //     tensor core without its reassociation error (wgmma's accumulation order is not reproducible
 //     anyway). This makes every score independent of how many rows the tile has, which is what lets
 //     decode reproduce prefill's last row bit for bit. (With scale_format = fp32 and int4_to_fp8 = exact,
-//     V̂ = σ·code is an FP32 value, and exactness needs a tile's V scales within ~2¹⁸ of each other; with
-//     prefill_kv = fp8, β_V·v̂ is a multiple of 2^(e−16) below 2^(e+10) for β_V's exponent e, so P̂V is exact
-//     while a tile's β_V lie within 2⁹ of each other, and otherwise rounds once in FP64.)
+//     V̂ = σ·code is an FP32 value, and exactness needs a tile's V scales within ~2¹⁸ of each other. With
+//     prefill_kv = fp8, P̂·V̂ⱼ multiplies E4M3 values only — β_V,ⱼ is applied after, to the FP32 result — so
+//     it is exact as above: multiples of 2⁻¹⁸, as on the INT4 path.)
 //   - Tiles are padded to a multiple of 16 columns (the extra columns are masked like causal ones, their
 //     P̂ is 0): every row of S then starts at the same alignment, so the vectorized exp and row sums
 //     take the same path in a B_r-row tile and in decode's one-row tile.
@@ -82,9 +92,9 @@
 //     below the FP8/INT4 steps and is not emulated). O is stored in BF16 (§3.2.2 Stage 3).
 //   - HBM traffic: Q read in FP8 with its BF16 β (the paper does not say where Q is converted; we take
 //     it as stored in FP8, like the KV cache in INT4), K and V as packed INT4 with one scale per token
-//     (1 byte in E4M3, 4 in FP32) — in an fp8 prefill as E4M3 with a BF16 β per token (App. D) —
-//     once per row block that needs them, O written in BF16, L in FP32. The d smoothing factors per head
-//     are not counted. The INT4 cache is the one every run leaves (kv_cache.bytes, the capacity model's):
+//     (1 byte in E4M3, 4 in FP32) — in an fp8 prefill as E4M3 with a BF16 β_K per token and a BF16 β_V
+//     per KV tile (App. D) — once per row block that needs them, O written in BF16, L in FP32. The d
+//     smoothing factors per head are not counted. The INT4 cache is the one every run leaves (kv_cache.bytes, the capacity model's):
 //     an int4 prefill reads it as given; an fp8 prefill does not read it, so the cost model counts it
 //     written once by the prefill (the storage declaration's kv_in, as for turbo's Alg. 1) — a write App.
 //     D's kernel timing does not include.
@@ -141,6 +151,7 @@ QHead prepare_q(const Tensor::ConstMap& q, const std::vector<float>& s, bool smo
 // What one query head records for the probes.
 struct HeadRecord {
   double kv_rows = 0;               // K (= V) rows loaded over all row blocks
+  double kv_tiles = 0;              // KV tiles loaded over all row blocks
   int64_t visible = 0, zeroed = 0;  // visible scores, and those whose P̂ is 0
   std::vector<double> trace_tile, trace_m, trace_l, trace_bytes;
 };
@@ -149,10 +160,9 @@ void attend(const Problem& p, const QHead& q, const KvHead& kv, const Settings& 
             Tensor::Map o, float* lse, HeadRecord& rec) {
   const int64_t d = p.head_dim, Br = st.block_r, Bc = st.block_c, Tr = (p.q_len + Br - 1) / Br;
   const float tau = static_cast<float>(p.scale());
-  const double kv_row_bytes = double(d) * st.code_bytes + st.scale_bytes;  // codes + the token scale
   OnlineSoftmax state;
   RowMatrix<double> Sd, Gd, Pd, Kd, Vd;
-  RowMatrix<float> S;
+  RowMatrix<float> S, G;
   Eigen::VectorXf f_q;
   for (int64_t i = 0; i < Tr; ++i) {
     const int64_t row0 = i * Br, rows = std::min(Br, p.q_len - row0);
@@ -165,8 +175,8 @@ void attend(const Problem& p, const QHead& q, const KvHead& kv, const Settings& 
     for (int64_t j = 0; j < tiles; ++j) {
       const int64_t col0 = j * Bc, cols = std::min(Bc, p.kv_len - col0);
       const int64_t cols_pad = (cols + kPad - 1) / kPad * kPad;
-      bytes += 2 * cols * kv_row_bytes;
-      rec.kv_rows += double(cols);
+      bytes += st.kv_tile_bytes(cols, d);
+      rec.kv_rows += double(cols), rec.kv_tiles += 1;
       Kd = kv.k.middleRows(col0, cols_pad).cast<double>();
       Vd = kv.v.middleRows(col0, cols_pad).cast<double>();
       Sd.noalias() = Qi * Kd.transpose();  // exact (head comment)
@@ -183,8 +193,10 @@ void attend(const Problem& p, const QHead& q, const KvHead& kv, const Settings& 
       for (int64_t r = 0; r < rows; ++r) rec.visible += visible(r);
       rec.zeroed -= (S.array() > 0.0f).count();
       Pd = S.cast<double>();
-      Gd.noalias() = Pd * Vd;  // exact: P̂ · LUT(V)
-      state.G += Gd.cast<float>();  // FP32 accumulator
+      Gd.noalias() = Pd * Vd;  // exact: P̂ · LUT(V), or P̂ · V̂ⱼ
+      G = Gd.cast<float>();
+      if (st.fp8_kv) G *= kv.s_v[j];  // fl32(P̂ · V̂ⱼ) · β_V,j: one FP32 multiply (head comment)
+      state.G += G;  // FP32 accumulator
       if (i == trace_block) {
         rec.trace_tile.push_back(double(j));
         rec.trace_m.insert(rec.trace_m.end(), state.m.data(), state.m.data() + rows);
@@ -250,8 +262,10 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, 
   out.probes["scales.k"] = per_head(p, p.kv_heads, p.kv_len, sk, "",
                                     f8 ? "β per key token: bf16(max|k̃|/448), k̂ = FP8(k̃/β) (Eq. 2's rule, App. D), after smoothing"
                                        : "σ per key token: max|k̃|/7 stored in E4M3 (or FP32) (Eq. 1), after smoothing");
-  out.probes["scales.v"] = per_head(p, p.kv_heads, p.kv_len, sv, "",
-                                    f8 ? "β per value token: bf16(max|v|/448), v̂ = FP8(v/β) (Eq. 2's rule, App. D)"
+  const int64_t v_tiles = (p.kv_len + st.block_c - 1) / st.block_c;
+  out.probes["scales.v"] = per_head(p, p.kv_heads, f8 ? v_tiles : p.kv_len, sv, "",
+                                    f8 ? "β_V per KV tile (B_c tokens): bf16(max|v|/448) over the tile, v̂ = FP8(v/β_V) "
+                                         "(Eq. 2's rule, App. D; one scale per tile, head comment)"
                                        : "σ per value token: max|v|/7 stored in E4M3 (or FP32)");
   add_channel_probes(out.probes, p, in);  // K as received (post-RoPE), V (never smoothed)
   out.probes["channels.k_smoothed.min"] = per_head(p, p.kv_heads, d, ksmin, "", "per-channel minimum of K̃ = K/s (after the chosen smoothing)");
@@ -266,7 +280,7 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, 
       {"q", "k", "v", "k_lut", "v_lut", "underflow_tokens", "saturated_tokens"},
       {clamped[0], clamped[1], clamped[2], lut[0], lut[1], under[0] + under[1], sat[0] + sat[1]}, "values",
       f8 ? "FP8 prefill: q, k, v: |x/β| beyond E4M3's range (0 by construction, token_fp8.h); k_lut, v_lut: 0 (no "
-           "LUT); underflow_tokens: non-zero K and V tokens whose BF16 β was not a normal float (β = 1 used); "
+           "LUT); underflow_tokens: non-zero K tokens and V tiles whose BF16 β was not a normal float (β = 1 used); "
            "saturated_tokens: 0 (BF16 keeps FP32's range)"
          : "q: |q̃/β| beyond E4M3's range; k, v: INT4 codes clamped to [−8, 7]; k_lut, v_lut: elements whose LUT "
            "entry FP8(code·σ) saturated or flushed to 0; underflow/saturated_tokens: K and V tokens whose σ fell "
@@ -274,14 +288,15 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, 
   out.probes["fireq.scale_events"] = labelled(
       {"k_underflow", "v_underflow", "k_saturated", "v_saturated", "k_subnormal", "v_subnormal"},
       {under[0], under[1], sat[0], sat[1], sub[0], sub[1]}, "tokens",
-      f8 ? "FP8 prefill: underflow: non-zero tokens whose BF16 β was not a normal float (β = 1 used, the token "
-           "flushes to 0); saturated, subnormal: 0 (BF16 keeps FP32's range)"
+      f8 ? "FP8 prefill: underflow: non-zero K tokens (k_underflow) and V tiles (v_underflow) whose BF16 β was not "
+           "a normal float (β = 1 used, the token or tile flushes to 0); saturated, subnormal: 0 (BF16 keeps FP32's "
+           "range)"
          : "tokens whose scale σ left the format's range (underflow: below 2⁻⁹ in E4M3, Lemma B.1; saturated: above "
       "448), or is subnormal (E4M3: below 2⁻⁶, so stored with fewer than 4 significant bits; after RPN + CRS "
       "with α = β = 8 every key token has σ ≤ 1/56, and those with max|k̃| < 7/64 land here)");
   int64_t visible = 0, zeroed = 0;
-  double kv_rows = 0;
-  for (const HeadRecord& r : rec) visible += r.visible, zeroed += r.zeroed, kv_rows += r.kv_rows;
+  double kv_rows = 0, kv_tiles = 0;
+  for (const HeadRecord& r : rec) visible += r.visible, zeroed += r.zeroed, kv_rows += r.kv_rows, kv_tiles += r.kv_tiles;
   out.probes["fireq.p_zero"] = labelled(
       {"zeroed", "visible", "fraction"}, {double(zeroed), double(visible), visible ? double(zeroed) / double(visible) : 0.0},
       "", "visible scores whose FP8 P̂ is 0 (P̃ ≤ 2⁻¹⁰ flushes, or exp underflowed)");
@@ -299,11 +314,12 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, 
   out.probes["hbm_bytes"] = labelled(
       {"q", "k", "v", "scales", "o", "lse"},
       {rows_q * double(d) * kF8, kv_rows * double(d) * st.code_bytes, kv_rows * double(d) * st.code_bytes,
-       rows_q * kBF16 + 2.0 * kv_rows * st.scale_bytes, rows_q * double(d) * kBF16, rows_q * kF32},
+       rows_q * kBF16 + kv_rows * st.scale_bytes + (f8 ? kv_tiles * kBF16 : kv_rows * st.scale_bytes),
+       rows_q * double(d) * kBF16, rows_q * kF32},
       "bytes",
-      fmt::format("Q in FP8, {} K and V once per row block that needs them, scales (β of Q in BF16, {} of K and V "
-                  "per token), O in BF16, L in FP32{}",
-                  f8 ? "E4M3" : "packed INT4", f8 ? "BF16 β" : "σ",
+      fmt::format("Q in FP8, {} K and V once per row block that needs them, scales (β of Q in BF16, {}), O in "
+                  "BF16, L in FP32{}",
+                  f8 ? "E4M3" : "packed INT4", f8 ? "BF16 β_K per token, BF16 β_V per KV tile" : "σ of K and V per token",
                   f8 ? "; besides, the INT4 cache for decode (kv_cache.bytes) is written once" : ""));
 
   const HeadRecord& tr = rec[static_cast<size_t>(std::clamp<int64_t>(req.batch * p.q_heads + req.head, 0, q_heads - 1))];
@@ -326,9 +342,12 @@ void validate(const Problem& p, const ParamValues& v, const std::string& where) 
 // Storage (KV4Q8-FP, Eq. 1–2): Q in E4M3 with a BF16 β per token; the cache INT4 per token with one scale
 // σ per token (E4M3, or FP32 with scale_format), codes packed per head; E4M3 operands in both products (the
 // LUT turns INT4 codes into E4M3, P̃ in E4M3); O in BF16. A prefill with prefill_kv = fp8 reads K and V in
-// E4M3 with one BF16 β per token instead (kv_in, App. D) — what the cost model's schedule reads — and, since
-// decode reads the INT4 cache, writes that cache once (as kv_in declares; App. D's kernel timing leaves it
-// out). Decode and the capacity model (a decode problem) see the INT4 cache alone.
+// E4M3 with BF16 scales instead (kv_in, App. D) — what the cost model's schedule reads — and, since decode
+// reads the INT4 cache, writes that cache once (as kv_in declares; App. D's kernel timing leaves it out).
+// kv_in is one TensorStorage for K and V, so it declares a β per token for both, while the reference reads
+// β_V once per KV tile: the schedule over-counts V's scales by 2·(1 − 1/B_c) bytes per token, of the 2d + 4
+// declared per token (1.5% at d = 64, 0.8% at d = 128); declaring V's apart would need kv_in split in two.
+// Decode and the capacity model (a decode problem) see the INT4 cache alone.
 Storage storage(const Problem& p, const ParamValues& v) {
   Storage s;
   s.q = s.k = s.v = s.p = kE4m3;
@@ -365,7 +384,8 @@ VariantSpec fireq() {
                         "INT4 → FP8: the LUT of E4M3 entries FP8(code·σ) (§3.1.1 Step 1), or exact (ablation)"),
       ParamSpec::choice("prefill_kv", "int4", {"int4", "fp8"},
                         "K/V prefill reads: the INT4 cache (decode's, so decode repeats prefill's last row), or E4M3 "
-                        "per token with a BF16 scale (App. D's prefill); decode always reads the INT4 cache"),
+                        "with BF16 scales, per token for K and per KV tile for V (App. D's prefill); decode always "
+                        "reads the INT4 cache"),
       ParamSpec::integer("block_r", 128, 16, 256, "B_r: query rows per block (one CTA each)"),
       ParamSpec::integer("block_c", 64, 16, 256, "B_c: keys per KV tile of the inner loop"),
   };

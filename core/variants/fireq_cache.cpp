@@ -2,8 +2,8 @@
 #include "core/variants/fireq_cache.h"
 
 #include "core/error.h"
+#include "core/fireq/int4_lut.h"
 #include "core/fireq/token_fp8.h"
-#include "core/formats/fp8.h"
 #include "core/quant/head_priority.h"
 
 #include <fmt/format.h>
@@ -17,10 +17,6 @@ namespace attnlab::variants::fireq_detail {
 
 namespace {
 
-using formats::Fp8;
-
-constexpr float kE4M3OverflowMid = 464.0f;  // |x| above it saturates to ±448 (fp8.h)
-
 // Tokens whose stored scale is a subnormal of its format (E4M3: below 2⁻⁶, fewer than 4 significant
 // bits; FP32: below 2⁻¹²⁶), all-zero tokens (σ = 0) excluded.
 int64_t subnormal_scales(const std::vector<float>& scale, fireq::ScaleFormat f) {
@@ -28,26 +24,22 @@ int64_t subnormal_scales(const std::vector<float>& scale, fireq::ScaleFormat f) 
   return std::count_if(scale.begin(), scale.end(), [&](float s) { return s > 0.0f && s < normal; });
 }
 
-// §3.1.1 Step 1: the operand rows of one INT4 tensor. lut: FP8(code·σ) from a 16-entry table per token;
-// otherwise the codes themselves (fold = false, K) or σ·code in FP32 (fold = true, V). Rows N … N + kPad − 1
-// are 0. Counts the elements whose LUT entry saturated to ±448 or flushed a non-zero code to 0.
+// §3.1.1 Step 1: the operand rows of one INT4 tensor. lut: FP8(code·σ) from the 16-entry table of each
+// token (int4_lut.h); otherwise the codes themselves (fold = false, K) or σ·code in FP32 (fold = true, V).
+// Rows N … N + kPad − 1 are 0. Counts the elements whose LUT entry is a LUT event (saturated to ±448, or a
+// non-zero code flushed to 0).
 RowMatrix<float> operand(const fireq::TokenInt4& t, bool lut, bool fold, int64_t& lut_events) {
   RowMatrix<float> m(t.tokens + kPad, t.d);
   m.bottomRows(kPad).setZero();
   std::array<float, 16> table{};
-  std::array<int, 16> event{};
+  std::array<bool, 16> event{};
   for (int64_t n = 0; n < t.tokens; ++n) {
     const float sigma = t.scale[n];
-    for (int c = -8; c < 8; ++c) {
-      const float exact = float(c) * sigma;  // exact for an E4M3 σ; one FP32 rounding for an FP32 σ
-      float e = fold ? exact : float(c);
-      int ev = 0;
-      if (lut) {
-        e = formats::round_fp8(exact, Fp8::e4m3, formats::Overflow::saturate);
-        ev = std::abs(exact) > kE4M3OverflowMid || (c != 0 && e == 0.0f);
-      }
-      table[c + 8] = e;
-      event[c + 8] = ev;
+    if (lut) {
+      table = fireq::int4_fp8_lut(sigma);
+      event = fireq::int4_fp8_lut_events(sigma);
+    } else {
+      for (int c = -8; c < 8; ++c) table[c + 8] = fold ? float(c) * sigma : float(c);  // exact for an E4M3 σ
     }
     const int8_t* q = t.q.data() + n * t.d;
     float* row = m.data() + n * t.d;
@@ -59,15 +51,16 @@ RowMatrix<float> operand(const fireq::TokenInt4& t, bool lut, bool fold, int64_t
   return m;
 }
 
-// App. D's FP8 operand rows of one tensor x (n, d), K̃ or V: x̂ = FP8(x/β) per token (token_fp8.h), rows
-// N … N + kPad − 1 zero. Refuses non-finite input as quantize_token_int4 does for the INT4 cache.
-RowMatrix<float> fp8_operand(const float* x, int64_t n, int64_t d, fireq::TokenFp8& t) {
+// App. D's FP8 operand rows of one tensor x (n, d), K̃ or V: x̂ = FP8(x/β) with one β per `block` tokens
+// (token_fp8.h), rows N … N + kPad − 1 zero. Refuses non-finite input as quantize_token_int4 does for the
+// INT4 cache.
+RowMatrix<float> fp8_operand(const float* x, int64_t n, int64_t d, int64_t block, fireq::TokenFp8& t) {
   for (int64_t i = 0; i < n * d; ++i)
     if (!std::isfinite(x[i])) fail_input("quantize_token_fp8.x", fmt::format("non-finite value at index {}", i));
   RowMatrix<float> m(n + kPad, d);
   m.topRows(n) = Eigen::Map<const RowMatrix<float>>(x, n, d);
   m.bottomRows(kPad).setZero();
-  t = fireq::quantize_token_fp8(m.data(), n, d);
+  t = fireq::quantize_block_fp8(m.data(), n, d, block);
   return m;
 }
 }  // namespace
@@ -93,14 +86,14 @@ KvHead prepare_kv(const float* k, const float* v, int64_t n, int64_t d, const Se
   if (st.smoothing != Smoothing::none) fireq::divide_channels(ks.data(), n, d, fireq::PairScales{x.s});
 
   if (st.fp8_kv) {
-    // App. D: K̃ and V per token in E4M3 with Eq. 2's BF16 β (head comment); β_V folded into V̂ exactly.
+    // App. D: K̃ in E4M3 with Eq. 2's BF16 β per token, V with one per KV tile (head comment); V̂ stays
+    // unscaled, attend() multiplies tile j's P̂·V̂ by β_V,j.
     fireq::TokenFp8 fk, fv;
-    x.k = fp8_operand(ks.data(), n, d, fk);
-    x.v = fp8_operand(v, n, d, fv);
-    for (int64_t t = 0; t < n; ++t) x.v.row(t) *= fv.scale[t];  // 8 + 4 significant bits: exact in FP32
+    x.k = fp8_operand(ks.data(), n, d, 1, fk);
+    x.v = fp8_operand(v, n, d, st.block_c, fv);
     x.s_k = fk.scale, x.s_v = fv.scale;
     x.clamped_k = fk.saturated, x.clamped_v = fv.saturated;
-    x.under_k = fk.fallback_tokens, x.under_v = fv.fallback_tokens;
+    x.under_k = fk.fallback_scales, x.under_v = fv.fallback_scales;
   } else {
     // Eq. 1: per-token INT4 with E4M3 (or FP32) scales (quantize_token_int4 rejects non-finite input).
     const fireq::TokenInt4 qk = fireq::quantize_token_int4(ks.data(), n, d, st.format);

@@ -81,26 +81,26 @@ using test::to_float;
 struct Yardsticks {
   QKV simple4;   // Q as given, K̂·s, V̂ (σ·code, exact)
   QKV operands;  // Q̂·β in the smoothed space, LUT(K), LUT(V)
-  QKV fp8;       // prefill_kv = fp8 (App. D): Q̂·β as above, K̂·β_K (smoothed), V̂·β_V
+  QKV fp8;       // prefill_kv = fp8 (App. D): Q̂·β as above, K̂·β_K (smoothed, per token), V̂·β_V,ⱼ (per tile)
 };
 
 float lut(int8_t code, float sigma) {
   return formats::round_fp8(float(code) * sigma, formats::Fp8::e4m3, formats::Overflow::saturate);
 }
 
-// Eq. 2 on one token, recomputed: β = bf16(max|x|/448) (1 for a zero row), x ← FP8(x/β)·β (an exact
-// product: 4 + 8 significant bits). Returns β.
-float fp8_round_trip(float* x, int64_t d) {
+// Eq. 2 on n consecutive elements (one token, or the tokens of one KV tile), recomputed: β = bf16(max|x|/448)
+// (1 for a zero span), x ← FP8(x/β)·β (an exact product: 4 + 8 significant bits). Returns β.
+float fp8_round_trip(float* x, int64_t n) {
   float amax = 0;
-  for (int64_t c = 0; c < d; ++c) amax = std::max(amax, std::abs(x[c]));
+  for (int64_t i = 0; i < n; ++i) amax = std::max(amax, std::abs(x[i]));
   float beta = formats::round_bf16(amax / 448.0f);
   if (!(beta > 0.0f)) beta = 1.0f;
-  for (int64_t c = 0; c < d; ++c) x[c] = formats::round_fp8(x[c] / beta, formats::Fp8::e4m3) * beta;
+  for (int64_t i = 0; i < n; ++i) x[i] = formats::round_fp8(x[i] / beta, formats::Fp8::e4m3) * beta;
   return beta;
 }
 
 Yardsticks yardsticks(const Problem& p, const QKV& in) {
-  const int64_t n = p.kv_len, d = p.head_dim;
+  const int64_t n = p.kv_len, d = p.head_dim, Bc = params({}).integer("block_c");
   Yardsticks y{in, in, in};
   std::vector<std::vector<float>> s(static_cast<size_t>(p.batch * p.kv_heads));
   for (int64_t b = 0; b < p.batch; ++b)
@@ -119,11 +119,12 @@ Yardsticks yardsticks(const Problem& p, const QKV& in) {
           y.operands.k.at(b, h, t, c) = lut(ck, qk.scale[t]);
           y.operands.v.at(b, h, t, c) = lut(cv, qv.scale[t]);
         }
-      for (int64_t t = 0; t < n; ++t) {
+      for (int64_t t = 0; t < n; ++t) {  // K̃: one β_K per token
         fp8_round_trip(ks.data() + t * d, d);
         for (int64_t c = 0; c < d; ++c) y.fp8.k.at(b, h, t, c) = ks[t * d + c];
-        fp8_round_trip(y.fp8.v.head(b, h).data() + t * d, d);
       }
+      for (int64_t t0 = 0; t0 < n; t0 += Bc)  // V: one β_V per KV tile of B_c tokens (the last may be short)
+        fp8_round_trip(y.fp8.v.head(b, h).data() + t0 * d, std::min(Bc, n - t0) * d);
       s[b * p.kv_heads + h] = ts.combined.per_channel;
     }
   for (int64_t b = 0; b < p.batch; ++b)
@@ -225,12 +226,17 @@ TEST_CASE("fireq decode within 2x of INT4 quantize-then-FP64 and within the FP8-
   check_sweep(Phase::decode, "llm_like");
 }
 
-// prefill_kv = fp8 (App. D: prefill reads K̃ and V in FP8 per token with Eq. 2's BF16 β).
-//   5. Per element against `fp8` (Q̂·β, K̂·β_K, V̂·β_V recomputed here from the inputs with the same smoothing):
-//      the kernel's S is (Q̂·K̂ᵀ)·((β·β_K)·τ), the same product up to FP32 rounding, and its P̂V folds β_V into
-//      V̂ exactly, so what is left is assertion 2's: P̃ → E4M3, O → BF16 and FP32 terms, under the same bound.
-//      A wrong β rule (E4M3 or unrounded), β_K applied to the wrong axis, V left unscaled, or INT4 operands
-//      read instead, all break it.
+// prefill_kv = fp8 (App. D: prefill reads K̃ in FP8 per token and V in FP8 per KV tile, Eq. 2's BF16 β).
+//   5. Per element against `fp8` (Q̂·β, K̂·β_K per token, V̂·β_V,ⱼ per tile of B_c tokens, recomputed here from
+//      the inputs with the same smoothing): the kernel's S is (Q̂·K̂ᵀ)·((β·β_K)·τ), the same product up to FP32
+//      rounding, and its O takes fl32(P̂·V̂ⱼ)·β_V,ⱼ per tile, which differs from the exact P̂·(V̂ⱼ·β_V,ⱼ) by one
+//      FP32 rounding of the multiply: ≤ 2⁻²⁴·β_V,ⱼ·Σₙ p̂ₙ|v̂ₙ| per tile, ≤ 2⁻²⁴·(1 + 2⁻⁴)·a_i over all tiles
+//      (p̂ ≤ (1 + 2⁻⁴)·p̃). That fits in assertion 2's FP32 term 2(d + N)·2⁻²⁴·(1 + |S|ₘₐₓ)·a_i, which
+//      budgets γ_d per score and γ_N for the accumulation where fireq, with exact products, rounds a few times
+//      per score and ⌈N/B_c⌉ + 2 times per output element (unused: ≥ (d + N − ⌈N/B_c⌉ − 5)·2⁻²⁴·a_i, d ≥ 64).
+//      What is left is assertion 2's: P̃ → E4M3, O → BF16 and FP32 terms, under the same bound. A wrong β rule
+//      (E4M3 or unrounded), β_K applied to the wrong axis, V left unscaled, V's β per token instead of per
+//      tile where a tile's tokens differ in range, or INT4 operands read instead, all break it.
 //   6. On llm_like data fp8 prefill is closer to FP64 than int4 prefill: the FP8 roundings of K̃ and V (≤ 2⁻⁴
 //      relative per element, ≈ 2–4% RMS) replace the INT4 steps (max|x|/7 per token, ≈ 11% RMS of a typical
 //      element; assertion 1), while Q̂, P̂ and O are rounded alike in both. Asserted per case; it fails if
@@ -388,22 +394,29 @@ TEST_CASE("fireq: probes have the documented shapes and the cache its documented
       if (std::string(format) == "fp8_e4m3") CHECK(formats::round_fp8(float(s), formats::Fp8::e4m3) == float(s));
     for (double b : out.probes.at("scales.q").values) CHECK(formats::round_bf16(float(b)) == float(b));
   }
-  // prefill_kv = fp8: K and V read in E4M3 (1 byte) with one BF16 β (2 bytes) per token, Eq. 2's rule; the
-  // cache the run leaves for decode is the INT4 one still.
+  // prefill_kv = fp8: K and V read in E4M3 (1 byte) with BF16 scales (2 bytes), Eq. 2's rule, β_K per token
+  // and β_V per KV tile; the cache the run leaves for decode is the INT4 one still.
   const ReferenceOutput i4 = run(p, in, params({})), f8 = run(p, in, params({{"prefill_kv", "fp8"}}));
   CHECK(f8.kv_cache_bytes == i4.kv_cache_bytes);
   CHECK(f8.probes.at("kv_cache.bytes").values == i4.probes.at("kv_cache.bytes").values);
-  // The same K/V rows read per row block, at twice INT4's bytes per element, and 2 bytes of β per K and V row.
+  // The same K/V rows read per row block, at twice INT4's bytes per element, 2 bytes of β_K per K row and 2
+  // of β_V per V tile: row block i (B_r = 128) reads ⌈min(N, 128(i + 1))/64⌉ tiles (causal, B_c = 64).
   const std::vector<double>& h8 = f8.probes.at("hbm_bytes").values;
   const std::vector<double>& h4 = i4.probes.at("hbm_bytes").values;
   for (size_t i : {1, 2}) CHECK(h8[i] == 2 * h4[i]);
   const double kv_rows = h4[1] / double(d / 2), q_rows = double(p.batch * p.q_heads * p.q_len);
-  CHECK(h8[3] == q_rows * 2 + 2 * kv_rows * 2);
+  double kv_tiles = 0;
+  for (int64_t row0 = 0; row0 < n; row0 += 128) kv_tiles += double((std::min(n, row0 + 128) + 63) / 64);
+  kv_tiles *= double(p.batch * p.q_heads);
+  CHECK(h8[3] == q_rows * 2 + kv_rows * 2 + kv_tiles * 2);
   const ProbeArray& bv = f8.probes.at("scales.v");
+  const int64_t tiles = (n + 63) / 64;  // ⌈300/64⌉ = 5, the last of 44 tokens
+  CHECK(bv.shape == std::vector<int64_t>{p.batch, p.kv_heads, tiles});
   for (int64_t h = 0; h < kv; ++h)
-    for (int64_t t = 0; t < n; ++t) {  // β_V = bf16(max|v|/448), recomputed from V
-      const float beta = formats::round_bf16(in.v.head(h / p.kv_heads, h % p.kv_heads).row(t).cwiseAbs().maxCoeff() / 448.0f);
-      CHECK(bv.values[size_t(h * n + t)] == double(beta));
+    for (int64_t j = 0; j < tiles; ++j) {  // β_V,j = bf16(max|v| over tile j/448), recomputed from V
+      const auto V = in.v.head(h / p.kv_heads, h % p.kv_heads);
+      const float amax = V.middleRows(j * 64, std::min<int64_t>(64, n - j * 64)).cwiseAbs().maxCoeff();
+      CHECK(bv.values[size_t(h * tiles + j)] == double(formats::round_bf16(amax / 448.0f)));
     }
   // Every β_K lies below E4M3's smallest subnormal 2⁻⁹ (|k̃| ≤ 1/8 after smoothing): an E4M3 scale would
   // flush every key to 0, which is why β is BF16 (fireq.cpp's head comment).
