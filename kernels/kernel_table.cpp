@@ -1,6 +1,7 @@
 // attnlab kernels: the kernel table's rows (kernel_table.h).
 #include "kernels/kernel_table.h"
 
+#include "kernels/fireq_backend.h"
 #include "kernels/kivi_backend.h"
 
 namespace attnlab::kernels {
@@ -15,6 +16,7 @@ constexpr KernelRow kRows[] = {
     {"flash3_fp8",  flash3_fp8_cannot_run, flash3_fp8_run},
     {"turbo",       turbo_cannot_run,      turbo_run},
     {"kivi",        kivi_cannot_run,       kivi_run},
+    {"fireq",       fireq_cannot_run,      fireq_run},
 };
 // clang-format on
 

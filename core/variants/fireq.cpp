@@ -99,6 +99,7 @@
 //     written once by the prefill (the storage declaration's kv_in, as for turbo's Alg. 1) — a write App.
 //     D's kernel timing does not include.
 #include "core/variants/fireq_cache.h"
+#include "core/variants/fireq_quantize.h"
 #include "core/variants/shared_probes.h"
 #include "core/variants/variants.h"
 
@@ -139,9 +140,8 @@ struct QHead {
 
 QHead prepare_q(const Tensor::ConstMap& q, const std::vector<float>& s, bool smooth) {
   RowMatrix<float> qs = q;
-  if (smooth) qs.array().rowwise() *= Eigen::Map<const Eigen::ArrayXf>(s.data(), qs.cols()).transpose();  // Q̃ = Q·s
   QHead r;
-  fireq::TokenFp8 f = fireq::quantize_token_fp8(qs.data(), qs.rows(), qs.cols());  // Eq. 2, in place
+  fireq::TokenFp8 f = fireq_detail::quantize_query(qs.data(), qs.rows(), qs.cols(), s, smooth);  // Q̃ = Q·s, Eq. 2 (in place)
   r.beta = std::move(f.scale);
   r.clamped = f.saturated;
   r.q = qs.cast<double>();

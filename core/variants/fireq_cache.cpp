@@ -1,6 +1,8 @@
 // The K and V operands of one fireq KV head. See fireq_cache.h, and fireq.cpp's head comment.
 #include "core/variants/fireq_cache.h"
 
+#include "core/variants/fireq_quantize.h"
+
 #include "core/error.h"
 #include "core/fireq/int4_lut.h"
 #include "core/fireq/token_fp8.h"
@@ -68,22 +70,10 @@ RowMatrix<float> fp8_operand(const float* x, int64_t n, int64_t d, int64_t block
 KvHead prepare_kv(const float* k, const float* v, int64_t n, int64_t d, const Settings& st) {
   KvHead x;
   // §3.2.1: the smoothing factors of this head (the fireq functions also reject non-finite keys).
-  switch (st.smoothing) {
-    case Smoothing::rpn_crs: {
-      fireq::TwoStageScales ts = fireq::two_stage_scales(k, n, d, st.sp);
-      x.s = std::move(ts.combined.per_channel);
-      x.outliers = std::move(ts.outlier_pairs);
-      break;
-    }
-    case Smoothing::crs:
-      x.outliers = fireq::select_outlier_pairs(k, n, d, st.sp.top_k);
-      x.s = fireq::crs_scales(k, n, d, x.outliers, st.sp.beta).per_channel;
-      break;
-    case Smoothing::rpn: x.s = fireq::rpn_scales(k, n, d, st.sp.alpha).per_channel; break;
-    case Smoothing::none: x.s.assign(static_cast<size_t>(d), 1.0f); break;
-  }
-  std::vector<float> ks(k, k + n * d);
-  if (st.smoothing != Smoothing::none) fireq::divide_channels(ks.data(), n, d, fireq::PairScales{x.s});
+  SmoothedKeys sk = smooth_keys(k, n, d, st);  // §3.2.1 (fireq_quantize.h)
+  x.s = std::move(sk.s);
+  x.outliers = std::move(sk.outliers);
+  std::vector<float> ks = std::move(sk.k);
 
   if (st.fp8_kv) {
     // App. D: K̃ in E4M3 with Eq. 2's BF16 β per token, V with one per KV tile (head comment); V̂ stays
