@@ -62,11 +62,11 @@ inline constexpr KernelTraits kKernelTraits[] = {
     // 4 warps per CTA, one chain each, 2 tiles in flight per warp; splits from decode_splits over warps.
     {"kivi",        64,  80,  8,   64,  4,    2,     158, 128, true, true},
     {"kivi",        128, 80,  8,   64,  4,    2,     226, 128, true, true},
-    // fireq decode (kernels/fireq_decode.cu): B_r = the ≤ 8 query heads (MMA rows g), B_c = 64 tokens; 4 warps
+    // fireq decode (kernels/fireq_decode.cu): B_r = the ≤ 8 query heads (MMA N columns), B_c = 64 tokens; 4 warps
     // per CTA, one chain each, 2 tiles in flight per warp. The mma.sync generation, on FP8 operands: it needs
     // sm_89's e4m3 mma.sync (the backend refuses older GPUs).
-    {"fireq",       64,  80,  8,   64,  4,    2,     120, 128, true, true},
-    {"fireq",       128, 80,  8,   64,  4,    2,     202, 128, true, true},
+    {"fireq",       64,  80,  8,   64,  4,    2,     108, 128, true, true},
+    {"fireq",       128, 80,  8,   64,  4,    2,     183, 128, true, true},
 };
 
 // A warp's stall per issued instruction, in cycles, by what it waits for (Nsight Compute's stall reasons of

@@ -3,11 +3,14 @@
 // it lies: every code becomes its E4M3 operand in registers through §3.1.1's 16-entry lookup table.
 //
 // Work split. One warp runs one chain: a contiguous run of one (batch, KV head)'s 64-token tiles, for all
-// G ≤ 8 query heads of that KV head at once — they are the MMA's M rows g (rows g + 8 stay 0), so every
-// tile loaded serves the whole group (GQA). S = Q̂·K̂ᵀ (B = K̂: k = channels, n = 8 tokens) and O = P̂·V̂
-// (A = P̂: k = tokens; B = V̂: n = 8 channels). Four independent warps per CTA, each streaming its tiles
-// through its own two-stage cp.async ring; with C > 1 chains per pair a second kernel merges their
-// normalized outputs (O = Σ_c e^{L_c − L}·O_c, L = log Σ_c e^{L_c}); C from decode_splits over warps.
+// G ≤ 8 query heads of that KV head at once — they are the MMA's N = 8 columns, so every tile loaded serves
+// the whole group (GQA). Sᵀ = K̂·Q̂ᵀ (A = K̂: rows = 16 tokens, k = channels) and Oᵀ = V̂ᵀ·P̂ᵀ (A = V̂ᵀ: rows =
+// 16 channels, k = tokens), kivi_decode.cu's orientation: every accumulator register holds a result (with
+// the heads as M, rows g + 8 of each MMA would be dead outputs ptxas must still allocate — v1–v2, 202
+// registers against 183). P̂ reaches P̂ᵀ's B fragments through 512 bytes of shared memory per warp (16 byte
+// stores, 4 word loads per tile). Four independent warps per CTA, each streaming its tiles through its own
+// two-stage cp.async ring; with C > 1 chains per pair a second kernel merges their normalized outputs
+// (O = Σ_c e^{L_c − L}·O_c, L = log Σ_c e^{L_c}); C from decode_splits over warps.
 //
 // INT4 → FP8 (§3.1.1 Step 1): the operand of code c of a token with scale σ is LUT_σ[c] = FP8(c·σ), as the
 // reference's fireq::int4_fp8_lut. σ is an E4M3 byte, so there are 128 tables (σ ≥ 0; 0x7F is NaN and never
@@ -35,7 +38,8 @@
 // ex2.approx for exp, FP32 summation order of ℓ and O, and P̃'s E4M3 rounding taken against a different
 // running max (other tiles, other chains: the reference runs one row block over B_c = block_c tiles).
 //
-// Versions: v1 (this), measured in kernels/PERF.md.
+// Versions (kernels/PERF.md, "fireq decode"): v1 — heads as the MMA's rows; v2 — V's words grouped per load;
+// v3 (reverted) — the next tile's scores beside this tile's P̂·V̂ (spilled); v4 (this) — heads as N.
 #include "kernels/fireq_decode.h"
 
 #include "core/kernel_traits.h"
@@ -69,18 +73,18 @@ template <int D>
 constexpr int kTileBytes = int(layout::tile_bytes(D));
 static_assert(kTileBytes<64> % 16 == 0 && kTileBytes<128> % 16 == 0, "16-byte copies");
 
-// One chain's online-softmax state for query head g (lane (g, t)): the running max m (log₂ units), its
-// partial ℓ over the lane's tokens, and O's accumulators for channels 8·nt + 2t and 8·nt + 2t + 1.
+// One chain's online-softmax state. Lane (g, t) holds query heads 2t and 2t + 1 (i = 0, 1): the running
+// max m (log₂ units), its partial ℓ over the lane's tokens, and Oᵀ's accumulators for channels 16·mi + g
+// (registers 0, 1: heads 2t, 2t + 1) and 16·mi + g + 8 (registers 2, 3).
 template <int D>
 struct Chain {
-  float m, l;
-  float o[D / 8][2];
+  float m[2], l[2];
+  float o[D / 16][4];
 };
 
 // The device code needs sm_89's FP8 conversions and MMA: other targets compile empty kernels (the backend
 // refuses their GPUs).
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 890
-constexpr int kNT = kT / 8;  // 8-token n-tiles of S per tile
 constexpr unsigned kFull = 0xffffffffu;
 constexpr float kLog2e = 1.4426950408889634f;
 
@@ -99,14 +103,15 @@ __device__ __forceinline__ uint32_t pack_e4m3x4(float b0, float b1, float b2, fl
   return uint32_t(lo) | (uint32_t(hi) << 16);
 }
 
-// d[0..1] (row g) += A·B with A's rows g + 8 zero: a0 = (g, k 4t..4t+3), a2 = (g, k 16+4t..); rows g + 8's
-// results are dropped.
-__device__ __forceinline__ void mma_e4m3(float (&d)[2], uint32_t a0, uint32_t a2, uint32_t b0, uint32_t b1) {
-  float rows8[2] = {0.f, 0.f};  // rows g + 8: 0 in, dropped out
+// d += A·B, m16n8k32, E4M3 operands, FP32 accumulators (a0 = (g, k 4t..4t+3), a1 = (g + 8, 4t..),
+// a2 = (g, 16 + 4t..), a3 = (g + 8, 16 + 4t..); b0 = (k 4t..4t+3, n g), b1 = (k 16 + 4t.., n g);
+// d0, d1 = (g, 2t..2t+1), d2, d3 = (g + 8, 2t..2t+1)).
+__device__ __forceinline__ void mma_e4m3(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                         uint32_t b0, uint32_t b1) {
   asm("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
       "{%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(rows8[0]), "+f"(rows8[1])
-      : "r"(a0), "r"(0u), "r"(a2), "r"(0u), "r"(b0), "r"(b1));
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
 // E4M3 byte b < 0x7F as a float, exactly: (8 + m)·2^(e − 10), or m·2⁻⁹ for e = 0.
@@ -145,128 +150,147 @@ __device__ __forceinline__ void transpose4(uint32_t (&r)[4]) {
   r[2] = prmt(t1, t3, 0x5410u), r[3] = prmt(t1, t3, 0x7632u);
 }
 
-// The token (of the tile) in column `col` of S's n-tile nt. Chosen so that S's accumulator is P̂'s A
-// fragment as it stands: lane (g, t) holds columns 2t, 2t + 1 of every n-tile, and P̂·V̂'s k-step c wants
-// (k = 4t..4t+3) and (k = 16 + 4t..16 + 4t + 3) — n-tiles 4c, 4c + 1 give the first four, 4c + 2, 4c + 3 the
-// second, and the V layout's k order is the token order (fireq_layout.h).
-__device__ __forceinline__ int score_token(int nt, int col) {
-  const int c = nt >> 2, n = nt & 3;
-  return 32 * c + 16 * (n >> 1) + 4 * (col >> 1) + 2 * (n & 1) + (col & 1);
-}
-
-// S (head g, the lane's columns 2t, 2t + 1 of each n-tile) of one tile: per n-tile, the lane's token's
-// K slice (one load), its table (one load), and d/32 MMAs.
+// Sᵀ (tokens × heads) of one tile: per 16-token m-tile, the lane's two tokens' K slices (g and g + 8: one load
+// each), their tables (one load each), and d/32 MMAs; K̂ is the A operand (k = channels), Q̂ᵀ the B operand.
 template <int D>
-__device__ __forceinline__ void scores_tile(const uint8_t* tile, const uint4* lut, const uint32_t (&qa)[D / 32][2],
-                                            float (&s)[kNT][2]) {
+__device__ __forceinline__ void scores_tile(const uint8_t* tile, const uint4* lut, const uint32_t (&qb)[D / 32][2],
+                                            float (&s)[4][4]) {
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const uint8_t* sigma = tile + layout::sigma_k_offset(D);
 #pragma unroll
-  for (int nt = 0; nt < kNT; ++nt) {
-    const int tok = score_token(nt, g);
-    const uint8_t* slice = tile + tok * (D / 2) + t * (D / 8);
-    uint32_t w[D / 32];
-    if constexpr (D == 128) {
-      const uint4 v = *reinterpret_cast<const uint4*>(slice);
-      w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
-    } else {
-      const uint2 v = *reinterpret_cast<const uint2*>(slice);
-      w[0] = v.x, w[1] = v.y;
-    }
-    const uint4 T = lut[sigma[tok] & (kScales - 1)];
-    s[nt][0] = s[nt][1] = 0.f;
+  for (int mt = 0; mt < 4; ++mt) {
+    uint32_t lo[2][D / 32], hi[2][D / 32];  // [half]: token 16·mt + g + 8·half, its k-steps' a0|a1 and a2|a3
 #pragma unroll
-    for (int j = 0; j < D / 32; ++j) {
-      uint32_t b0, b1;
-      lut_convert(w[j], T, b0, b1);
-      mma_e4m3(s[nt], qa[j][0], qa[j][1], b0, b1);
+    for (int half = 0; half < 2; ++half) {
+      const int tok = 16 * mt + g + 8 * half;
+      const uint8_t* slice = tile + tok * (D / 2) + t * (D / 8);
+      uint32_t w[D / 32];
+      if constexpr (D == 128) {
+        const uint4 v = *reinterpret_cast<const uint4*>(slice);
+        w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
+      } else {
+        const uint2 v = *reinterpret_cast<const uint2*>(slice);
+        w[0] = v.x, w[1] = v.y;
+      }
+      const uint4 T = lut[sigma[tok] & (kScales - 1)];
+#pragma unroll
+      for (int j = 0; j < D / 32; ++j) lut_convert(w[j], T, lo[half][j], hi[half][j]);
     }
+    s[mt][0] = s[mt][1] = s[mt][2] = s[mt][3] = 0.f;
+#pragma unroll
+    for (int j = 0; j < D / 32; ++j) mma_e4m3(s[mt], lo[0][j], lo[1][j], hi[0][j], hi[1][j], qb[j][0], qb[j][1]);
   }
 }
 
-// The online softmax of one tile (Alg. 1 l. 8, 13, 15): tokens ≥ valid masked, m_new = max(m, S·c) with
-// c = β·τ·log₂e, P̃ = 2^{S·c − m_new}, ℓ and O rescaled by 2^{m_old − m_new}; returns P̂ = FP8(P̃) as the
-// A fragments (a0, a2) of P̂·V̂'s two k-steps (score_token's order).
+// The online softmax of one tile (Alg. 1 l. 8, 13, 15), per head column: tokens ≥ valid masked, m_new =
+// max(m, S·c) with c = β·τ·log₂e of the head, P̃ = 2^{S·c − m_new}, ℓ and O rescaled by 2^{m_old − m_new}.
+// P̂ = FP8(P̃) goes to the warp's 8 × 64 bytes of shared memory (head rows, token columns), from which P̂·V̂'s
+// B fragments (k = tokens 4t.., 16 + 4t..; n = head g) are read back as words.
 template <int D>
-__device__ __forceinline__ void softmax_tile(float (&s)[kNT][2], int valid, float c, Chain<D>& ch,
-                                             uint32_t (&pa)[2][2]) {
-  const int t = threadIdx.x % 4;
+__device__ __forceinline__ void softmax_tile(float (&s)[4][4], int valid, const float (&c)[2], Chain<D>& ch,
+                                             uint8_t* p, uint32_t (&pb)[2][2]) {
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   if (valid < kT) {
 #pragma unroll
-    for (int nt = 0; nt < kNT; ++nt)
+    for (int mt = 0; mt < 4; ++mt)
 #pragma unroll
-      for (int e = 0; e < 2; ++e)
-        if (score_token(nt, 2 * t + e) >= valid) s[nt][e] = -INFINITY;
+      for (int e = 0; e < 4; ++e)
+        if (16 * mt + g + 8 * (e / 2) >= valid) s[mt][e] = -INFINITY;
   }
-  float mx = -INFINITY;
+  float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-  for (int nt = 0; nt < kNT; ++nt) mx = fmaxf(mx, fmaxf(s[nt][0], s[nt][1]));
-  mx = fmaxf(mx, __shfl_xor_sync(kFull, mx, 1));
-  mx = fmaxf(mx, __shfl_xor_sync(kFull, mx, 2));
-  const float m_new = fmaxf(ch.m, mx * c);
-  const float shift = m_new == -INFINITY ? 0.f : m_new;  // a head that has seen nothing yet stays empty
-  const float alpha = ch.m == -INFINITY ? 0.f : ex2(ch.m - m_new);
-  ch.m = m_new;
-  ch.l *= alpha;
+  for (int mt = 0; mt < 4; ++mt)
 #pragma unroll
-  for (int nt = 0; nt < kNT; ++nt)
+    for (int e = 0; e < 4; ++e) mx[e % 2] = fmaxf(mx[e % 2], s[mt][e]);
+  float alpha[2], shift[2];
 #pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      s[nt][e] = ex2(fmaf(s[nt][e], c, -shift));  // −∞ → 0
-      ch.l += s[nt][e];
+  for (int i = 0; i < 2; ++i) {
+#pragma unroll
+    for (int x = 4; x < 32; x *= 2) mx[i] = fmaxf(mx[i], __shfl_xor_sync(kFull, mx[i], x));  // over the 8 g
+    const float m_new = fmaxf(ch.m[i], mx[i] * c[i]);
+    shift[i] = m_new == -INFINITY ? 0.f : m_new;  // a head that has seen nothing yet stays empty
+    alpha[i] = ch.m[i] == -INFINITY ? 0.f : ex2(ch.m[i] - m_new);
+    ch.m[i] = m_new;
+    ch.l[i] *= alpha[i];
+  }
+#pragma unroll
+  for (int mt = 0; mt < 4; ++mt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      s[mt][e] = ex2(fmaf(s[mt][e], c[e % 2], -shift[e % 2]));  // −∞ → 0
+      ch.l[e % 2] += s[mt][e];
     }
   // Once the running maxima settle, α = 1 for every head of the warp: skipping the multiply is exact.
-  if (__any_sync(kFull, alpha != 1.f)) {
+  if (__any_sync(kFull, alpha[0] != 1.f || alpha[1] != 1.f)) {
 #pragma unroll
-    for (int nt = 0; nt < D / 8; ++nt) ch.o[nt][0] *= alpha, ch.o[nt][1] *= alpha;
+    for (int mi = 0; mi < D / 16; ++mi)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) ch.o[mi][e] *= alpha[e % 2];
   }
 #pragma unroll
+  for (int mt = 0; mt < 4; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {  // token 16·mt + g + 8h, heads 2t and 2t + 1
+      const uint32_t two = pack_e4m3x4(s[mt][2 * h], s[mt][2 * h + 1], 0.f, 0.f);
+      const int tok = 16 * mt + g + 8 * h;
+      p[(2 * t) * kT + tok] = uint8_t(two);
+      p[(2 * t + 1) * kT + tok] = uint8_t(two >> 8);
+    }
+  __syncwarp();
+#pragma unroll
   for (int k = 0; k < 2; ++k) {
-    pa[k][0] = pack_e4m3x4(s[4 * k][0], s[4 * k][1], s[4 * k + 1][0], s[4 * k + 1][1]);
-    pa[k][1] = pack_e4m3x4(s[4 * k + 2][0], s[4 * k + 2][1], s[4 * k + 3][0], s[4 * k + 3][1]);
+    pb[k][0] = *reinterpret_cast<const uint32_t*>(p + g * kT + 32 * k + 4 * t);
+    pb[k][1] = *reinterpret_cast<const uint32_t*>(p + g * kT + 32 * k + 16 + 4 * t);
   }
 }
 
-// O += P̂·V̂ for one tile: per word ww of the lane's V slices (d/64 of them) and k-step k (32 tokens), the
-// lane's 8 tokens' word ww (two 16-byte loads, fireq_layout.h's V order), each converted through its token's
-// table and transposed 4×4 into B fragments (k = tokens 4t.., 16 + 4t..; n = channel g of n-tiles
-// 8·ww … 8·ww + 7), and 8 MMAs into an accumulator zeroed per (tile, ww): the tensor core's narrow sum then
+// One step of Oᵀ += V̂ᵀ·P̂ᵀ for one tile: word ww of the lane's V slices (d/64 words each) in k-step k (32
+// tokens) — the lane's 8 tokens' word ww (two 16-byte loads, fireq_layout.h's V order), each converted through
+// its token's table (σ bytes in sig: [half] = tokens 32k + 4t.., 32k + 16 + 4t..) and transposed 4×4 into A
+// fragments (rows = channels g + 8j, j = 8·ww … 8·ww + 7: m-tiles 4·ww … 4·ww + 3; k = tokens), and 4 MMAs into
+// acc. The caller zeroes acc per (tile, ww) and adds it to O after k-step 1: the tensor core's narrow sum then
 // spans this tile's 2 k-steps only, and O takes it in FP32 (O = α·O + P̂·V̂).
 template <int D>
-__device__ __forceinline__ void pv_tile(const uint8_t* tile, const uint4* lut, const uint32_t (&pa)[2][2],
-                                        Chain<D>& ch) {
-  constexpr int kWords = D / 64;  // words of a token's V slice (d/16 bytes)
-  const int lane = threadIdx.x % 32, t = lane % 4;
+__device__ __forceinline__ void pv_step(const uint8_t* tile, const uint4* lut, const uint32_t (&pb)[2][2],
+                                        const uint32_t (&sig)[2], int ww, int k, float (&acc)[4][4]) {
+  const int lane = threadIdx.x % 32;
   const uint8_t* v = tile + layout::v_offset(D);
+  uint32_t b[2][8];  // [half][n]: channel g + 8·(8·ww + n) of the half's four tokens
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const uint4 x = *reinterpret_cast<const uint4*>(v + k * 16 * D + ((2 * ww + half) * 32 + lane) * 16);
+    const uint32_t words[4] = {x.x, x.y, x.z, x.w};  // word ww of tokens 4·half + r
+    uint32_t lo[4], hi[4];
+#pragma unroll
+    for (int r = 0; r < 4; ++r) lut_convert(words[r], lut[(sig[half] >> (8 * r)) & (kScales - 1)], lo[r], hi[r]);
+    transpose4(lo);
+    transpose4(hi);
+#pragma unroll
+    for (int m = 0; m < 4; ++m) b[half][m] = lo[m], b[half][4 + m] = hi[m];
+  }
+#pragma unroll
+  for (int q = 0; q < 4; ++q)  // m-tile 4·ww + q: channels g + 8·(8·ww + 2q) and … + 2q + 1
+    mma_e4m3(acc[q], b[0][2 * q], b[0][2 * q + 1], b[1][2 * q], b[1][2 * q + 1], pb[k][0], pb[k][1]);
+}
+
+template <int D>
+__device__ __forceinline__ void pv_tile(const uint8_t* tile, const uint4* lut, const uint32_t (&pb)[2][2],
+                                        Chain<D>& ch) {
+  const int t = threadIdx.x % 4;
   const uint8_t* sigma = tile + layout::sigma_v_offset(D);
-  uint32_t sig[2][2];  // [k][half]: the σ bytes of tokens 32k + 4t.. and 32k + 16 + 4t..
 #pragma unroll
-  for (int k = 0; k < 2; ++k)
-#pragma unroll
-    for (int half = 0; half < 2; ++half) sig[k][half] = *reinterpret_cast<const uint32_t*>(sigma + 32 * k + 16 * half + 4 * t);
-#pragma unroll
-  for (int ww = 0; ww < kWords; ++ww) {
-    float acc[8][2] = {};
+  for (int ww = 0; ww < D / 64; ++ww) {
+    float acc[4][4] = {};
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
-      uint32_t b[2][8];
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const uint4 x = *reinterpret_cast<const uint4*>(v + k * 16 * D + ((2 * ww + half) * 32 + lane) * 16);
-        const uint32_t words[4] = {x.x, x.y, x.z, x.w};  // word ww of tokens 4·half + r
-        uint32_t lo[4], hi[4];
-#pragma unroll
-        for (int r = 0; r < 4; ++r) lut_convert(words[r], lut[(sig[k][half] >> (8 * r)) & (kScales - 1)], lo[r], hi[r]);
-        transpose4(lo);  // lo[m]: channel g + 8·(8·ww + m) of the four tokens
-        transpose4(hi);  // hi[m]: channel g + 8·(8·ww + 4 + m)
-#pragma unroll
-        for (int m = 0; m < 4; ++m) b[half][m] = lo[m], b[half][4 + m] = hi[m];
-      }
-#pragma unroll
-      for (int n = 0; n < 8; ++n) mma_e4m3(acc[n], pa[k][0], pa[k][1], b[0][n], b[1][n]);
+      const uint32_t sig[2] = {*reinterpret_cast<const uint32_t*>(sigma + 32 * k + 4 * t),
+                               *reinterpret_cast<const uint32_t*>(sigma + 32 * k + 16 + 4 * t)};
+      pv_step<D>(tile, lut, pb, sig, ww, k, acc);
     }
 #pragma unroll
-    for (int n = 0; n < 8; ++n) ch.o[8 * ww + n][0] += acc[n][0], ch.o[8 * ww + n][1] += acc[n][1];
+    for (int q = 0; q < 4; ++q)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) ch.o[4 * ww + q][e] += acc[q][e];
   }
 }
 
@@ -278,14 +302,17 @@ __device__ __forceinline__ void load_stage(uint8_t* stage, const FireqCacheArgs&
 }
 
 template <int D>
-__device__ void run_chain(const FireqDecodeArgs& a, int pair, int chain, uint8_t* mine, const uint4* lut,
-                          const uint32_t (&qa)[D / 32][2], float c) {
+__device__ void run_chain(const FireqDecodeArgs& a, int pair, int chain, uint8_t* mine, const uint4* lut, uint8_t* p,
+                          const uint32_t (&qb)[D / 32][2], const float (&c)[2]) {
   const int tiles = int(layout::tiles_for(a.cache.tokens));
   const int first = int(int64_t(chain) * tiles / a.chains), last = int(int64_t(chain + 1) * tiles / a.chains);
   Chain<D> ch;
-  ch.m = -INFINITY, ch.l = 0.f;
 #pragma unroll
-  for (int nt = 0; nt < D / 8; ++nt) ch.o[nt][0] = ch.o[nt][1] = 0.f;
+  for (int i = 0; i < 2; ++i) ch.m[i] = -INFINITY, ch.l[i] = 0.f;
+#pragma unroll
+  for (int mi = 0; mi < D / 16; ++mi)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) ch.o[mi][e] = 0.f;
 
 #pragma unroll
   for (int st = 0; st < kStages - 1; ++st) {
@@ -294,57 +321,61 @@ __device__ void run_chain(const FireqDecodeArgs& a, int pair, int chain, uint8_t
   }
   for (int j = first; j < last; ++j) {
     cp_async_wait<kStages - 2>();  // tile j's stage has landed (this lane's copies) …
-    __syncwarp();                  // … and every lane's; the previous tile's reads are done
+    __syncwarp();                  // … and every lane's; the previous tile's reads (stage and P̂) are done
     const uint8_t* stage = mine + ((j - first) % kStages) * kTileBytes<D>;
     const int ahead = j + kStages - 1;  // into the stage tile j − 1 used
     if (ahead < last) load_stage<D>(mine + ((ahead - first) % kStages) * kTileBytes<D>, a.cache, pair, ahead, tiles);
     cp_async_commit();
-    float s[kNT][2];
-    scores_tile<D>(stage, lut, qa, s);
-    uint32_t pa[2][2];
-    softmax_tile<D>(s, min(kT, a.cache.tokens - j * kT), c, ch, pa);
-    pv_tile<D>(stage, lut, pa, ch);
+    float s[4][4];
+    scores_tile<D>(stage, lut, qb, s);
+    uint32_t pb[2][2];
+    softmax_tile<D>(s, min(kT, a.cache.tokens - j * kT), c, ch, p, pb);
+    pv_tile<D>(stage, lut, pb, ch);
   }
   cp_async_wait<0>();
 
-  // ℓ over the 4 lanes of a head, O = O/ℓ, L = m + log ℓ (natural units): the output (one chain) or this
+  // ℓ over the 8 lanes of a head, O = O/ℓ, L = m + log ℓ (natural units): the output (one chain) or this
   // chain's normalized part for the merge.
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  ch.l += __shfl_xor_sync(kFull, ch.l, 1);
-  ch.l += __shfl_xor_sync(kFull, ch.l, 2);
   const int group = a.q_heads / a.kv_heads, b = pair / a.kv_heads, kvh = pair % a.kv_heads;
-  if (g >= group) return;
   const size_t rows_total = size_t(a.batch) * a.q_heads;
-  const size_t row = size_t(b) * a.q_heads + size_t(kvh) * group + g;
-  const bool empty = !(ch.l > 0.f);
-  const float inv = empty ? 0.f : 1.f / ch.l;
 #pragma unroll
-  for (int nt = 0; nt < D / 8; ++nt) {
-    const int channel = 8 * nt + 2 * t;
-    const float x0 = ch.o[nt][0] * inv, x1 = ch.o[nt][1] * inv;
-    if (a.chains == 1) {
-      *reinterpret_cast<__nv_bfloat162*>(a.o + row * D + channel) = __floats2bfloat162_rn(x0, x1);
-    } else {
-      *reinterpret_cast<float2*>(a.workspace + (size_t(chain) * rows_total + row) * D + channel) = make_float2(x0, x1);
+  for (int i = 0; i < 2; ++i) {
+#pragma unroll
+    for (int x = 4; x < 32; x *= 2) ch.l[i] += __shfl_xor_sync(kFull, ch.l[i], x);
+    const int head = 2 * t + i;
+    if (head >= group) continue;
+    const size_t row = size_t(b) * a.q_heads + size_t(kvh) * group + head;
+    const bool empty = !(ch.l[i] > 0.f);
+    const float inv = empty ? 0.f : 1.f / ch.l[i];
+#pragma unroll
+    for (int mi = 0; mi < D / 16; ++mi)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int channel = 16 * mi + g + 8 * h;
+        const float x = ch.o[mi][2 * h + i] * inv;
+        if (a.chains == 1) a.o[row * D + channel] = __float2bfloat16_rn(x);
+        else a.workspace[(size_t(chain) * rows_total + row) * D + channel] = x;
+      }
+    if (g == 0) {
+      const float lse = empty ? -INFINITY : (ch.m[i] + log2f(ch.l[i])) / kLog2e;
+      if (a.chains == 1) a.lse[row] = lse;
+      else a.workspace[size_t(a.chains) * rows_total * D + size_t(chain) * rows_total + row] = lse;
     }
-  }
-  if (t == 0) {
-    const float lse = empty ? -INFINITY : (ch.m + log2f(ch.l)) / kLog2e;
-    if (a.chains == 1) a.lse[row] = lse;
-    else a.workspace[size_t(a.chains) * rows_total * D + size_t(chain) * rows_total + row] = lse;
   }
 }
 
 #endif  // sm_89
 
-// CTAs per SM the registers are held to (ptxas -v: d 128 takes 202 registers at 2, spills at 3).
+// CTAs per SM the registers are held to (ptxas -v: d 128 takes 183 registers at 2; at 3, 168 with 28 bytes
+// spilled, measured 2% faster at MHA and 8% slower at GQA 4:1 — kernels/PERF.md v4).
 #ifndef FIREQ_CTAS
 #define FIREQ_CTAS 2
 #endif
 constexpr int kCtasPerSm = FIREQ_CTAS;
-// Shared memory: kStages tiles per warp and the tables.
+// Shared memory: kStages tiles per warp, the tables, and each warp's P̂ (8 heads × 64 tokens).
 template <int D>
-constexpr int kSmemBytes = kWarps * kStages * kTileBytes<D> + kScales * 16;
+constexpr int kSmemBytes = kWarps * kStages * kTileBytes<D> + kScales * 16 + kWarps * kRows * kT;
 
 template <int D>
 __global__ void __launch_bounds__(kWarps * 32, kCtasPerSm) fireq_chains_kernel(const FireqDecodeArgs a) {
@@ -356,19 +387,22 @@ __global__ void __launch_bounds__(kWarps * 32, kCtasPerSm) fireq_chains_kernel(c
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int id = blockIdx.x * kWarps + warp, pair = id / a.chains, chain = id % a.chains;
   if (pair >= a.cache.pairs) return;
-  // Q̂ as the A operand (rows = heads g of the group, k = channels): a0 = channels 32j + 4t.., a2 = 32j + 16 +
-  // 4t..; heads past the group are 0 (their scores are computed, never stored).
+  // Q̂ᵀ as the B operand (k = channels, n = heads): head g of the group, b0 = channels 32j + 4t.., b1 = 32j +
+  // 16 + 4t..; heads past the group are 0 (their scores are computed, never stored).
   const int group = a.q_heads / a.kv_heads, b = pair / a.kv_heads, kvh = pair % a.kv_heads;
-  const size_t head = size_t(b) * a.q_heads + size_t(kvh) * group + (g < group ? g : 0);
-  const uint8_t* q = a.q + head * D;
-  uint32_t qa[D / 32][2];
+  const size_t head0 = size_t(b) * a.q_heads + size_t(kvh) * group;
+  const uint8_t* q = a.q + (head0 + (g < group ? g : 0)) * D;
+  uint32_t qb[D / 32][2];
 #pragma unroll
   for (int j = 0; j < D / 32; ++j) {
-    qa[j][0] = g < group ? __ldg(reinterpret_cast<const unsigned*>(q + 32 * j + 4 * t)) : 0u;
-    qa[j][1] = g < group ? __ldg(reinterpret_cast<const unsigned*>(q + 32 * j + 16 + 4 * t)) : 0u;
+    qb[j][0] = g < group ? __ldg(reinterpret_cast<const unsigned*>(q + 32 * j + 4 * t)) : 0u;
+    qb[j][1] = g < group ? __ldg(reinterpret_cast<const unsigned*>(q + 32 * j + 16 + 4 * t)) : 0u;
   }
-  const float c = g < group ? __ldg(a.q_scale + head) * kLog2e : 1.f;
-  run_chain<D>(a, pair, chain, smem + warp * kStages * kTileBytes<D>, lut, qa, c);
+  float c[2];  // β·τ·log₂e of heads 2t and 2t + 1 (1 past the group: their zero scores stay finite)
+#pragma unroll
+  for (int i = 0; i < 2; ++i) c[i] = 2 * t + i < group ? __ldg(a.q_scale + head0 + 2 * t + i) * kLog2e : 1.f;
+  uint8_t* p = smem + kWarps * kStages * kTileBytes<D> + kScales * 16 + warp * kRows * kT;
+  run_chain<D>(a, pair, chain, smem + warp * kStages * kTileBytes<D>, lut, p, qb, c);
 #endif
 }
 

@@ -121,9 +121,12 @@ constexpr Format kFormats[] = {
    "the FMA units; P̃ quantized to INT8. Alg. 2: the cache dequantized in INT32"},
   {"kivi",       false, false, 0.5, 0, 0,   2.0, 0, false, false,
    "KIVI cache: packed codes + FP16 scale and zero per group, dequantized to FP16 on chip (2 int ops)"},
-  {"fireq",      false, false, 0.5, 1, 1.0, 1.0, 0, false, false,
-   "FP8 Q; INT4 K/V (½ byte) with one E4M3 scale per token; INT4 → FP8 on chip (cvt); token scales "
-   "applied per score (FMA)"},
+  // fireq's INT4 → FP8 is §3.1.1's lookup table by byte permutes (kernels/fireq_decode.cu, lut_convert): 11
+  // PRMT/LOP3/shift per 8 codes, and for V (k = tokens along a register) 8 PRMTs more per 16 bytes to
+  // transpose 4×4 — 1.375 and 1.875 integer operations per element, 1.625 on average; no conversion pipe.
+  {"fireq",      false, false, 0.5, 1, 0,   1.625, 0, false, false,
+   "FP8 Q; INT4 K/V (½ byte) with one E4M3 scale per token; INT4 → FP8 on chip through the token's 16-entry "
+   "table (byte permutes); token scales applied per score (FMA)"},
 };
 // clang-format on
 

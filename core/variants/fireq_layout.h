@@ -15,19 +15,19 @@
 // The order of the nibbles is the order in which the kernel's FP8 tensor-core operands want them, so that
 // each 32-bit word of codes becomes two operand registers by byte permutes alone (§3.1.1 Step 1's LUT;
 // kernels/fireq_decode.cu, lut_convert): nibble k of a word becomes byte k mod 4 of register ⌊k/4⌋.
-// mma.m16n8k32 (g = lane / 4, t = lane % 4) gives lane (g, t) the B-operand bytes (k = 4t..4t+3) and
-// (k = 16 + 4t..16 + 4t + 3) of column n = g.
-//   K (S = Q̂·K̂ᵀ: k = channels, n = tokens), row by row: a token's row is 4 slices of d/8 bytes, slice t
-//     for lane t of the token's column; in slice t, word j (the 32-channel k-step j) nibble k holds
+// mma.m16n8k32 (g = lane / 4, t = lane % 4) gives lane (g, t) the operand bytes (k = 4t..4t+3) and
+// (k = 16 + 4t..16 + 4t + 3) of its row or column (A: rows g and g + 8; B: column g).
+//   K (Sᵀ = K̂·Q̂ᵀ, A = K̂: rows = tokens, k = channels), row by row: a token's row is 4 slices of d/8 bytes,
+//     slice t for lane t of the token's row; in slice t, word j (the 32-channel k-step j) nibble k holds
 //     channel 32j + 16·⌊k/4⌋ + 4t + k mod 4.
-//   V (O = P̂·V̂: k = tokens, n = channels), lane by lane: the tile's tokens in two 32-token chunks c; lane
-//     (g, t) reads of chunk c the 8 tokens i = 0…7 — 32c + 4t + i (i < 4) and 32c + 16 + 4t + (i − 4) — each
-//     as its slice g of d/16 bytes (d/64 words), in which nibble j holds channel g + 8j, the lane's channel
-//     of every 8-channel n-tile. Part p = 2·w + ⌊i/4⌋ of the lane holds word w of tokens 4·⌊i/4⌋ … + 3, in
-//     that order (16 bytes); part p of lane L = 4g + t lies at chunk c's offset c·16·d + (32p + L)·16 (one
-//     16-byte load per part, a warp's 512 bytes contiguous: no bank conflict). The kernel converts each
-//     token's word through that token's table and transposes 4×4 bytes, since k = tokens runs along a
-//     register and σ differs per token.
+//   V (Oᵀ = V̂ᵀ·P̂ᵀ, A = V̂ᵀ: rows = channels, k = tokens), lane by lane: the tile's tokens in two 32-token
+//     chunks c; lane (g, t) reads of chunk c the 8 tokens i = 0…7 — 32c + 4t + i (i < 4) and 32c + 16 + 4t +
+//     (i − 4) (i ≥ 4) — each as its slice g of d/16 bytes (d/64 words), in which nibble j holds channel
+//     g + 8j: the lane's row g or g + 8 of every 16-channel m-tile. Part p = 2·w + ⌊i/4⌋ of the lane holds
+//     word w of tokens 4·⌊i/4⌋ … + 3, in that order (16 bytes); part p of lane L = 4g + t lies at chunk c's
+//     offset c·16·d + (32p + L)·16 (one 16-byte load per part, a warp's 512 bytes contiguous: no bank
+//     conflict). The kernel converts each token's word through that token's table and transposes 4×4 bytes,
+//     since k = tokens runs along a register and σ differs per token.
 // Limits: d ∈ {64, 128} (a multiple of 32 whose V slice is whole words: d/16 bytes ≥ 4).
 #pragma once
 

@@ -11,10 +11,11 @@
 # B 4, 32 query heads, N 32768), for its StallParts, and our FP16 decode at GQA (its DRAM bytes). Usage, on the GPU machine after a build into build-gpu
 # (turbo_session.sh BENCH_ONLY=1 NO_BENCH=1):
 # `fp8`: flash3_fp8's prefill kernel at the two prefill shapes. `decode-stalls-bench`: the turbo decode chains at the benchmark's own shape (B 16, H 32/32 and 32/8, d 128,
-# N 32768), whose chains are 4× longer than at B 4 (their prologue's stalls a smaller share).
-#   bash kernels/bench/ncu_profile.sh OUT.csv [prefill|decode|all|instructions|decode-stalls|decode-stalls-bench|fp8]
+# N 32768), whose chains are 4× longer than at B 4 (their prologue's stalls a smaller share). `fireq`: the fireq
+# decode chains at the same two shapes.
+#   bash kernels/bench/ncu_profile.sh OUT.csv [prefill|decode|all|instructions|decode-stalls|decode-stalls-bench|fp8|fireq]
 set -u
-out=${1:?usage: ncu_profile.sh OUT.csv [prefill|decode|all|instructions|decode-stalls|decode-stalls-bench|fp8]}
+out=${1:?usage: ncu_profile.sh OUT.csv [prefill|decode|all|instructions|decode-stalls|decode-stalls-bench|fp8|fireq]}
 which=${2:-all}
 bin=build-gpu/bin/attnlab
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
@@ -56,6 +57,10 @@ if [ "$which" = fp8 ]; then  # the FP8 prefill kernel at the two prefill shapes 
   for shape in "1 8 8 2048 2048 128 false" "4 16 16 8192 8192 128 false"; do
     run prefill flash3_fp8 flash3_fp8 '{}' $shape 2 flash3_fp8
   done
+  exit 0
+fi
+if [ "$which" = fireq ]; then  # the fireq decode chains at the benchmark's shape (B 16, N 32k; MHA and GQA 4:1)
+  for kv in 32 8; do run decode fireq fireq '{}' 16 32 $kv 1 32768 128 false 2 fireq_chains; done
   exit 0
 fi
 if [ "$which" = decode-stalls-bench ]; then  # turbo at the benchmark's shape (B 16, N 32k; MHA and GQA 4:1)
