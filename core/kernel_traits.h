@@ -67,6 +67,10 @@ inline constexpr KernelTraits kKernelTraits[] = {
     // sm_89's e4m3 mma.sync (the backend refuses older GPUs).
     {"fireq",       64,  80,  8,   64,  4,    2,     108, 128, true, true},
     {"fireq",       128, 80,  8,   64,  4,    2,     183, 128, true, true},
+    // fireq prefill with prefill_kv = fp8 (kernels/fireq_prefill_sm90.cu): flash3_fp8's wgmma tiling on App. D's
+    // E4M3 K and V; B_r = B_c = 128 (the V scale block is the tile), a six-tile ring (kernels/kv_ring.cuh).
+    {"fireq",       64,  90,  128, 128, 8,    6,     228, 1},
+    {"fireq",       128, 90,  128, 128, 8,    6,     255, 1},
 };
 
 // A warp's stall per issued instruction, in cycles, by what it waits for (Nsight Compute's stall reasons of
@@ -118,6 +122,13 @@ inline constexpr DecodeIssue kDecodeIssue[] = {
     {"kivi", 128, 8, 4, 2724.6, {0.56, 0.21, 0.04, 0, 0.79}},  {"kivi", 128, 8, 2, 2941.7, {0.49, 0.18, 0.02, 0, 0.81}},
     {"kivi", 64, 1, 4, 1499.5, {0.76, 0.20, 0.05, 0, 0.84}},    {"kivi", 64, 1, 2, 1615.5, {0.64, 0.17, 0.02, 0, 0.88}},
     {"kivi", 64, 4, 4, 1506.5, {0.82, 0.23, 0.15, 0, 0.89}},    {"kivi", 64, 4, 2, 1622.3, {0.69, 0.20, 0.07, 0, 0.91}},
+    // fireq decode v4 (kernels/fireq_decode.cu) at the benchmark's shape (B 16, N 32768, d 128; ncu_profile.sh
+    // fireq → sim/measurements/h100-ncu-fireq-decode-2026-11-26.csv): the chains kernel's warp instructions over
+    // its tiles (one length: the prologue, < 1% of 256 or 64 tiles per chain, included). The heads are the MMA's
+    // N columns, so the loop is the same at every group (1 802 at G 1, 1 816 at G 4): G 4's row stands for 2
+    // and 8.
+    {"fireq", 128, 1, 4, 1802.5, {0.80, 0.18, 0.02, 0, 0.56}}, {"fireq", 128, 2, 4, 1816.2, {0.80, 0.18, 0.04, 0, 0.55}},
+    {"fireq", 128, 4, 4, 1816.2, {0.80, 0.18, 0.04, 0, 0.55}}, {"fireq", 128, 8, 4, 1816.2, {0.80, 0.18, 0.04, 0, 0.55}},
     // Our FP16 decode (kernels/flash2.cu, the mma.sync prefill kernel at q_len 1): one CTA per query head
     // computes a whole B_r-row block, so its count is the same at every group (294.9 M warp instructions at
     // B 4, H 32, N 32768 with 32, 8 and 4 KV heads: 1125.1 per warp and 64-key tile; the stall likewise);

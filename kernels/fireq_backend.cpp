@@ -5,6 +5,8 @@
 #include "kernels/backend.h"
 #include "kernels/cuda_check.h"
 #include "kernels/fireq_decode_host.h"
+#include "kernels/fireq_prefill_host.h"
+#include "kernels/kernel_path.h"
 #include "kernels/timing.h"
 
 #include <cuda_bf16.h>
@@ -14,17 +16,49 @@
 
 namespace attnlab::kernels {
 
+namespace {
+
+bool three_stage(const VariantRequest& v) { return v.params.choice("pipeline") == "three_stage"; }
+
+// Prefill: the sm_90a kernel of App. D (fireq_prefill.h), and its host side; timing as flash3_fp8's.
+void run_prefill(const Experiment& e, const VariantRequest& v, const QKV& in, const TensorF64& truth,
+                 VariantResult& into) {
+  const Problem& p = e.problem;
+  const FireqPrefillHostInputs host = fireq_prefill_host_inputs(p, in, v.params);
+  std::vector<FireqPrefillDeviceInputs> sets;
+  sets.push_back(upload_fireq_prefill(host));
+  const size_t copies = input_copies(sets[0].bytes());
+  while (sets.size() < copies) sets.push_back(upload_fireq_prefill(host));
+  const bool three = three_stage(v);
+  const FireqPrefillOutput once = fireq_prefill_once(p, sets[0], three);
+  DeviceBuffer o(size_t(p.q_shape().count()) * sizeof(__nv_bfloat16)),
+      lse(size_t(p.batch * p.q_heads * p.q_len) * sizeof(float));
+  std::vector<FireqPrefillArgs> args;
+  for (const FireqPrefillDeviceInputs& s : sets) {
+    args.push_back(fireq_prefill_args(p, s, o.as<__nv_bfloat16>(), lse.as<float>()));
+    args.back().three_stage = three;
+  }
+  const auto ms = time_launches([&](size_t c) { ATTNLAB_CUDA(fireq_prefill_forward(args[c], nullptr)); }, copies);
+  into.kernel = result_of(p, once.o, once.lse, truth, ms, double(sets[0].bytes() + o.bytes() + lse.bytes()));
+  into.kernel->probes["kernel.launch"] = labelled(
+      {"three_stage", "input_sets", "timed_runs"}, {double(three), double(copies), double(kTimedRuns)}, "",
+      "the loop order (1 = FireQ Alg. 1's three stages), rotating input copies, timed launches");
+}
+
+}  // namespace
+
 std::string fireq_cannot_run(const VariantRequest& v, const Experiment& e, const DeviceInfo& device) {
   const Problem& p = e.problem;
   if (device.sm_major * 10 + device.sm_minor < 89) return "the fireq kernel needs FP8 tensor cores (sm_89 or newer)";
-  if (p.phase != Phase::decode)
-    return "the fireq kernel is decode attention (phase = decode, one query token); prefill runs on the CPU";
-  return fireq_kernel_refusal(v.params, p.head_dim, p.group());
+  if (p.phase == Phase::decode) return fireq_kernel_refusal(v.params, p.head_dim, p.group());
+  if (!warpgroup_mma_available()) return "the fireq prefill kernel is FP8 wgmma only (an sm_90a GPU)";
+  return fireq_prefill_refusal(v.params, p.head_dim, three_stage(v));
 }
 
 void fireq_run(const Experiment& e, const VariantRequest& v, const QKV& in, const TensorF64& truth,
                const DeviceInfo& device, VariantResult& into) {
   const Problem& p = e.problem;
+  if (p.phase != Phase::decode) return run_prefill(e, v, in, truth, into);
   // FireQ's storage formats before the kernel starts: the INT4 K̃/V cache with E4M3 token scales and the
   // E4M3 query with its Eq. 2 scale, built by the reference's own steps.
   const FireqHostInputs host = fireq_host_inputs(p, in, v.params);

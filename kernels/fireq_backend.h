@@ -1,7 +1,8 @@
-// attnlab kernels: the kernel backend's entry points for `fireq` (kernels/fireq_decode.cu), the two a row of
-// the backend's kernel table calls: why the kernel cannot run an experiment (or ""), and one run — the
-// reference's INT4 cache and E4M3 queries uploaded in the kernel's layout, a correctness launch with
-// poisoned outputs measured against the FP64 truth, and timed launches.
+// attnlab kernels: the kernel backend's entry points for `fireq` — decode over the INT4 cache
+// (kernels/fireq_decode.cu, sm_89+) and prefill with prefill_kv = fp8 (kernels/fireq_prefill_sm90.cu, sm_90a) —
+// the two a row of the backend's kernel table calls: why the kernel cannot run an experiment (or ""), and one
+// run — the reference's operands uploaded in the kernel's layout, a correctness launch with poisoned outputs
+// measured against the FP64 truth, and timed launches.
 #pragma once
 
 #include "core/config.h"

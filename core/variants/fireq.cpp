@@ -386,6 +386,9 @@ VariantSpec fireq() {
                         "K/V prefill reads: the INT4 cache (decode's, so decode repeats prefill's last row), or E4M3 "
                         "with BF16 scales, per token for K and per KV tile for V (App. D's prefill); decode always "
                         "reads the INT4 cache"),
+      ParamSpec::choice("pipeline", "two_stage", {"two_stage", "three_stage"},
+                        "the GPU prefill kernel's loop order: FlashAttention-3's two stages, or FireQ Alg. 1's three "
+                        "(§3.2.2; head_dim 64 only); the reference's numbers do not depend on it"),
       ParamSpec::integer("block_r", 128, 16, 256, "B_r: query rows per block (one CTA each)"),
       ParamSpec::integer("block_c", 64, 16, 256, "B_c: keys per KV tile of the inner loop"),
   };

@@ -1,0 +1,109 @@
+// attnlab kernels: the host side of the fireq prefill kernel (fireq_prefill_host.h).
+#include "kernels/fireq_prefill_host.h"
+
+#include "kernels/upload.h"
+#include "core/formats/fp8.h"
+#include "core/parallel.h"
+#include "core/variants/fireq_cache.h"
+#include "core/variants/fireq_quantize.h"
+#include "kernels/poisoned_output.h"
+#include "kernels/vt_permutation.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace attnlab::kernels {
+
+namespace fq = variants::fireq_detail;
+
+std::string fireq_prefill_refusal(const ParamValues& params, int64_t d, bool three_stage) {
+  if (!fireq_prefill_supports(int(d), three_stage))
+    return three_stage ? fmt::format("the three-stage fireq prefill kernel is compiled for head_dim 64 (got {})", d)
+                       : fmt::format("no fireq prefill kernel for head_dim {} (compiled: 64, 128)", d);
+  if (params.choice("prefill_kv") != "fp8")
+    return "the fireq prefill kernel reads App. D's FP8 K and V (prefill_kv = fp8)";
+  if (params.integer("block_c") != kFireqPrefillBlock)
+    return fmt::format("the fireq prefill kernel scales V per {}-key tile: set block_c = {} (got {})", kFireqPrefillBlock,
+                       kFireqPrefillBlock, params.integer("block_c"));
+  return "";
+}
+
+FireqPrefillHostInputs fireq_prefill_host_inputs(const Problem& p, const QKV& in, const ParamValues& params) {
+  const fq::Settings st(params, Phase::prefill);
+  if (!st.fp8_kv || st.block_c != kFireqPrefillBlock)
+    throw std::logic_error("fireq_prefill_host_inputs: needs prefill_kv = fp8 and block_c = 128 (fireq_prefill_refusal)");
+  const int64_t d = p.head_dim, n = p.kv_len, kv_pad = (n + 15) / 16 * 16;
+  const int64_t kv_heads = p.batch * p.kv_heads, q_heads = p.batch * p.q_heads;
+  const int64_t v_tiles = (n + kFireqPrefillBlock - 1) / kFireqPrefillBlock;
+  FireqPrefillHostInputs h;
+  h.kv_pad = int(kv_pad);
+  h.k.resize(size_t(kv_heads * n * d));
+  h.vt.assign(size_t(kv_heads * d * kv_pad), 0);
+  h.beta_k.assign(size_t(kv_heads * kv_pad), 0.0f);
+  h.beta_v.resize(size_t(kv_heads * v_tiles));
+  std::vector<std::vector<float>> s(static_cast<size_t>(kv_heads));  // each KV head's smoothing factors, for its queries
+  int place[16];  // V̂ᵀ: key n at position 16⌊n/16⌋ + place[n mod 16] (flash3_fp8_host.cpp)
+  for (int pos = 0; pos < 16; ++pos) place[vt_key_at(pos)] = pos;
+  parallel_for(kv_heads, [&](int64_t bh) {
+    const int64_t b = bh / p.kv_heads, kvh = bh % p.kv_heads;
+    // §3.2.1 then App. D, as the reference prepares its operands (K̂ and V̂ hold E4M3 values exactly).
+    const fq::KvHead x = fq::prepare_kv(in.k.head(b, kvh).data(), in.v.head(b, kvh).data(), n, d, st);
+    for (int64_t t = 0; t < n; ++t)
+      for (int64_t c = 0; c < d; ++c) {
+        h.k[size_t((bh * n + t) * d + c)] = formats::fp8_bits(x.k(t, c), formats::Fp8::e4m3);
+        h.vt[size_t((bh * d + c) * kv_pad + t / 16 * 16 + place[t % 16])] = formats::fp8_bits(x.v(t, c), formats::Fp8::e4m3);
+      }
+    std::copy(x.s_k.begin(), x.s_k.end(), h.beta_k.begin() + bh * kv_pad);
+    std::copy(x.s_v.begin(), x.s_v.end(), h.beta_v.begin() + bh * v_tiles);
+    s[size_t(bh)] = x.s;
+  });
+  h.q.resize(size_t(q_heads * p.q_len * d));
+  h.beta_q.resize(size_t(q_heads * p.q_len));
+  parallel_for(q_heads, [&](int64_t bh) {
+    const int64_t b = bh / p.q_heads, hq = bh % p.q_heads;
+    const float* q = in.q.head(b, hq).data();
+    std::vector<float> rows(q, q + p.q_len * d);  // Q̃ = Q·s, then Eq. 2 (the reference's prepare_q)
+    const fireq::TokenFp8 f = fq::quantize_query(rows.data(), p.q_len, d, s[size_t(b * p.kv_heads + p.kv_head_of(hq))],
+                                                 st.smoothing != fq::Smoothing::none);
+    for (int64_t i = 0; i < p.q_len * d; ++i)
+      h.q[size_t(bh * p.q_len * d + i)] = formats::fp8_bits(rows[size_t(i)], formats::Fp8::e4m3);
+    std::copy(f.scale.begin(), f.scale.end(), h.beta_q.begin() + bh * p.q_len);
+  });
+  return h;
+}
+
+FireqPrefillDeviceInputs upload_fireq_prefill(const FireqPrefillHostInputs& h) {
+  FireqPrefillDeviceInputs d;
+  d.q = upload(h.q), d.k = upload(h.k), d.vt = upload(h.vt);
+  d.beta_q = upload(h.beta_q), d.beta_k = upload(h.beta_k), d.beta_v = upload(h.beta_v);
+  d.kv_pad = h.kv_pad;
+  return d;
+}
+
+FireqPrefillArgs fireq_prefill_args(const Problem& p, const FireqPrefillDeviceInputs& in, __nv_bfloat16* o, float* lse) {
+  FireqPrefillArgs a;
+  a.q = in.q.as<uint8_t>(), a.k = in.k.as<uint8_t>(), a.vt = in.vt.as<uint8_t>();
+  a.beta_q = in.beta_q.as<float>(), a.beta_k = in.beta_k.as<float>(), a.beta_v = in.beta_v.as<float>();
+  a.o = o, a.lse = lse;
+  a.batch = int(p.batch), a.q_heads = int(p.q_heads), a.kv_heads = int(p.kv_heads);
+  a.q_len = int(p.q_len), a.kv_len = int(p.kv_len), a.kv_pad = in.kv_pad, a.head_dim = int(p.head_dim);
+  a.causal = p.causal;
+  a.scale = static_cast<float>(p.scale());  // the reference's τ
+  return a;
+}
+
+FireqPrefillOutput fireq_prefill_once(const Problem& p, const FireqPrefillDeviceInputs& in, bool three_stage,
+                                      bool ping_pong) {
+  const PoisonedOutput out_dev(p, PoisonedOutput::Format::bf16);
+  FireqPrefillArgs a = fireq_prefill_args(p, in, out_dev.o_bf16(), out_dev.lse());
+  a.three_stage = three_stage, a.ping_pong = ping_pong;
+  ATTNLAB_CUDA(fireq_prefill_forward(a, nullptr));
+  ATTNLAB_CUDA(cudaDeviceSynchronize());
+  FireqPrefillOutput out;
+  out_dev.read("fireq prefill", out.o, out.lse);
+  return out;
+}
+
+}  // namespace attnlab::kernels

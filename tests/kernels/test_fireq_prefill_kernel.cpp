@@ -1,0 +1,186 @@
+// The fireq prefill kernel for prefill_kv = fp8 (kernels/fireq_prefill_sm90.cu) against the `fireq` reference
+// (core/variants/fireq.cpp) with prefill_kv = fp8 and block_c = 128 (the kernel's KV tile, so β_V's blocks are
+// the kernel's), on an sm_90a GPU. Skipped, with the reason printed, elsewhere.
+//
+// What is equal, exactly: the operands — Q̂, K̂, V̂ and the BF16 scales β, β_K, β_V (the host builds them with the
+// reference's own steps: kernels/fireq_prefill_host.cpp; the scales are checked bit for bit against the
+// reference's probes below) — and every E4M3 product. The per-element factor is the reference's up to the order
+// of its FP32 products: the reference takes fl(S·fl(fl(β_K,j·β_i)·τ)), the kernel fl(S·fl(β_K,j·τ)) and folds
+// fl(β_i·log₂e) into the exponent's FFMA — a few ulps of S, inside item 2's allowance. What differs, and by how
+// much (both sides walk the same 128-key tiles in the same order, so the running maxima are taken over the same
+// keys):
+//   1. S's accumulator. Hopper's FP8 tensor cores keep about 14 significant bits of a k32 step's sum (the
+//      finding of tests/kernels/test_flash3_fp8_kernel.cpp): each of a step's 33 addends (32 products and the
+//      running sum) loses < 2⁻¹³ of the largest, itself ≤ ‖q̂ᵢ‖·‖k̂ⱼ‖ (Cauchy–Schwarz over the step's operands).
+//      Scaled by f_ij: |ΔSᵢⱼ| ≤ (d/32)·33·2⁻¹³·τ·(β_i‖q̂ᵢ‖)·(β_K,j‖k̂ⱼ‖) (plus FP32's 2⁻²⁴ of S for the product
+//      by f, below item 2's allowance), with the row's E4M3 query and its KV head's largest β_K‖k̂‖, computed
+//      below from the uploaded bytes. A move of the scores by ≤ ΔS moves P̃ by e^{ΔS} − 1 relative, and ℓ with it:
+//      O by ≤ (e^{2ΔS} − 1)·max|V|.
+//   2. The exponentials: ex2.approx of S·log₂e − m (m = max·log₂e rounded) against the reference's FP32 exp of
+//      S − m: a few ulps plus |S|·2⁻²⁴ in the exponent, ≤ 10⁻⁴·(1 + |S|) relative at these magnitudes.
+//   3. P̂ → E4M3 flips: items 1–2 may carry a P̃ across a rounding midpoint of E4M3, changing P̂ by one E4M3 ulp —
+//      ≤ 2⁻⁴ for P̃ ∈ [½, 1), less below — and O by ≤ 2⁻⁴·max|v̂·β_V|/ℓ ≤ 2⁻⁴·max|V̂| (ℓ ≥ 1: the row's maximum
+//      has P̃ ≈ 1), with max|V̂| = max|v̂·β_V| ≤ max|v|·(1 + 2⁻⁴) (E4M3's rounding; a margin of 2⁻³ is taken).
+//      The per-element bound allows one such flip. P̂·V̂ⱼ's own accumulator: item 1's loss per k32 step, relative
+//      to the tile's Σ P̂|v̂|; over the 4 steps of every tile and divided by ℓ: ≤ 4·33·2⁻¹³·max|V̂|.
+//      Oᵢ's update: the kernel's FFMA Oᵢ·α + acc·(β_V·α) where the reference rounds fl32(P̂·V̂)·β_V, then
+//      α·Oᵢ + that: ≤ 2 ulps of Oᵢ per tile, N/128·2⁻²²·max|V̂| in all (negligible, included).
+//   4. O is stored in BF16 by both: one BF16 ulp apart (2⁻⁷·|o|) when the values straddle a rounding.
+// Against FP64 both sides carry the FP8 quantization of Q̃, K̃, V and P̃ (≥ 10⁻² relative on these data); the
+// kernel's extra (items 1–3, rare flips) stays within 5% of it: err_kernel ≤ 1.05·err_reference.
+// The logsumexp sums the FP32 P̃ (not P̂): |ΔL| ≤ item 1 + item 2 + N·2⁻²³ (ℓ's summation order).
+// The loop orders: three_stage only moves when the MMAs are issued and waited for; every tile's arithmetic,
+// and the order in which tiles reach Oᵢ and ℓ, is the same — the outputs must agree bit for bit, as must the
+// two-stage order with and without ping-pong.
+#include "core/formats/fp8.h"
+#include "core/ground_truth.h"
+#include "core/metrics.h"
+#include "core/data/generators.h"
+#include "core/registry.h"
+#include "kernels/device.h"
+#include "kernels/fireq_prefill_host.h"
+#include "kernels/kernel_path.h"
+#include "tests/catch.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <vector>
+
+namespace attnlab {
+namespace {
+
+ParamValues fp8_params(const VariantSpec& f) {
+  ParamValues v = ParamValues::defaults(f.params);
+  v.set(f.params, "prefill_kv", "fp8", "test");
+  v.set(f.params, "block_c", int64_t(kernels::kFireqPrefillBlock), "test");
+  v.set(f.params, "block_r", int64_t(kernels::kFireqPrefillBlock), "test");
+  return v;
+}
+
+// β·‖x̂‖ of one row x (d) of E4M3 bytes with its scale β.
+double scaled_norm(const uint8_t* x, int64_t d, float beta) {
+  double sq = 0;
+  for (int64_t c = 0; c < d; ++c) {
+    const double v = formats::fp8_value(x[c], formats::Fp8::e4m3);
+    sq += v * v;
+  }
+  return double(beta) * std::sqrt(sq);
+}
+
+// Outputs equal bit for bit (NaN never: the read-back refuses it).
+int64_t differing(const kernels::FireqPrefillOutput& a, const kernels::FireqPrefillOutput& b) {
+  int64_t n = 0;
+  for (int64_t i = 0; i < a.o.size(); ++i) n += !(a.o.data()[i] == b.o.data()[i]);
+  for (size_t i = 0; i < a.lse.size(); ++i) n += !(a.lse[i] == b.lse[i]);
+  return n;
+}
+
+void check_case(int64_t d, int64_t nq, int64_t nkv, bool causal, int64_t q_heads, int64_t kv_heads, uint64_t seed,
+                const char* generator = "llm_like") {
+  Problem p;
+  p.batch = 2, p.q_heads = q_heads, p.kv_heads = kv_heads, p.head_dim = d, p.q_len = nq, p.kv_len = nkv;
+  p.causal = causal;
+  const QKV in = data::generate(p, generator, ParamValues::defaults(data::find_generator(generator)->params), seed);
+  const TensorF64 truth = attention_fp64(p, in);
+  const VariantSpec& f = *find_variant("fireq");
+  const ParamValues params = fp8_params(f);
+  REQUIRE(kernels::fireq_prefill_refusal(params, d) == "");
+  const ReferenceOutput ref = f.reference(p, in, params, {});
+  const kernels::FireqPrefillHostInputs host = kernels::fireq_prefill_host_inputs(p, in, params);
+  const kernels::FireqPrefillDeviceInputs dev_in = kernels::upload_fireq_prefill(host);
+  const kernels::FireqPrefillOutput out = kernels::fireq_prefill_once(p, dev_in);
+  INFO(fmt::format("d={} Nq={} Nkv={} causal={} H={}/{} {} seed={}", d, nq, nkv, causal, q_heads, kv_heads, generator,
+                   seed));
+
+  // The scales: the reference's, bit for bit (β_K as uploaded holds kv_pad entries per KV head).
+  const std::vector<double>& sq = ref.probes.at("scales.q").values;
+  const std::vector<double>& sk = ref.probes.at("scales.k").values;
+  const std::vector<double>& sv = ref.probes.at("scales.v").values;
+  int64_t scale_bad = 0;
+  REQUIRE(sq.size() == host.beta_q.size());
+  REQUIRE(sv.size() == host.beta_v.size());
+  REQUIRE(int64_t(sk.size()) == p.batch * p.kv_heads * nkv);
+  for (size_t i = 0; i < sq.size(); ++i) scale_bad += double(host.beta_q[i]) != sq[i];
+  for (size_t i = 0; i < sv.size(); ++i) scale_bad += double(host.beta_v[i]) != sv[i];
+  for (int64_t bkv = 0; bkv < p.batch * p.kv_heads; ++bkv)
+    for (int64_t j = 0; j < nkv; ++j) scale_bad += double(host.beta_k[size_t(bkv * host.kv_pad + j)]) != sk[size_t(bkv * nkv + j)];
+  CHECK(scale_bad == 0);
+
+  // Item 1 per row: (d/32)·33·2⁻¹³·τ·β‖q̂‖·max β_K‖k̂‖.
+  std::vector<double> k_norm(size_t(p.batch * p.kv_heads), 0.0);
+  for (int64_t bkv = 0; bkv < p.batch * p.kv_heads; ++bkv)
+    for (int64_t j = 0; j < nkv; ++j)
+      k_norm[size_t(bkv)] = std::max(k_norm[size_t(bkv)], scaled_norm(host.k.data() + (bkv * nkv + j) * d, d,
+                                                                      host.beta_k[size_t(bkv * host.kv_pad + j)]));
+  const int64_t rows = p.batch * p.q_heads * nq;
+  std::vector<double> ds(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t bh = r / nq, b = bh / p.q_heads, h = bh % p.q_heads;
+    ds[size_t(r)] = double(d / 32) * 33 * 0x1p-13 * p.scale() * scaled_norm(host.q.data() + r * d, d, host.beta_q[size_t(r)]) *
+                    k_norm[size_t(b * p.kv_heads + p.kv_head_of(h))];
+  }
+  double max_v = 0;
+  for (float x : in.v.values()) max_v = std::max(max_v, double(std::abs(x)));
+  max_v *= 1 + 0x1p-3;  // item 3: max|v̂·β_V| ≤ max|v|·(1 + 2⁻⁴), with a margin
+
+  int64_t bad = 0;
+  for (int64_t i = 0; i < out.o.size(); ++i) {
+    const double r = ref.o.data()[i], k = out.o.data()[i];
+    const double s = ds[size_t(i / d)];
+    const double tol =
+        (0x1p-4 + 4 * 33 * 0x1p-13 + std::expm1(2 * (s + 1e-4)) + double(nkv) / 128 * 0x1p-22) * max_v + 0x1p-7 * std::abs(r) + 1e-6;
+    if (!(std::abs(k - r) <= tol) && bad++ < 3) FAIL_CHECK(fmt::format("o[{}] = {} vs {} (bound {:.3g})", i, k, r, tol));
+  }
+  const std::vector<double>& ref_lse = ref.probes.at("lse").values;
+  REQUIRE(ref_lse.size() == out.lse.size());
+  for (size_t i = 0; i < out.lse.size(); ++i) {
+    const double tol = ds[i] + 1e-4 * (1 + std::abs(ref_lse[i])) + double(nkv) * 0x1p-23;
+    const bool both_empty = std::isinf(ref_lse[i]) && out.lse[i] == ref_lse[i];  // a row that sees no key: −∞
+    if (!both_empty && !(std::abs(out.lse[i] - ref_lse[i]) <= tol) && bad++ < 6)
+      FAIL_CHECK(fmt::format("lse[{}] = {} vs {} (bound {:.3g})", i, out.lse[i], ref_lse[i], tol));
+  }
+  CHECK(bad == 0);
+  const double err_k = compare_to_truth(out.o, truth).rel_l2, err_r = compare_to_truth(ref.o, truth).rel_l2;
+  INFO(fmt::format("rel_l2 kernel {:.4e} reference {:.4e}", err_k, err_r));
+  CHECK(err_k <= 1.05 * err_r + 1e-5);
+
+  // The loop orders and ping-pong only move MMA issues and waits: the same bits.
+  CHECK(differing(out, kernels::fireq_prefill_once(p, dev_in, false, false)) == 0);
+  if (kernels::fireq_prefill_supports(int(d), true)) {
+    CHECK(differing(out, kernels::fireq_prefill_once(p, dev_in, true, true)) == 0);
+    CHECK(differing(out, kernels::fireq_prefill_once(p, dev_in, true, false)) == 0);
+  }
+}
+
+std::string wgmma_refusal() {
+  const kernels::DeviceInfo dev = kernels::probe_device();
+  if (!dev.usable) return dev.reason;
+  if (!kernels::warpgroup_mma_available()) return "no sm_90a GPU: the fireq prefill kernel is FP8 wgmma only";
+  return "";
+}
+
+TEST_CASE("fireq prefill kernel (prefill_kv = fp8) equals the fireq reference up to rare E4M3 flips of P̂",
+          "[gpu][kernels][fireq]") {
+  if (const std::string why = wgmma_refusal(); !why.empty()) ATTNLAB_SKIP(why);
+  const uint64_t seed = 20261127;
+  for (int64_t d : {64, 128})
+    for (int64_t n : {100, 1024, 4097})
+      for (bool causal : {false, true}) {
+        check_case(d, n, n, causal, 4, 4, seed + n + d);      // MHA
+        check_case(d, n, n, causal, 8, 2, seed + n + d + 1);  // GQA 4:1
+      }
+  for (int64_t d : {64, 128}) {
+    check_case(d, 300, 1000, true, 4, 2, seed + 1);             // ragged: more keys than queries, bottom-right
+    check_case(d, 1000, 300, true, 4, 2, seed + 2);             // more queries than keys: early rows see none
+    check_case(d, 513, 513, false, 8, 1, seed + 3, "normal");  // G = 8, no outlier channels
+  }
+}
+
+TEST_CASE("fireq prefill kernel: small shapes for the sanitizers", "[gpu][sanitize]") {
+  if (const std::string why = wgmma_refusal(); !why.empty()) ATTNLAB_SKIP(why);
+  for (int64_t d : {64, 128}) check_case(d, 200, 300, true, 4, 2, 7);
+}
+
+}  // namespace
+}  // namespace attnlab
