@@ -44,6 +44,7 @@
 
 #include "core/kernel_traits.h"
 #include "core/variants/fireq_layout.h"
+#include "kernels/fp8_pack.cuh"
 #include "kernels/mma.cuh"
 
 #include <cuda_bf16.h>
@@ -94,14 +95,6 @@ __device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) {
   return d;
 }
 
-// Four FP32 values rounded to E4M3 (RNE, saturating: formats::round_fp8) and packed, the first in the lowest
-// byte. cvt's e4m3x2 puts its first source in the upper byte.
-__device__ __forceinline__ uint32_t pack_e4m3x4(float b0, float b1, float b2, float b3) {
-  uint16_t lo, hi;
-  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(lo) : "f"(b1), "f"(b0));
-  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(hi) : "f"(b3), "f"(b2));
-  return uint32_t(lo) | (uint32_t(hi) << 16);
-}
 
 // d += A·B, m16n8k32, E4M3 operands, FP32 accumulators (a0 = (g, k 4t..4t+3), a1 = (g + 8, 4t..),
 // a2 = (g, 16 + 4t..), a3 = (g + 8, 16 + 4t..); b0 = (k 4t..4t+3, n g), b1 = (k 16 + 4t.., n g);

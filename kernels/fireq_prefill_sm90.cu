@@ -33,6 +33,7 @@
 #include "kernels/kernel_path.h"
 
 #include "core/kernel_traits.h"
+#include "kernels/fp8_pack.cuh"
 #include "kernels/kv_ring3.cuh"
 #include "kernels/tile_softmax.cuh"
 #include "kernels/wgmma.cuh"
@@ -58,42 +59,6 @@ struct FireqTile {
   static_assert(kStages == 6, "kv_ring.cuh: tiles j − 2 … j + 4 in the ring");
   static_assert(kBetaBytes / 16 <= kThreads, "one 16-byte copy of β_K per thread at most");
 };
-
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-// Four FP32 values rounded to E4M3 (round to nearest even, saturating: formats::round_fp8) and packed, the
-// first in the lowest byte. cvt's e4m3x2 puts its first source in the upper byte.
-__device__ __forceinline__ uint32_t pack_e4m3x4(float b0, float b1, float b2, float b3) {
-  uint16_t lo, hi;
-  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(lo) : "f"(b1), "f"(b0));
-  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(hi) : "f"(b3), "f"(b2));
-  return uint32_t(lo) | (uint32_t(hi) << 16);
-}
-
-// The epilogue of one thread's rows (tile_softmax.cuh's store_rows, in BF16): ℓ summed over the quad,
-// O = Oᵢ/ℓ rounded to BF16 (§3.2.2 Stage 3), L = (m + log₂ ℓ)/log₂e. Rows that saw no key get O = 0 and
-// L = −∞; rows past q_len are not stored.
-template <int D>
-__device__ __forceinline__ void store_rows_bf16(const float (&o)[D / 2], float (&l)[2], const float (&m)[2], int row0,
-                                                int t, int q_len, __nv_bfloat16* out, float* lse) {
-  constexpr float kLog2e = 1.4426950408889634f;
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
-    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
-    const int row = row0 + 8 * i;
-    if (row >= q_len) continue;
-    const bool empty = !(l[i] > 0.f);
-    __nv_bfloat16* orow = out + size_t(row) * D;
-#pragma unroll
-    for (int n = 0; n < D / 8; ++n) {
-      const float x0 = empty ? 0.f : o[4 * n + 2 * i] / l[i];
-      const float x1 = empty ? 0.f : o[4 * n + 2 * i + 1] / l[i];
-      *reinterpret_cast<__nv_bfloat162*>(orow + n * 8 + 2 * t) = __floats2bfloat162_rn(x0, x1);
-    }
-    if (t == 0) lse[row] = empty ? -INFINITY : (m[i] + log2f(l[i])) / kLog2e;
-  }
-}
-#endif
 
 template <int D, bool PingPong, bool ThreeStage>
 __global__ void __launch_bounds__(FireqTile<D>::kThreads, 1) fireq_prefill_kernel(FireqPrefillArgs a) {
@@ -276,7 +241,7 @@ __global__ void __launch_bounds__(FireqTile<D>::kThreads, 1) fireq_prefill_kerne
     kv_ring<T::kStages, PingPong>(tiles, steps, full, empty);
   }
 
-  store_rows_bf16<D>(o, l, m, my_row0, t, a.q_len, a.o + size_t(bh) * a.q_len * D, a.lse + size_t(bh) * a.q_len);
+  store_rows<D>(o, l, m, my_row0, t, a.q_len, a.o + size_t(bh) * a.q_len * D, a.lse + size_t(bh) * a.q_len, 1.f, 0.f);
 #endif
 }
 

@@ -17,6 +17,7 @@
 #include "kernels/kernel_path.h"
 
 #include "core/kernel_traits.h"
+#include "kernels/fp8_pack.cuh"
 #include "kernels/kv_ring.cuh"
 #include "kernels/tile_softmax.cuh"
 #include "kernels/wgmma.cuh"
@@ -37,17 +38,6 @@ struct Fp8Tile {
   static_assert(kTraits.warps == 8, "two warpgroups of 64 query rows");
   static_assert(kStages == 6, "kv_ring.cuh: tiles j − 2 … j + 4 in the ring");
 };
-
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-// Four FP32 values rounded to E4M3 (round to nearest even, saturating: formats::round_fp8) and packed, the
-// first in the lowest byte. cvt's e4m3x2 puts its first source in the upper byte.
-__device__ __forceinline__ uint32_t pack_e4m3x4(float b0, float b1, float b2, float b3) {
-  uint16_t lo, hi;
-  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(lo) : "f"(b1), "f"(b0));
-  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(hi) : "f"(b3), "f"(b2));
-  return uint32_t(lo) | (uint32_t(hi) << 16);
-}
-#endif
 
 template <int D, bool PingPong>
 __global__ void __launch_bounds__(Fp8Tile<D>::kThreads, 1) flash3_fp8_kernel(Flash3Fp8Args a) {

@@ -5,6 +5,7 @@
 
 #include "kernels/mma.cuh"
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <cmath>
@@ -73,12 +74,20 @@ __device__ __forceinline__ void update_running_max(const float (&s)[Bc / 2], flo
   update_running_max_from(mx, scale, m, l, alpha, shift);
 }
 
-// The epilogue of one thread's rows: ℓ summed over the quad, O = (G/ℓ)·out_scale stored in FP16 (row-major
+// Two FP32 values rounded to nearest even and stored as a pair of O's elements (FP16, or BF16: fireq).
+__device__ __forceinline__ void store_pair(__half* p, float x0, float x1) {
+  *reinterpret_cast<__half2*>(p) = __floats2half2_rn(x0, x1);
+}
+__device__ __forceinline__ void store_pair(__nv_bfloat16* p, float x0, float x1) {
+  *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(x0, x1);
+}
+
+// The epilogue of one thread's rows: ℓ summed over the quad, O = (G/ℓ)·out_scale stored in O's format (row-major
 // D values per row from `out`), the logsumexp L = (m + log₂ ℓ)/log₂e − log_offset in natural units. Rows
 // that saw no key get O = 0 and L = −∞; rows past q_len are not stored.
-template <int D>
+template <int D, class Out>
 __device__ __forceinline__ void store_rows(const float (&o)[D / 2], float (&l)[2], const float (&m)[2], int row0, int t,
-                                           int q_len, __half* out, float* lse, float out_scale, float log_offset) {
+                                           int q_len, Out* out, float* lse, float out_scale, float log_offset) {
   constexpr float kLog2e = 1.4426950408889634f;
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
@@ -87,12 +96,12 @@ __device__ __forceinline__ void store_rows(const float (&o)[D / 2], float (&l)[2
     const int row = row0 + 8 * i;
     if (row >= q_len) continue;
     const bool empty = !(l[i] > 0.f);
-    __half* orow = out + size_t(row) * D;
+    Out* orow = out + size_t(row) * D;
 #pragma unroll
     for (int n = 0; n < D / 8; ++n) {
       const float x0 = empty ? 0.f : (o[4 * n + 2 * i] / l[i]) * out_scale;
       const float x1 = empty ? 0.f : (o[4 * n + 2 * i + 1] / l[i]) * out_scale;
-      *reinterpret_cast<__half2*>(orow + n * 8 + 2 * t) = __floats2half2_rn(x0, x1);
+      store_pair(orow + n * 8 + 2 * t, x0, x1);
     }
     if (t == 0) lse[row] = empty ? -INFINITY : (m[i] + log2f(l[i])) / kLog2e - log_offset;
   }
