@@ -45,6 +45,7 @@
 #include "core/kernel_traits.h"
 #include "core/variants/fireq_layout.h"
 #include "kernels/fp8_pack.cuh"
+#include "kernels/chain_merge.cuh"
 #include "kernels/mma.cuh"
 
 #include <cuda_bf16.h>
@@ -399,21 +400,9 @@ __global__ void __launch_bounds__(kWarps * 32, kCtasPerSm) fireq_chains_kernel(c
 #endif
 }
 
-// Merges the chains of one output row (blockDim.x = d threads): O = Σ_c e^{L_c − L}·O_c, L = log Σ_c e^{L_c}.
+// Merges the chains of one output row (blockDim.x = d threads; kernels/chain_merge.cuh).
 __global__ void fireq_merge_kernel(const FireqDecodeArgs a) {
-  const int d = a.cache.head_dim;
-  const size_t rows_total = size_t(a.batch) * a.q_heads, row = blockIdx.x;
-  const float* lse_c = a.workspace + size_t(a.chains) * rows_total * d;
-  float top = -INFINITY;
-  for (int c = 0; c < a.chains; ++c) top = fmaxf(top, lse_c[c * rows_total + row]);
-  float total = 0.f, acc = 0.f;
-  for (int c = 0; c < a.chains; ++c) {
-    const float w = top == -INFINITY ? 0.f : expf(lse_c[c * rows_total + row] - top);
-    total += w;
-    acc += w * a.workspace[(c * rows_total + row) * d + threadIdx.x];
-  }
-  a.o[row * d + threadIdx.x] = __float2bfloat16_rn(total > 0.f ? acc / total : 0.f);
-  if (threadIdx.x == 0) a.lse[row] = total > 0.f ? top + logf(total) : -INFINITY;
+  merge_chains_row(a.workspace, a.chains, size_t(a.batch) * a.q_heads, a.cache.head_dim, blockIdx.x, a.o, a.lse);
 }
 
 // The LUT test hook: one thread per scale byte converts the 16 codes (words 0x76543210 and 0xFEDCBA98:
