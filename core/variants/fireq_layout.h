@@ -31,15 +31,9 @@
 // Limits: d ∈ {64, 128} (a multiple of 32 whose V slice is whole words: d/16 bytes ≥ 4).
 #pragma once
 
-#include <cstdint>
+#include "core/host_device.h"
 
-#ifndef ATTNLAB_HD
-#if defined(__CUDACC__)
-#define ATTNLAB_HD __host__ __device__
-#else
-#define ATTNLAB_HD
-#endif
-#endif
+#include <cstdint>
 
 namespace attnlab::fireq_layout {
 

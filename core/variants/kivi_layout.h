@@ -37,15 +37,9 @@
 // group, a 16-channel m-tile in one value group, and a slot's key groups are whole or one), b ∈ {2, 4}.
 #pragma once
 
-#include <cstdint>
+#include "core/host_device.h"
 
-#ifndef ATTNLAB_HD
-#if defined(__CUDACC__)
-#define ATTNLAB_HD __host__ __device__
-#else
-#define ATTNLAB_HD
-#endif
-#endif
+#include <cstdint>
 
 namespace attnlab::kivi_layout {
 

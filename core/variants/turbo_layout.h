@@ -30,14 +30,10 @@
 // d is a multiple of 32 (64 for the 2-bit V order) and B_c a multiple of 32: the kernel's own limits.
 #pragma once
 
+#include "core/host_device.h"
+
 #include <cstdint>
 #include <type_traits>
-
-#if defined(__CUDACC__)
-#define ATTNLAB_HD __host__ __device__
-#else
-#define ATTNLAB_HD
-#endif
 
 namespace attnlab::turbo_layout {
 
