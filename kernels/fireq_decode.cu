@@ -363,10 +363,7 @@ __device__ void run_chain(const FireqDecodeArgs& a, int pair, int chain, uint8_t
 
 // CTAs per SM the registers are held to (ptxas -v: d 128 takes 183 registers at 2; at 3, 168 with 28 bytes
 // spilled, measured 2% faster at MHA and 8% slower at GQA 4:1 — kernels/PERF.md v4).
-#ifndef FIREQ_CTAS
-#define FIREQ_CTAS 2
-#endif
-constexpr int kCtasPerSm = FIREQ_CTAS;
+constexpr int kCtasPerSm = 2;
 // Shared memory: kStages tiles per warp, the tables, and each warp's P̂ (8 heads × 64 tokens).
 template <int D>
 constexpr int kSmemBytes = kWarps * kStages * kTileBytes<D> + kScales * 16 + kWarps * kRows * kT;
