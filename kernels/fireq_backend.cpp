@@ -20,7 +20,8 @@ namespace {
 
 bool three_stage(const VariantRequest& v) { return v.params.choice("pipeline") == "three_stage"; }
 
-// Prefill: the sm_90a kernel of App. D (fireq_prefill.h), and its host side; timing as flash3_fp8's.
+// Prefill: the sm_90a kernel (fireq_prefill.h) on the INT4 cache or App. D's FP8 K/V, and its host side;
+// timing as flash3_fp8's.
 void run_prefill(const Experiment& e, const VariantRequest& v, const QKV& in, const TensorF64& truth,
                  VariantResult& into) {
   const Problem& p = e.problem;
@@ -41,8 +42,10 @@ void run_prefill(const Experiment& e, const VariantRequest& v, const QKV& in, co
   const auto ms = time_launches([&](size_t c) { ATTNLAB_CUDA(fireq_prefill_forward(args[c], nullptr)); }, copies);
   into.kernel = result_of(p, once.o, once.lse, truth, ms, double(sets[0].bytes() + o.bytes() + lse.bytes()));
   into.kernel->probes["kernel.launch"] = labelled(
-      {"three_stage", "input_sets", "timed_runs"}, {double(three), double(copies), double(kTimedRuns)}, "",
-      "the loop order (1 = FireQ Alg. 1's three stages), rotating input copies, timed launches");
+      {"three_stage", "int4_kv", "input_sets", "timed_runs"},
+      {double(three), double(host.int4_kv), double(copies), double(kTimedRuns)}, "",
+      "the loop order (1 = FireQ Alg. 1's three stages), the K/V read (1 = the INT4 cache through §3.1.1's LUT, 0 = "
+      "App. D's FP8), rotating input copies, timed launches");
 }
 
 }  // namespace

@@ -12,16 +12,10 @@
 // two-stage cp.async ring; with C > 1 chains per pair a second kernel merges their normalized outputs
 // (O = Σ_c e^{L_c − L}·O_c, L = log Σ_c e^{L_c}); C from decode_splits over warps.
 //
-// INT4 → FP8 (§3.1.1 Step 1): the operand of code c of a token with scale σ is LUT_σ[c] = FP8(c·σ), as the
-// reference's fireq::int4_fp8_lut. σ is an E4M3 byte, so there are 128 tables (σ ≥ 0; 0x7F is NaN and never
-// stored): each CTA builds them all once into 2 KB of shared memory (one thread per scale, 16 entries by
-// cvt.rn.satfinite.e4m3x2 from c·σ, exact in FP32), and a token's table is one 16-byte load indexed by its
-// σ byte. The conversion itself is byte permutes (lut_convert): a word of 8 codes indexes the positive
-// half-table (c ∈ [0, 7]) and the negative one (c ∈ [−8, −1]) by each nibble's low 3 bits, and PRMT's
-// sign-replicating mode turns each nibble's sign bit into a byte mask that picks between them — 11
-// instructions for 8 codes, no arithmetic on values. K's operand bytes of one register belong to one
-// token (k = channels). V's do not (k = tokens): a lane converts four tokens' slices, each through its own
-// table, and transposes the 4×4 bytes (8 PRMTs).
+// INT4 → FP8 (§3.1.1 Step 1): kernels/fireq_lut.cuh — 128 tables per CTA in shared memory, a token's table one
+// 16-byte load indexed by its σ byte, 8 codes converted by 11 byte permutes. K's operand bytes of one register
+// belong to one token (k = channels). V's do not (k = tokens): a lane converts four tokens' slices, each through
+// its own table, and transposes the 4×4 bytes (8 PRMTs).
 //
 // Arithmetic, against core/variants/fireq.cpp (whose head comment is the specification; Alg. 1's lines):
 //   l. 6–8, 14   S = (Q̂·LUT(K)ᵀ)·(β·τ): FP8 products accumulated by the tensor core, then one FP32
@@ -44,7 +38,7 @@
 
 #include "core/kernel_traits.h"
 #include "core/variants/fireq_layout.h"
-#include "kernels/fp8_pack.cuh"
+#include "kernels/fireq_lut.cuh"
 #include "kernels/chain_merge.cuh"
 #include "kernels/mma.cuh"
 
@@ -67,7 +61,7 @@ static_assert(kTraits.warp_chains && find_kernel_traits("fireq", 64, 80, true)->
 constexpr int kT = 64;          // tokens per tile
 constexpr int kRows = 8;        // query heads per KV head (MMA rows g)
 constexpr int kMaxChains = 128;  // flash2's decode_splits_max
-constexpr int kScales = 128;     // E4M3 bytes of a scale σ ≥ 0 (0x7F, NaN, is never stored)
+constexpr int kScales = kFireqScales;  // fireq_lut.cuh
 static_assert(layout::kTile == kT, "the kernel's tile is the layout's");
 static_assert(kTraits.block_c == kT && kTraits.block_r == kRows);
 
@@ -90,11 +84,6 @@ struct Chain {
 constexpr unsigned kFull = 0xffffffffu;
 constexpr float kLog2e = 1.4426950408889634f;
 
-__device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) {
-  uint32_t d;
-  asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
-  return d;
-}
 
 
 // d += A·B, m16n8k32, E4M3 operands, FP32 accumulators (a0 = (g, k 4t..4t+3), a1 = (g + 8, 4t..),
@@ -106,42 +95,6 @@ __device__ __forceinline__ void mma_e4m3(float (&d)[4], uint32_t a0, uint32_t a1
       "{%0, %1, %2, %3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
-// E4M3 byte b < 0x7F as a float, exactly: (8 + m)·2^(e − 10), or m·2⁻⁹ for e = 0.
-__device__ __forceinline__ float e4m3_value(uint32_t b) {
-  const int e = int(b >> 3) & 0xF, m = int(b & 7);
-  return e == 0 ? ldexpf(float(m), -9) : ldexpf(float(8 + m), e - 10);
-}
-
-// §3.1.1 Step 1's table of scale byte b: x = LUT[0..3], y = LUT[4..7] (c ≥ 0), z = LUT[−8..−5],
-// w = LUT[−4..−1], the first entry of each in the lowest byte. c·σ is exact in FP32 (4 + 3 significant bits).
-__device__ __forceinline__ uint4 build_lut(uint32_t b) {
-  const float s = e4m3_value(b);
-  auto quad = [&](int c) { return pack_e4m3x4(float(c) * s, float(c + 1) * s, float(c + 2) * s, float(c + 3) * s); };
-  return make_uint4(quad(0), quad(4), quad(-8), quad(-4));
-}
-
-// The operand bytes of 8 codes (nibble k of w = code k) through table T: lo = codes 0–3, hi = codes 4–7.
-// A nibble's low 3 bits index both half-tables (c and c + 8 for a negative c, its two's complement); PRMT
-// with selector nibble 8 + i replicates bit 7 of byte i, so the mask of nibble k's sign bit comes from w
-// (odd nibbles: bit 7 of their byte) and w << 4 (even nibbles: bit 3 moved to bit 7).
-__device__ __forceinline__ void lut_convert(uint32_t w, const uint4& T, uint32_t& lo, uint32_t& hi) {
-  const uint32_t idx = w & 0x77777777u, idx_hi = idx >> 16, w4 = w << 4;
-  const uint32_t mask_lo = prmt(w4, w, 0xD9C8u);  // signs of nibbles 0, 1, 2, 3 (bytes 0, 4, 1, 5)
-  const uint32_t mask_hi = prmt(w4, w, 0xFBEAu);  // nibbles 4, 5, 6, 7 (bytes 2, 6, 3, 7)
-  const uint32_t pos_lo = prmt(T.x, T.y, idx), neg_lo = prmt(T.z, T.w, idx);
-  const uint32_t pos_hi = prmt(T.x, T.y, idx_hi), neg_hi = prmt(T.z, T.w, idx_hi);
-  lo = (pos_lo & ~mask_lo) | (neg_lo & mask_lo);
-  hi = (pos_hi & ~mask_hi) | (neg_hi & mask_hi);
-}
-
-// r[i] holds 4 bytes of token i; afterwards r[m] holds byte m of tokens 0–3 (a 4×4 byte transpose).
-__device__ __forceinline__ void transpose4(uint32_t (&r)[4]) {
-  const uint32_t t0 = prmt(r[0], r[1], 0x5140u), t1 = prmt(r[0], r[1], 0x7362u);
-  const uint32_t t2 = prmt(r[2], r[3], 0x5140u), t3 = prmt(r[2], r[3], 0x7362u);
-  r[0] = prmt(t0, t2, 0x5410u), r[1] = prmt(t0, t2, 0x7632u);
-  r[2] = prmt(t1, t3, 0x5410u), r[3] = prmt(t1, t3, 0x7632u);
 }
 
 // Sᵀ (tokens × heads) of one tile: per 16-token m-tile, the lane's two tokens' K slices (g and g + 8: one load

@@ -29,20 +29,39 @@ std::string fireq_kernel_refusal(const ParamValues& params, int64_t d, int64_t g
   return "";
 }
 
-FireqHostInputs fireq_host_inputs(const Problem& p, const QKV& in, const ParamValues& params) {
-  const fq::Settings st(params, Phase::decode);  // decode reads the INT4 cache
+FireqCacheImages fireq_cache_images(const Problem& p, const QKV& in, const ParamValues& params) {
+  const fq::Settings st(params, Phase::decode);  // the INT4 cache, as decode reads it
   const int64_t d = p.head_dim, n = p.kv_len;
-  FireqHostInputs h;
-  h.images.resize(size_t(p.batch * p.kv_heads));
-  std::vector<std::vector<float>> s(h.images.size());
+  FireqCacheImages c;
+  c.images.resize(size_t(p.batch * p.kv_heads));
+  c.smoothing.resize(c.images.size());
   parallel_for(p.batch * p.kv_heads, [&](int64_t bh) {
     const int64_t b = bh / p.kv_heads, kvh = bh % p.kv_heads;
     fq::SmoothedKeys sk = fq::smooth_keys(in.k.head(b, kvh).data(), n, d, st);  // §3.2.1
     const fireq::TokenInt4 k = fireq::quantize_token_int4(sk.k.data(), n, d, st.format);  // Eq. 1
     const fireq::TokenInt4 v = fireq::quantize_token_int4(in.v.head(b, kvh).data(), n, d, st.format);
-    h.images[size_t(bh)] = fireq_layout::device_image(k, v);
-    s[size_t(bh)] = std::move(sk.s);
+    c.images[size_t(bh)] = fireq_layout::device_image(k, v);
+    c.smoothing[size_t(bh)] = std::move(sk.s);
   });
+  return c;
+}
+
+std::vector<uint8_t> concatenated(const std::vector<std::vector<uint8_t>>& images) {
+  std::vector<uint8_t> all;
+  for (const std::vector<uint8_t>& img : images) {
+    if (img.size() != images[0].size()) throw std::logic_error("fireq cache: every pair must have the same shape");
+    all.insert(all.end(), img.begin(), img.end());
+  }
+  return all;
+}
+
+FireqHostInputs fireq_host_inputs(const Problem& p, const QKV& in, const ParamValues& params) {
+  const fq::Settings st(params, Phase::decode);
+  const int64_t d = p.head_dim;
+  FireqCacheImages cache = fireq_cache_images(p, in, params);
+  FireqHostInputs h;
+  h.images = std::move(cache.images);
+  const std::vector<std::vector<float>>& s = cache.smoothing;
   const int64_t heads = p.batch * p.q_heads;
   h.q.resize(size_t(heads * d));
   h.q_scale.resize(size_t(heads));
@@ -59,11 +78,7 @@ FireqHostInputs fireq_host_inputs(const Problem& p, const QKV& in, const ParamVa
 }
 
 FireqDeviceInputs upload_fireq(const Problem& p, const FireqHostInputs& h) {
-  std::vector<uint8_t> all;
-  for (const std::vector<uint8_t>& img : h.images) {
-    if (img.size() != h.images[0].size()) throw std::logic_error("upload_fireq: every pair must have the same shape");
-    all.insert(all.end(), img.begin(), img.end());
-  }
+  const std::vector<uint8_t> all = concatenated(h.images);
   FireqDeviceInputs d;
   d.tiles = upload(all), d.q = upload(h.q), d.q_scale = upload(h.q_scale);
   d.cache.tiles = d.tiles.as<uint8_t>();

@@ -17,6 +17,17 @@
 
 namespace attnlab::kernels {
 
+// The INT4 cache of every pair (B·H_kv, in (batch, KV head) order) as the GPU holds it (fireq_layout.h),
+// built by the reference's steps (§3.2.1's smoothing, Eq. 1 per token with E4M3 σ), and the pair's smoothing
+// factors s (its queries take Q̃ = Q·s). Read by the decode kernel and by the prefill kernel's INT4 mode.
+struct FireqCacheImages {
+  std::vector<std::vector<uint8_t>> images;
+  std::vector<std::vector<float>> smoothing;
+};
+FireqCacheImages fireq_cache_images(const Problem& p, const QKV& in, const ParamValues& params);
+// The pairs' images back to back (every pair the same size), as one upload.
+std::vector<uint8_t> concatenated(const std::vector<std::vector<uint8_t>>& images);
+
 // What the kernel reads, on the host: one cache image per pair (B·H_kv, in (batch, KV head) order), Q̂ as
 // E4M3 bytes (B, Hq, d) and β·τ per query head (FP32, the reference's product).
 struct FireqHostInputs {

@@ -6,6 +6,7 @@
 #include "core/parallel.h"
 #include "core/variants/fireq_cache.h"
 #include "core/variants/fireq_quantize.h"
+#include "kernels/fireq_decode_host.h"
 #include "kernels/poisoned_output.h"
 #include "kernels/vt_permutation.h"
 
@@ -19,25 +20,35 @@ namespace attnlab::kernels {
 namespace fq = variants::fireq_detail;
 
 std::string fireq_prefill_refusal(const ParamValues& params, int64_t d, bool three_stage) {
-  if (!fireq_prefill_supports(int(d), three_stage))
-    return three_stage ? fmt::format("the three-stage fireq prefill kernel is compiled for head_dim 64 (got {})", d)
-                       : fmt::format("no fireq prefill kernel for head_dim {} (compiled: 64, 128)", d);
-  if (params.choice("prefill_kv") != "fp8")
-    return "the fireq prefill kernel reads App. D's FP8 K and V (prefill_kv = fp8)";
+  const bool int4 = params.choice("prefill_kv") == "int4";
+  if (!fireq_prefill_supports(int(d), false))
+    return fmt::format("no fireq prefill kernel for head_dim {} (compiled: 64, 128)", d);
+  if (three_stage && !fireq_prefill_supports(int(d), true, int4))
+    return int4 ? "the three-stage fireq prefill kernel reads App. D's FP8 K and V (prefill_kv = fp8); the INT4 mode runs "
+                  "the two-stage order"
+                : fmt::format("the three-stage fireq prefill kernel is compiled for head_dim 64 (got {})", d);
+  if (int4) {  // the cache decode reads: what the decode kernel needs of it
+    if (params.choice("scale_format") != "fp8_e4m3")
+      return "the fireq prefill kernel reads the INT4 cache with E4M3 token scales (scale_format = fp8_e4m3)";
+    if (params.choice("int4_to_fp8") != "lut")
+      return "the fireq prefill kernel converts INT4 to FP8 through §3.1.1's LUT (int4_to_fp8 = lut)";
+  }
   if (params.integer("block_c") != kFireqPrefillBlock)
-    return fmt::format("the fireq prefill kernel scales V per {}-key tile: set block_c = {} (got {})", kFireqPrefillBlock,
-                       kFireqPrefillBlock, params.integer("block_c"));
+    return fmt::format("the fireq prefill kernel's KV tile is {} keys (the reference's B_c: where P̃ meets the running max{}): "
+                       "set block_c = {} (got {})",
+                       kFireqPrefillBlock, int4 ? "" : ", and β_V's block", kFireqPrefillBlock, params.integer("block_c"));
   return "";
 }
 
-FireqPrefillHostInputs fireq_prefill_host_inputs(const Problem& p, const QKV& in, const ParamValues& params) {
-  const fq::Settings st(params, Phase::prefill);
-  if (!st.fp8_kv || st.block_c != kFireqPrefillBlock)
-    throw std::logic_error("fireq_prefill_host_inputs: needs prefill_kv = fp8 and block_c = 128 (fireq_prefill_refusal)");
+namespace {
+
+// App. D's operands (prefill_kv = fp8): K̂ per token and V̂ᵀ, with their BF16 scales; returns each pair's
+// smoothing factors.
+std::vector<std::vector<float>> fp8_operands(const Problem& p, const QKV& in, const fq::Settings& st,
+                                             FireqPrefillHostInputs& h) {
   const int64_t d = p.head_dim, n = p.kv_len, kv_pad = (n + 15) / 16 * 16;
-  const int64_t kv_heads = p.batch * p.kv_heads, q_heads = p.batch * p.q_heads;
+  const int64_t kv_heads = p.batch * p.kv_heads;
   const int64_t v_tiles = (n + kFireqPrefillBlock - 1) / kFireqPrefillBlock;
-  FireqPrefillHostInputs h;
   h.kv_pad = int(kv_pad);
   h.k.resize(size_t(kv_heads * n * d));
   h.vt.assign(size_t(kv_heads * d * kv_pad), 0);
@@ -59,6 +70,26 @@ FireqPrefillHostInputs fireq_prefill_host_inputs(const Problem& p, const QKV& in
     std::copy(x.s_v.begin(), x.s_v.end(), h.beta_v.begin() + bh * v_tiles);
     s[size_t(bh)] = x.s;
   });
+  return s;
+}
+
+}  // namespace
+
+FireqPrefillHostInputs fireq_prefill_host_inputs(const Problem& p, const QKV& in, const ParamValues& params) {
+  const fq::Settings st(params, Phase::prefill);
+  if (!fireq_prefill_refusal(params, p.head_dim).empty())
+    throw std::logic_error("fireq_prefill_host_inputs: parameters the kernel does not run (fireq_prefill_refusal)");
+  const int64_t d = p.head_dim, q_heads = p.batch * p.q_heads;
+  FireqPrefillHostInputs h;
+  std::vector<std::vector<float>> s;
+  if (st.fp8_kv) {
+    s = fp8_operands(p, in, st, h);
+  } else {  // the INT4 cache decode reads (§2.1 Eq. 1), laid out as the GPU holds it
+    FireqCacheImages cache = fireq_cache_images(p, in, params);
+    h.cache = concatenated(cache.images);
+    h.int4_kv = true;
+    s = std::move(cache.smoothing);
+  }
   h.q.resize(size_t(q_heads * p.q_len * d));
   h.beta_q.resize(size_t(q_heads * p.q_len));
   parallel_for(q_heads, [&](int64_t bh) {
@@ -78,7 +109,8 @@ FireqPrefillDeviceInputs upload_fireq_prefill(const FireqPrefillHostInputs& h) {
   FireqPrefillDeviceInputs d;
   d.q = upload(h.q), d.k = upload(h.k), d.vt = upload(h.vt);
   d.beta_q = upload(h.beta_q), d.beta_k = upload(h.beta_k), d.beta_v = upload(h.beta_v);
-  d.kv_pad = h.kv_pad;
+  d.cache = upload(h.cache);
+  d.kv_pad = h.kv_pad, d.int4_kv = h.int4_kv;
   return d;
 }
 
@@ -86,6 +118,7 @@ FireqPrefillArgs fireq_prefill_args(const Problem& p, const FireqPrefillDeviceIn
   FireqPrefillArgs a;
   a.q = in.q.as<uint8_t>(), a.k = in.k.as<uint8_t>(), a.vt = in.vt.as<uint8_t>();
   a.beta_q = in.beta_q.as<float>(), a.beta_k = in.beta_k.as<float>(), a.beta_v = in.beta_v.as<float>();
+  a.cache = in.cache.as<uint8_t>(), a.int4_kv = in.int4_kv;
   a.o = o, a.lse = lse;
   a.batch = int(p.batch), a.q_heads = int(p.q_heads), a.kv_heads = int(p.kv_heads);
   a.q_len = int(p.q_len), a.kv_len = int(p.kv_len), a.kv_pad = in.kv_pad, a.head_dim = int(p.head_dim);

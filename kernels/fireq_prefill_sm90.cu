@@ -33,63 +33,101 @@
 #include "kernels/kernel_path.h"
 
 #include "core/kernel_traits.h"
-#include "kernels/fp8_pack.cuh"
+#include "core/variants/fireq_layout.h"
+#include "kernels/fireq_lut.cuh"
 #include "kernels/kv_ring3.cuh"
 #include "kernels/tile_softmax.cuh"
 #include "kernels/wgmma.cuh"
+
+#include <algorithm>
 
 namespace attnlab::kernels {
 
 namespace {
 
+// The INT4 mode's staging of one tile (kv_ring.cuh's converting ring): what each thread copies with cp.async
+// and later converts itself, so no thread reads another's copies. Per tile of 128 tokens (two of the cache's
+// 64-token tiles, fireq_layout.h) a thread takes
+//   K: kKChunks 16-byte chunks of code rows (4·d in all; chunk u = tid + 256·i: layout tile ⌊u/2d⌋, token
+//      row ⌊(u mod 2d)/(d/32)⌋, chunk (u mod 2d) mod (d/32) of the row) and, per chunk, the aligned σ_K word
+//      holding its token's scale;
+//   V: one unit of 8 tokens × 8 channels (2·d units: threads < 2d) — parts 2w + h of lanes (g, t) and
+//      (g, t + 2) of a 32-token chunk c (tokens 32c + 16h + 4t + i and 32c + 16h + 8 + 4t + i, i < 4; channels
+//      g + 8·(8w + n), n < 8) — and the two σ_V words of those tokens.
+// Thread-private places: code chunk i at (i·256 + tid)·16, V part x at 64·d + (x·2d + tid)·16, σ word i after
+// the codes at (i·256 + tid)·4 — consecutive threads, consecutive addresses.
 template <int D>
+struct Int4Staging {
+  static constexpr int kThreads = 256;
+  static constexpr int kKChunks = D / 64;  // per thread
+  static constexpr int kVUnits = 2 * D;    // threads with a V unit
+  static constexpr int kSigmaWords = kKChunks + 2;
+  static constexpr int kCodeBytes = 128 * D;  // K and V codes of 128 tokens
+  static constexpr int kBytes = kCodeBytes + kSigmaWords * kThreads * 4;
+  static constexpr int kSlots = 3;  // tiles j + 2 … j + 4 (kv_ring.cuh)
+  static_assert(kKChunks * kThreads * 16 == 64 * D && kVUnits <= kThreads, "every chunk and unit has a thread");
+};
+
+template <int D, bool Int4>
 struct FireqTile {
   static constexpr KernelTraits kTraits = *find_kernel_traits("fireq", D, 90);
-  static constexpr int kBr = kTraits.block_r, kBc = kTraits.block_c, kStages = kTraits.stages;
+  static constexpr int kBr = kTraits.block_r, kBc = kTraits.block_c;
   static constexpr int kThreads = 32 * kTraits.warps;
   static constexpr int kQBytes = kBr * D, kKBytes = kBc * D, kVBytes = D * kBc;  // E4M3: a byte per element
   static constexpr int kStageBytes = kKBytes + kVBytes;
   static constexpr int kBetaBytes = kBc * 4;  // β_K of one tile, FP32
-  static constexpr size_t kSmemBytes = size_t(kQBytes) + size_t(kStages) * kStageBytes + size_t(kStages) * kBetaBytes +
-                                       size_t(kBr) * 4 + 1024;  // + β of the query rows, + alignment
+  // Per ring slot besides the tile: β_K (FP8 mode). Besides the ring: Q, β of the query rows, alignment, and
+  // in the INT4 mode the staging slots and the 128 tables (2 KB).
+  static constexpr size_t kSlotBytes = size_t(kStageBytes) + (Int4 ? 0 : kBetaBytes);
+  static constexpr size_t kFixedBytes = size_t(kQBytes) + size_t(kBr) * 4 + 1024 +
+                                        (Int4 ? size_t(Int4Staging<D>::kSlots) * Int4Staging<D>::kBytes + kFireqScales * 16 : 0);
+  static constexpr size_t kSmemLimit = 227 * 1024;
+  // The ring: the traits' 6 slots where they fit; the INT4 mode at d = 128 holds 4 (a converting ring needs 4).
+  static constexpr int kStages = std::min<int>(kTraits.stages, int((kSmemLimit - kFixedBytes) / kSlotBytes));
+  static constexpr size_t kSmemBytes = kFixedBytes + size_t(kStages) * kSlotBytes;
   static_assert(kTraits.arch == 90 && !kTraits.decode_only, "the prefill row of the traits table");
   static_assert(find_kernel_traits("fireq", D, 80, true)->decode_only, "decode keeps the decode kernel's row");
   static_assert(kBr == kFireqPrefillBlock && kBc == kFireqPrefillBlock, "the V scale block is the tile");
-  static_assert(kTraits.warps == 8, "two warpgroups of 64 query rows");
-  static_assert(kStages == 6, "kv_ring.cuh: tiles j − 2 … j + 4 in the ring");
+  static_assert(kTraits.warps == 8 && kThreads == Int4Staging<D>::kThreads, "two warpgroups of 64 query rows");
+  static_assert(kTraits.stages == 6 && kStages >= (Int4 ? 4 : 6), "kv_ring.cuh's ring");
   static_assert(kBetaBytes / 16 <= kThreads, "one 16-byte copy of β_K per thread at most");
+  static_assert(kBc == 2 * fireq_layout::kTile, "a tile is two of the cache's tiles");
 };
 
-template <int D, bool PingPong, bool ThreeStage>
-__global__ void __launch_bounds__(FireqTile<D>::kThreads, 1) fireq_prefill_kernel(FireqPrefillArgs a) {
+template <int D, bool PingPong, bool ThreeStage, bool Int4>
+__global__ void __launch_bounds__(FireqTile<D, Int4>::kThreads, 1) fireq_prefill_kernel(FireqPrefillArgs a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using T = FireqTile<D>;
+  using T = FireqTile<D, Int4>;
+  using S4 = Int4Staging<D>;
   constexpr int kBc = T::kBc, kSteps = kBc / 32;  // k-steps of P̂·V̂: 32 keys each
   constexpr float kLog2e = 1.4426950408889634f;
   extern __shared__ char smem_raw[];
   char* smem = smem_raw + ((1024u - (smem_addr(smem_raw) & 1023u)) & 1023u);
   char* sQ = smem;
   auto stage = [&](int j) { return smem + T::kQBytes + (j % T::kStages) * T::kStageBytes; };  // K̂, V̂ᵀ
-  float* sBetaK = reinterpret_cast<float*>(smem + T::kQBytes + T::kStages * T::kStageBytes);  // (kStages, B_c)
+  char* after_ring = smem + T::kQBytes + T::kStages * T::kStageBytes;
+  float* sBetaK = reinterpret_cast<float*>(after_ring);  // FP8 mode: β_K, (kStages, B_c)
   auto beta_k_of = [&](int j) { return sBetaK + (j % T::kStages) * kBc; };
-  float* sBetaQ = sBetaK + T::kStages * kBc;  // (B_r)
+  auto staging_of = [&](int j) { return after_ring + (j % S4::kSlots) * S4::kBytes; };  // INT4 mode
+  uint4* lut = reinterpret_cast<uint4*>(after_ring + S4::kSlots * S4::kBytes);           // INT4 mode: 128 tables
+  float* sBetaQ = Int4 ? reinterpret_cast<float*>(lut + kFireqScales) : sBetaK + T::kStages * kBc;  // (B_r)
 
   const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, group = threadIdx.x / 128;
   const int t = lane % 4;
   const int bh = blockIdx.y, b = bh / a.q_heads, h = bh % a.q_heads;
   const int kvh = h / (a.q_heads / a.kv_heads), bkv = b * a.kv_heads + kvh;  // notes §3.1
   const int row0 = blockIdx.x * T::kBr;
-  const int kv_blocks = (a.kv_len + kBc - 1) / kBc;
-  const uint8_t* k = a.k + size_t(bkv) * a.kv_len * D;
-  const uint8_t* vt = a.vt + size_t(bkv) * D * a.kv_pad;
-  const float* beta_k = a.beta_k + size_t(bkv) * a.kv_pad;
-  const float* beta_v = a.beta_v + size_t(bkv) * kv_blocks;
   const int last_row = min(row0 + T::kBr, a.q_len) - 1;
   const int tiles = (visible_keys(last_row, a.q_len, a.kv_len, a.causal) + kBc - 1) / kBc;
 
+  // FP8 mode: K̂ and V̂ᵀ copied into the slot, β_K beside it.
+  const uint8_t* k = Int4 ? nullptr : a.k + size_t(bkv) * a.kv_len * D;
+  const uint8_t* vt = Int4 ? nullptr : a.vt + size_t(bkv) * D * a.kv_pad;
+  const float* beta_k = Int4 ? nullptr : a.beta_k + size_t(bkv) * a.kv_pad;
+  const float* beta_v = Int4 ? nullptr : a.beta_v + size_t(bkv) * ((a.kv_len + kBc - 1) / kBc);
   const SwizzledCopier<D, kBc, T::kThreads, D> k_copier(threadIdx.x);  // d-byte rows: a d-byte swizzle
   const SwizzledCopier<kBc, D, T::kThreads> v_copier(threadIdx.x);     // V̂ᵀ: d rows of 128 keys
-  auto load_kv = [&](int j) {
+  auto load_fp8 = [&](int j) {
     const int col0 = j * kBc;
     if (col0 + kBc <= a.kv_len) {  // an interior tile (kv_pad ≥ kv_len): no bounds
       k_copier.copy_full(stage(j), k + size_t(col0) * D, D);
@@ -104,12 +142,117 @@ __global__ void __launch_bounds__(FireqTile<D>::kThreads, 1) fireq_prefill_kerne
     }
   };
 
+  // INT4 mode (§3.1.1 Step 1): the cache's bytes of tile j — its 64-token cache tiles 2j and 2j + 1, which
+  // exist while < layout_tiles (a missing one is zero-filled: codes 0, σ 0, every entry 0) — into staging
+  // (Int4Staging's places), then converted by the thread that copied them.
+  constexpr int kTileBytes = int(fireq_layout::tile_bytes(D));
+  const int layout_tiles = int(fireq_layout::tiles_for(a.kv_len));
+  const uint8_t* pair = a.cache + size_t(bkv) * layout_tiles * kTileBytes;
+  // Where this thread's V unit lies (Int4Staging): chunk c, half h, word w, lanes (g, t) and (g, t + 2) of the cache
+  // tile. The conversion's offsets are loop-invariant; computed from an opaque thread index inside each step
+  // (a few integer instructions a tile), ptxas cannot hoist them into ~30 registers held across the softmax,
+  // where the d = 128 kernel has none to spare (it spilled 80 bytes).
+  struct VUnit {
+    int tid, g, t, w, h, c;
+  };
+  auto v_unit = [] {
+    uint32_t tid;
+    asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(tid));
+    const int lane16 = int(tid) % 16, rest = int(tid) / 16 % (D / 16);  // D units per cache tile: 16 per (c, h, w)
+    return VUnit{int(tid), lane16 / 2, lane16 % 2, rest % (D / 64), rest / (D / 64) % 2, rest / (D / 32)};
+  };
+  auto load_int4 = [&](int j) {
+    const VUnit vu = v_unit();
+    const int tid = vu.tid;
+    char* st = staging_of(j);
+#pragma unroll
+    for (int i = 0; i < S4::kKChunks; ++i) {
+      const int u = tid + 256 * i, half = u / (2 * D), row = u % (2 * D) / (D / 32), chunk = u % (D / 32);
+      const int lt = 2 * j + half;
+      const bool ok = lt < layout_tiles;
+      const uint8_t* tile = pair + size_t(lt) * kTileBytes;
+      cp_async_16(st + (i * 256 + tid) * 16, ok ? tile + row * (D / 2) + chunk * 16 : pair, ok);
+      cp_async_4(st + S4::kCodeBytes + (i * 256 + tid) * 4, ok ? tile + fireq_layout::sigma_k_offset(D) + (row & ~3) : pair, ok);
+    }
+    if (tid < S4::kVUnits) {
+      const int lt = 2 * j + tid / D;
+      const bool ok = lt < layout_tiles;
+      const uint8_t* tile = pair + size_t(lt) * kTileBytes;
+      const uint8_t* part = tile + fireq_layout::v_offset(D) + vu.c * 16 * D + (32 * (2 * vu.w + vu.h) + 4 * vu.g + vu.t) * 16;
+      const uint8_t* sigma = tile + fireq_layout::sigma_v_offset(D) + 32 * vu.c + 16 * vu.h + 4 * vu.t;
+#pragma unroll
+      for (int x = 0; x < 2; ++x) {  // lanes (g, t) and (g, t + 2): tokens 4t + i and 8 + 4t + i of the 16
+        cp_async_16(st + 64 * D + (x * 2 * D + tid) * 16, ok ? part + 32 * x : pair, ok);
+        cp_async_4(st + S4::kCodeBytes + ((S4::kKChunks + x) * 256 + tid) * 4, ok ? sigma + 8 * x : pair, ok);
+      }
+    }
+  };
+  // Tile j's staged codes → E4M3 operands in its slot: K̂ rows (token-major, the d-byte swizzle), V̂ᵀ rows
+  // (channel-major, keys permuted per 16 as vt_permutation.h's: positions 8t … 8t + 7 of a 16-key group hold
+  // keys 4t, 4t + 1, 8 + 4t, 9 + 4t, 4t + 2, 4t + 3, 10 + 4t, 11 + 4t — a thread's two token quads, interleaved
+  // by halves).
+  auto convert_int4 = [&](int j) {
+    const VUnit vu = v_unit();
+    const int tid = vu.tid;
+    const char* st = staging_of(j);
+    char* sk = stage(j);
+    char* sv = stage(j) + T::kKBytes;
+#pragma unroll
+    for (int i = 0; i < S4::kKChunks; ++i) {
+      const int u = tid + 256 * i, row = u / (2 * D) * 64 + u % (2 * D) / (D / 32), chunk = u % (D / 32);
+      const uint4 x = *reinterpret_cast<const uint4*>(st + (i * 256 + tid) * 16);
+      const uint32_t sig = *reinterpret_cast<const uint32_t*>(st + S4::kCodeBytes + (i * 256 + tid) * 4);
+      const uint4 table = lut[(sig >> (8 * (row & 3))) & (kFireqScales - 1)];
+      const uint32_t words[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+      for (int w = 0; w < 4; ++w) {  // fireq_layout.h: word (slice st_, k-step jj) → channels 32jj + 4st_ (+ 16)
+        const int wi = 4 * chunk + w, slice = wi / (D / 32), jj = wi % (D / 32);
+        uint32_t lo, hi;
+        lut_convert(words[w], table, lo, hi);
+        *reinterpret_cast<uint32_t*>(sk + sw_offset<D>(row, 2 * jj) + 4 * slice) = lo;
+        *reinterpret_cast<uint32_t*>(sk + sw_offset<D>(row, 2 * jj + 1) + 4 * slice) = hi;
+      }
+    }
+    if (tid < S4::kVUnits) {
+      uint32_t q[2][8];  // [quad][n]: channel g + 8·(8w + n), the quad's four tokens (bytes 0–3)
+#pragma unroll
+      for (int x = 0; x < 2; ++x) {
+        const uint4 part = *reinterpret_cast<const uint4*>(st + 64 * D + (x * 2 * D + tid) * 16);
+        const uint32_t sig = *reinterpret_cast<const uint32_t*>(st + S4::kCodeBytes + ((S4::kKChunks + x) * 256 + tid) * 4);
+        const uint32_t words[4] = {part.x, part.y, part.z, part.w};  // token i of the quad: 8 channels
+        uint32_t lo[4], hi[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) lut_convert(words[i], lut[(sig >> (8 * i)) & (kFireqScales - 1)], lo[i], hi[i]);
+        transpose4(lo);
+        transpose4(hi);
+#pragma unroll
+        for (int n = 0; n < 4; ++n) q[x][n] = lo[n], q[x][4 + n] = hi[n];
+      }
+      const int group16 = 4 * (tid / D) + 2 * vu.c + vu.h;  // the 16-key group within the tile's 128 keys
+#pragma unroll
+      for (int n = 0; n < 8; ++n) {
+        const int ch = vu.g + 8 * (8 * vu.w + n);
+        *reinterpret_cast<uint2*>(sv + sw128_offset(ch, group16) + 8 * vu.t) =
+            make_uint2(prmt(q[0][n], q[1][n], 0x5410u), prmt(q[0][n], q[1][n], 0x7632u));
+      }
+    }
+  };
+  auto load_kv = [&](int j) {
+    if constexpr (Int4) load_int4(j);
+    else load_fp8(j);
+  };
+
   const int my_row0 = row0 + group * 64 + warp * 16 + lane / 4;  // rows my_row0 + 8i (wgmma.cuh's layout)
   const int all_see = visible_keys(row0, a.q_len, a.kv_len, a.causal);
   // β·log₂e of the block's query rows in shared memory (1 past q_len: finite scores; those rows are never stored), read by the
   // softmax of every tile: two registers fewer than holding them, which the d = 128 kernel needs.
-  if (threadIdx.x < T::kBr)
-    sBetaQ[threadIdx.x] = row0 + int(threadIdx.x) < a.q_len ? a.beta_q[size_t(bh) * a.q_len + row0 + threadIdx.x] * kLog2e : 1.f;
+  // The INT4 mode takes the reference's row factor fl(β·τ) (its S = (Q̂·LUT(K)ᵀ)·(β·τ)), times log₂e.
+  if (threadIdx.x < T::kBr) {
+    const float beta = row0 + int(threadIdx.x) < a.q_len ? a.beta_q[size_t(bh) * a.q_len + row0 + threadIdx.x] : 1.f;
+    sBetaQ[threadIdx.x] = (Int4 ? __fmul_rn(beta, a.scale) : beta) * kLog2e;
+  }
+  if constexpr (Int4)
+    if (threadIdx.x < kFireqScales) lut[threadIdx.x] = build_lut(threadIdx.x);  // fireq_lut.cuh
   __syncthreads();
 
   // Descriptors from one base each (flash3_fp8_sm90.cu): an offset adds as offset >> 4.
@@ -144,13 +287,15 @@ __global__ void __launch_bounds__(FireqTile<D>::kThreads, 1) fireq_prefill_kerne
   // S times it: the two orders differ by a few FP32 ulps of S (the [gpu] test's item 2).
   auto softmax = [&](int j, float (&s)[kBc / 2], float (&alpha)[2]) {
     const int col0 = j * kBc;
-    const float* bk = beta_k_of(j);
+    if constexpr (!Int4) {  // the INT4 mode's scale is the row's alone: LUT(K) holds σ_K
+      const float* bk = beta_k_of(j);
 #pragma unroll
-    for (int n = 0; n < kBc / 8; ++n) {
-      const float2 k2 = *reinterpret_cast<const float2*>(bk + 8 * n + 2 * t);
-      const float g[2] = {__fmul_rn(k2.x, a.scale), __fmul_rn(k2.y, a.scale)};  // β_K,j·τ, per column
+      for (int n = 0; n < kBc / 8; ++n) {
+        const float2 k2 = *reinterpret_cast<const float2*>(bk + 8 * n + 2 * t);
+        const float g[2] = {__fmul_rn(k2.x, a.scale), __fmul_rn(k2.y, a.scale)};  // β_K,j·τ, per column
 #pragma unroll
-      for (int e = 0; e < 4; ++e) s[4 * n + e] = __fmul_rn(s[4 * n + e], g[e % 2]);  // S·(β_K,j·τ); β_i below
+        for (int e = 0; e < 4; ++e) s[4 * n + e] = __fmul_rn(s[4 * n + e], g[e % 2]);  // S·(β_K,j·τ); β_i below
+      }
     }
     if (col0 + kBc > all_see) mask_invisible<kBc>(s, col0, my_row0, t, a.q_len, a.kv_len, a.causal);
     // Row maxima and sums over four independent chains per row (flash3_fp8_sm90.cu).
@@ -181,7 +326,9 @@ __global__ void __launch_bounds__(FireqTile<D>::kThreads, 1) fireq_prefill_kerne
       }
 #pragma unroll
     for (int i = 0; i < 2; ++i) l[i] += (l4[i][0] + l4[i][1]) + (l4[i][2] + l4[i][3]);
-    bv_next = beta_v[j];
+    // β_V,ⱼ (FP8 mode); LUT(V) holds σ_V, so the INT4 mode's tile term is P̂·LUT(V) itself.
+    if constexpr (Int4) bv_next = 1.f;
+    else bv_next = beta_v[j];
   };
   // After P̂·V̂ⱼ has landed (l. 16): Oᵢ = α_{j+1}·(Oᵢ + (P̂·V̂ⱼ)·β_V,ⱼ), one FFMA where the reference rounds
   // twice, α's product skipped by a warp where no row's maximum moved.
@@ -224,6 +371,7 @@ __global__ void __launch_bounds__(FireqTile<D>::kThreads, 1) fireq_prefill_kerne
   };
 
   __shared__ uint64_t full[T::kStages], empty[T::kStages];
+  static_assert(!(ThreeStage && Int4), "the INT4 mode runs the two-stage ring");
   if constexpr (ThreeStage) {
     auto steps = KvSteps{load_q, load_kv, issue_scores, issue_pv, softmax, pack_p, finish_tile, [] {}, pin_pv};
     kv_ring_three_stage<T::kStages, PingPong, kBc / 2>(tiles, steps, full, empty);
@@ -238,17 +386,18 @@ __global__ void __launch_bounds__(FireqTile<D>::kThreads, 1) fireq_prefill_kerne
                          finish_tile,
                          [&] { pin_registers(sf); },
                          pin_pv};
-    kv_ring<T::kStages, PingPong>(tiles, steps, full, empty);
+    if constexpr (Int4) kv_ring<T::kStages, PingPong>(tiles, steps, full, empty, convert_int4);
+    else kv_ring<T::kStages, PingPong>(tiles, steps, full, empty);
   }
 
   store_rows<D>(o, l, m, my_row0, t, a.q_len, a.o + size_t(bh) * a.q_len * D, a.lse + size_t(bh) * a.q_len, 1.f, 0.f);
 #endif
 }
 
-template <int D, bool PingPong, bool ThreeStage>
+template <int D, bool PingPong, bool ThreeStage, bool Int4>
 cudaError_t launch(const FireqPrefillArgs& a, cudaStream_t stream) {
-  using T = FireqTile<D>;
-  auto* kernel = fireq_prefill_kernel<D, PingPong, ThreeStage>;
+  using T = FireqTile<D, Int4>;
+  auto* kernel = fireq_prefill_kernel<D, PingPong, ThreeStage, Int4>;
   if (const cudaError_t e =
           cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(T::kSmemBytes));
       e != cudaSuccess)
@@ -260,22 +409,26 @@ cudaError_t launch(const FireqPrefillArgs& a, cudaStream_t stream) {
 
 template <int D>
 cudaError_t launch_d(const FireqPrefillArgs& a, cudaStream_t stream) {
+  if (a.int4_kv) return a.ping_pong ? launch<D, true, false, true>(a, stream) : launch<D, false, false, true>(a, stream);
   if constexpr (D == 64) {
-    if (a.three_stage) return a.ping_pong ? launch<D, true, true>(a, stream) : launch<D, false, true>(a, stream);
+    if (a.three_stage)
+      return a.ping_pong ? launch<D, true, true, false>(a, stream) : launch<D, false, true, false>(a, stream);
   }
-  return a.ping_pong ? launch<D, true, false>(a, stream) : launch<D, false, false>(a, stream);
+  return a.ping_pong ? launch<D, true, false, false>(a, stream) : launch<D, false, false, false>(a, stream);
 }
 
 }  // namespace
 
-bool fireq_prefill_supports(int head_dim, bool three_stage) {
-  return three_stage ? head_dim == 64 : head_dim == 64 || head_dim == 128;
+bool fireq_prefill_supports(int head_dim, bool three_stage, bool int4_kv) {
+  if (head_dim != 64 && head_dim != 128) return false;
+  return !three_stage || (head_dim == 64 && !int4_kv);
 }
 
 cudaError_t fireq_prefill_forward(const FireqPrefillArgs& a, cudaStream_t stream) {
-  if (!fireq_prefill_supports(a.head_dim, a.three_stage) || a.kv_pad % 16 != 0 || a.kv_pad < a.kv_len ||
-      a.q_len < 1 || a.kv_len < 1 || a.batch < 1 || a.kv_heads < 1 || a.q_heads % a.kv_heads != 0)
+  if (!fireq_prefill_supports(a.head_dim, a.three_stage, a.int4_kv) || a.q_len < 1 || a.kv_len < 1 || a.batch < 1 ||
+      a.kv_heads < 1 || a.q_heads % a.kv_heads != 0)
     return cudaErrorInvalidValue;
+  if (a.int4_kv ? a.cache == nullptr : (a.kv_pad % 16 != 0 || a.kv_pad < a.kv_len)) return cudaErrorInvalidValue;
   if (!warpgroup_mma_available()) return cudaErrorNotSupported;
   return a.head_dim == 64 ? launch_d<64>(a, stream) : launch_d<128>(a, stream);
 }

@@ -14,9 +14,21 @@
 // A barrier serves tile t, t + kStages, …: its phase parity is (t / kStages) mod 2. Every thread issues and
 // commits one copy group per iteration (empty where no tile is left), so cp.async.wait_group counts alike.
 // The last tile is peeled out of the loop, as in kv_pipeline.cuh (a branch around a wgmma serializes it).
+//
+// Converting rings (a `convert` step; fireq_prefill_sm90.cu's INT4 mode): load_kv(t) copies tile t's raw
+// bytes into a staging area of the kernel's, and convert(t) — called by every thread once its own copies of
+// tile t have landed (iteration t − 2), before the fence and its arrival on full[t] — turns the bytes this
+// thread copied into its share of the tile in slot t mod kStages (st.shared). The slot is written only then,
+// so the empty wait moves from the copies to the conversion: it waits for tile t − kStages's P·V, which
+// every thread finished at iteration t − kStages. Tiles j − 1 … j + 2 are then resident at iteration j (the
+// other warpgroup may be a tile behind), so 4 slots suffice; staging holds tiles j + 2 … j + 4 (3 slots, the
+// kernel's, each read only by the thread that copied into it, tile t in slot t mod 3; the prologue converts
+// tiles 0 and 1 before it issues tile 3's copies).
 #pragma once
 
 #include "kernels/kv_pipeline.cuh"
+
+#include <type_traits>
 
 namespace attnlab::kernels {
 
@@ -44,9 +56,15 @@ __device__ __forceinline__ void named_arrive(int id) { asm volatile("bar.arrive 
 // warpgroup's MMAs run, the other's softmax does (FlashAttention-3 §3.1's ping-pong scheduling). Each issues
 // tiles + 1 times (S_0, then S_{j+1} with P·V_j, then the last P·V); warpgroup 1 opens the first turn and
 // skips its last hand-over, so every bar.sync meets exactly one bar.arrive.
-template <int kStages, bool kPingPong = false, class Steps>
-__device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uint64_t* empty) {
-  static_assert(kStages >= 6, "tiles j−2 … j+3 resident while j+4 loads");
+// The step of a ring that copies tiles straight into their slots.
+struct NoConvert {
+  __device__ void operator()(int) const {}
+};
+
+template <int kStages, bool kPingPong = false, class Steps, class Convert = NoConvert>
+__device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uint64_t* empty, Convert convert = {}) {
+  constexpr bool kConverts = !std::is_same_v<Convert, NoConvert>;
+  static_assert(kStages >= (kConverts ? 4 : 6), "tiles j−2 … j+3 resident while j+4 loads (converting: j−1 … j+2)");
   constexpr int kAhead = 4;  // copies of tile t issued at iteration t − kAhead
   if (tiles <= 0) return;
   const int threads = blockDim.x;
@@ -70,6 +88,12 @@ __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uin
   k.load_kv(0);
   cp_async_commit();
   for (int t = 1; t < kAhead; ++t) {
+    if constexpr (kConverts)
+      if (t == kAhead - 1) {  // tiles 0 and 1 out of staging before tile 3's copies take tile 0's slot
+        cp_async_wait<kAhead - 3>();
+        convert(0);
+        if (tiles > 1) convert(1);
+      }
     if (t < tiles) k.load_kv(t);
     cp_async_commit();
   }
@@ -91,12 +115,19 @@ __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uin
   for (int j = 0; j + 1 < tiles; ++j) {
     // Tile j + 4 into the slot of tile j − 2, once every thread is done with that one.
     if (j + kAhead < tiles) {
-      if (j + kAhead >= kStages) mbar_wait(&empty[(j + kAhead) % kStages], parity(j + kAhead - kStages));
+      if (!kConverts && j + kAhead >= kStages)
+        mbar_wait(&empty[(j + kAhead) % kStages], parity(j + kAhead - kStages));
       k.load_kv(j + kAhead);
     }
     cp_async_commit();
     // This thread's copies of tile j + 2 have landed (tiles j + 3, j + 4 may still be in flight).
     cp_async_wait<kAhead - 2>();
+    if constexpr (kConverts) {
+      if (j + 2 < tiles) {
+        if (j + 2 >= kStages) mbar_wait(&empty[(j + 2) % kStages], parity(j + 2 - kStages));
+        convert(j + 2);
+      }
+    }
     fence_proxy_async();
     if (j + 2 < tiles) mbar_arrive(&full[(j + 2) % kStages]);
     mbar_wait(&full[(j + 1) % kStages], parity(j + 1));  // everyone's copies of tile j + 1

@@ -33,12 +33,11 @@
 #include "core/metrics.h"
 #include "core/data/generators.h"
 #include "core/registry.h"
-#include "core/variants/fireq_image.h"
-#include "core/variants/fireq_layout.h"
 #include "kernels/cuda_check.h"
 #include "kernels/device.h"
 #include "kernels/fireq_decode_host.h"
 #include "tests/catch.h"
+#include "tests/support/fireq_cache_bounds.h"
 
 #include <fmt/format.h>
 
@@ -77,41 +76,6 @@ TEST_CASE("fireq decode kernel: its INT4 → FP8 table is §3.1.1's, byte for by
   CHECK(bad == 0);
 }
 
-// ‖k̂‖ of every token of every pair, from the uploaded image: the table-converted codes the kernel multiplies.
-std::vector<double> largest_key_norms(const Problem& p, const kernels::FireqHostInputs& h) {
-  std::vector<double> norms(h.images.size(), 0.0);
-  const int64_t d = p.head_dim;
-  for (size_t pair = 0; pair < h.images.size(); ++pair)
-    for (int64_t tok = 0; tok < p.kv_len; ++tok) {
-      const uint8_t* tile = h.images[pair].data() + (tok / fireq_layout::kTile) * fireq_layout::tile_bytes(d);
-      const float sigma = formats::fp8_value(tile[fireq_layout::sigma_k_offset(d) + tok % fireq_layout::kTile],
-                                             formats::Fp8::e4m3);
-      const std::array<float, 16> lut = fireq::int4_fp8_lut(sigma);
-      double sq = 0;
-      for (int64_t c = 0; c < d; ++c) {
-        const double x = lut[size_t(fireq_layout::code_at(h.images[pair], d, false, tok, c) + 8)];
-        sq += x * x;
-      }
-      norms[pair] = std::max(norms[pair], std::sqrt(sq));
-    }
-  return norms;
-}
-
-// max|v̂| over every pair's values, from the uploaded image: the table-converted codes.
-double largest_value(const Problem& p, const kernels::FireqHostInputs& h) {
-  const int64_t d = p.head_dim;
-  double m = 0;
-  for (const std::vector<uint8_t>& img : h.images)
-    for (int64_t tok = 0; tok < p.kv_len; ++tok) {
-      const uint8_t* tile = img.data() + (tok / fireq_layout::kTile) * fireq_layout::tile_bytes(d);
-      const std::array<float, 16> lut = fireq::int4_fp8_lut(
-          formats::fp8_value(tile[fireq_layout::sigma_v_offset(d) + tok % fireq_layout::kTile], formats::Fp8::e4m3));
-      for (int64_t c = 0; c < d; ++c)
-        m = std::max(m, double(std::abs(lut[size_t(fireq_layout::code_at(img, d, true, tok, c) + 8)])));
-    }
-  return m;
-}
-
 void check_case(int64_t d, int64_t n, int64_t q_heads, int64_t kv_heads, int chains, uint64_t seed,
                 const char* generator = "normal") {
   Problem p;
@@ -128,8 +92,12 @@ void check_case(int64_t d, int64_t n, int64_t q_heads, int64_t kv_heads, int cha
   INFO(fmt::format("d={} N={} H={}/{} chains={} {} seed={}", d, n, q_heads, kv_heads, chains, generator, seed));
 
   // Item 1's bound per row, and max|v̂| (item 3: the table-converted values the kernel multiplies).
-  const std::vector<double> k_norm = largest_key_norms(p, host);
-  const double max_v = largest_value(p, host);
+  std::vector<double> k_norm;
+  double max_v = 0;
+  for (const std::vector<uint8_t>& img : host.images) {
+    k_norm.push_back(test::fireq_cache_key_norm(img, d, n));
+    max_v = std::max(max_v, test::fireq_cache_max_value(img, d, n));
+  }
   std::vector<double> ds(size_t(p.batch * p.q_heads));
   for (int64_t bh = 0; bh < p.batch * p.q_heads; ++bh) {
     double qn = 0;

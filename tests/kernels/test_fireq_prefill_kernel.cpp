@@ -1,10 +1,10 @@
-// The fireq prefill kernel for prefill_kv = fp8 (kernels/fireq_prefill_sm90.cu) against the `fireq` reference
-// (core/variants/fireq.cpp) with prefill_kv = fp8 and block_c = 128 (the kernel's KV tile, so β_V's blocks are
-// the kernel's), on an sm_90a GPU. Skipped, with the reason printed, elsewhere.
+// The fireq prefill kernel (kernels/fireq_prefill_sm90.cu) against the `fireq` reference (core/variants/fireq.cpp)
+// with block_c = 128 (the kernel's KV tile, so P̃ meets the same running maxima and β_V's blocks are the
+// kernel's), in both prefill K/V formats, on an sm_90a GPU. Skipped, with the reason printed, elsewhere.
 //
-// What is equal, exactly: the operands — Q̂, K̂, V̂ and the BF16 scales β, β_K, β_V (the host builds them with the
-// reference's own steps: kernels/fireq_prefill_host.cpp; the scales are checked bit for bit against the
-// reference's probes below) — and every E4M3 product. The per-element factor is the reference's up to the order
+// prefill_kv = fp8. What is equal, exactly: the operands — Q̂, K̂, V̂ and the BF16 scales β, β_K, β_V (the host
+// builds them with the reference's own steps: kernels/fireq_prefill_host.cpp; the scales are checked bit for
+// bit against the reference's probes below) — and every E4M3 product. The per-element factor is the reference's up to the order
 // of its FP32 products: the reference takes fl(S·fl(fl(β_K,j·β_i)·τ)), the kernel fl(S·fl(β_K,j·τ)) and folds
 // fl(β_i·log₂e) into the exponent's FFMA — a few ulps of S, inside item 2's allowance. What differs, and by how
 // much (both sides walk the same 128-key tiles in the same order, so the running maxima are taken over the same
@@ -29,6 +29,13 @@
 // Against FP64 both sides carry the FP8 quantization of Q̃, K̃, V and P̃ (≥ 10⁻² relative on these data); the
 // kernel's extra (items 1–3, rare flips) stays within 5% of it: err_kernel ≤ 1.05·err_reference.
 // The logsumexp sums the FP32 P̃ (not P̂): |ΔL| ≤ item 1 + item 2 + N·2⁻²³ (ℓ's summation order).
+// prefill_kv = int4 (the default). The operands: Q̂ and β as above, and the INT4 cache decode reads (its E4M3
+// token scales σ checked bit for bit against the reference's scales.k and scales.v probes), which the kernel
+// turns into LUT_σ[c] = FP8(c·σ) with the LUT that test_fireq_decode_kernel.cpp checks byte for byte; every
+// E4M3 product is exact. The same items with k̂ = LUT(k) and v̂ = LUT(v) (no β_K, no β_V: the row factor is
+// fl(β·τ), the reference's, times log₂e in the exponent): item 1 with max‖LUT(k)‖ of the KV head, item 3 with
+// max|LUT(v)| — both read off the uploaded bytes (tests/support/fireq_cache_bounds.h); items 2 and 4 as they
+// are. Against FP64 both carry the INT4 cache's quantization (≥ 5·10⁻² relative here): the same 5%.
 // The loop orders: three_stage only moves when the MMAs are issued and waited for; every tile's arithmetic,
 // and the order in which tiles reach Oᵢ and ℓ, is the same — the outputs must agree bit for bit, as must the
 // two-stage order with and without ping-pong.
@@ -41,18 +48,21 @@
 #include "kernels/fireq_prefill_host.h"
 #include "kernels/kernel_path.h"
 #include "tests/catch.h"
+#include "tests/support/fireq_cache_bounds.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 namespace attnlab {
 namespace {
 
-ParamValues fp8_params(const VariantSpec& f) {
+ParamValues kernel_params(const VariantSpec& f, bool int4) {
   ParamValues v = ParamValues::defaults(f.params);
-  v.set(f.params, "prefill_kv", "fp8", "test");
+  v.set(f.params, "prefill_kv", int4 ? "int4" : "fp8", "test");
   v.set(f.params, "block_c", int64_t(kernels::kFireqPrefillBlock), "test");
   v.set(f.params, "block_r", int64_t(kernels::kFireqPrefillBlock), "test");
   return v;
@@ -76,43 +86,64 @@ int64_t differing(const kernels::FireqPrefillOutput& a, const kernels::FireqPref
   return n;
 }
 
-void check_case(int64_t d, int64_t nq, int64_t nkv, bool causal, int64_t q_heads, int64_t kv_heads, uint64_t seed,
-                const char* generator = "llm_like") {
+void check_case(bool int4, int64_t d, int64_t nq, int64_t nkv, bool causal, int64_t q_heads, int64_t kv_heads,
+                uint64_t seed, const char* generator = "llm_like") {
   Problem p;
   p.batch = 2, p.q_heads = q_heads, p.kv_heads = kv_heads, p.head_dim = d, p.q_len = nq, p.kv_len = nkv;
   p.causal = causal;
   const QKV in = data::generate(p, generator, ParamValues::defaults(data::find_generator(generator)->params), seed);
   const TensorF64 truth = attention_fp64(p, in);
   const VariantSpec& f = *find_variant("fireq");
-  const ParamValues params = fp8_params(f);
+  const ParamValues params = kernel_params(f, int4);
   REQUIRE(kernels::fireq_prefill_refusal(params, d) == "");
   const ReferenceOutput ref = f.reference(p, in, params, {});
   const kernels::FireqPrefillHostInputs host = kernels::fireq_prefill_host_inputs(p, in, params);
   const kernels::FireqPrefillDeviceInputs dev_in = kernels::upload_fireq_prefill(host);
   const kernels::FireqPrefillOutput out = kernels::fireq_prefill_once(p, dev_in);
-  INFO(fmt::format("d={} Nq={} Nkv={} causal={} H={}/{} {} seed={}", d, nq, nkv, causal, q_heads, kv_heads, generator,
-                   seed));
+  INFO(fmt::format("{} d={} Nq={} Nkv={} causal={} H={}/{} {} seed={}", int4 ? "int4" : "fp8", d, nq, nkv, causal,
+                   q_heads, kv_heads, generator, seed));
+  REQUIRE(host.int4_kv == int4);
 
   // The scales: the reference's, bit for bit (β_K as uploaded holds kv_pad entries per KV head).
   const std::vector<double>& sq = ref.probes.at("scales.q").values;
   const std::vector<double>& sk = ref.probes.at("scales.k").values;
   const std::vector<double>& sv = ref.probes.at("scales.v").values;
+  const int64_t pairs = p.batch * p.kv_heads;
   int64_t scale_bad = 0;
   REQUIRE(sq.size() == host.beta_q.size());
-  REQUIRE(sv.size() == host.beta_v.size());
-  REQUIRE(int64_t(sk.size()) == p.batch * p.kv_heads * nkv);
   for (size_t i = 0; i < sq.size(); ++i) scale_bad += double(host.beta_q[i]) != sq[i];
-  for (size_t i = 0; i < sv.size(); ++i) scale_bad += double(host.beta_v[i]) != sv[i];
-  for (int64_t bkv = 0; bkv < p.batch * p.kv_heads; ++bkv)
-    for (int64_t j = 0; j < nkv; ++j) scale_bad += double(host.beta_k[size_t(bkv * host.kv_pad + j)]) != sk[size_t(bkv * nkv + j)];
+  REQUIRE(int64_t(sk.size()) == pairs * nkv);
+  // Item 1's max‖k̂‖ per KV head and item 3's max|v̂|: of the operands the kernel multiplies.
+  std::vector<double> k_norm(size_t(pairs), 0.0);
+  double max_v = 0;
+  if (int4) {
+    const size_t image_bytes = size_t(fireq_layout::tiles_for(nkv) * fireq_layout::tile_bytes(d));
+    REQUIRE(host.cache.size() == size_t(pairs) * image_bytes);
+    REQUIRE(int64_t(sv.size()) == pairs * nkv);
+    for (int64_t bkv = 0; bkv < pairs; ++bkv) {
+      const std::vector<uint8_t> img(host.cache.begin() + bkv * image_bytes, host.cache.begin() + (bkv + 1) * image_bytes);
+      for (int64_t j = 0; j < nkv; ++j) {
+        scale_bad += double(test::fireq_cache_sigma(img, d, false, j)) != sk[size_t(bkv * nkv + j)];
+        scale_bad += double(test::fireq_cache_sigma(img, d, true, j)) != sv[size_t(bkv * nkv + j)];
+      }
+      k_norm[size_t(bkv)] = test::fireq_cache_key_norm(img, d, nkv);
+      max_v = std::max(max_v, test::fireq_cache_max_value(img, d, nkv));
+    }
+  } else {
+    REQUIRE(sv.size() == host.beta_v.size());
+    for (size_t i = 0; i < sv.size(); ++i) scale_bad += double(host.beta_v[i]) != sv[i];
+    for (int64_t bkv = 0; bkv < pairs; ++bkv)
+      for (int64_t j = 0; j < nkv; ++j) {
+        const float beta_k = host.beta_k[size_t(bkv * host.kv_pad + j)];
+        scale_bad += double(beta_k) != sk[size_t(bkv * nkv + j)];
+        k_norm[size_t(bkv)] = std::max(k_norm[size_t(bkv)], scaled_norm(host.k.data() + (bkv * nkv + j) * d, d, beta_k));
+      }
+    for (float x : in.v.values()) max_v = std::max(max_v, double(std::abs(x)));
+    max_v *= 1 + 0x1p-3;  // item 3: max|v̂·β_V| ≤ max|v|·(1 + 2⁻⁴), with a margin
+  }
   CHECK(scale_bad == 0);
 
-  // Item 1 per row: (d/32)·33·2⁻¹³·τ·β‖q̂‖·max β_K‖k̂‖.
-  std::vector<double> k_norm(size_t(p.batch * p.kv_heads), 0.0);
-  for (int64_t bkv = 0; bkv < p.batch * p.kv_heads; ++bkv)
-    for (int64_t j = 0; j < nkv; ++j)
-      k_norm[size_t(bkv)] = std::max(k_norm[size_t(bkv)], scaled_norm(host.k.data() + (bkv * nkv + j) * d, d,
-                                                                      host.beta_k[size_t(bkv * host.kv_pad + j)]));
+  // Item 1 per row: (d/32)·33·2⁻¹³·τ·β‖q̂‖·max‖k̂‖ (k̂ with its β_K in the FP8 mode).
   const int64_t rows = p.batch * p.q_heads * nq;
   std::vector<double> ds(static_cast<size_t>(rows));
   for (int64_t r = 0; r < rows; ++r) {
@@ -120,10 +151,6 @@ void check_case(int64_t d, int64_t nq, int64_t nkv, bool causal, int64_t q_heads
     ds[size_t(r)] = double(d / 32) * 33 * 0x1p-13 * p.scale() * scaled_norm(host.q.data() + r * d, d, host.beta_q[size_t(r)]) *
                     k_norm[size_t(b * p.kv_heads + p.kv_head_of(h))];
   }
-  double max_v = 0;
-  for (float x : in.v.values()) max_v = std::max(max_v, double(std::abs(x)));
-  max_v *= 1 + 0x1p-3;  // item 3: max|v̂·β_V| ≤ max|v|·(1 + 2⁻⁴), with a margin
-
   int64_t bad = 0;
   for (int64_t i = 0; i < out.o.size(); ++i) {
     const double r = ref.o.data()[i], k = out.o.data()[i];
@@ -147,7 +174,7 @@ void check_case(int64_t d, int64_t nq, int64_t nkv, bool causal, int64_t q_heads
 
   // The loop orders and ping-pong only move MMA issues and waits: the same bits.
   CHECK(differing(out, kernels::fireq_prefill_once(p, dev_in, false, false)) == 0);
-  if (kernels::fireq_prefill_supports(int(d), true)) {
+  if (kernels::fireq_prefill_supports(int(d), true, int4)) {
     CHECK(differing(out, kernels::fireq_prefill_once(p, dev_in, true, true)) == 0);
     CHECK(differing(out, kernels::fireq_prefill_once(p, dev_in, true, false)) == 0);
   }
@@ -160,26 +187,59 @@ std::string wgmma_refusal() {
   return "";
 }
 
-TEST_CASE("fireq prefill kernel (prefill_kv = fp8) equals the fireq reference up to rare E4M3 flips of P̂",
-          "[gpu][kernels][fireq]") {
-  if (const std::string why = wgmma_refusal(); !why.empty()) ATTNLAB_SKIP(why);
-  const uint64_t seed = 20261127;
+// The shapes of either mode: d 64/128, MHA and GQA, causal or not, ragged N, early rows that see no key, G = 8.
+void check_shapes(bool int4, uint64_t seed) {
   for (int64_t d : {64, 128})
     for (int64_t n : {100, 1024, 4097})
       for (bool causal : {false, true}) {
-        check_case(d, n, n, causal, 4, 4, seed + n + d);      // MHA
-        check_case(d, n, n, causal, 8, 2, seed + n + d + 1);  // GQA 4:1
+        check_case(int4, d, n, n, causal, 4, 4, seed + n + d);      // MHA
+        check_case(int4, d, n, n, causal, 8, 2, seed + n + d + 1);  // GQA 4:1
       }
   for (int64_t d : {64, 128}) {
-    check_case(d, 300, 1000, true, 4, 2, seed + 1);             // ragged: more keys than queries, bottom-right
-    check_case(d, 1000, 300, true, 4, 2, seed + 2);             // more queries than keys: early rows see none
-    check_case(d, 513, 513, false, 8, 1, seed + 3, "normal");  // G = 8, no outlier channels
+    check_case(int4, d, 300, 1000, true, 4, 2, seed + 1);             // ragged: more keys than queries, bottom-right
+    check_case(int4, d, 1000, 300, true, 4, 2, seed + 2);             // more queries than keys: early rows see none
+    check_case(int4, d, 513, 513, false, 8, 1, seed + 3, "normal");  // G = 8, no outlier channels
   }
+}
+
+TEST_CASE("fireq prefill kernel (prefill_kv = fp8) equals the fireq reference up to rare E4M3 flips of P̂",
+          "[gpu][kernels][fireq]") {
+  if (const std::string why = wgmma_refusal(); !why.empty()) ATTNLAB_SKIP(why);
+  check_shapes(false, 20261127);
+}
+
+TEST_CASE("fireq prefill kernel (prefill_kv = int4: decode's cache through §3.1.1's LUT) equals the fireq reference "
+          "up to rare E4M3 flips of P̂",
+          "[gpu][kernels][fireq]") {
+  if (const std::string why = wgmma_refusal(); !why.empty()) ATTNLAB_SKIP(why);
+  check_shapes(true, 20261128);
+  // A cache of one 64-token tile (the kernel's 128-key tile half missing) and of 65 tokens (half a cache tile).
+  for (int64_t d : {64, 128})
+    for (int64_t n : {64, 65}) check_case(true, d, n, n, true, 4, 2, 20261129 + n);
+}
+
+TEST_CASE("fireq prefill kernel: the parameters it refuses, and why", "[kernels][fireq]") {
+  const VariantSpec& f = *find_variant("fireq");
+  ParamValues v = kernel_params(f, true);
+  CHECK(kernels::fireq_prefill_refusal(v, 128) == "");
+  CHECK(kernels::fireq_prefill_refusal(v, 96).find("head_dim 96") != std::string::npos);
+  CHECK(kernels::fireq_prefill_refusal(v, 64, true).find("two-stage") != std::string::npos);
+  CHECK(kernels::fireq_prefill_refusal(kernel_params(f, false), 64, true) == "");
+  CHECK(kernels::fireq_prefill_refusal(kernel_params(f, false), 128, true).find("head_dim 64") != std::string::npos);
+  v.set(f.params, "scale_format", "fp32", "test");
+  CHECK(kernels::fireq_prefill_refusal(v, 128).find("scale_format") != std::string::npos);
+  v = kernel_params(f, true);
+  v.set(f.params, "int4_to_fp8", "exact", "test");
+  CHECK(kernels::fireq_prefill_refusal(v, 128).find("int4_to_fp8") != std::string::npos);
+  v = kernel_params(f, true);
+  v.set(f.params, "block_c", int64_t(64), "test");
+  CHECK(kernels::fireq_prefill_refusal(v, 128).find("block_c = 128") != std::string::npos);
 }
 
 TEST_CASE("fireq prefill kernel: small shapes for the sanitizers", "[gpu][sanitize]") {
   if (const std::string why = wgmma_refusal(); !why.empty()) ATTNLAB_SKIP(why);
-  for (int64_t d : {64, 128}) check_case(d, 200, 300, true, 4, 2, 7);
+  for (bool int4 : {false, true})
+    for (int64_t d : {64, 128}) check_case(int4, d, 200, 300, true, 4, 2, 7);
 }
 
 }  // namespace
