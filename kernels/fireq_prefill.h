@@ -30,7 +30,8 @@ struct FireqPrefillArgs {
   // fp8 mode (int4_kv false):
   const uint8_t* k = nullptr;      // (B, Hkv, Nkv, d) E4M3 K̂
   const uint8_t* vt = nullptr;     // (B, Hkv, d, kv_pad) E4M3 V̂ᵀ, keys permuted per 16, padding keys 0
-  const float* beta_k = nullptr;   // (B, Hkv, kv_pad) β_K per key token, 0 for the padding keys
+  const float* beta_k_tau = nullptr;  // (B, Hkv, kv_pad) fl(β_K·τ) per key token (the reference's per-column
+                                      // factor), 0 for the padding keys, keys permuted per 16 as V̂ᵀ's (vt_permutation.h)
   const float* beta_v = nullptr;   // (B, Hkv, ⌈Nkv / 128⌉) β_V per KV tile
   __nv_bfloat16* o = nullptr;      // (B, Hq, Nq, d)
   float* lse = nullptr;            // (B, Hq, Nq)
@@ -38,7 +39,7 @@ struct FireqPrefillArgs {
   bool causal = false;
   float scale = 0;           // τ = 1/√d as the reference rounds it (FP32)
   bool ping_pong = true;     // the two warpgroups' MMA issues alternate (kv_ring.cuh)
-  bool int4_kv = false;      // read `cache` (prefill_kv = int4) instead of k, vt, beta_k, beta_v
+  bool int4_kv = false;      // read `cache` (prefill_kv = int4) instead of k, vt, beta_k_tau, beta_v
   bool three_stage = false;  // false: FA3's two-stage order (S_{j+1} issued before P̂·V̂_j, kv_ring.cuh);
                              // true: FireQ Alg. 1's three-stage order (P̂_{j−2}·V̂_{j−2} and S_j in flight
                              // during the softmax of S_{j−1}, kv_ring3.cuh). The same numbers, bit for bit.

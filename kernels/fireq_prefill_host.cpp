@@ -48,15 +48,14 @@ std::vector<std::vector<float>> fp8_operands(const Problem& p, const QKV& in, co
                                              FireqPrefillHostInputs& h) {
   const int64_t d = p.head_dim, n = p.kv_len, kv_pad = (n + 15) / 16 * 16;
   const int64_t kv_heads = p.batch * p.kv_heads;
+  const float tau = static_cast<float>(p.scale());
   const int64_t v_tiles = (n + kFireqPrefillBlock - 1) / kFireqPrefillBlock;
   h.kv_pad = int(kv_pad);
   h.k.resize(size_t(kv_heads * n * d));
   h.vt.assign(size_t(kv_heads * d * kv_pad), 0);
-  h.beta_k.assign(size_t(kv_heads * kv_pad), 0.0f);
+  h.beta_k_tau.assign(size_t(kv_heads * kv_pad), 0.0f);
   h.beta_v.resize(size_t(kv_heads * v_tiles));
   std::vector<std::vector<float>> s(static_cast<size_t>(kv_heads));  // each KV head's smoothing factors, for its queries
-  int place[16];  // V̂ᵀ: key n at position 16⌊n/16⌋ + place[n mod 16] (flash3_fp8_host.cpp)
-  for (int pos = 0; pos < 16; ++pos) place[vt_key_at(pos)] = pos;
   parallel_for(kv_heads, [&](int64_t bh) {
     const int64_t b = bh / p.kv_heads, kvh = bh % p.kv_heads;
     // §3.2.1 then App. D, as the reference prepares its operands (K̂ and V̂ hold E4M3 values exactly).
@@ -64,9 +63,13 @@ std::vector<std::vector<float>> fp8_operands(const Problem& p, const QKV& in, co
     for (int64_t t = 0; t < n; ++t)
       for (int64_t c = 0; c < d; ++c) {
         h.k[size_t((bh * n + t) * d + c)] = formats::fp8_bits(x.k(t, c), formats::Fp8::e4m3);
-        h.vt[size_t((bh * d + c) * kv_pad + t / 16 * 16 + place[t % 16])] = formats::fp8_bits(x.v(t, c), formats::Fp8::e4m3);
+        h.vt[size_t((bh * d + c) * kv_pad + t / 16 * 16 + vt_position_of(int(t)))] = formats::fp8_bits(x.v(t, c), formats::Fp8::e4m3);
       }
-    std::copy(x.s_k.begin(), x.s_k.end(), h.beta_k.begin() + bh * kv_pad);
+    // fl(β_K·τ), the reference's per-column factor (its (k_col·β)·τ is fl(fl(β_K·β)·τ); the kernel's order,
+    // fl(S·fl(β_K·τ)) then β in the exponent, is fireq_prefill_sm90.cu's), in V̂ᵀ's key order: a thread's four
+    // columns of two n-steps in one float4.
+    for (int64_t t = 0; t < n; ++t)
+      h.beta_k_tau[size_t(bh * kv_pad + t / 16 * 16 + vt_position_of(int(t)))] = x.s_k[size_t(t)] * tau;
     std::copy(x.s_v.begin(), x.s_v.end(), h.beta_v.begin() + bh * v_tiles);
     s[size_t(bh)] = x.s;
   });
@@ -108,7 +111,7 @@ FireqPrefillHostInputs fireq_prefill_host_inputs(const Problem& p, const QKV& in
 FireqPrefillDeviceInputs upload_fireq_prefill(const FireqPrefillHostInputs& h) {
   FireqPrefillDeviceInputs d;
   d.q = upload(h.q), d.k = upload(h.k), d.vt = upload(h.vt);
-  d.beta_q = upload(h.beta_q), d.beta_k = upload(h.beta_k), d.beta_v = upload(h.beta_v);
+  d.beta_q = upload(h.beta_q), d.beta_k_tau = upload(h.beta_k_tau), d.beta_v = upload(h.beta_v);
   d.cache = upload(h.cache);
   d.kv_pad = h.kv_pad, d.int4_kv = h.int4_kv;
   return d;
@@ -117,7 +120,7 @@ FireqPrefillDeviceInputs upload_fireq_prefill(const FireqPrefillHostInputs& h) {
 FireqPrefillArgs fireq_prefill_args(const Problem& p, const FireqPrefillDeviceInputs& in, __nv_bfloat16* o, float* lse) {
   FireqPrefillArgs a;
   a.q = in.q.as<uint8_t>(), a.k = in.k.as<uint8_t>(), a.vt = in.vt.as<uint8_t>();
-  a.beta_q = in.beta_q.as<float>(), a.beta_k = in.beta_k.as<float>(), a.beta_v = in.beta_v.as<float>();
+  a.beta_q = in.beta_q.as<float>(), a.beta_k_tau = in.beta_k_tau.as<float>(), a.beta_v = in.beta_v.as<float>();
   a.cache = in.cache.as<uint8_t>(), a.int4_kv = in.int4_kv;
   a.o = o, a.lse = lse;
   a.batch = int(p.batch), a.q_heads = int(p.q_heads), a.kv_heads = int(p.kv_heads);

@@ -30,7 +30,8 @@ struct FireqPrefillHostInputs {
   std::vector<uint8_t> cache;   // the pairs' INT4 cache images (fireq_layout.h), back to back
   std::vector<uint8_t> k;       // (B, Hkv, Nkv, d) E4M3 bits of K̂
   std::vector<uint8_t> vt;      // (B, Hkv, d, kv_pad) V̂ᵀ, keys permuted per 16 (vt_permutation.h), padding 0
-  std::vector<float> beta_k;    // (B, Hkv, kv_pad) β_K per key token, 0 for the padding keys
+  std::vector<float> beta_k_tau;  // (B, Hkv, kv_pad) fl(β_K·τ) per key token, 0 for the padding keys, permuted per
+                                  // 16 as V̂ᵀ's keys (vt_position_of)
   std::vector<float> beta_v;    // (B, Hkv, ⌈Nkv / 128⌉) β_V per KV tile
   int kv_pad = 0;               // Nkv rounded up to 16
 };
@@ -39,11 +40,11 @@ struct FireqPrefillHostInputs {
 FireqPrefillHostInputs fireq_prefill_host_inputs(const Problem& p, const QKV& in, const ParamValues& params);
 
 struct FireqPrefillDeviceInputs {
-  DeviceBuffer q, k, vt, beta_q, beta_k, beta_v, cache;
+  DeviceBuffer q, k, vt, beta_q, beta_k_tau, beta_v, cache;
   int kv_pad = 0;
   bool int4_kv = false;
   size_t bytes() const {
-    return q.bytes() + k.bytes() + vt.bytes() + beta_q.bytes() + beta_k.bytes() + beta_v.bytes() + cache.bytes();
+    return q.bytes() + k.bytes() + vt.bytes() + beta_q.bytes() + beta_k_tau.bytes() + beta_v.bytes() + cache.bytes();
   }
 };
 FireqPrefillDeviceInputs upload_fireq_prefill(const FireqPrefillHostInputs& h);

@@ -1,34 +1,44 @@
-// attnlab kernels: the fireq prefill kernel for prefill_kv = fp8 (fireq_prefill.h states the contract) on
-// Hopper's FP8 warpgroup MMA, at d = 64 and 128 — flash3_fp8_sm90.cu's kernel (2 warpgroups × 64 query rows,
-// B_c = 128, the six-tile ring of kv_ring.cuh, ping-pong) with the arithmetic of core/variants/fireq.cpp
-// (its head comment's lines):
-//   Scores   S = (Q̂·K̂ᵀ)_fp32 · f_ij, f_ij = fl(fl(β_K,j·β_i)·τ)    wgmma e4m3·e4m3 → f32 (m64n128k32), then the
-//            reference's per-element factor in its order (attend(): (k_col·β)·τ), masked
+// attnlab kernels: the fireq prefill kernel (fireq_prefill.h states the contract) on Hopper's FP8 warpgroup
+// MMA, at d = 64 and 128 — flash3_fp8_sm90.cu's kernel (2 warpgroups × 64 query rows, B_c = 128, the ring of
+// kv_ring.cuh, ping-pong) with the arithmetic of core/variants/fireq.cpp (its head comment's lines), for both
+// prefill K/V formats:
+//   Scores   FP8 mode (App. D): S = (Q̂·K̂ᵀ)_fp32 · f_ij, f_ij = fl(fl(β_K,j·β_i)·τ) — wgmma e4m3·e4m3 → f32
+//            (m64n128k32), then the per-element factor (attend(): (k_col·β)·τ), masked. INT4 mode: S =
+//            (Q̂·LUT(K)ᵀ)_fp32 · fl(β_i·τ), the factor per row alone (LUT(K) holds σ_K).
 //   Softmax  online in FP32: m = max of the scaled scores, P̃ = e^{S − m}, α = e^{m_old − m}, ℓ = α·ℓ + rowsum P̃
-//   P·V      P̂ = E4M3(P̃) (cvt.rn.satfinite, no scale), Oᵢ = α·Oᵢ + fl32(P̂·V̂ⱼ)·β_V,ⱼ
+//   P·V      P̂ = E4M3(P̃) (cvt.rn.satfinite, no scale), Oᵢ = α·Oᵢ + fl32(P̂·V̂ⱼ)·β_V,ⱼ (INT4 mode: V̂ = LUT(V),
+//            β_V = 1)
 //   Output   O = Oᵢ/ℓ → BF16, L = m + log ℓ
-// β_K is staged per tile in shared memory beside K (512 bytes a slot, copied with the tile), and each thread
-// reads the 32 it needs (its columns 8n + 2t + {0, 1}) as float2s in the softmax. β_V is read once per tile
-// from HBM. Applying f per element after the MMA costs two FMULs more per score than flash3_fp8's per-tile
-// factor, which it folds into the exponent's FFMA; in return the scores equal the reference's up to the
-// accumulator (the [gpu] test's item 1), and the running max is taken on them.
+// FP8 mode: β_K arrives as fl(β_K·τ) (the host's product), staged per tile in shared memory beside K (512 bytes
+// a slot, copied with the tile, in V̂ᵀ's key order), and each thread reads the 32 it needs (its columns 8n + 2t
+// + {0, 1}) as 8 float4s in the softmax; β_V is read once per tile from HBM. The factor per element costs one
+// FMUL more per score than flash3_fp8's per-tile factor, which it folds into the exponent's FFMA; in return the
+// scores equal the reference's up to the accumulator (the [gpu] test's item 1), and the running max is taken
+// on them.
+// INT4 mode (§3.1.1 Step 1): the tiles come out of decode's cache (core/variants/fireq_layout.h) — each thread
+// copies its share of a tile's codes and σ words into staging (Int4Staging) with cp.async and, two iterations
+// later, converts exactly those bytes through the token's table (kernels/fireq_lut.cuh) into the slot's K̂ rows
+// and V̂ᵀ rows (kv_ring.cuh's converting ring: 4 slots at d = 128, where shared memory also holds 3 staging
+// slots and the 128 tables).
 // P̂·V̂ⱼ accumulates in its own FP32 registers (fresh per tile, as the reference's), then is added to Oᵢ times
 // β_V,ⱼ by one FFMA (the reference rounds the product and the sum apart: ≤ 1 ulp per tile). P̃ is computed in
 // place in the score registers.
-// Loop orders (fireq_prefill.h's three_stage): false runs kv_ring.cuh (FA3's two-stage pipelining); true runs
-// kv_ring3.cuh (FireQ Alg. 1's three stages), which keeps two score accumulators live. Per thread that is
-// 2·64 (S_{j−1}, S_j) + d/2 (Oᵢ) + d/2 (P̂·V̂ⱼ) + 16 (P̂'s fragments) registers before any address or index:
-// 208 at d = 64, 272 at d = 128 — over the 255 a thread can hold, so the three-stage order is compiled for
-// d = 64 only (ptxas, CUDA 13, sm_90a: d = 64 three-stage 255 registers, no spills; d = 128 three-stage 255
-// registers with 1700 bytes of spill stores and 2328 of spill loads; the two-stage kernels 226 (d = 64) and
-// 255 (d = 128), no spills). A producer warpgroup with setmaxnreg does not help: it moves registers between
-// warpgroups, never past 255 per thread.
-// The exponentials are ex2.approx on S·(β_K,j·τ)·(β_i·log₂e) − m: a few ulp from the reference's FP32 exp.
+// Loop orders (fireq_prefill.h's three_stage, FP8 mode): false runs kv_ring.cuh (FA3's two-stage pipelining);
+// true runs kv_ring3.cuh (FireQ Alg. 1's three stages), which keeps two score accumulators live. Per thread
+// that is 2·64 (S_{j−1}, S_j) + d/2 (Oᵢ) + d/2 (P̂·V̂ⱼ) + 16 (P̂'s fragments) registers before any address or
+// index: 208 at d = 64, 272 at d = 128 — over the 255 a thread can hold, so the three-stage order is compiled
+// for d = 64 only (ptxas, CUDA 13, sm_90a: d = 128 three-stage 255 registers with 1700 bytes of spill stores).
+// A producer warpgroup with setmaxnreg does not help: it moves registers between warpgroups, never past 255
+// per thread. Registers now (ptxas -v): two-stage 215/219 (d = 64), 255 (d = 128; 8 bytes spilled with
+// ping-pong); three-stage 251/255; INT4 189/190 (d = 64), 248/246 (d = 128).
+// Per-thread offsets (the copiers', the conversion's) come from opaque_thread_index() inside each step: held in
+// registers across the loop they spilled 80 bytes in the INT4 kernel at d = 128.
+// The exponentials are ex2.approx on S·f·(β_i·log₂e) − m: a few ulp from the reference's FP32 exp.
 // Versions (kernels/PERF.md, "fireq prefill"): v1 — the reference's factor fl(fl(β_K,j·β_i)·τ) per element (three
-// FMULs per score); v2 (this) — S·fl(β_K,j·τ) per element and β_i·log₂e in the exponent's FFMA (one FMUL): the
-// same time on the H100 (1.171 against 1.172 ms at B 4, H 16, N 4096, d 128), so the factor is not what holds
-// the kernel at 0.73–0.89× cuDNN where flash3_fp8 runs at 0.99–1.19×. The three-stage order at d = 64 is 7–8%
-// slower than the two-stage one (its second score set takes the kernel to 255 registers).
+// FMULs per score); v2 — S·fl(β_K,j·τ) per element and β_i·log₂e in the exponent's FFMA (one FMUL): the same
+// time; v3 — the INT4 mode; β_K in V̂ᵀ's key order read as float4s, and the opaque thread index (FP8 mode
+// 5–8% faster at d = 128: Nsight Compute had put its gap to flash3_fp8 in shared-memory waits, short scoreboard
+// 0.58 against 0.17 per issue); v4 (this) — fl(β_K·τ) from the host (another 4–6%).
 #include "kernels/fireq_prefill.h"
 #include "kernels/kernel_path.h"
 
@@ -112,6 +122,13 @@ __global__ void __launch_bounds__(FireqTile<D, Int4>::kThreads, 1) fireq_prefill
   uint4* lut = reinterpret_cast<uint4*>(after_ring + S4::kSlots * S4::kBytes);           // INT4 mode: 128 tables
   float* sBetaQ = Int4 ? reinterpret_cast<float*>(lut + kFireqScales) : sBetaK + T::kStages * kBc;  // (B_r)
 
+  // threadIdx.x read anew (a volatile read ptxas cannot hoist): offsets derived from it are recomputed where
+  // used instead of held in registers across the loop.
+  auto opaque_thread_index = [] {
+    uint32_t tid;
+    asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(tid));
+    return int(tid);
+  };
   const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, group = threadIdx.x / 128;
   const int t = lane % 4;
   const int bh = blockIdx.y, b = bh / a.q_heads, h = bh % a.q_heads;
@@ -123,11 +140,14 @@ __global__ void __launch_bounds__(FireqTile<D, Int4>::kThreads, 1) fireq_prefill
   // FP8 mode: K̂ and V̂ᵀ copied into the slot, β_K beside it.
   const uint8_t* k = Int4 ? nullptr : a.k + size_t(bkv) * a.kv_len * D;
   const uint8_t* vt = Int4 ? nullptr : a.vt + size_t(bkv) * D * a.kv_pad;
-  const float* beta_k = Int4 ? nullptr : a.beta_k + size_t(bkv) * a.kv_pad;
+  const float* beta_k = Int4 ? nullptr : a.beta_k_tau + size_t(bkv) * a.kv_pad;  // fl(β_K·τ)
   const float* beta_v = Int4 ? nullptr : a.beta_v + size_t(bkv) * ((a.kv_len + kBc - 1) / kBc);
-  const SwizzledCopier<D, kBc, T::kThreads, D> k_copier(threadIdx.x);  // d-byte rows: a d-byte swizzle
-  const SwizzledCopier<kBc, D, T::kThreads> v_copier(threadIdx.x);     // V̂ᵀ: d rows of 128 keys
   auto load_fp8 = [&](int j) {
+    // The copiers' offsets from an opaque thread index, per tile (v_unit below says why): 16 bytes of spills
+    // fewer at d = 128.
+    const int tid = opaque_thread_index();
+    const SwizzledCopier<D, kBc, T::kThreads, D> k_copier(tid);  // d-byte rows: a d-byte swizzle
+    const SwizzledCopier<kBc, D, T::kThreads> v_copier(tid);     // V̂ᵀ: d rows of 128 keys
     const int col0 = j * kBc;
     if (col0 + kBc <= a.kv_len) {  // an interior tile (kv_pad ≥ kv_len): no bounds
       k_copier.copy_full(stage(j), k + size_t(col0) * D, D);
@@ -155,11 +175,10 @@ __global__ void __launch_bounds__(FireqTile<D, Int4>::kThreads, 1) fireq_prefill
   struct VUnit {
     int tid, g, t, w, h, c;
   };
-  auto v_unit = [] {
-    uint32_t tid;
-    asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(tid));
-    const int lane16 = int(tid) % 16, rest = int(tid) / 16 % (D / 16);  // D units per cache tile: 16 per (c, h, w)
-    return VUnit{int(tid), lane16 / 2, lane16 % 2, rest % (D / 64), rest / (D / 64) % 2, rest / (D / 32)};
+  auto v_unit = [&] {
+    const int tid = opaque_thread_index();
+    const int lane16 = tid % 16, rest = tid / 16 % (D / 16);  // D units per cache tile: 16 per (c, h, w)
+    return VUnit{tid, lane16 / 2, lane16 % 2, rest % (D / 64), rest / (D / 64) % 2, rest / (D / 32)};
   };
   auto load_int4 = [&](int j) {
     const VUnit vu = v_unit();
@@ -288,13 +307,15 @@ __global__ void __launch_bounds__(FireqTile<D, Int4>::kThreads, 1) fireq_prefill
   auto softmax = [&](int j, float (&s)[kBc / 2], float (&alpha)[2]) {
     const int col0 = j * kBc;
     if constexpr (!Int4) {  // the INT4 mode's scale is the row's alone: LUT(K) holds σ_K
+      // β_K in V̂ᵀ's key order: the float4 at 16m + 4t holds columns 16m + 2t + {0, 1, 8, 9}, this thread's
+      // columns of n-steps 2m and 2m + 1 (v2 read them as 16 float2s).
       const float* bk = beta_k_of(j);
 #pragma unroll
-      for (int n = 0; n < kBc / 8; ++n) {
-        const float2 k2 = *reinterpret_cast<const float2*>(bk + 8 * n + 2 * t);
-        const float g[2] = {__fmul_rn(k2.x, a.scale), __fmul_rn(k2.y, a.scale)};  // β_K,j·τ, per column
+      for (int m2 = 0; m2 < kBc / 16; ++m2) {
+        const float4 k4 = *reinterpret_cast<const float4*>(bk + 16 * m2 + 4 * t);
+        const float g[4] = {k4.x, k4.y, k4.z, k4.w};  // fl(β_K,j·τ), per column (the host's product)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) s[4 * n + e] = __fmul_rn(s[4 * n + e], g[e % 2]);  // S·(β_K,j·τ); β_i below
+        for (int e = 0; e < 8; ++e) s[8 * m2 + e] = __fmul_rn(s[8 * m2 + e], g[2 * (e / 4) + e % 2]);  // S·(β_K,j·τ)
       }
     }
     if (col0 + kBc > all_see) mask_invisible<kBc>(s, col0, my_row0, t, a.q_len, a.kv_len, a.causal);

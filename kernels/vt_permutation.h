@@ -16,5 +16,10 @@ ATTNLAB_VT_HD constexpr int vt_key_at(int position) {
   const int t = position / 4, e = position % 4;
   return 8 * (e / 2) + 2 * t + (e % 2);
 }
+// Its inverse: the position within its group of 16 at which key `key` (mod 16) is stored.
+ATTNLAB_VT_HD constexpr int vt_position_of(int key) {
+  const int k = key % 16;
+  return 4 * ((k % 8) / 2) + 2 * (k / 8) + k % 2;
+}
 
 }  // namespace attnlab::kernels

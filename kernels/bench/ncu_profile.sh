@@ -12,10 +12,11 @@
 # (turbo_session.sh BENCH_ONLY=1 NO_BENCH=1):
 # `fp8`: flash3_fp8's prefill kernel at the two prefill shapes. `decode-stalls-bench`: the turbo decode chains at the benchmark's own shape (B 16, H 32/32 and 32/8, d 128,
 # N 32768), whose chains are 4× longer than at B 4 (their prologue's stalls a smaller share). `fireq`: the fireq
-# decode chains at the same two shapes.
-#   bash kernels/bench/ncu_profile.sh OUT.csv [prefill|decode|all|instructions|decode-stalls|decode-stalls-bench|fp8|fireq]
+# decode chains at the same two shapes. `fireq-prefill`: flash3_fp8 and fireq's prefill (FP8 and INT4 K/V) at
+# B 4, H 16, N 8192, d 128, causal and not.
+#   bash kernels/bench/ncu_profile.sh OUT.csv [prefill|decode|all|instructions|decode-stalls|decode-stalls-bench|fp8|fireq|fireq-prefill]
 set -u
-out=${1:?usage: ncu_profile.sh OUT.csv [prefill|decode|all|instructions|decode-stalls|decode-stalls-bench|fp8|fireq]}
+out=${1:?usage: ncu_profile.sh OUT.csv [prefill|decode|all|instructions|decode-stalls|decode-stalls-bench|fp8|fireq|fireq-prefill]}
 which=${2:-all}
 bin=build-gpu/bin/attnlab
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
@@ -61,6 +62,14 @@ if [ "$which" = fp8 ]; then  # the FP8 prefill kernel at the two prefill shapes 
 fi
 if [ "$which" = fireq ]; then  # the fireq decode chains at the benchmark's shape (B 16, N 32k; MHA and GQA 4:1)
   for kv in 32 8; do run decode fireq fireq '{}' 16 32 $kv 1 32768 128 false 2 fireq_chains; done
+  exit 0
+fi
+if [ "$which" = fireq-prefill ]; then  # the FP8 wgmma prefill kernels side by side: where fireq's time goes
+  for causal in false true; do
+    run prefill flash3_fp8 flash3_fp8 '{}' 4 16 16 8192 8192 128 $causal 1 flash3
+    run prefill fireq_fp8 fireq '{"prefill_kv": "fp8", "block_c": 128}' 4 16 16 8192 8192 128 $causal 1 fireq_prefill
+    run prefill fireq_int4 fireq '{"prefill_kv": "int4", "block_c": 128}' 4 16 16 8192 8192 128 $causal 1 fireq_prefill
+  done
   exit 0
 fi
 if [ "$which" = decode-stalls-bench ]; then  # turbo at the benchmark's shape (B 16, N 32k; MHA and GQA 4:1)

@@ -47,6 +47,7 @@
 #include "kernels/device.h"
 #include "kernels/fireq_prefill_host.h"
 #include "kernels/kernel_path.h"
+#include "kernels/vt_permutation.h"
 #include "tests/catch.h"
 #include "tests/support/fireq_cache_bounds.h"
 
@@ -104,7 +105,7 @@ void check_case(bool int4, int64_t d, int64_t nq, int64_t nkv, bool causal, int6
                    q_heads, kv_heads, generator, seed));
   REQUIRE(host.int4_kv == int4);
 
-  // The scales: the reference's, bit for bit (β_K as uploaded holds kv_pad entries per KV head).
+  // The scales: the reference's, bit for bit (β_K uploaded as fl(β_K·τ), kv_pad entries per KV head in V̂ᵀ's key order).
   const std::vector<double>& sq = ref.probes.at("scales.q").values;
   const std::vector<double>& sk = ref.probes.at("scales.k").values;
   const std::vector<double>& sv = ref.probes.at("scales.v").values;
@@ -132,10 +133,11 @@ void check_case(bool int4, int64_t d, int64_t nq, int64_t nkv, bool causal, int6
   } else {
     REQUIRE(sv.size() == host.beta_v.size());
     for (size_t i = 0; i < sv.size(); ++i) scale_bad += double(host.beta_v[i]) != sv[i];
+    const float tau = static_cast<float>(p.scale());
     for (int64_t bkv = 0; bkv < pairs; ++bkv)
       for (int64_t j = 0; j < nkv; ++j) {
-        const float beta_k = host.beta_k[size_t(bkv * host.kv_pad + j)];
-        scale_bad += double(beta_k) != sk[size_t(bkv * nkv + j)];
+        const float beta_k = static_cast<float>(sk[size_t(bkv * nkv + j)]);  // the reference's β_K
+        scale_bad += host.beta_k_tau[size_t(bkv * host.kv_pad + j / 16 * 16 + kernels::vt_position_of(int(j)))] != beta_k * tau;
         k_norm[size_t(bkv)] = std::max(k_norm[size_t(bkv)], scaled_norm(host.k.data() + (bkv * nkv + j) * d, d, beta_k));
       }
     for (float x : in.v.values()) max_v = std::max(max_v, double(std::abs(x)));
