@@ -38,7 +38,8 @@
 // FMULs per score); v2 — S·fl(β_K,j·τ) per element and β_i·log₂e in the exponent's FFMA (one FMUL): the same
 // time; v3 — the INT4 mode; β_K in V̂ᵀ's key order read as float4s, and the opaque thread index (FP8 mode
 // 5–8% faster at d = 128: Nsight Compute had put its gap to flash3_fp8 in shared-memory waits, short scoreboard
-// 0.58 against 0.17 per issue); v4 (this) — fl(β_K·τ) from the host (another 4–6%).
+// 0.58 against 0.17 per issue); v4 — fl(β_K·τ) from the host (another 4–6%); v5 (this) — the INT4 mode's V̂ᵀ
+// stores off one base (≤ 1.6%, within the runs' spread).
 #include "kernels/fireq_prefill.h"
 #include "kernels/kernel_path.h"
 
@@ -248,12 +249,13 @@ __global__ void __launch_bounds__(FireqTile<D, Int4>::kThreads, 1) fireq_prefill
         for (int n = 0; n < 4; ++n) q[x][n] = lo[n], q[x][4 + n] = hi[n];
       }
       const int group16 = 4 * (tid / D) + 2 * vu.c + vu.h;  // the 16-key group within the tile's 128 keys
+      // Rows g + 8·(8w + n) share row mod 8 = g, so sw128_offset's swizzle is the same for all n: one base, and
+      // each row 8·128·n bytes past it (an immediate).
+      char* v_row = sv + sw128_offset(vu.g + 64 * vu.w, group16) + 8 * vu.t;
 #pragma unroll
-      for (int n = 0; n < 8; ++n) {
-        const int ch = vu.g + 8 * (8 * vu.w + n);
-        *reinterpret_cast<uint2*>(sv + sw128_offset(ch, group16) + 8 * vu.t) =
+      for (int n = 0; n < 8; ++n)
+        *reinterpret_cast<uint2*>(v_row + 1024 * n) =
             make_uint2(prmt(q[0][n], q[1][n], 0x5410u), prmt(q[0][n], q[1][n], 0x7632u));
-      }
     }
   };
   auto load_kv = [&](int j) {
