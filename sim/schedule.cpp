@@ -485,9 +485,12 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
     s.per_tile.ops[Unit::cvt] = 0;
     s.explain.push_back("INT8 P on wgmma: conversions as exact FP32/integer arithmetic (no conversion pipe)");
   }
-  const bool kv_on_chip = st.kv_in && !prepass;  // K/V read in kv_in and quantized per tile
+  // K/V read in kv_in and quantized per tile — unless kv_in already holds the operand format (fireq's App. D
+  // prefill reads E4M3 K̂ and V̂: nothing to quantize).
+  const bool kv_on_chip = st.kv_in && !prepass && !(st.kv_in->codes == st.k);
   if (kv_on_chip || (!st.kv_in && !f->cvt_kv_on_chip_only)) s.per_tile.ops[Unit::cvt] += 2 * Bc * d * f->cvt_per_kv;
-  if (f->int32_per_kv > 0) s.per_tile.ops[Unit::int32] += 2 * Bc * d * f->int32_per_kv;
+  // The cache's codes unpacked on chip: only where K/V come out of the cache (not kv_in).
+  if (f->int32_per_kv > 0 && !st.kv_in) s.per_tile.ops[Unit::int32] += 2 * Bc * d * f->int32_per_kv;
   if (kv_on_chip) s.per_tile.ops[Unit::fp32_fma] += 2 * Bc * d * 2;  // quantized on chip per tile: max|·| and divide
   // Issue slots: every thread-instruction takes one, whichever pipe runs it; an MMA is one warp
   // instruction (32 slots) per m16n8k16 (FP16, FP8: 4096 flops) or m16n8k32 (INT8: 8192 flops) — for a
