@@ -123,13 +123,6 @@ __global__ void __launch_bounds__(FireqTile<D, Int4>::kThreads, 1) fireq_prefill
   uint4* lut = reinterpret_cast<uint4*>(after_ring + S4::kSlots * S4::kBytes);           // INT4 mode: 128 tables
   float* sBetaQ = Int4 ? reinterpret_cast<float*>(lut + kFireqScales) : sBetaK + T::kStages * kBc;  // (B_r)
 
-  // threadIdx.x read anew (a volatile read ptxas cannot hoist): offsets derived from it are recomputed where
-  // used instead of held in registers across the loop.
-  auto opaque_thread_index = [] {
-    uint32_t tid;
-    asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(tid));
-    return int(tid);
-  };
   const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, group = threadIdx.x / 128;
   const int t = lane % 4;
   const int bh = blockIdx.y, b = bh / a.q_heads, h = bh % a.q_heads;

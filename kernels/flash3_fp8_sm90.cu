@@ -63,9 +63,11 @@ __global__ void __launch_bounds__(Fp8Tile<D>::kThreads, 1) flash3_fp8_kernel(Fla
   const int last_row = min(row0 + T::kBr, a.q_len) - 1;
   const int tiles = (visible_keys(last_row, a.q_len, a.kv_len, a.causal) + kBc - 1) / kBc;
 
-  const SwizzledCopier<D, kBc, T::kThreads, D> k_copier(threadIdx.x);  // d-byte rows: a d-byte swizzle
-  const SwizzledCopier<kBc, D, T::kThreads> v_copier(threadIdx.x);     // Vᵀ: d rows of 128 keys
   auto load_kv = [&](int j) {
+    // The copiers' offsets from opaque_thread_index() per tile (mma.cuh), not held across the loop.
+    const int tid = opaque_thread_index();
+    const SwizzledCopier<D, kBc, T::kThreads, D> k_copier(tid);  // d-byte rows: a d-byte swizzle
+    const SwizzledCopier<kBc, D, T::kThreads> v_copier(tid);     // Vᵀ: d rows of 128 keys
     const int col0 = j * kBc;
     if (col0 + kBc <= a.kv_len) {  // an interior tile (kv_pad ≥ kv_len): no bounds
       k_copier.copy_full(stage(j), k + size_t(col0) * D, D);

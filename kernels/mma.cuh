@@ -20,6 +20,14 @@ __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
+// threadIdx.x read anew (a volatile read ptxas cannot hoist): per-thread offsets derived from it are recomputed
+// where they are used instead of held in registers across a loop — for kernels at the 255-register ceiling.
+__device__ __forceinline__ int opaque_thread_index() {
+  uint32_t tid;
+  asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(tid));
+  return int(tid);
+}
+
 // 16 bytes global → shared, bypassing L1; `valid` false zero-fills (rows past the sequence end).
 __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, bool valid) {
   const int bytes = valid ? 16 : 0;
