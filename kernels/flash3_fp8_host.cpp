@@ -36,12 +36,10 @@ Fp8Inputs upload_fp8(const Problem& p, const QKV& in) {
     const size_t at = size_t(bh * p.kv_len * d);
     quantize_head(in.k.data() + at, p.kv_len, d, "flash3_fp8.k", codes_k.data() + at, r.scales_k.data() + bh * kv_blocks);
     quantize_head(in.v.data() + at, p.kv_len, d, "flash3_fp8.v", codes_v.data() + at, r.scales_v.data() + bh * kv_blocks);
-    // Vᵀ: row c holds channel c of every key, key n at position 16⌊n/16⌋ + (its place in the group's order).
-    int place[16];
-    for (int pos = 0; pos < 16; ++pos) place[vt_key_at(pos)] = pos;
+    // Vᵀ: row c holds channel c of every key, key n at position 16⌊n/16⌋ + vt_position_of(n).
     for (int64_t n = 0; n < p.kv_len; ++n)
       for (int64_t c = 0; c < d; ++c)
-        vt[size_t((bh * d + c) * kv_pad + n / 16 * 16 + place[n % 16])] = codes_v[at + size_t(n * d + c)];
+        vt[size_t((bh * d + c) * kv_pad + n / 16 * 16 + vt_position_of(int(n)))] = codes_v[at + size_t(n * d + c)];
   });
   r.q = upload(codes_q), r.k = upload(codes_k), r.vt = upload(vt);
   r.s_q = upload(r.scales_q), r.s_k = upload(r.scales_k), r.s_v = upload(r.scales_v);

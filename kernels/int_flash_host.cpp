@@ -33,7 +33,7 @@ IntFlashInputs upload_int8(const Problem& p, const QKV& in, bool v_fp16) {
     r.v16 = upload(v16);
   } else {  // V: one scale per (batch, KV head), transposed and key-permuted for the kernel
     std::vector<int> position_of_key(16);
-    for (int pos = 0; pos < 16; ++pos) position_of_key[size_t(vt_key_at(pos))] = pos;
+    for (int key = 0; key < 16; ++key) position_of_key[size_t(key)] = vt_position_of(key);
     const DeviceBuffer xv = upload(in.v.values()), positions = upload(position_of_key);
     r.vt = DeviceBuffer(size_t(kv_heads * d * kv_pad));
     r.s_v = DeviceBuffer(size_t(kv_heads) * sizeof(float));

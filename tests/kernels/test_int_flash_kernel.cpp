@@ -130,11 +130,7 @@ TEST_CASE("int_flash inputs quantized on the GPU equal the reference quantizer's
         bad += gpu.scales_k[size_t(bkv * pad + r)] != x.scale[size_t(r)];
         for (int64_t c = 0; c < d; ++c) {
           bad += k[size_t((bkv * p.kv_len + r) * d + c)] != x.q[size_t(r * d + c)];
-          const int64_t pos = r / 16 * 16 + [&] {  // where key r sits in its group of 16 (int_flash.h)
-            for (int i = 0; i < 16; ++i)
-              if (kernels::vt_key_at(i) == r % 16) return int64_t(i);
-            return int64_t(-1);
-          }();
+          const int64_t pos = r / 16 * 16 + kernels::vt_position_of(int(r));  // where key r sits (int_flash.h)
           bad += vt[size_t((bkv * d + c) * pad + pos)] != y.q[size_t(r * d + c)];
         }
       }
@@ -197,6 +193,9 @@ TEST_CASE("Vᵀ key permutation is a permutation of each 16-key group", "[kernel
   CHECK(kernels::vt_key_at(0) == 0);
   CHECK(kernels::vt_key_at(2) == 8);   // t = 0, e = 2: the second n8 tile's first column
   CHECK(kernels::vt_key_at(5) == 3);   // t = 1, e = 1
+  // vt_position_of is its inverse, in every group (key 16g + k sits where key k does).
+  for (int pos = 0; pos < 16; ++pos) CHECK(kernels::vt_position_of(kernels::vt_key_at(pos)) == pos);
+  for (int key = 0; key < 64; ++key) CHECK(kernels::vt_key_at(kernels::vt_position_of(key)) == key % 16);
 }
 
 }  // namespace

@@ -125,11 +125,7 @@ void check_tiles(const Written& w, const std::string& what) {
       for (int64_t c = 0; c < d; ++c) {
         const int want_k = tau < n ? int(t.k(tau, c)) : 0, want_v = tau < n ? int(t.v(tau, c)) : 0;
         const int got_k = w.k8[size_t((pair * w.pad + tau) * d + c)];
-        const int64_t pos = tau / 16 * 16 + [&] {  // the position whose key is tau (vt_key_at's inverse)
-          for (int q = 0; q < 16; ++q)
-            if (kernels::vt_key_at(q) == tau % 16) return int64_t(q);
-          return int64_t(-1);
-        }();
+        const int64_t pos = tau / 16 * 16 + kernels::vt_position_of(int(tau));  // where key tau sits
         const int got_v = w.vt8[size_t((pair * d + c) * w.pad + pos)];
         if ((got_k != want_k || got_v != want_v) && bad++ < 4)
           FAIL_CHECK(fmt::format("{} pair {} token {} channel {}: K {} vs {}, V {} vs {}", what, pair, tau, c, got_k,
