@@ -9,7 +9,8 @@
 # turbo step is 2 launches, one per width); SASS=1 the kernels'
 # disassembly; OOM=1 the GPU-memory refusals (a problem larger than the GPU; a GPU mostly taken by another
 # process); FIG6=1 the report of configs/papers/turbo-fig6-decode.json. Everything lands packed in
-# $OUT/logs.tar.gz beside session.log and comparison.json.
+# $OUT/logs.tar.gz beside session.log and comparison.json. Each test and sanitizer run is killed after
+# TEST_LIMIT_S seconds (300 unless set; exit 137), as is each bench, so a hanging kernel costs that much and no more.
 set -u
 out=${OUT:-/tmp/attnlab-out}
 mkdir -p "$out"
@@ -23,13 +24,14 @@ cmake --build build-gpu -j "$(nproc)" --target attnlab attnlab_tests >"$out/buil
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,memory.used,memory.total --format=csv,noheader | tee -a "$log"
 if [ -z "${BENCH_ONLY:-}" ]; then
   step "[gpu] tests of the decode kernels"
-  build-gpu/bin/attnlab_tests "${TEST_SPEC:-[turbo],[kivi],[kernels]}" >"$out/gpu-tests.log" 2>&1
+  # A kernel that hangs would otherwise take the whole call: each run has a limit (TEST_LIMIT_S, 300 unless set).
+  timeout -s KILL "${TEST_LIMIT_S:-300}" build-gpu/bin/attnlab_tests "${TEST_SPEC:-[turbo],[kivi],[kernels]}" >"$out/gpu-tests.log" 2>&1
   echo "exit $?" | tee -a "$log"
   grep -E "FAILED|failed|passed|skipped" "$out/gpu-tests.log" | tail -5 | tee -a "$log"
   grep -B3 -A14 "FAILED" "$out/gpu-tests.log" | head -80
   step "compute-sanitizer memcheck + racecheck (small shapes)"
   for tool in memcheck racecheck; do
-    compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/bin/attnlab_tests "${SANITIZE_SPEC:-[sanitize]}" >"$out/$tool.log" 2>&1
+    timeout -s KILL "${TEST_LIMIT_S:-300}" compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/bin/attnlab_tests "${SANITIZE_SPEC:-[sanitize]}" >"$out/$tool.log" 2>&1
     echo "$tool exit $?: $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/$tool.log" | tail -1)" | tee -a "$log"
   done
   [ -n "${TESTS_ONLY:-}" ] && exit 0
@@ -38,7 +40,7 @@ if [ -z "${NO_BENCH:-}" ]; then
 for cfg in ${BENCH_CONFIGS:-configs/bench-turbo-decode.json configs/bench-turbo-decode-gqa.json}; do
   name=$(basename "$cfg" .json)
   step "attnlab bench $cfg"
-  build-gpu/bin/attnlab bench --config "$cfg" --out "$out/$name.json" >"$out/$name.log" 2>&1
+  timeout -s KILL "${TEST_LIMIT_S:-300}" build-gpu/bin/attnlab bench --config "$cfg" --out "$out/$name.json" >"$out/$name.log" 2>&1
   echo "exit $?" | tee -a "$log"
   tail -12 "$out/$name.log"
 done
