@@ -31,6 +31,8 @@ struct Flash3Fp8Args {
   float scale = 0;
   bool ping_pong = true;  // the two warpgroups' MMA issues alternate (kv_ring.cuh); false: as they come.
                           // The same numbers either way, bit for bit (the [gpu] test holds it).
+  bool tma_producer = true;  // K/V tiles copied by a producer warpgroup's TMA loads (FA3's warp specialization);
+                             // false: by every consumer thread's cp.async. The same numbers, bit for bit.
 };
 
 inline constexpr int kFlash3Fp8Block = 128;  // B_r = B_c: the scale blocks the kernel reads

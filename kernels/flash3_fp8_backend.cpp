@@ -29,9 +29,10 @@ std::string flash3_fp8_cannot_run(const VariantRequest& v, const Experiment& e, 
   return "";
 }
 
-void flash3_fp8_run(const Experiment& e, const VariantRequest&, const QKV& in, const TensorF64& truth,
+void flash3_fp8_run(const Experiment& e, const VariantRequest& v, const QKV& in, const TensorF64& truth,
                     const DeviceInfo&, VariantResult& into) {
   const Problem& p = e.problem;
+  const bool tma_producer = v.params.choice("kv_loads") == "tma_producer";
   const size_t rows = size_t(p.batch * p.q_heads * p.q_len);
   DeviceBuffer o(size_t(p.q_shape().count()) * sizeof(__half)), lse(rows * sizeof(float));
   // The variant's storage format: E4M3 Q, K, Vᵀ and FP32 block scales in HBM before the kernel starts.
@@ -39,9 +40,12 @@ void flash3_fp8_run(const Experiment& e, const VariantRequest&, const QKV& in, c
   sets.push_back(upload_fp8(p, in));
   const size_t copies = input_copies(sets[0].bytes());
   while (sets.size() < copies) sets.push_back(upload_fp8(p, in));
-  const Fp8Output once = flash3_fp8_once(p, sets[0]);
+  const Fp8Output once = flash3_fp8_once(p, sets[0], true, tma_producer);
   std::vector<Flash3Fp8Args> args;
-  for (const auto& s : sets) args.push_back(flash3_fp8_args(p, s, o.as<__half>(), lse.as<float>()));
+  for (const auto& s : sets) {
+    args.push_back(flash3_fp8_args(p, s, o.as<__half>(), lse.as<float>()));
+    args.back().tma_producer = tma_producer;
+  }
   const auto ms = time_launches([&](size_t c) { ATTNLAB_CUDA(flash3_fp8_forward(args[c], nullptr)); }, copies);
   into.kernel = result_of(p, once.o, once.lse, truth, ms, double(sets[0].bytes() + o.bytes() + lse.bytes()));
   // The block scales as uploaded, under the reference's probe names and shapes: (B, heads, blocks).
@@ -54,9 +58,10 @@ void flash3_fp8_run(const Experiment& e, const VariantRequest&, const QKV& in, c
   into.kernel->probes["scales.q"] = scales(sets[0].scales_q, p.q_heads, p.q_len, "s_Q per query row block, as uploaded");
   into.kernel->probes["scales.k"] = scales(sets[0].scales_k, p.kv_heads, p.kv_len, "s_K per KV block, as uploaded");
   into.kernel->probes["scales.v"] = scales(sets[0].scales_v, p.kv_heads, p.kv_len, "s_V per KV block, as uploaded");
-  into.kernel->probes["kernel.launch"] = labelled({"input_sets", "timed_runs", "arch"},
-                                                  {double(copies), double(kTimedRuns), 90.0}, "",
-                                                  "rotating input copies, timed launches, kernel generation (90 wgmma)");
+  into.kernel->probes["kernel.launch"] =
+      labelled({"input_sets", "timed_runs", "arch", "tma_producer"},
+               {double(copies), double(kTimedRuns), 90.0, double(tma_producer)}, "",
+               "rotating input copies, timed launches, kernel generation (90 wgmma), K/V by a TMA producer warpgroup");
 }
 
 }  // namespace attnlab::kernels

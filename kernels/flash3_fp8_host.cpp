@@ -58,10 +58,10 @@ Flash3Fp8Args flash3_fp8_args(const Problem& p, const Fp8Inputs& in, __half* o, 
   return a;
 }
 
-Fp8Output flash3_fp8_once(const Problem& p, const Fp8Inputs& in, bool ping_pong) {
+Fp8Output flash3_fp8_once(const Problem& p, const Fp8Inputs& in, bool ping_pong, bool tma_producer) {
   const PoisonedOutput out_dev(p);
   Flash3Fp8Args a = flash3_fp8_args(p, in, out_dev.o(), out_dev.lse());
-  a.ping_pong = ping_pong;
+  a.ping_pong = ping_pong, a.tma_producer = tma_producer;
   ATTNLAB_CUDA(flash3_fp8_forward(a, nullptr));
   ATTNLAB_CUDA(cudaDeviceSynchronize());
   Fp8Output out;

@@ -29,6 +29,6 @@ struct Fp8Output {
   Tensor o;
   std::vector<float> lse;
 };
-Fp8Output flash3_fp8_once(const Problem& p, const Fp8Inputs& in, bool ping_pong = true);
+Fp8Output flash3_fp8_once(const Problem& p, const Fp8Inputs& in, bool ping_pong = true, bool tma_producer = true);
 
 }  // namespace attnlab::kernels

@@ -13,24 +13,40 @@
 // FP32 exp. The FP8 tensor cores' accumulation keeps about 14 bits, not FP32's 24 — the [gpu] test's header
 // derives what each of these can change. Q and K rows are d bytes (the d-byte swizzle, as
 // int_flash_sm90.cu); Vᵀ rows (128 keys) the 128-byte one.
+//
+// K/V loads (flash3_fp8.h's tma_producer): true adds a producer warpgroup (FlashAttention-3 §3.1's warp
+// specialization) — one of its threads copies each K and Vᵀ tile with two TMA loads (tma_fill.cuh) into the
+// six-tile ring, and setmaxnreg moves registers to the consumers (240 each, the producer 24). The two consumer
+// warpgroups then issue no copies (kv_ring.cuh's ProducerFills). false: every consumer thread copies its share
+// of each tile with cp.async. The same numbers either way, bit for bit (the [gpu] test holds it).
 #include "kernels/flash3_fp8.h"
 #include "kernels/kernel_path.h"
 
 #include "core/kernel_traits.h"
 #include "kernels/fp8_pack.cuh"
 #include "kernels/kv_ring.cuh"
+#include "kernels/tensor_map.h"
 #include "kernels/tile_softmax.cuh"
+#include "kernels/tma_fill.cuh"
 #include "kernels/wgmma.cuh"
 
 namespace attnlab::kernels {
 
 namespace {
 
-template <int D>
+// Registers per thread after setmaxnreg with a producer warpgroup (FA3's split): a 384-thread CTA launches
+// with 168 (65536 / 384, rounded down to 8), so 2·R_consumer + R_producer ≤ 3·168 = 504 — an increase the
+// pool cannot cover would block in setmaxnreg.inc forever.
+inline constexpr int kLaunchRegs = 65536 / 384 / 8 * 8;
+inline constexpr int kConsumerRegs = 240, kProducerRegs = 24;
+static_assert(2 * kConsumerRegs + kProducerRegs <= 3 * kLaunchRegs);
+
+template <int D, bool Producer>
 struct Fp8Tile {
   static constexpr KernelTraits kTraits = *find_kernel_traits("flash3_fp8", D, 90);
   static constexpr int kBr = kTraits.block_r, kBc = kTraits.block_c, kStages = kTraits.stages;
-  static constexpr int kThreads = 32 * kTraits.warps;
+  static constexpr int kConsumers = 32 * kTraits.warps;  // two warpgroups of 64 query rows
+  static constexpr int kThreads = kConsumers + (Producer ? 128 : 0);
   static constexpr int kQBytes = kBr * D, kKBytes = kBc * D, kVBytes = D * kBc;  // E4M3: a byte per element
   static constexpr int kStageBytes = kKBytes + kVBytes;
   static constexpr size_t kSmemBytes = size_t(kQBytes) + size_t(kStages) * kStageBytes + 1024;  // + alignment
@@ -39,10 +55,12 @@ struct Fp8Tile {
   static_assert(kStages == 6, "kv_ring.cuh: tiles j − 2 … j + 4 in the ring");
 };
 
-template <int D, bool PingPong>
-__global__ void __launch_bounds__(Fp8Tile<D>::kThreads, 1) flash3_fp8_kernel(Flash3Fp8Args a) {
+template <int D, bool PingPong, bool Producer>
+__global__ void __launch_bounds__(Fp8Tile<D, Producer>::kThreads, 1)
+    flash3_fp8_kernel(Flash3Fp8Args a, const __grid_constant__ CUtensorMap k_map,
+                      const __grid_constant__ CUtensorMap vt_map) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using T = Fp8Tile<D>;
+  using T = Fp8Tile<D, Producer>;
   constexpr int kBc = T::kBc, kSteps = kBc / 32;  // k-steps of P̃·V: 32 keys each
   constexpr float kLog2e = 1.4426950408889634f;
   extern __shared__ char smem_raw[];
@@ -66,8 +84,8 @@ __global__ void __launch_bounds__(Fp8Tile<D>::kThreads, 1) flash3_fp8_kernel(Fla
   auto load_kv = [&](int j) {
     // The copiers' offsets from opaque_thread_index() per tile (mma.cuh), not held across the loop.
     const int tid = opaque_thread_index();
-    const SwizzledCopier<D, kBc, T::kThreads, D> k_copier(tid);  // d-byte rows: a d-byte swizzle
-    const SwizzledCopier<kBc, D, T::kThreads> v_copier(tid);     // Vᵀ: d rows of 128 keys
+    const SwizzledCopier<D, kBc, T::kConsumers, D> k_copier(tid);  // d-byte rows: a d-byte swizzle
+    const SwizzledCopier<kBc, D, T::kConsumers> v_copier(tid);     // Vᵀ: d rows of 128 keys
     const int col0 = j * kBc;
     if (col0 + kBc <= a.kv_len) {  // an interior tile (kv_pad ≥ kv_len): no bounds
       k_copier.copy_full(stage(j), k + size_t(col0) * D, D);
@@ -179,7 +197,7 @@ __global__ void __launch_bounds__(Fp8Tile<D>::kThreads, 1) flash3_fp8_kernel(Fla
   };
 
   auto steps = KvSteps{[&] {
-                         SwizzledCopier<D, T::kBr, T::kThreads, D>(threadIdx.x)
+                         SwizzledCopier<D, T::kBr, T::kConsumers, D>(threadIdx.x)
                              .copy(sQ, a.q + (size_t(bh) * a.q_len + row0) * D, D, a.q_len - row0);
                        },
                        load_kv, issue_scores, issue_pv, softmax, pack_p, finish_tile,
@@ -190,29 +208,72 @@ __global__ void __launch_bounds__(Fp8Tile<D>::kThreads, 1) flash3_fp8_kernel(Fla
                          pin_registers(p);
                        }};
   __shared__ uint64_t full[T::kStages], empty[T::kStages];
-  kv_ring<T::kStages, PingPong>(tiles, steps, full, empty);
+  if constexpr (Producer) {
+    if (threadIdx.x == 0)  // full: the producer's one arrival (and the bytes); empty: every consumer thread
+      for (int s = 0; s < T::kStages; ++s) mbar_init(&full[s], 1), mbar_init(&empty[s], T::kConsumers);
+    __syncthreads();  // the barriers initialized; no CTA-wide barrier after this point
+    if (threadIdx.x >= T::kConsumers) {
+      warpgroup_release_registers<kProducerRegs>();
+      if (threadIdx.x == T::kConsumers) {
+        prefetch_tensor_map(&k_map);
+        prefetch_tensor_map(&vt_map);
+        kv_produce<T::kStages>(tiles, T::kStageBytes, [&](int j, uint64_t* bar) {
+          tma_load_3d(stage(j), &k_map, 0, j * kBc, bkv, bar);                 // K rows j·B_c …, d bytes each
+          tma_load_3d(stage(j) + T::kKBytes, &vt_map, j * kBc, 0, bkv, bar);  // Vᵀ: d rows, keys j·B_c …
+        }, full, empty);
+      }
+      return;
+    }
+    warpgroup_claim_registers<kConsumerRegs>();
+    kv_ring<T::kStages, PingPong>(tiles, steps, full, empty, ProducerFills{});
+  } else {
+    kv_ring<T::kStages, PingPong>(tiles, steps, full, empty);
+  }
 
   // O = Oᵢ/ℓ → FP16; L = m + log ℓ (natural units).
   store_rows<D>(o, l, m, my_row0, t, a.q_len, a.o + size_t(bh) * a.q_len * D, a.lse + size_t(bh) * a.q_len, 1.f, 0.f);
 #endif
 }
 
-template <int D, bool PingPong>
+// The producer's tensor maps: K as (d bytes, kv_len rows, B·H_kv heads) in tiles of 128 rows, with the d-byte
+// swizzle of the K slots; Vᵀ as (kv_pad keys, d rows, B·H_kv heads) in tiles of 128 keys × d rows, with the
+// 128-byte swizzle. Rows of K past kv_len and keys past kv_pad read as zero (as the cp.async copier's).
+template <int D>
+cudaError_t tensor_maps(const Flash3Fp8Args& a, CUtensorMap& k_map, CUtensorMap& vt_map) {
+  const uint64_t kv_heads = uint64_t(a.batch) * a.kv_heads;
+  const uint32_t tile = kFlash3Fp8Block;
+  if (const cudaError_t e = byte_tensor_map_3d(k_map, a.k, {D, uint64_t(a.kv_len), kv_heads}, D,
+                                               uint64_t(a.kv_len) * D, {D, tile, 1}, D);
+      e != cudaSuccess)
+    return e;
+  return byte_tensor_map_3d(vt_map, a.vt, {uint64_t(a.kv_pad), D, kv_heads}, uint64_t(a.kv_pad),
+                            uint64_t(a.kv_pad) * D, {tile, D, 1}, 128);
+}
+
+template <int D, bool PingPong, bool Producer>
 cudaError_t launch(const Flash3Fp8Args& a, cudaStream_t stream) {
-  using T = Fp8Tile<D>;
-  if (const cudaError_t e = cudaFuncSetAttribute(flash3_fp8_kernel<D, PingPong>,
+  using T = Fp8Tile<D, Producer>;
+  CUtensorMap k_map{}, vt_map{};  // unread without the producer
+  if constexpr (Producer)
+    if (const cudaError_t e = tensor_maps<D>(a, k_map, vt_map); e != cudaSuccess) return e;
+  if (const cudaError_t e = cudaFuncSetAttribute(flash3_fp8_kernel<D, PingPong, Producer>,
                                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                  static_cast<int>(T::kSmemBytes));
       e != cudaSuccess)
     return e;
   const dim3 grid((a.q_len + T::kBr - 1) / T::kBr, a.batch * a.q_heads);
-  flash3_fp8_kernel<D, PingPong><<<grid, T::kThreads, T::kSmemBytes, stream>>>(a);
+  flash3_fp8_kernel<D, PingPong, Producer><<<grid, T::kThreads, T::kSmemBytes, stream>>>(a, k_map, vt_map);
   return cudaGetLastError();
+}
+
+template <int D, bool PingPong>
+cudaError_t launch_p(const Flash3Fp8Args& a, cudaStream_t stream) {
+  return a.tma_producer ? launch<D, PingPong, true>(a, stream) : launch<D, PingPong, false>(a, stream);
 }
 
 template <int D>
 cudaError_t launch_d(const Flash3Fp8Args& a, cudaStream_t stream) {
-  return a.ping_pong ? launch<D, true>(a, stream) : launch<D, false>(a, stream);
+  return a.ping_pong ? launch_p<D, true>(a, stream) : launch_p<D, false>(a, stream);
 }
 
 }  // namespace

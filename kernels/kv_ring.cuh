@@ -24,6 +24,9 @@
 // other warpgroup may be a tile behind), so 4 slots suffice; staging holds tiles j + 2 … j + 4 (3 slots, the
 // kernel's, each read only by the thread that copied into it, tile t in slot t mod 3; the prologue converts
 // tiles 0 and 1 before it issues tile 3's copies).
+//
+// Filled rings (ProducerFills): another warpgroup writes the slots and arrives on full[t]; it waits on empty[t]
+// before it refills the slot with tile t + kStages. The consumers only wait, compute and arrive on empty.
 #pragma once
 
 #include "kernels/kv_pipeline.cuh"
@@ -60,17 +63,29 @@ __device__ __forceinline__ void named_arrive(int id) { asm volatile("bar.arrive 
 struct NoConvert {
   __device__ void operator()(int) const {}
 };
+// The tag of a ring whose tiles a producer warpgroup fills (FlashAttention-3's warp specialization; e.g.
+// tma_fill.cuh's kv_produce): the consumers' kv_ring then issues no copy and arrives on no full barrier; it
+// loads Q (its own cp.async, then a barrier among the 256 consumer threads, named barrier 3) and computes. The
+// kernel initializes the barriers — full[] counts the producer's arrivals, empty[] the 256 consumers — and
+// syncs the CTA before the warpgroups part.
+struct ProducerFills {
+  __device__ void operator()(int) const {}
+};
 
 template <int kStages, bool kPingPong = false, class Steps, class Convert = NoConvert>
 __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uint64_t* empty, Convert convert = {}) {
-  constexpr bool kConverts = !std::is_same_v<Convert, NoConvert>;
-  static_assert(kStages >= (kConverts ? 4 : 6), "tiles j−2 … j+3 resident while j+4 loads (converting: j−1 … j+2)");
+  constexpr bool kFilled = std::is_same_v<Convert, ProducerFills>;
+  constexpr bool kConverts = !kFilled && !std::is_same_v<Convert, NoConvert>;
+  static_assert(kStages >= (kConverts || kFilled ? 4 : 6),
+                "tiles j−2 … j+3 resident while j+4 loads (converting or filled: j−1 … j+2)");
   constexpr int kAhead = 4;  // copies of tile t issued at iteration t − kAhead
   if (tiles <= 0) return;
-  const int threads = blockDim.x;
-  if (threadIdx.x == 0)
-    for (int s = 0; s < kStages; ++s) mbar_init(&full[s], threads), mbar_init(&empty[s], threads);
-  __syncthreads();  // the barriers initialized before anyone uses them
+  if constexpr (!kFilled) {
+    const int threads = blockDim.x;
+    if (threadIdx.x == 0)
+      for (int s = 0; s < kStages; ++s) mbar_init(&full[s], threads), mbar_init(&empty[s], threads);
+    __syncthreads();  // the barriers initialized before anyone uses them
+  }
   auto parity = [](int t) { return (t / kStages) & 1; };
   const int group = threadIdx.x / 128;
   int turns_left = tiles + 1;  // this warpgroup's MMA issues
@@ -83,11 +98,17 @@ __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uin
   };
   if constexpr (kPingPong)
     if (group == 1) named_arrive(1);  // warpgroup 0 goes first
-  // Prologue: Q with tile 0, then tiles 1 … kAhead − 1, one group each.
+  // Prologue: Q with tile 0, then tiles 1 … kAhead − 1, one group each (filled: Q alone).
   k.load_q();
-  k.load_kv(0);
+  if constexpr (kFilled) {
+    cp_async_commit();
+    cp_async_wait<0>();
+    fence_proxy_async();
+    named_sync(3);  // every consumer's share of Q
+  }
+  if constexpr (!kFilled) k.load_kv(0);
   cp_async_commit();
-  for (int t = 1; t < kAhead; ++t) {
+  for (int t = 1; t < kAhead && !kFilled; ++t) {
     if constexpr (kConverts)
       if (t == kAhead - 1) {  // tiles 0 and 1 out of staging before tile 3's copies take tile 0's slot
         cp_async_wait<kAhead - 3>();
@@ -97,10 +118,12 @@ __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uin
     if (t < tiles) k.load_kv(t);
     cp_async_commit();
   }
-  cp_async_wait<kAhead - 2>();  // Q, tiles 0 and 1 (this thread's copies)
-  fence_proxy_async();
-  mbar_arrive(&full[0]);
-  if (tiles > 1) mbar_arrive(&full[1]);
+  if constexpr (!kFilled) {
+    cp_async_wait<kAhead - 2>();  // Q, tiles 0 and 1 (this thread's copies)
+    fence_proxy_async();
+    mbar_arrive(&full[0]);
+    if (tiles > 1) mbar_arrive(&full[1]);
+  }
   mbar_wait(&full[0], 0);
   my_turn();
   wgmma_fence();
@@ -114,22 +137,24 @@ __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uin
   k.pack_p();
   for (int j = 0; j + 1 < tiles; ++j) {
     // Tile j + 4 into the slot of tile j − 2, once every thread is done with that one.
-    if (j + kAhead < tiles) {
-      if (!kConverts && j + kAhead >= kStages)
-        mbar_wait(&empty[(j + kAhead) % kStages], parity(j + kAhead - kStages));
-      k.load_kv(j + kAhead);
-    }
-    cp_async_commit();
-    // This thread's copies of tile j + 2 have landed (tiles j + 3, j + 4 may still be in flight).
-    cp_async_wait<kAhead - 2>();
-    if constexpr (kConverts) {
-      if (j + 2 < tiles) {
-        if (j + 2 >= kStages) mbar_wait(&empty[(j + 2) % kStages], parity(j + 2 - kStages));
-        convert(j + 2);
+    if constexpr (!kFilled) {
+      if (j + kAhead < tiles) {
+        if (!kConverts && j + kAhead >= kStages)
+          mbar_wait(&empty[(j + kAhead) % kStages], parity(j + kAhead - kStages));
+        k.load_kv(j + kAhead);
       }
+      cp_async_commit();
+      // This thread's copies of tile j + 2 have landed (tiles j + 3, j + 4 may still be in flight).
+      cp_async_wait<kAhead - 2>();
+      if constexpr (kConverts) {
+        if (j + 2 < tiles) {
+          if (j + 2 >= kStages) mbar_wait(&empty[(j + 2) % kStages], parity(j + 2 - kStages));
+          convert(j + 2);
+        }
+      }
+      fence_proxy_async();
+      if (j + 2 < tiles) mbar_arrive(&full[(j + 2) % kStages]);
     }
-    fence_proxy_async();
-    if (j + 2 < tiles) mbar_arrive(&full[(j + 2) % kStages]);
     mbar_wait(&full[(j + 1) % kStages], parity(j + 1));  // everyone's copies of tile j + 1
     k.pin_pv();
     my_turn();

@@ -258,6 +258,9 @@ VariantSpec flash3_fp8() {
       ParamSpec::integer("block_r", 128, 16, 256, "B_r: query rows per block and per Q scale"),
       ParamSpec::integer("block_c", 128, 16, 256, "B_c: keys per KV tile and per K/V scale (FA3 tuned: 224)"),
       ParamSpec::choice("p_format", "e4m3", {"e4m3", "fp16"}, "format of P̃ in the P·V product (fp16 isolates P's rounding)"),
+      ParamSpec::choice("kv_loads", "tma_producer", {"tma_producer", "cp_async"},
+                        "the GPU kernel's K/V loads: a producer warpgroup's TMA copies (FlashAttention-3 §3.1's warp "
+                        "specialization), or every consumer thread's cp.async; the reference's numbers do not depend on it"),
   };
   v.reference = run;
   v.working_memory = flash3_fp8_working_memory;
