@@ -31,21 +31,25 @@ void run_prefill(const Experiment& e, const VariantRequest& v, const QKV& in, co
   const size_t copies = input_copies(sets[0].bytes());
   while (sets.size() < copies) sets.push_back(upload_fireq_prefill(host));
   const bool three = three_stage(v);
-  const FireqPrefillOutput once = fireq_prefill_once(p, sets[0], three);
+  // The TMA producer where the kernel has one (the FP8 mode's two-stage order; fireq_prefill.h).
+  const bool tma_producer = v.params.choice("kv_loads") == "tma_producer" && !host.int4_kv && !three;
+  const FireqPrefillOutput once = fireq_prefill_once(p, sets[0], three, true, tma_producer);
   DeviceBuffer o(size_t(p.q_shape().count()) * sizeof(__nv_bfloat16)),
       lse(size_t(p.batch * p.q_heads * p.q_len) * sizeof(float));
   std::vector<FireqPrefillArgs> args;
   for (const FireqPrefillDeviceInputs& s : sets) {
     args.push_back(fireq_prefill_args(p, s, o.as<__nv_bfloat16>(), lse.as<float>()));
     args.back().three_stage = three;
+    args.back().tma_producer = tma_producer;
   }
   const auto ms = time_launches([&](size_t c) { ATTNLAB_CUDA(fireq_prefill_forward(args[c], nullptr)); }, copies);
   into.kernel = result_of(p, once.o, once.lse, truth, ms, double(sets[0].bytes() + o.bytes() + lse.bytes()));
   into.kernel->probes["kernel.launch"] = labelled(
-      {"three_stage", "int4_kv", "input_sets", "timed_runs"},
-      {double(three), double(host.int4_kv), double(copies), double(kTimedRuns)}, "",
+      {"three_stage", "int4_kv", "tma_producer", "input_sets", "timed_runs"},
+      {double(three), double(host.int4_kv), double(tma_producer), double(copies), double(kTimedRuns)}, "",
       "the loop order (1 = FireQ Alg. 1's three stages), the K/V read (1 = the INT4 cache through §3.1.1's LUT, 0 = "
-      "App. D's FP8), rotating input copies, timed launches");
+      "App. D's FP8), K/V copied by a TMA producer warpgroup (1) or the consumers' cp.async (0), rotating input "
+      "copies, timed launches");
 }
 
 }  // namespace

@@ -131,10 +131,10 @@ FireqPrefillArgs fireq_prefill_args(const Problem& p, const FireqPrefillDeviceIn
 }
 
 FireqPrefillOutput fireq_prefill_once(const Problem& p, const FireqPrefillDeviceInputs& in, bool three_stage,
-                                      bool ping_pong) {
+                                      bool ping_pong, bool tma_producer) {
   const PoisonedOutput out_dev(p, PoisonedOutput::Format::bf16);
   FireqPrefillArgs a = fireq_prefill_args(p, in, out_dev.o_bf16(), out_dev.lse());
-  a.three_stage = three_stage, a.ping_pong = ping_pong;
+  a.three_stage = three_stage, a.ping_pong = ping_pong, a.tma_producer = tma_producer;
   ATTNLAB_CUDA(fireq_prefill_forward(a, nullptr));
   ATTNLAB_CUDA(cudaDeviceSynchronize());
   FireqPrefillOutput out;

@@ -58,6 +58,6 @@ struct FireqPrefillOutput {
 };
 // One launch with poisoned outputs; throws std::runtime_error if any output stays unwritten (NaN).
 FireqPrefillOutput fireq_prefill_once(const Problem& p, const FireqPrefillDeviceInputs& in, bool three_stage = false,
-                                      bool ping_pong = true);
+                                      bool ping_pong = true, bool tma_producer = true);
 
 }  // namespace attnlab::kernels

@@ -47,7 +47,9 @@
 #include "core/variants/fireq_layout.h"
 #include "kernels/fireq_lut.cuh"
 #include "kernels/kv_ring3.cuh"
+#include "kernels/tensor_map.h"
 #include "kernels/tile_softmax.cuh"
+#include "kernels/tma_fill.cuh"
 #include "kernels/wgmma.cuh"
 
 #include <algorithm>
@@ -79,11 +81,18 @@ struct Int4Staging {
   static_assert(kKChunks * kThreads * 16 == 64 * D && kVUnits <= kThreads, "every chunk and unit has a thread");
 };
 
-template <int D, bool Int4>
+// Registers per thread after setmaxnreg with a producer warpgroup (flash3_fp8_sm90.cu's split): 2·240 + 24 ≤
+// 3·168, the pool of a 384-thread CTA.
+inline constexpr int kLaunchRegs = 65536 / 384 / 8 * 8;
+inline constexpr int kConsumerRegs = 240, kProducerRegs = 24;
+static_assert(2 * kConsumerRegs + kProducerRegs <= 3 * kLaunchRegs);
+
+template <int D, bool Int4, bool Producer = false>
 struct FireqTile {
   static constexpr KernelTraits kTraits = *find_kernel_traits("fireq", D, 90);
   static constexpr int kBr = kTraits.block_r, kBc = kTraits.block_c;
-  static constexpr int kThreads = 32 * kTraits.warps;
+  static constexpr int kConsumers = 32 * kTraits.warps;  // two warpgroups of 64 query rows
+  static constexpr int kThreads = kConsumers + (Producer ? 128 : 0);  // + the FP8 mode's TMA producer
   static constexpr int kQBytes = kBr * D, kKBytes = kBc * D, kVBytes = D * kBc;  // E4M3: a byte per element
   static constexpr int kStageBytes = kKBytes + kVBytes;
   static constexpr int kBetaBytes = kBc * 4;  // β_K of one tile, FP32
@@ -99,16 +108,20 @@ struct FireqTile {
   static_assert(kTraits.arch == 90 && !kTraits.decode_only, "the prefill row of the traits table");
   static_assert(find_kernel_traits("fireq", D, 80, true)->decode_only, "decode keeps the decode kernel's row");
   static_assert(kBr == kFireqPrefillBlock && kBc == kFireqPrefillBlock, "the V scale block is the tile");
-  static_assert(kTraits.warps == 8 && kThreads == Int4Staging<D>::kThreads, "two warpgroups of 64 query rows");
+  static_assert(kTraits.warps == 8 && kConsumers == Int4Staging<D>::kThreads, "two warpgroups of 64 query rows");
+  static_assert(!(Producer && Int4), "the INT4 mode's consumers convert their own copies");
   static_assert(kTraits.stages == 6 && kStages >= (Int4 ? 4 : 6), "kv_ring.cuh's ring");
-  static_assert(kBetaBytes / 16 <= kThreads, "one 16-byte copy of β_K per thread at most");
+  static_assert(kBetaBytes / 16 <= kConsumers, "one 16-byte copy of β_K per thread at most");
   static_assert(kBc == 2 * fireq_layout::kTile, "a tile is two of the cache's tiles");
 };
 
-template <int D, bool PingPong, bool ThreeStage, bool Int4>
-__global__ void __launch_bounds__(FireqTile<D, Int4>::kThreads, 1) fireq_prefill_kernel(FireqPrefillArgs a) {
+template <int D, bool PingPong, bool ThreeStage, bool Int4, bool Producer>
+__global__ void __launch_bounds__(FireqTile<D, Int4, Producer>::kThreads, 1)
+    fireq_prefill_kernel(FireqPrefillArgs a, const __grid_constant__ CUtensorMap k_map,
+                         const __grid_constant__ CUtensorMap vt_map, const __grid_constant__ CUtensorMap beta_map) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using T = FireqTile<D, Int4>;
+  using T = FireqTile<D, Int4, Producer>;
+  static_assert(!(Producer && ThreeStage), "the producer fills kv_ring.cuh's two-stage ring");
   using S4 = Int4Staging<D>;
   constexpr int kBc = T::kBc, kSteps = kBc / 32;  // k-steps of P̂·V̂: 32 keys each
   constexpr float kLog2e = 1.4426950408889634f;
@@ -140,8 +153,8 @@ __global__ void __launch_bounds__(FireqTile<D, Int4>::kThreads, 1) fireq_prefill
     // The copiers' offsets from an opaque thread index, per tile (v_unit below says why): 16 bytes of spills
     // fewer at d = 128.
     const int tid = opaque_thread_index();
-    const SwizzledCopier<D, kBc, T::kThreads, D> k_copier(tid);  // d-byte rows: a d-byte swizzle
-    const SwizzledCopier<kBc, D, T::kThreads> v_copier(tid);     // V̂ᵀ: d rows of 128 keys
+    const SwizzledCopier<D, kBc, T::kConsumers, D> k_copier(tid);  // d-byte rows: a d-byte swizzle
+    const SwizzledCopier<kBc, D, T::kConsumers> v_copier(tid);     // V̂ᵀ: d rows of 128 keys
     const int col0 = j * kBc;
     if (col0 + kBc <= a.kv_len) {  // an interior tile (kv_pad ≥ kv_len): no bounds
       k_copier.copy_full(stage(j), k + size_t(col0) * D, D);
@@ -377,8 +390,8 @@ __global__ void __launch_bounds__(FireqTile<D, Int4>::kThreads, 1) fireq_prefill
     bv_pending = bv_next;
   };
   auto load_q = [&] {
-    SwizzledCopier<D, T::kBr, T::kThreads, D>(threadIdx.x).copy(sQ, a.q + (size_t(bh) * a.q_len + row0) * D, D,
-                                                                 a.q_len - row0);
+    SwizzledCopier<D, T::kBr, T::kConsumers, D>(threadIdx.x).copy(sQ, a.q + (size_t(bh) * a.q_len + row0) * D, D,
+                                                                   a.q_len - row0);
   };
   auto pin_pv = [&] {
     pin_registers(o);
@@ -402,24 +415,64 @@ __global__ void __launch_bounds__(FireqTile<D, Int4>::kThreads, 1) fireq_prefill
                          finish_tile,
                          [&] { pin_registers(sf); },
                          pin_pv};
-    if constexpr (Int4) kv_ring<T::kStages, PingPong>(tiles, steps, full, empty, convert_int4);
-    else kv_ring<T::kStages, PingPong>(tiles, steps, full, empty);
+    if constexpr (Producer) {  // FP8 mode with the TMA producer (flash3_fp8_sm90.cu's): K̂, V̂ᵀ and β_K per tile
+      if (threadIdx.x == 0)    // full: the producer's one arrival (and the bytes); empty: every consumer thread
+        for (int s = 0; s < T::kStages; ++s) mbar_init(&full[s], 1), mbar_init(&empty[s], T::kConsumers);
+      __syncthreads();  // the barriers initialized; no CTA-wide barrier after this point
+      if (threadIdx.x >= T::kConsumers) {
+        warpgroup_release_registers<kProducerRegs>();
+        if (threadIdx.x == T::kConsumers) {
+          prefetch_tensor_map(&k_map);
+          prefetch_tensor_map(&vt_map);
+          prefetch_tensor_map(&beta_map);
+          kv_produce<T::kStages>(tiles, T::kStageBytes + T::kBetaBytes, [&](int j, uint64_t* bar) {
+            tma_load_3d(stage(j), &k_map, 0, j * kBc, bkv, bar);                 // K̂ rows j·B_c …
+            tma_load_3d(stage(j) + T::kKBytes, &vt_map, j * kBc, 0, bkv, bar);  // V̂ᵀ: d rows, keys j·B_c …
+            tma_load_3d(beta_k_of(j), &beta_map, j * kBc, 0, bkv, bar);         // fl(β_K·τ), 0 past kv_pad
+          }, full, empty);
+        }
+        return;
+      }
+      warpgroup_claim_registers<kConsumerRegs>();
+      kv_ring<T::kStages, PingPong>(tiles, steps, full, empty, ProducerFills{});
+    } else if constexpr (Int4) {
+      kv_ring<T::kStages, PingPong>(tiles, steps, full, empty, convert_int4);
+    } else {
+      kv_ring<T::kStages, PingPong>(tiles, steps, full, empty);
+    }
   }
 
   store_rows<D>(o, l, m, my_row0, t, a.q_len, a.o + size_t(bh) * a.q_len * D, a.lse + size_t(bh) * a.q_len, 1.f, 0.f);
 #endif
 }
 
-template <int D, bool PingPong, bool ThreeStage, bool Int4>
+// The producer's tensor maps: K̂ and V̂ᵀ as flash3_fp8's (tensor_map.h), fl(β_K·τ) as (kv_pad, 1, heads) FP32 in
+// tiles of 128 keys, zero past kv_pad (as the cp.async copy's).
+cudaError_t tensor_maps(const FireqPrefillArgs& a, int d, CUtensorMap& k_map, CUtensorMap& vt_map,
+                        CUtensorMap& beta_map) {
+  const int64_t heads = int64_t(a.batch) * a.kv_heads;
+  if (const cudaError_t e =
+          fp8_kv_tensor_maps(k_map, vt_map, a.k, a.vt, heads, a.kv_len, a.kv_pad, d, kFireqPrefillBlock);
+      e != cudaSuccess)
+    return e;
+  const uint64_t pad = uint64_t(a.kv_pad), row = pad * sizeof(float);
+  return tensor_map_3d(beta_map, TensorElement::fp32, a.beta_k_tau, {pad, 1, uint64_t(heads)}, row, row,
+                       {uint32_t(kFireqPrefillBlock), 1, 1}, 0);
+}
+
+template <int D, bool PingPong, bool ThreeStage, bool Int4, bool Producer = false>
 cudaError_t launch(const FireqPrefillArgs& a, cudaStream_t stream) {
-  using T = FireqTile<D, Int4>;
-  auto* kernel = fireq_prefill_kernel<D, PingPong, ThreeStage, Int4>;
+  using T = FireqTile<D, Int4, Producer>;
+  auto* kernel = fireq_prefill_kernel<D, PingPong, ThreeStage, Int4, Producer>;
+  CUtensorMap k_map{}, vt_map{}, beta_map{};  // unread without the producer
+  if constexpr (Producer)
+    if (const cudaError_t e = tensor_maps(a, D, k_map, vt_map, beta_map); e != cudaSuccess) return e;
   if (const cudaError_t e =
           cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(T::kSmemBytes));
       e != cudaSuccess)
     return e;
   const dim3 grid((a.q_len + T::kBr - 1) / T::kBr, a.batch * a.q_heads);
-  kernel<<<grid, T::kThreads, T::kSmemBytes, stream>>>(a);
+  kernel<<<grid, T::kThreads, T::kSmemBytes, stream>>>(a, k_map, vt_map, beta_map);
   return cudaGetLastError();
 }
 
@@ -430,6 +483,8 @@ cudaError_t launch_d(const FireqPrefillArgs& a, cudaStream_t stream) {
     if (a.three_stage)
       return a.ping_pong ? launch<D, true, true, false>(a, stream) : launch<D, false, true, false>(a, stream);
   }
+  if (a.tma_producer)
+    return a.ping_pong ? launch<D, true, false, false, true>(a, stream) : launch<D, false, false, false, true>(a, stream);
   return a.ping_pong ? launch<D, true, false, false>(a, stream) : launch<D, false, false, false>(a, stream);
 }
 

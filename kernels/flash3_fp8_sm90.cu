@@ -235,27 +235,15 @@ __global__ void __launch_bounds__(Fp8Tile<D, Producer>::kThreads, 1)
 #endif
 }
 
-// The producer's tensor maps: K as (d bytes, kv_len rows, B·H_kv heads) in tiles of 128 rows, with the d-byte
-// swizzle of the K slots; Vᵀ as (kv_pad keys, d rows, B·H_kv heads) in tiles of 128 keys × d rows, with the
-// 128-byte swizzle. Rows of K past kv_len and keys past kv_pad read as zero (as the cp.async copier's).
-template <int D>
-cudaError_t tensor_maps(const Flash3Fp8Args& a, CUtensorMap& k_map, CUtensorMap& vt_map) {
-  const uint64_t kv_heads = uint64_t(a.batch) * a.kv_heads;
-  const uint32_t tile = kFlash3Fp8Block;
-  if (const cudaError_t e = byte_tensor_map_3d(k_map, a.k, {D, uint64_t(a.kv_len), kv_heads}, D,
-                                               uint64_t(a.kv_len) * D, {D, tile, 1}, D);
-      e != cudaSuccess)
-    return e;
-  return byte_tensor_map_3d(vt_map, a.vt, {uint64_t(a.kv_pad), D, kv_heads}, uint64_t(a.kv_pad),
-                            uint64_t(a.kv_pad) * D, {tile, D, 1}, 128);
-}
-
 template <int D, bool PingPong, bool Producer>
 cudaError_t launch(const Flash3Fp8Args& a, cudaStream_t stream) {
   using T = Fp8Tile<D, Producer>;
   CUtensorMap k_map{}, vt_map{};  // unread without the producer
-  if constexpr (Producer)
-    if (const cudaError_t e = tensor_maps<D>(a, k_map, vt_map); e != cudaSuccess) return e;
+  if constexpr (Producer)  // the producer's tensor maps (tensor_map.h)
+    if (const cudaError_t e = fp8_kv_tensor_maps(k_map, vt_map, a.k, a.vt, int64_t(a.batch) * a.kv_heads, a.kv_len,
+                                                 a.kv_pad, D, kFlash3Fp8Block);
+        e != cudaSuccess)
+      return e;
   if (const cudaError_t e = cudaFuncSetAttribute(flash3_fp8_kernel<D, PingPong, Producer>,
                                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                  static_cast<int>(T::kSmemBytes));

@@ -33,8 +33,8 @@ CUtensorMapSwizzle swizzle_mode(int bytes) {
 
 }  // namespace
 
-cudaError_t byte_tensor_map_3d(CUtensorMap& map, const void* base, const uint64_t (&dims)[3], uint64_t row_stride,
-                               uint64_t slab_stride, const uint32_t (&box)[3], int swizzle_bytes) {
+cudaError_t tensor_map_3d(CUtensorMap& map, TensorElement element, const void* base, const uint64_t (&dims)[3],
+                          uint64_t row_stride, uint64_t slab_stride, const uint32_t (&box)[3], int swizzle_bytes) {
   const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
   if (encode == nullptr) return cudaErrorNotSupported;
   if (swizzle_bytes != 0 && swizzle_bytes != 32 && swizzle_bytes != 64 && swizzle_bytes != 128)
@@ -43,10 +43,23 @@ cudaError_t byte_tensor_map_3d(CUtensorMap& map, const void* base, const uint64_
   const cuuint64_t strides[2] = {row_stride, slab_stride};  // dims 1 and 2, in bytes
   const cuuint32_t box_dims[3] = {box[0], box[1], box[2]};
   const cuuint32_t element_strides[3] = {1, 1, 1};
-  const CUresult r = encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, const_cast<void*>(base), global_dims, strides,
+  const CUtensorMapDataType type =
+      element == TensorElement::fp32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_UINT8;
+  const CUresult r = encode(&map, type, 3, const_cast<void*>(base), global_dims, strides,
                             box_dims, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle_mode(swizzle_bytes),
                             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+cudaError_t fp8_kv_tensor_maps(CUtensorMap& k_map, CUtensorMap& vt_map, const uint8_t* k, const uint8_t* vt,
+                               int64_t heads, int kv_len, int kv_pad, int d, int tile) {
+  const uint64_t h = uint64_t(heads), n = uint64_t(kv_len), pad = uint64_t(kv_pad), dd = uint64_t(d);
+  if (const cudaError_t e = tensor_map_3d(k_map, TensorElement::byte, k, {dd, n, h}, dd, n * dd,
+                                          {uint32_t(d), uint32_t(tile), 1}, d);
+      e != cudaSuccess)
+    return e;
+  return tensor_map_3d(vt_map, TensorElement::byte, vt, {pad, dd, h}, pad, pad * dd, {uint32_t(tile), uint32_t(d), 1},
+                       128);
 }
 
 }  // namespace attnlab::kernels
