@@ -74,6 +74,28 @@ inline constexpr KernelTraits kKernelTraits[] = {
     {"fireq",       128, 90,  128, 128, 8,    6,     255, 1},
 };
 
+// The kernels whose K/V tiles a producer warpgroup can copy (FlashAttention-3 §3.1's warp specialization: one
+// thread of a third warpgroup issues each tile's TMA loads; the consumer warpgroups issue no copy and wait only on
+// the slot's full mbarrier), and the variant parameter values that select it: every (param, value) of `when` must
+// hold. Anywhere else the consumers copy with cp.async. The kernel backends (kernels/flash3_fp8_backend.cpp,
+// kernels/fireq_backend.cpp) launch by the same conditions; the cost model reads this table (sim/schedule.cpp).
+struct ProducerLoads {
+  const char* variant;
+  int arch;  // the kernel generation (KernelTraits::arch) that has the producer
+  struct Holds {
+    const char* param;
+    const char* value;
+  };
+  Holds when[3];  // unused entries: {nullptr, nullptr}
+};
+inline constexpr ProducerLoads kProducerLoads[] = {
+    // flash3_fp8 v8 (kernels/flash3_fp8_sm90.cu), prefill and decode (its prefill kernel at q_len 1).
+    {"flash3_fp8", 90, {{"kv_loads", "tma_producer"}, {nullptr, nullptr}, {nullptr, nullptr}}},
+    // fireq prefill v6 (kernels/fireq_prefill_sm90.cu): the FP8 mode's two-stage order only; the INT4 mode converts
+    // in the consumers and the three-stage order keeps cp.async.
+    {"fireq", 90, {{"kv_loads", "tma_producer"}, {"prefill_kv", "fp8"}, {"pipeline", "two_stage"}}},
+};
+
 // A warp's stall per issued instruction, in cycles, by what it waits for (Nsight Compute's stall reasons of
 // the kernel, per issued instruction): the fixed-latency pipes' results (FMA, integer, ALU: "wait"), the MIO
 // pipes' (shared memory, SFU, conversions: "short scoreboard"), global memory ("long scoreboard"), barriers,

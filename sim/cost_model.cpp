@@ -91,6 +91,7 @@ Layout layout(const Schedule& s, const GpuSpec& g, const ModelOptions& o, std::v
   l.variant = s.variant;
   l.stages = s.stages;
   l.warpgroup_mma = s.warpgroup_mma;
+  l.producer_loads = s.producer_loads;
   l.work = s.total();
   l.ctas_per_sm = ctas_per_sm(s, g, &ex);
   l.slots = double(g.sm_count) * l.ctas_per_sm;
@@ -148,8 +149,7 @@ Timing timing(const Layout& l, const GpuSpec& g) {
   t.t_rows = l.serial_bytes / bandwidth;
   const double t_kv = t.t_mem - t.t_rows;
   t.unit_ms["hbm"] = t.t_mem * 1e3;
-  const double t_compute =
-      (std::max(t.t_tensor, t.t_simt) + std::min(t.t_tensor, t.t_simt) / l.interleave) * l.tail_factor;
+  const double t_compute = overlapped_compute(t.t_tensor, t.t_simt, l.interleave, l.producer_loads) * l.tail_factor;
   t.t_body = t.t_rows + (l.stages >= 2 ? std::max(t_kv, t_compute) : t_kv + t_compute);
   t.time_ms = t.t_body * 1e3 + l.waves * g.cta_overhead_us * 1e-3 + l.launches * kLaunchUs * 1e-3;
   if (t_kv + t.t_rows >= t_compute) t.bound = "memory";

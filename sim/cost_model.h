@@ -25,6 +25,11 @@
 //      does not overlap them), but k resident CTAs interleave their phases:
 //      t_compute = max(t_tensor, t_simt) + min(t_tensor, t_simt) / k, with k counting each of a wgmma
 //      kernel's warpgroups (their MMAs are asynchronous, so one's softmax runs under another's MMAs).
+//      Where a producer warpgroup copies the K/V tiles (Schedule::producer_loads; FlashAttention-3 §3.1's warp
+//      specialization), the consumer warpgroups issue no copies and never wait for their own: their MMAs and
+//      softmax overlap completely, t_compute = max(t_tensor, t_simt). Measured on the H100 (flash3_fp8 v8, fireq
+//      prefill v6; kernels/PERF.md): the time the producer saves over the consumers' cp.async is this
+//      min(t_tensor, t_simt) / k term at 0.79–1.11 of it (median 0.98) over 16 pairs of d 64 and 128.
 //   4. Tail: CTAs run in waves over the S slots; uneven loops (causal) are placed longest first. The
 //      makespan of that placement over the ideal Σ work / S multiplies t_compute (the per-SM units sit
 //      idle in a ragged last wave; HBM bandwidth is shared by whoever runs, so t_mem is not multiplied).
@@ -84,6 +89,7 @@ struct Layout {
   Work work;
   int ctas_per_sm = 1, stages = 2, launches = 1;
   bool warpgroup_mma = false;  // wgmma kernel: mma_sync_fraction does not apply
+  bool producer_loads = false; // a producer warpgroup copies K/V: MMAs and softmax overlap completely (step 3)
   int interleave = 1;          // MMA/softmax streams that overlap per SM: CTAs, × warpgroups per CTA for wgmma
   double slots = 1, dram_bytes = 0, tail_factor = 1, waves = 0;
   double serial_bytes = 0;  // of dram_bytes: Q in, O out, partials — not overlapped with the loop
@@ -102,6 +108,12 @@ struct Timing {
 };
 // The first launch's terms; time_ms includes the later launches'.
 Timing timing(const Layout& l, const GpuSpec& gpu);
+// Step 3's compute time before the tail: the larger of the tensor and SIMT times, plus the smaller one's share
+// that `interleave` streams leave exposed — none where a producer warpgroup copies the K/V tiles. timing() and
+// FactorTiming both take it from here.
+inline double overlapped_compute(double t_tensor, double t_simt, double interleave, bool producer_loads) {
+  return std::max(t_tensor, t_simt) + (producer_loads ? 0.0 : std::min(t_tensor, t_simt) / interleave);
+}
 // The machine-repairman issue rate (step 2) of a scheduler with `warps` warps (between two integers:
 // interpolated) that each stall `stall` > 0 cycles after every instruction.
 double repairman_issue_rate(double warps, double stall);

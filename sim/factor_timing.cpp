@@ -26,7 +26,7 @@ FactorTiming::Row FactorTiming::row_of(const Layout& l) {
   Row r;
   for (const auto& [u, ops] : l.work.ops)
     if (ops > 0) r.ops.push_back({unit_index(u), ops, is_tensor(u)});
-  r.mma_sync = !l.warpgroup_mma;
+  r.mma_sync = !l.warpgroup_mma, r.producer_loads = l.producer_loads;
   r.dram_bytes = l.dram_bytes, r.serial_bytes = l.serial_bytes, r.interleave = l.interleave;
   r.tail_factor = l.tail_factor, r.waves = l.waves, r.stages = l.stages, r.launches = l.launches;
   r.warps_per_scheduler = l.warps_per_scheduler, r.latency_term = l.latency_term, r.issue_stall = l.stall.total();
@@ -62,7 +62,7 @@ double FactorTiming::time_ms(const Row& l, const Rates& r) const {
   const double t_mem = l.dram_bytes / r.bandwidth;
   const double t_rows = l.serial_bytes / r.bandwidth;
   const double t_kv = t_mem - t_rows;
-  const double t_compute = (std::max(t_tensor, t_simt) + std::min(t_tensor, t_simt) / l.interleave) * l.tail_factor;
+  const double t_compute = overlapped_compute(t_tensor, t_simt, l.interleave, l.producer_loads) * l.tail_factor;
   const double t_body = t_rows + (l.stages >= 2 ? std::max(t_kv, t_compute) : t_kv + t_compute);
   double t = t_body * 1e3 + l.waves * r.cta_overhead_us * 1e-3 + l.launches * kLaunchUs * 1e-3;
   for (const Row& next : l.then) t += time_ms(next, r);

@@ -59,7 +59,7 @@ class FactorTiming {
     bool mma_sync = true;
     double dram_bytes = 0, serial_bytes = 0, interleave = 1, tail_factor = 1, waves = 0;
     double warps_per_scheduler = 1, issue_stall = 0;
-    bool latency_term = true;
+    bool latency_term = true, producer_loads = false;
     int stages = 2, launches = 1;
     std::vector<Row> then;  // the later launches
   };

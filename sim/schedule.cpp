@@ -174,6 +174,19 @@ int kernel_generation(const Problem& p, const VariantRequest& v, const GpuSpec& 
   return g == 0 ? 80 : g;
 }
 
+// Whether a producer warpgroup copies the K/V tiles of v's kernel of generation `arch` (core/kernel_traits.h
+// kProducerLoads: the variant's row and its parameter values).
+bool producer_loads(const VariantRequest& v, int arch) {
+  for (const ProducerLoads& r : kProducerLoads) {
+    if (v.id != r.variant || arch != r.arch) continue;
+    bool holds = true;
+    for (const ProducerLoads::Holds& h : r.when)
+      holds = holds && (!h.param || (declares(v, h.param) && v.params.choice(h.param) == h.value));
+    if (holds) return true;
+  }
+  return false;
+}
+
 // The unfused standard attention of notes §2.1: S = QKᵀ and P = softmax(S) go through HBM in the
 // declaration's formats (FP32).
 Schedule naive_schedule(const Problem& p, const Storage& st, const Format& f) {
@@ -408,6 +421,10 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
     s.warpgroup_mma = t->arch == 90;
     s.warp_chains = t->warp_chains && p.phase == Phase::decode;
     s.pow2_ctas = t->pow2_ctas;
+    s.producer_loads = producer_loads(v, t->arch);
+    if (s.producer_loads)
+      s.explain.push_back("K/V tiles copied by a producer warpgroup's TMA loads (FlashAttention-3 §3.1); the two "
+                          "consumer warpgroups issue no copies");
   } else {
     s.tiles_from = "variant parameters";
     s.block_r = static_cast<int>(param_or(v, "block_r", 128));
