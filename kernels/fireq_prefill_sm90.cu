@@ -11,7 +11,10 @@
 //   Output   O = Oᵢ/ℓ → BF16, L = m + log ℓ
 // FP8 mode: β_K arrives as fl(β_K·τ) (the host's product), staged per tile in shared memory beside K (512 bytes
 // a slot, copied with the tile, in V̂ᵀ's key order), and each thread reads the 32 it needs (its columns 8n + 2t
-// + {0, 1}) as 8 float4s in the softmax; β_V is read once per tile from HBM. The factor per element costs one
+// + {0, 1}) as 8 float4s in the softmax; β_V is read once per tile from HBM. K/V loads (fireq_prefill.h's
+// tma_producer, FP8 mode, two-stage order): a producer warpgroup issues each tile's K̂, V̂ᵀ and β_K as three TMA
+// loads (flash3_fp8_sm90.cu's, tma_fill.cuh) and the consumers, at 240 registers by setmaxnreg, issue none
+// (kv_ring.cuh's ProducerFills); otherwise every consumer thread copies its share with cp.async. The factor per element costs one
 // FMUL more per score than flash3_fp8's per-tile factor, which it folds into the exponent's FFMA; in return the
 // scores equal the reference's up to the accumulator (the [gpu] test's item 1), and the running max is taken
 // on them.
@@ -38,8 +41,9 @@
 // FMULs per score); v2 — S·fl(β_K,j·τ) per element and β_i·log₂e in the exponent's FFMA (one FMUL): the same
 // time; v3 — the INT4 mode; β_K in V̂ᵀ's key order read as float4s, and the opaque thread index (FP8 mode
 // 5–8% faster at d = 128: Nsight Compute had put its gap to flash3_fp8 in shared-memory waits, short scoreboard
-// 0.58 against 0.17 per issue); v4 — fl(β_K·τ) from the host (another 4–6%); v5 (this) — the INT4 mode's V̂ᵀ
-// stores off one base (≤ 1.6%, within the runs' spread).
+// 0.58 against 0.17 per issue); v4 — fl(β_K·τ) from the host (another 4–6%); v5 — the INT4 mode's V̂ᵀ
+// stores off one base (≤ 1.6%, within the runs' spread); v6 (this) — the FP8 mode's TMA producer (12–18% at
+// d = 128; ptxas: the consumers at 240 without spills with ping-pong, 16 bytes without).
 #include "kernels/fireq_prefill.h"
 #include "kernels/kernel_path.h"
 

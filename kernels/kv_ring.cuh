@@ -76,8 +76,9 @@ template <int kStages, bool kPingPong = false, class Steps, class Convert = NoCo
 __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uint64_t* empty, Convert convert = {}) {
   constexpr bool kFilled = std::is_same_v<Convert, ProducerFills>;
   constexpr bool kConverts = !kFilled && !std::is_same_v<Convert, NoConvert>;
-  static_assert(kStages >= (kConverts || kFilled ? 4 : 6),
-                "tiles j−2 … j+3 resident while j+4 loads (converting or filled: j−1 … j+2)");
+  static_assert(kStages >= (kConverts ? 4 : kFilled ? 2 : 6),
+                "tiles j−2 … j+3 resident while j+4 loads (converting: j−1 … j+2; filled: the producer waits on "
+                "empty, any depth ≥ 2)");
   constexpr int kAhead = 4;  // copies of tile t issued at iteration t − kAhead
   if (tiles <= 0) return;
   if constexpr (!kFilled) {
