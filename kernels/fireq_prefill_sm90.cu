@@ -85,12 +85,6 @@ struct Int4Staging {
   static_assert(kKChunks * kThreads * 16 == 64 * D && kVUnits <= kThreads, "every chunk and unit has a thread");
 };
 
-// Registers per thread after setmaxnreg with a producer warpgroup (flash3_fp8_sm90.cu's split): 2·240 + 24 ≤
-// 3·168, the pool of a 384-thread CTA.
-inline constexpr int kLaunchRegs = 65536 / 384 / 8 * 8;
-inline constexpr int kConsumerRegs = 240, kProducerRegs = 24;
-static_assert(2 * kConsumerRegs + kProducerRegs <= 3 * kLaunchRegs);
-
 template <int D, bool Int4, bool Producer = false>
 struct FireqTile {
   static constexpr KernelTraits kTraits = *find_kernel_traits("fireq", D, 90);
@@ -420,24 +414,20 @@ __global__ void __launch_bounds__(FireqTile<D, Int4, Producer>::kThreads, 1)
                          [&] { pin_registers(sf); },
                          pin_pv};
     if constexpr (Producer) {  // FP8 mode with the TMA producer (flash3_fp8_sm90.cu's): K̂, V̂ᵀ and β_K per tile
-      if (threadIdx.x == 0)    // full: the producer's one arrival (and the bytes); empty: every consumer thread
-        for (int s = 0; s < T::kStages; ++s) mbar_init(&full[s], 1), mbar_init(&empty[s], T::kConsumers);
-      __syncthreads();  // the barriers initialized; no CTA-wide barrier after this point
-      if (threadIdx.x >= T::kConsumers) {
-        warpgroup_release_registers<kProducerRegs>();
-        if (threadIdx.x == T::kConsumers) {
-          prefetch_tensor_map(&k_map);
-          prefetch_tensor_map(&vt_map);
-          prefetch_tensor_map(&beta_map);
-          kv_produce<T::kStages>(tiles, T::kStageBytes + T::kBetaBytes, [&](int j, uint64_t* bar) {
+      const bool consumer = split_warpgroups<T::kStages, T::kConsumers>(
+          tiles, T::kStageBytes + T::kBetaBytes,
+          [&] {
+            prefetch_tensor_map(&k_map);
+            prefetch_tensor_map(&vt_map);
+            prefetch_tensor_map(&beta_map);
+          },
+          [&](int j, uint64_t* bar) {
             tma_load_3d(stage(j), &k_map, 0, j * kBc, bkv, bar);                 // K̂ rows j·B_c …
             tma_load_3d(stage(j) + T::kKBytes, &vt_map, j * kBc, 0, bkv, bar);  // V̂ᵀ: d rows, keys j·B_c …
             tma_load_3d(beta_k_of(j), &beta_map, j * kBc, 0, bkv, bar);         // fl(β_K·τ), 0 past kv_pad
-          }, full, empty);
-        }
-        return;
-      }
-      warpgroup_claim_registers<kConsumerRegs>();
+          },
+          full, empty);
+      if (!consumer) return;
       kv_ring<T::kStages, PingPong>(tiles, steps, full, empty, ProducerFills{});
     } else if constexpr (Int4) {
       kv_ring<T::kStages, PingPong>(tiles, steps, full, empty, convert_int4);

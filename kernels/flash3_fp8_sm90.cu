@@ -34,13 +34,6 @@ namespace attnlab::kernels {
 
 namespace {
 
-// Registers per thread after setmaxnreg with a producer warpgroup (FA3's split): a 384-thread CTA launches
-// with 168 (65536 / 384, rounded down to 8), so 2·R_consumer + R_producer ≤ 3·168 = 504 — an increase the
-// pool cannot cover would block in setmaxnreg.inc forever.
-inline constexpr int kLaunchRegs = 65536 / 384 / 8 * 8;
-inline constexpr int kConsumerRegs = 240, kProducerRegs = 24;
-static_assert(2 * kConsumerRegs + kProducerRegs <= 3 * kLaunchRegs);
-
 template <int D, bool Producer>
 struct Fp8Tile {
   static constexpr KernelTraits kTraits = *find_kernel_traits("flash3_fp8", D, 90);
@@ -208,23 +201,19 @@ __global__ void __launch_bounds__(Fp8Tile<D, Producer>::kThreads, 1)
                          pin_registers(p);
                        }};
   __shared__ uint64_t full[T::kStages], empty[T::kStages];
-  if constexpr (Producer) {
-    if (threadIdx.x == 0)  // full: the producer's one arrival (and the bytes); empty: every consumer thread
-      for (int s = 0; s < T::kStages; ++s) mbar_init(&full[s], 1), mbar_init(&empty[s], T::kConsumers);
-    __syncthreads();  // the barriers initialized; no CTA-wide barrier after this point
-    if (threadIdx.x >= T::kConsumers) {
-      warpgroup_release_registers<kProducerRegs>();
-      if (threadIdx.x == T::kConsumers) {
-        prefetch_tensor_map(&k_map);
-        prefetch_tensor_map(&vt_map);
-        kv_produce<T::kStages>(tiles, T::kStageBytes, [&](int j, uint64_t* bar) {
+  if constexpr (Producer) {  // tma_fill.cuh: the producer warpgroup copies, the consumers compute
+    const bool consumer = split_warpgroups<T::kStages, T::kConsumers>(
+        tiles, T::kStageBytes,
+        [&] {
+          prefetch_tensor_map(&k_map);
+          prefetch_tensor_map(&vt_map);
+        },
+        [&](int j, uint64_t* bar) {
           tma_load_3d(stage(j), &k_map, 0, j * kBc, bkv, bar);                 // K rows j·B_c …, d bytes each
           tma_load_3d(stage(j) + T::kKBytes, &vt_map, j * kBc, 0, bkv, bar);  // Vᵀ: d rows, keys j·B_c …
-        }, full, empty);
-      }
-      return;
-    }
-    warpgroup_claim_registers<kConsumerRegs>();
+        },
+        full, empty);
+    if (!consumer) return;
     kv_ring<T::kStages, PingPong>(tiles, steps, full, empty, ProducerFills{});
   } else {
     kv_ring<T::kStages, PingPong>(tiles, steps, full, empty);

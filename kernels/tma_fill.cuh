@@ -52,6 +52,12 @@ __device__ __forceinline__ void warpgroup_claim_registers() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
 }
 
+// The register split of a CTA of two consumer warpgroups and one producer (FA3's 240 / 24): a 384-thread CTA
+// launches with 168 registers a thread (65536 / 384, rounded down to 8), so 2·240 + 24 ≤ 3·168 = 504.
+inline constexpr int kProducerCtaLaunchRegs = 65536 / 384 / 8 * 8;
+inline constexpr int kConsumerRegs = 240, kProducerRegs = 24;
+static_assert(2 * kConsumerRegs + kProducerRegs <= 3 * kProducerCtaLaunchRegs);
+
 // The producer's loop, run by one thread: tile t into slot t mod kStages once every consumer has arrived on
 // that slot's empty barrier for tile t − kStages (phase ⌊t/kStages⌋ − 1), then expect_tx of the tile's bytes on
 // full[slot] and issue(t, &full[slot]) — the tile's TMA loads. The thread may leave while its last loads are in
@@ -65,6 +71,30 @@ __device__ __forceinline__ void kv_produce(int tiles, uint32_t tile_bytes, Issue
     mbar_arrive_expect_tx(&full[slot], tile_bytes);
     issue(t, &full[slot]);
   }
+}
+
+// The warpgroups part of a producer kernel: thread 0 initializes the ring's barriers — full[] for the producer's
+// one arrival (and the bytes), empty[] for every consumer thread — and after the CTA's last barrier the
+// producer warpgroup (threads kConsumers …) gives its registers back; one of its threads calls prefetch() and
+// runs kv_produce with `issue`. Returns false to the producer's threads, which then leave, and true to the
+// consumers once they hold kConsumerRegs.
+template <int kStages, int kConsumers, class Prefetch, class Issue>
+__device__ __forceinline__ bool split_warpgroups(int tiles, uint32_t tile_bytes, Prefetch&& prefetch, Issue&& issue,
+                                                 uint64_t* full, uint64_t* empty) {
+  static_assert(kConsumers == 256, "two consumer warpgroups: the register split above");
+  if (threadIdx.x == 0)
+    for (int s = 0; s < kStages; ++s) mbar_init(&full[s], 1), mbar_init(&empty[s], kConsumers);
+  __syncthreads();  // the barriers initialized; no CTA-wide barrier after this point
+  if (threadIdx.x >= kConsumers) {
+    warpgroup_release_registers<kProducerRegs>();
+    if (threadIdx.x == kConsumers) {
+      prefetch();
+      kv_produce<kStages>(tiles, tile_bytes, issue, full, empty);
+    }
+    return false;
+  }
+  warpgroup_claim_registers<kConsumerRegs>();
+  return true;
 }
 
 }  // namespace attnlab::kernels

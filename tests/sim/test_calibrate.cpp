@@ -6,6 +6,7 @@
 #include "sim/factor_timing.h"
 #include "sim/schedule.h"
 #include "tests/catch.h"
+#include "tests/support/model_cases.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -18,12 +19,7 @@
 namespace attnlab::sim {
 namespace {
 
-VariantRequest request(const std::string& id, std::initializer_list<std::pair<const char*, nlohmann::json>> set = {}) {
-  const VariantSpec& v = *find_variant(id);
-  VariantRequest r{id, ParamValues::defaults(v.params), ""};
-  for (const auto& [name, value] : set) r.params.set(v.params, name, value, "test");
-  return r;
-}
+using test::request;
 
 std::vector<Measurement> shipped(const std::string& file) {
   return load_measurements(std::string(ATTNLAB_SOURCE_DIR) + "/sim/measurements/" + file);

@@ -2,6 +2,7 @@
 #include "core/registry.h"
 #include "sim/capacity.h"
 #include "tests/catch.h"
+#include "tests/support/model_cases.h"
 #include "tests/support/input_error.h"
 
 #include <nlohmann/json.hpp>
@@ -9,12 +10,7 @@
 namespace attnlab::sim {
 namespace {
 
-VariantRequest request(const std::string& id, std::initializer_list<std::pair<const char*, nlohmann::json>> set = {}) {
-  const VariantSpec& v = *find_variant(id);
-  VariantRequest r{id, ParamValues::defaults(v.params), ""};
-  for (const auto& [name, value] : set) r.params.set(v.params, name, value, "test");
-  return r;
-}
+using test::request;
 
 TEST_CASE("Llama-3-8B on an H100 at 4096 tokens: FP16 cache, max batch and decode throughput by hand",
           "[sim][capacity]") {

@@ -13,6 +13,7 @@
 #include "sim/model_backend.h"
 #include "sim/schedule.h"
 #include "tests/catch.h"
+#include "tests/support/model_cases.h"
 #include "tests/support/input_error.h"
 
 #include <fmt/format.h>
@@ -33,17 +34,9 @@ Problem prefill(int64_t n, int64_t d, bool causal, int64_t heads = 4, int64_t kv
   return p;
 }
 
-VariantRequest request(const std::string& id, std::initializer_list<std::pair<const char*, nlohmann::json>> set = {}) {
-  const VariantSpec& v = *find_variant(id);
-  VariantRequest r{id, ParamValues::defaults(v.params), ""};
-  for (const auto& [name, value] : set) r.params.set(v.params, name, value, "test");
-  return r;
-}
+using test::request;
+using test::h100;
 
-const GpuSpec& h100() {
-  static const GpuSpec g = load_gpu_spec("h100-sxm5");
-  return g;
-}
 
 double bytes_of(const Work& w, const std::string& t) { return w.bytes.count(t) ? w.bytes.at(t) : 0.0; }
 

@@ -7,6 +7,7 @@
 #include "sim/measurements.h"
 #include "sim/schedule.h"
 #include "tests/catch.h"
+#include "tests/support/model_cases.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -25,17 +26,9 @@ Problem bench_prefill(int64_t n, int64_t d, bool causal) {
   return p;
 }
 
-VariantRequest request(const std::string& id, std::initializer_list<std::pair<const char*, nlohmann::json>> set = {}) {
-  const VariantSpec& v = *find_variant(id);
-  VariantRequest r{id, ParamValues::defaults(v.params), ""};
-  for (const auto& [name, value] : set) r.params.set(v.params, name, value, "test");
-  return r;
-}
+using test::request;
+using test::h100;
 
-const GpuSpec& h100() {
-  static const GpuSpec g = load_gpu_spec("h100-sxm5");
-  return g;
-}
 
 TEST_CASE("a producer warpgroup copies K/V where the kernel has one and the parameters select it", "[sim][model]") {
   const Problem p = bench_prefill(4096, 128, false), p64 = bench_prefill(4096, 64, false);
