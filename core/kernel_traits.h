@@ -78,7 +78,8 @@ inline constexpr KernelTraits kKernelTraits[] = {
 // thread of a third warpgroup issues each tile's TMA loads; the consumer warpgroups issue no copy and wait only on
 // the slot's full mbarrier), and the variant parameter values that select it: every (param, value) of `when` must
 // hold. Anywhere else the consumers copy with cp.async. The kernel backends (kernels/flash3_fp8_backend.cpp,
-// kernels/fireq_backend.cpp) launch by the same conditions; the cost model reads this table (sim/schedule.cpp).
+// kernels/fireq_backend.cpp) and the cost model (sim/schedule.cpp) both ask core/producer_loads.h, which reads
+// this table: a kernel that gains a producer is one row here.
 struct ProducerLoads {
   const char* variant;
   int arch;  // the kernel generation (KernelTraits::arch) that has the producer

@@ -2,6 +2,7 @@
 #include "kernels/fireq_backend.h"
 
 #include "core/metrics.h"
+#include "core/producer_loads.h"
 #include "kernels/backend.h"
 #include "kernels/cuda_check.h"
 #include "kernels/fireq_decode_host.h"
@@ -31,8 +32,9 @@ void run_prefill(const Experiment& e, const VariantRequest& v, const QKV& in, co
   const size_t copies = input_copies(sets[0].bytes());
   while (sets.size() < copies) sets.push_back(upload_fireq_prefill(host));
   const bool three = three_stage(v);
-  // The TMA producer where the kernel has one (the FP8 mode's two-stage order; fireq_prefill.h).
-  const bool tma_producer = v.params.choice("kv_loads") == "tma_producer" && !host.int4_kv && !three;
+  // The TMA producer where the kernel has one (the FP8 mode's two-stage order; core/producer_loads.h, the
+  // model's rule too).
+  const bool tma_producer = producer_loads(v, 90);
   const FireqPrefillOutput once = fireq_prefill_once(p, sets[0], three, true, tma_producer);
   DeviceBuffer o(size_t(p.q_shape().count()) * sizeof(__nv_bfloat16)),
       lse(size_t(p.batch * p.q_heads * p.q_len) * sizeof(float));

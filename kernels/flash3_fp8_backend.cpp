@@ -8,6 +8,7 @@
 #include "kernels/timing.h"
 
 #include "core/probes.h"
+#include "core/producer_loads.h"
 #include "core/variants/shared_probes.h"
 
 #include <cuda_fp16.h>
@@ -32,7 +33,7 @@ std::string flash3_fp8_cannot_run(const VariantRequest& v, const Experiment& e, 
 void flash3_fp8_run(const Experiment& e, const VariantRequest& v, const QKV& in, const TensorF64& truth,
                     const DeviceInfo&, VariantResult& into) {
   const Problem& p = e.problem;
-  const bool tma_producer = v.params.choice("kv_loads") == "tma_producer";
+  const bool tma_producer = producer_loads(v, 90);  // core/producer_loads.h: the model's rule too
   const size_t rows = size_t(p.batch * p.q_heads * p.q_len);
   DeviceBuffer o(size_t(p.q_shape().count()) * sizeof(__half)), lse(rows * sizeof(float));
   // The variant's storage format: E4M3 Q, K, Vᵀ and FP32 block scales in HBM before the kernel starts.

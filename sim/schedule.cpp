@@ -15,6 +15,7 @@
 
 #include "core/error.h"
 #include "core/kernel_traits.h"
+#include "core/producer_loads.h"
 #include "core/registry.h"
 #include "core/storage.h"
 #include "core/variants/turbo_chains.h"
@@ -172,19 +173,6 @@ int kernel_generation(const Problem& p, const VariantRequest& v, const GpuSpec& 
                                            variants::pinned_generation(v.params),
                                            static_cast<int>(param_or(v, "block_c", 0)));
   return g == 0 ? 80 : g;
-}
-
-// Whether a producer warpgroup copies the K/V tiles of v's kernel of generation `arch` (core/kernel_traits.h
-// kProducerLoads: the variant's row and its parameter values).
-bool producer_loads(const VariantRequest& v, int arch) {
-  for (const ProducerLoads& r : kProducerLoads) {
-    if (v.id != r.variant || arch != r.arch) continue;
-    bool holds = true;
-    for (const ProducerLoads::Holds& h : r.when)
-      holds = holds && (!h.param || (declares(v, h.param) && v.params.choice(h.param) == h.value));
-    if (holds) return true;
-  }
-  return false;
 }
 
 // The unfused standard attention of notes §2.1: S = QKᵀ and P = softmax(S) go through HBM in the
