@@ -11,13 +11,13 @@
 //   Output   O = Oᵢ/ℓ → BF16, L = m + log ℓ
 // FP8 mode: β_K arrives as fl(β_K·τ) (the host's product), staged per tile in shared memory beside K (512 bytes
 // a slot, copied with the tile, in V̂ᵀ's key order), and each thread reads the 32 it needs (its columns 8n + 2t
-// + {0, 1}) as 8 float4s in the softmax; β_V is read once per tile from HBM. K/V loads (fireq_prefill.h's
-// tma_producer, FP8 mode, two-stage order): a producer warpgroup issues each tile's K̂, V̂ᵀ and β_K as three TMA
-// loads (flash3_fp8_sm90.cu's, tma_fill.cuh) and the consumers, at 240 registers by setmaxnreg, issue none
-// (kv_ring.cuh's ProducerFills); otherwise every consumer thread copies its share with cp.async. The factor per element costs one
+// + {0, 1}) as 8 float4s in the softmax; β_V is read once per tile from HBM. The factor per element costs one
 // FMUL more per score than flash3_fp8's per-tile factor, which it folds into the exponent's FFMA; in return the
 // scores equal the reference's up to the accumulator (the [gpu] test's item 1), and the running max is taken
-// on them.
+// on them. K/V loads (fireq_prefill.h's tma_producer; FP8 mode, two-stage order): a producer warpgroup issues
+// each tile's K̂, V̂ᵀ and β_K as three TMA loads (flash3_fp8_sm90.cu's, tma_fill.cuh) and the consumers, at 240
+// registers by setmaxnreg, issue none (kv_ring.cuh's ProducerFills); otherwise every consumer thread copies its
+// share with cp.async.
 // INT4 mode (§3.1.1 Step 1): the tiles come out of decode's cache (core/variants/fireq_layout.h) — each thread
 // copies its share of a tile's codes and σ words into staging (Int4Staging) with cp.async and, two iterations
 // later, converts exactly those bytes through the token's table (kernels/fireq_lut.cuh) into the slot's K̂ rows

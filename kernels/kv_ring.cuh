@@ -68,9 +68,7 @@ struct NoConvert {
 // loads Q (its own cp.async, then a barrier among the 256 consumer threads, named barrier 3) and computes. The
 // kernel initializes the barriers — full[] counts the producer's arrivals, empty[] the 256 consumers — and
 // syncs the CTA before the warpgroups part.
-struct ProducerFills {
-  __device__ void operator()(int) const {}
-};
+struct ProducerFills {};
 
 template <int kStages, bool kPingPong = false, class Steps, class Convert = NoConvert>
 __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uint64_t* empty, Convert convert = {}) {

@@ -2,6 +2,8 @@
 
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
 
+#include <optional>
+
 namespace attnlab::kernels {
 
 namespace {
@@ -22,12 +24,14 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
   return encode;
 }
 
-CUtensorMapSwizzle swizzle_mode(int bytes) {
+// The driver's swizzle mode for `bytes`, or nothing for a width it has no mode for.
+std::optional<CUtensorMapSwizzle> swizzle_mode(int bytes) {
   switch (bytes) {
     case 128: return CU_TENSOR_MAP_SWIZZLE_128B;
     case 64: return CU_TENSOR_MAP_SWIZZLE_64B;
     case 32: return CU_TENSOR_MAP_SWIZZLE_32B;
-    default: return CU_TENSOR_MAP_SWIZZLE_NONE;
+    case 0: return CU_TENSOR_MAP_SWIZZLE_NONE;
+    default: return std::nullopt;
   }
 }
 
@@ -35,10 +39,10 @@ CUtensorMapSwizzle swizzle_mode(int bytes) {
 
 cudaError_t tensor_map_3d(CUtensorMap& map, TensorElement element, const void* base, const uint64_t (&dims)[3],
                           uint64_t row_stride, uint64_t slab_stride, const uint32_t (&box)[3], int swizzle_bytes) {
+  const std::optional<CUtensorMapSwizzle> swizzle = swizzle_mode(swizzle_bytes);
+  if (!swizzle) return cudaErrorInvalidValue;
   const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
   if (encode == nullptr) return cudaErrorNotSupported;
-  if (swizzle_bytes != 0 && swizzle_bytes != 32 && swizzle_bytes != 64 && swizzle_bytes != 128)
-    return cudaErrorInvalidValue;
   const cuuint64_t global_dims[3] = {dims[0], dims[1], dims[2]};
   const cuuint64_t strides[2] = {row_stride, slab_stride};  // dims 1 and 2, in bytes
   const cuuint32_t box_dims[3] = {box[0], box[1], box[2]};
@@ -46,7 +50,7 @@ cudaError_t tensor_map_3d(CUtensorMap& map, TensorElement element, const void* b
   const CUtensorMapDataType type =
       element == TensorElement::fp32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_UINT8;
   const CUresult r = encode(&map, type, 3, const_cast<void*>(base), global_dims, strides,
-                            box_dims, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle_mode(swizzle_bytes),
+                            box_dims, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, *swizzle,
                             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }

@@ -30,6 +30,7 @@
 #include "kernels/device.h"
 #include "kernels/flash3_fp8_host.h"
 #include "kernels/kernel_path.h"
+#include "kernels/tensor_map.h"
 #include "tests/catch.h"
 
 #include <fmt/format.h>
@@ -118,6 +119,17 @@ TEST_CASE("flash3_fp8 kernel equals the flash3_fp8 reference up to rare E4M3 fli
     check_case(d, 1, 777, false, 2, seed + 2);
     check_case(d, 513, 513, true, 4, seed + 3, "llm_like");
   }
+}
+
+TEST_CASE("TMA tensor maps: a swizzle width the hardware has no mode for is refused before the driver is asked",
+          "[kernels][fp8]") {
+  // tensor_map.h: 0, 32, 64 or 128 bytes. Anything else is the caller's mistake, cudaErrorInvalidValue, on any
+  // machine (no driver needed to say so — a GPU-less build answers the same).
+  CUtensorMap map{};
+  const uint8_t byte = 0;
+  for (int swizzle : {16, 48, 96, 256, -128})
+    CHECK(kernels::tensor_map_3d(map, kernels::TensorElement::byte, &byte, {128, 128, 1}, 128, 128 * 128,
+                                 {128, 128, 1}, swizzle) == cudaErrorInvalidValue);
 }
 
 TEST_CASE("flash3_fp8 kernel: small shapes for the sanitizers", "[gpu][sanitize]") {
