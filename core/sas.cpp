@@ -197,17 +197,8 @@ void fp16_loop(float* __restrict t, int64_t n, float m, const Fp16Kernel& k, con
 
 }  // namespace
 
-// d rounded once to FP16 (RNE), for any double d: round to odd into a float (truncate towards zero —
-// one step of the bit pattern back when the conversion rounded away from zero — then set the last bit
-// if inexact), then RNE to FP16. Rounding to odd at ≥ 11 + 2 bits first makes the final rounding exact
-// (Boldo & Melquiond 2008); a plain float(d) could land on an FP16 tie and round twice. Mask
-// arithmetic: the conditions are data-dependent coin flips that branches would mispredict.
-float fp16_from_double(double d) {
-  const float f = static_cast<float>(d);
-  const uint32_t away = std::fabs(static_cast<double>(f)) > std::fabs(d);
-  const uint32_t inexact = static_cast<double>(f) != d;
-  return round16(std::bit_cast<float>((std::bit_cast<uint32_t>(f) - away) | inexact));
-}
+// formats::round_fp16_from_double says how (round to odd into a float, then RNE to FP16).
+float fp16_from_double(double d) { return formats::round_fp16_from_double(d); }
 
 
 void validate(const Config& c) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <bit>
+#include <cmath>
 #include <cstdint>
 
 namespace attnlab::formats {
@@ -62,5 +63,16 @@ inline float bf16_value(uint16_t b) { return std::bit_cast<float>(static_cast<ui
 // x rounded to the nearest representable FP16 / BF16 value, returned as FP32.
 inline float round_fp16(float x) { return fp16_value(fp16_bits(x)); }
 inline float round_bf16(float x) { return bf16_value(bf16_bits(x)); }
+
+// d rounded ONCE to FP16 (nearest even), as a float. float(d) first could land on an FP16 tie and round
+// twice; instead d is rounded to odd at float precision (truncate, then set the last bit if inexact) and
+// only then to nearest-even FP16: rounding to odd at ≥ 11 + 2 bits first makes the final rounding exact
+// (Boldo & Melquiond 2008). Mask arithmetic: the conditions are data-dependent coin flips.
+inline float round_fp16_from_double(double d) {
+  const float f = static_cast<float>(d);
+  const uint32_t away = std::fabs(static_cast<double>(f)) > std::fabs(d);
+  const uint32_t inexact = static_cast<double>(f) != d;
+  return round_fp16(std::bit_cast<float>((std::bit_cast<uint32_t>(f) - away) | inexact));
+}
 
 }  // namespace attnlab::formats

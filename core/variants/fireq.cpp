@@ -11,8 +11,9 @@
 //               token's scale: LUT[c] = FP8(c·σ), c ∈ [−8, 7] (fireq::int4_fp8_lut). The tensor core
 //               multiplies these E4M3 values.
 //   App. D      prefill with prefill_kv = fp8 reads K and V "quantized in FP8 (not in INT4)" instead, to
-//               E4M3 with BF16 scales by Eq. 2's rule: K̃ (smoothed as above) per token, k̂ = FP8(k̃/β_K); V per
-//               KV tile j of B_c tokens, v̂ = FP8(v/β_V,ⱼ) (fireq::quantize_block_fp8); no INT4 codes, no LUT.
+//               E4M3 with BF16 scales by Eq. 2's rule: K̃ (smoothed as above) per token (or per KV tile:
+//               fp8_k_scale), k̂ = FP8(k̃/β_K); V per KV tile j of B_c tokens, v̂ = FP8(v/β_V,ⱼ)
+//               (fireq::quantize_block_fp8); no INT4 codes, no LUT.
 // Per (batch, query head):
 //   §3.2.1      Q̃ = Q·s (the inverse calibration N⁻¹, S⁻¹ merged into the query side), so Q̃K̃ᵀ = QKᵀ.
 //   Eq. 2       Q̃ to FP8 E4M3 with a BF16 scale β per token: β = bf16(max|q̃|/448), q̂ = FP8(q̃/β).
@@ -64,9 +65,18 @@
 //   - P̃ goes to E4M3 without a scale (P̃ ≤ 1 fits; Alg. 1 and §3.2.2 name none): values below 2⁻¹⁰
 //     flush to 0 (probe `fireq.p_zero`). ℓ sums the unquantized P̃ (Alg. 1 l. 15 sums P before the FP8
 //     conversion), as flash2 does with FP16.
-//   - The paper's kernel accumulates S in FP16 and computes the softmax in FP16 (§3.2.2); we keep S, m,
-//     ℓ and exp in FP32 (ExpF32), so that the variant isolates the INT4/FP8 storage formats of
-//     KV4Q8-FP.
+//   - The paper's kernel accumulates S in FP16 and computes the softmax in FP16 (§3.2.2). By default
+//     (softmax_precision = fp32) we keep S, m, ℓ and exp in FP32 (ExpF32), so that the variant isolates the
+//     INT4/FP8 storage formats of KV4Q8-FP. softmax_precision = fp16 is the paper's: S₂ = fp16(S·log₂e) after
+//     the FP32 scale (not an FP16 accumulator: the unscaled E4M3 products overflow it), m₂ and P̃ = 2^{S₂ − m₂}
+//     in FP16, s, ℓ and O in FP32 (core/fireq/softmax_fp16.h has the choices). Prefill only: decode keeps FP32
+//     (§3.2.2 is the prefill kernel's), so in fp16 decode no longer repeats prefill's last row.
+//   - fp8_k_scale (prefill_kv = fp8). token (default): β_K per token, Eq. 2's rule, applied per column of S.
+//     tile: one β_K per KV tile of B_c tokens, quantized and applied as β_V's (the max over the tile's tokens
+//     and channels). Alg. 1 l. 8 and 12 scale S by τ alone, so the paper's loop has no per-key factor: a K
+//     scale constant over a tile folds into τ, as FlashAttention-3's FP8 block scales do — in a kernel one
+//     factor per row and tile instead of one multiply and one shared-memory read per score. The price is
+//     V's: a tile's keys share the step of its largest |k̃|.
 //   - The FP8 products are computed exactly and rounded once to FP32: every E4M3 value is a multiple of
 //     2⁻⁹ below 2⁹, so q̂·k̂ and p̂·v̂ are multiples of 2⁻¹⁸ and a dot product of ≤ 256 + 16 terms is an
 //     integer multiple of 2⁻¹⁸ of magnitude < 2⁴⁵ — exact in FP64 in any summation order. The Eigen
@@ -104,6 +114,7 @@
 #include "core/variants/variants.h"
 
 #include "core/error.h"
+#include "core/fireq/softmax_fp16.h"
 #include "core/fireq/token_fp8.h"
 #include "core/formats/fp8.h"
 #include "core/formats/half.h"
@@ -164,11 +175,15 @@ void attend(const Problem& p, const QHead& q, const KvHead& kv, const Settings& 
   RowMatrix<double> Sd, Gd, Pd, Kd, Vd;
   RowMatrix<float> S, G;
   Eigen::VectorXf f_q;
+  std::vector<float> c_row(static_cast<size_t>(Br)), g_col(static_cast<size_t>(Bc + kPad));  // fp16_softmax's factors
+  std::vector<int64_t> vis(static_cast<size_t>(Br));
   for (int64_t i = 0; i < Tr; ++i) {
     const int64_t row0 = i * Br, rows = std::min(Br, p.q_len - row0);
     const auto Qi = q.q.middleRows(row0, rows);
     f_q.resize(rows);
     for (int64_t r = 0; r < rows; ++r) f_q[r] = q.beta[row0 + r] * tau;  // β·τ
+    if (st.fp16_softmax)
+      for (int64_t r = 0; r < rows; ++r) c_row[r] = fireq::fp16_row_factor(q.beta[row0 + r], tau, st.k_scale_per_column());
     state.reset(rows, d);
     const int64_t tiles = (p.visible_keys(row0 + rows - 1) + Bc - 1) / Bc;  // causal: later tiles skipped
     double bytes = rows * (double(d) * kF8 + kBF16);
@@ -181,14 +196,22 @@ void attend(const Problem& p, const QHead& q, const KvHead& kv, const Settings& 
       Vd = kv.v.middleRows(col0, cols_pad).cast<double>();
       Sd.noalias() = Qi * Kd.transpose();  // exact (head comment)
       S = Sd.cast<float>();
-      if (!st.k_scale_per_column()) {
-        S.array().colwise() *= f_q.array();  // S = (Q̂·LUT(K)ᵀ)·(β·τ)
-      } else {
-        for (int64_t r = 0; r < rows; ++r)  // S = (Q̂·codesᵀ)·((β·σ_K)·τ), or (Q̂·K̂ᵀ)·((β·β_K)·τ)
-          S.row(r).array() *= (kv.k_col.segment(col0, cols_pad).array() * q.beta[row0 + r]) * tau;
-      }
       auto visible = [&](int64_t r) { return std::clamp<int64_t>(p.visible_keys(row0 + r) - col0, 0, cols); };
-      state.step(S, visible, ExpF32{});  // S now holds P̃ (masked and padded entries 0)
+      if (!st.fp16_softmax) {
+        if (!st.k_scale_per_column()) {
+          S.array().colwise() *= f_q.array();  // S = (Q̂·LUT(K)ᵀ)·(β·τ)
+        } else {
+          for (int64_t r = 0; r < rows; ++r)  // S = (Q̂·codesᵀ)·((β·σ_K)·τ), or (Q̂·K̂ᵀ)·((β·β_K)·τ)
+            S.row(r).array() *= (kv.k_col.segment(col0, cols_pad).array() * q.beta[row0 + r]) * tau;
+        }
+        state.step(S, visible, ExpF32{});  // S now holds P̃ (masked and padded entries 0)
+      } else {  // §3.2.2: S₂ = fp16(S·factors·log₂e), m₂ and P̃ in FP16 (softmax_fp16.h)
+        if (st.k_scale_per_column())
+          for (int64_t c = 0; c < cols_pad; ++c) g_col[c] = kv.k_col[col0 + c] * tau;  // fl(k_c·τ)
+        fireq::scores_to_fp16_log2(S, st.k_scale_per_column() ? g_col.data() : nullptr, c_row.data());
+        for (int64_t r = 0; r < rows; ++r) vis[r] = visible(r);
+        fireq::softmax_step_fp16(state, S, vis.data());
+      }
       formats::round_fp8_inplace(S.data(), S.size(), Fp8::e4m3, formats::Overflow::saturate);  // P̂ = FP8(P̃)
       for (int64_t r = 0; r < rows; ++r) rec.visible += visible(r);
       rec.zeroed -= (S.array() > 0.0f).count();
@@ -199,12 +222,14 @@ void attend(const Problem& p, const QHead& q, const KvHead& kv, const Settings& 
       state.G += G;  // FP32 accumulator
       if (i == trace_block) {
         rec.trace_tile.push_back(double(j));
-        rec.trace_m.insert(rec.trace_m.end(), state.m.data(), state.m.data() + rows);
+        const float to_natural = st.fp16_softmax ? fireq::kLn2 : 1.0f;  // fp16_softmax keeps m₂ in log₂ units
+        for (int64_t r = 0; r < rows; ++r) rec.trace_m.push_back(state.m[r] * to_natural);
         rec.trace_l.insert(rec.trace_l.end(), state.l.data(), state.l.data() + rows);
         rec.trace_bytes.push_back(bytes);
       }
     }
     auto Oi = o.middleRows(row0, rows);
+    if (st.fp16_softmax) fireq::maxima_to_natural(state);
     state.finish(Oi, lse + row0);  // l. 24: Oᵢ / ℓᵢ; L = m + log ℓ
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c = 0; c < d; ++c) Oi(r, c) = formats::round_bf16(Oi(r, c));  // O stored in BF16
@@ -259,10 +284,12 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, 
   const bool f8 = st.fp8_kv;
   out.probes["scales.q"] = per_head(p, p.q_heads, p.q_len, sq, "",
                                     "β per query token: bf16(max|q̃|/448), q̂ = FP8(q̃/β) (Eq. 2)");
-  out.probes["scales.k"] = per_head(p, p.kv_heads, p.kv_len, sk, "",
-                                    f8 ? "β per key token: bf16(max|k̃|/448), k̂ = FP8(k̃/β) (Eq. 2's rule, App. D), after smoothing"
-                                       : "σ per key token: max|k̃|/7 stored in E4M3 (or FP32) (Eq. 1), after smoothing");
   const int64_t v_tiles = (p.kv_len + st.block_c - 1) / st.block_c;
+  out.probes["scales.k"] = per_head(p, p.kv_heads, st.k_tile ? v_tiles : p.kv_len, sk, "",
+                                    st.k_tile ? "β_K per KV tile (B_c tokens): bf16(max|k̃|/448) over the tile, k̂ = FP8(k̃/β_K) "
+                                                "(fp8_k_scale = tile), after smoothing"
+                                    : f8 ? "β per key token: bf16(max|k̃|/448), k̂ = FP8(k̃/β) (Eq. 2's rule, App. D), after smoothing"
+                                         : "σ per key token: max|k̃|/7 stored in E4M3 (or FP32) (Eq. 1), after smoothing");
   out.probes["scales.v"] = per_head(p, p.kv_heads, f8 ? v_tiles : p.kv_len, sv, "",
                                     f8 ? "β_V per KV tile (B_c tokens): bf16(max|v|/448) over the tile, v̂ = FP8(v/β_V) "
                                          "(Eq. 2's rule, App. D; one scale per tile, head comment)"
@@ -288,7 +315,7 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, 
   out.probes["fireq.scale_events"] = labelled(
       {"k_underflow", "v_underflow", "k_saturated", "v_saturated", "k_subnormal", "v_subnormal"},
       {under[0], under[1], sat[0], sat[1], sub[0], sub[1]}, "tokens",
-      f8 ? "FP8 prefill: underflow: non-zero K tokens (k_underflow) and V tiles (v_underflow) whose BF16 β was not "
+      f8 ? "FP8 prefill: underflow: non-zero K tokens (tiles with fp8_k_scale = tile; k_underflow) and V tiles (v_underflow) whose BF16 β was not "
            "a normal float (β = 1 used, the token or tile flushes to 0); saturated, subnormal: 0 (BF16 keeps FP32's "
            "range)"
          : "tokens whose scale σ left the format's range (underflow: below 2⁻⁹ in E4M3, Lemma B.1; saturated: above "
@@ -314,12 +341,16 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, 
   out.probes["hbm_bytes"] = labelled(
       {"q", "k", "v", "scales", "o", "lse"},
       {rows_q * double(d) * kF8, kv_rows * double(d) * st.code_bytes, kv_rows * double(d) * st.code_bytes,
-       rows_q * kBF16 + kv_rows * st.scale_bytes + (f8 ? kv_tiles * kBF16 : kv_rows * st.scale_bytes),
+       rows_q * kBF16 + (st.k_tile ? kv_tiles * kBF16 : kv_rows * st.scale_bytes) +
+           (f8 ? kv_tiles * kBF16 : kv_rows * st.scale_bytes),
        rows_q * double(d) * kBF16, rows_q * kF32},
       "bytes",
       fmt::format("Q in FP8, {} K and V once per row block that needs them, scales (β of Q in BF16, {}), O in "
                   "BF16, L in FP32{}",
-                  f8 ? "E4M3" : "packed INT4", f8 ? "BF16 β_K per token, BF16 β_V per KV tile" : "σ of K and V per token",
+                  f8 ? "E4M3" : "packed INT4",
+                  st.k_tile ? "BF16 β_K and β_V per KV tile"
+                  : f8      ? "BF16 β_K per token, BF16 β_V per KV tile"
+                            : "σ of K and V per token",
                   f8 ? "; besides, the INT4 cache for decode (kv_cache.bytes) is written once" : ""));
 
   const HeadRecord& tr = rec[static_cast<size_t>(std::clamp<int64_t>(req.batch * p.q_heads + req.head, 0, q_heads - 1))];
@@ -344,9 +375,10 @@ void validate(const Problem& p, const ParamValues& v, const std::string& where) 
 // LUT turns INT4 codes into E4M3, P̃ in E4M3); O in BF16. A prefill with prefill_kv = fp8 reads K and V in
 // E4M3 with BF16 scales instead (kv_in, App. D) — what the cost model's schedule reads — and, since decode
 // reads the INT4 cache, writes that cache once (as kv_in declares; App. D's kernel timing leaves it out).
-// kv_in is one TensorStorage for K and V, so it declares a β per token for both, while the reference reads
-// β_V once per KV tile: the schedule over-counts V's scales by 2·(1 − 1/B_c) bytes per token, of the 2d + 4
-// declared per token (1.5% at d = 64, 0.8% at d = 128); declaring V's apart would need kv_in split in two.
+// kv_in is one TensorStorage for K and V, so it declares β_K's grouping for both: with fp8_k_scale = tile one β
+// per KV tile, exact for both; with token a β per token for both, while the reference reads β_V once per KV
+// tile: the schedule over-counts V's scales by 2·(1 − 1/B_c) bytes per token, of the 2d + 4 declared per token
+// (1.5% at d = 64, 0.8% at d = 128); declaring V's apart would need kv_in split in two.
 // Decode and the capacity model (a decode problem) see the INT4 cache alone.
 Storage storage(const Problem& p, const ParamValues& v) {
   Storage s;
@@ -354,8 +386,10 @@ Storage storage(const Problem& p, const ParamValues& v) {
   s.o = kBf16;
   s.q_in = {kE4m3, kWhole, {{"β", kBf16, {1, kWhole}}}};
   s.cache.channels = p.head_dim;
-  if (p.phase == Phase::prefill && v.choice("prefill_kv") == "fp8")
-    s.kv_in = TensorStorage{kE4m3, kWhole, {{"β", kBf16, {1, kWhole}}}};
+  if (p.phase == Phase::prefill && v.choice("prefill_kv") == "fp8") {
+    const int64_t per = v.choice("fp8_k_scale") == "tile" ? v.integer("block_c") : 1;  // β_K's tokens (β_V's: below)
+    s.kv_in = TensorStorage{kE4m3, kWhole, {{"β", kBf16, {per, kWhole}}}};
+  }
   const NumberFormat sigma = v.choice("scale_format") == "fp32" ? kFp32 : kE4m3;
   s.cache.classes = {{kOtherHeads, {int_format(4), kWhole, {{"σ_K", sigma, {1, kWhole}}}},
                       {int_format(4), kWhole, {{"σ_V", sigma, {1, kWhole}}}}}};
@@ -386,6 +420,12 @@ VariantSpec fireq() {
                         "K/V prefill reads: the INT4 cache (decode's, so decode repeats prefill's last row), or E4M3 "
                         "with BF16 scales, per token for K and per KV tile for V (App. D's prefill); decode always "
                         "reads the INT4 cache"),
+      ParamSpec::choice("fp8_k_scale", "token", {"token", "tile"},
+                        "prefill_kv = fp8: K̃'s BF16 β_K per token (Eq. 2's rule), or one per KV tile of block_c tokens "
+                        "as β_V (Alg. 1 l. 8, 12 scale S by τ alone: a K scale constant over a tile folds into it)"),
+      ParamSpec::choice("softmax_precision", "fp32", {"fp32", "fp16"},
+                        "prefill's S, m and P̃: FP32, or FP16 as FireQ §3.2.2 (S rounded to FP16 after its FP32 scale, "
+                        "in log₂ units, P̃ = 2^(S − m) in FP16; s, ℓ and O stay FP32); decode always FP32"),
       ParamSpec::choice("pipeline", "two_stage", {"two_stage", "three_stage"},
                         "the GPU prefill kernel's loop order: FlashAttention-3's two stages, or FireQ Alg. 1's three "
                         "(§3.2.2; head_dim 64 only); the reference's numbers do not depend on it"),

@@ -76,10 +76,10 @@ KvHead prepare_kv(const float* k, const float* v, int64_t n, int64_t d, const Se
   std::vector<float> ks = std::move(sk.k);
 
   if (st.fp8_kv) {
-    // App. D: K̃ in E4M3 with Eq. 2's BF16 β per token, V with one per KV tile (head comment); V̂ stays
-    // unscaled, attend() multiplies tile j's P̂·V̂ by β_V,j.
+    // App. D: K̃ in E4M3 with Eq. 2's BF16 β per token (or per KV tile: fp8_k_scale), V with one per KV tile
+    // (head comment); V̂ stays unscaled, attend() multiplies tile j's P̂·V̂ by β_V,j.
     fireq::TokenFp8 fk, fv;
-    x.k = fp8_operand(ks.data(), n, d, 1, fk);
+    x.k = fp8_operand(ks.data(), n, d, st.k_scale_block(), fk);
     x.v = fp8_operand(v, n, d, st.block_c, fv);
     x.s_k = fk.scale, x.s_v = fv.scale;
     x.clamped_k = fk.saturated, x.clamped_v = fv.saturated;
@@ -98,7 +98,7 @@ KvHead prepare_kv(const float* k, const float* v, int64_t n, int64_t d, const Se
   }
   if (st.k_scale_per_column()) {
     x.k_col = Eigen::VectorXf::Zero(n + kPad);
-    for (int64_t t = 0; t < n; ++t) x.k_col[t] = x.s_k[t];
+    for (int64_t t = 0; t < n; ++t) x.k_col[t] = x.s_k[t / st.k_scale_block()];
   }
   quant::HeadRange smoothed = quant::head_range(ks.data(), n, d);  // for the probes
   x.ks_min = std::move(smoothed.channel_min), x.ks_max = std::move(smoothed.channel_max);

@@ -30,12 +30,14 @@ struct Settings {
   fireq::SmoothingParams sp;
   fireq::ScaleFormat format;
   bool lut;
-  bool fp8_kv;         // K̃ and V in FP8 with BF16 scales, β_K per token and β_V per KV tile: prefill with
-                       // prefill_kv = fp8 (App. D)
+  bool fp8_kv;         // K̃ and V in FP8 with BF16 scales, β_K per token (or tile) and β_V per KV tile: prefill
+                       // with prefill_kv = fp8 (App. D)
+  bool k_tile;         // fp8_kv with fp8_k_scale = tile: one β_K per KV tile of block_c tokens, as β_V
+  bool fp16_softmax;   // prefill with softmax_precision = fp16: S, m and P̃ in FP16 (§3.2.2; softmax_fp16.h)
   double code_bytes;   // per K or V element as this run reads it: ½ (packed INT4) or 1 (E4M3)
   double sigma_bytes;  // per token scale of the INT4 cache (which every run leaves): σ in E4M3 (1) or FP32 (4)
   double scale_bytes;  // per token scale as this run reads it: σ of K and V, or β_K in BF16 (2) under fp8_kv
-                       // (β_V is per tile there: kv_tile_bytes)
+                       // (β_V is per tile there, and β_K with k_tile: kv_tile_bytes)
 
   Settings(const ParamValues& v, Phase phase)
       : block_r(v.integer("block_r")),
@@ -49,6 +51,8 @@ struct Settings {
         format(v.choice("scale_format") == "fp32" ? fireq::ScaleFormat::fp32 : fireq::ScaleFormat::fp8_e4m3),
         lut(v.choice("int4_to_fp8") == "lut"),
         fp8_kv(phase == Phase::prefill && v.choice("prefill_kv") == "fp8"),  // decode reads the INT4 cache
+        k_tile(fp8_kv && v.choice("fp8_k_scale") == "tile"),
+        fp16_softmax(phase == Phase::prefill && v.choice("softmax_precision") == "fp16"),  // decode: FP32
         code_bytes(fp8_kv ? kF8 : 0.5),
         sigma_bytes(format == fireq::ScaleFormat::fp32 ? kF32 : kF8),
         scale_bytes(fp8_kv ? kBF16 : sigma_bytes) {}
@@ -56,11 +60,16 @@ struct Settings {
   // K's scale applied to S per key column (its operand unscaled): FP8 K̂, or INT4 codes without the LUT.
   bool k_scale_per_column() const { return fp8_kv || !lut; }
 
+  // K's β_K per KV tile (k_tile) rather than per token: one scale for every column of a tile of S.
+  int64_t k_scale_block() const { return k_tile ? block_c : 1; }
+
   // Bytes of one KV tile of `cols` keys of d channels as this run reads it: K and V codes, K's scale per
-  // token, V's per token (σ) or, under fp8_kv, one BF16 β_V for the tile.
+  // token (or, with k_tile, one BF16 β_K for the tile), V's per token (σ) or, under fp8_kv, one BF16 β_V for
+  // the tile.
   double kv_tile_bytes(int64_t cols, int64_t d) const {
+    const double k_scales = k_tile ? kBF16 : double(cols) * scale_bytes;
     const double v_scales = fp8_kv ? kBF16 : double(cols) * scale_bytes;
-    return 2.0 * double(cols * d) * code_bytes + double(cols) * scale_bytes + v_scales;
+    return 2.0 * double(cols * d) * code_bytes + k_scales + v_scales;
   }
 };
 
@@ -69,6 +78,7 @@ struct KvHead {
   std::vector<float> s;            // (d) smoothing factor per channel: k ← k/s, q ← q·s
   std::vector<int64_t> outliers;   // the CRS pairs (empty for rpn / none)
   std::vector<float> s_k;          // (N) per-token scales σ_K (E4M3 or FP32 values), or β_K (BF16) under fp8_kv
+                                   // — (⌈N / B_c⌉) per KV tile with k_tile
   std::vector<float> s_v;          // (N) per-token σ_V; under fp8_kv (⌈N / B_c⌉) β_V,j (BF16) per KV tile j,
                                    // which attend() applies to tile j's P̂·V̂
   RowMatrix<float> k, v;           // (N + kPad, d) FP8 operands (LUT entries, exact, or FP8; head comment)
