@@ -33,6 +33,8 @@ struct FireqPrefillArgs {
   const float* beta_k_tau = nullptr;  // (B, Hkv, kv_pad) fl(β_K·τ) per key token (the reference's per-column
                                       // factor), 0 for the padding keys, keys permuted per 16 as V̂ᵀ's (vt_permutation.h)
   const float* beta_v = nullptr;   // (B, Hkv, ⌈Nkv / 128⌉) β_V per KV tile
+  // fp8 mode with fp8_k_scale = tile (k_tile): one β_K per KV tile, in place of beta_k_tau:
+  const float* beta_k_tile_tau = nullptr;  // (B, Hkv, ⌈Nkv / 128⌉) fl(β_K,j·τ) per KV tile
   __nv_bfloat16* o = nullptr;      // (B, Hq, Nq, d)
   float* lse = nullptr;            // (B, Hq, Nq)
   int batch = 0, q_heads = 0, kv_heads = 0, q_len = 0, kv_len = 0, kv_pad = 0, head_dim = 0;
@@ -40,6 +42,8 @@ struct FireqPrefillArgs {
   float scale = 0;           // τ = 1/√d as the reference rounds it (FP32)
   bool ping_pong = true;     // the two warpgroups' MMA issues alternate (kv_ring.cuh)
   bool int4_kv = false;      // read `cache` (prefill_kv = int4) instead of k, vt, beta_k_tau, beta_v
+  bool k_tile = false;       // fp8 mode: K's scale per KV tile (beta_k_tile_tau, one factor per row and tile)
+                             // instead of per key (beta_k_tau, one multiply per score)
   bool three_stage = false;  // false: FA3's two-stage order (S_{j+1} issued before P̂·V̂_j, kv_ring.cuh);
                              // true: FireQ Alg. 1's three-stage order (P̂_{j−2}·V̂_{j−2} and S_j in flight
                              // during the softmax of S_{j−1}, kv_ring3.cuh). The same numbers, bit for bit.

@@ -33,6 +33,8 @@ std::string fireq_prefill_refusal(const ParamValues& params, int64_t d, bool thr
     if (params.choice("int4_to_fp8") != "lut")
       return "the fireq prefill kernel converts INT4 to FP8 through §3.1.1's LUT (int4_to_fp8 = lut)";
   }
+  if (params.choice("softmax_precision") != "fp32")
+    return "the fireq prefill kernel computes the softmax in FP32 (softmax_precision = fp32)";
   if (params.integer("block_c") != kFireqPrefillBlock)
     return fmt::format("the fireq prefill kernel's KV tile is {} keys (the reference's B_c: where P̃ meets the running max{}): "
                        "set block_c = {} (got {})",
@@ -53,7 +55,9 @@ std::vector<std::vector<float>> fp8_operands(const Problem& p, const QKV& in, co
   h.kv_pad = int(kv_pad);
   h.k.resize(size_t(kv_heads * n * d));
   h.vt.assign(size_t(kv_heads * d * kv_pad), 0);
-  h.beta_k_tau.assign(size_t(kv_heads * kv_pad), 0.0f);
+  h.k_tile = st.k_tile;
+  if (st.k_tile) h.beta_k_tile_tau.resize(size_t(kv_heads * v_tiles));
+  else h.beta_k_tau.assign(size_t(kv_heads * kv_pad), 0.0f);
   h.beta_v.resize(size_t(kv_heads * v_tiles));
   std::vector<std::vector<float>> s(static_cast<size_t>(kv_heads));  // each KV head's smoothing factors, for its queries
   parallel_for(kv_heads, [&](int64_t bh) {
@@ -68,8 +72,12 @@ std::vector<std::vector<float>> fp8_operands(const Problem& p, const QKV& in, co
     // fl(β_K·τ), the reference's per-column factor (its (k_col·β)·τ is fl(fl(β_K·β)·τ); the kernel's order,
     // fl(S·fl(β_K·τ)) then β in the exponent, is fireq_prefill_sm90.cu's), in V̂ᵀ's key order: a thread's four
     // columns of two n-steps in one float4.
-    for (int64_t t = 0; t < n; ++t)
-      h.beta_k_tau[size_t(bh * kv_pad + t / 16 * 16 + vt_position_of(int(t)))] = x.s_k[size_t(t)] * tau;
+    // With fp8_k_scale = tile, fl(β_K,j·τ) per tile (the kernel's row factor times it, fl(fl(β·log₂e)·that)).
+    if (st.k_tile)
+      for (int64_t j = 0; j < v_tiles; ++j) h.beta_k_tile_tau[size_t(bh * v_tiles + j)] = x.s_k[size_t(j)] * tau;
+    else
+      for (int64_t t = 0; t < n; ++t)
+        h.beta_k_tau[size_t(bh * kv_pad + t / 16 * 16 + vt_position_of(int(t)))] = x.s_k[size_t(t)] * tau;
     std::copy(x.s_v.begin(), x.s_v.end(), h.beta_v.begin() + bh * v_tiles);
     s[size_t(bh)] = x.s;
   });
@@ -112,8 +120,9 @@ FireqPrefillDeviceInputs upload_fireq_prefill(const FireqPrefillHostInputs& h) {
   FireqPrefillDeviceInputs d;
   d.q = upload(h.q), d.k = upload(h.k), d.vt = upload(h.vt);
   d.beta_q = upload(h.beta_q), d.beta_k_tau = upload(h.beta_k_tau), d.beta_v = upload(h.beta_v);
+  d.beta_k_tile_tau = upload(h.beta_k_tile_tau);
   d.cache = upload(h.cache);
-  d.kv_pad = h.kv_pad, d.int4_kv = h.int4_kv;
+  d.kv_pad = h.kv_pad, d.int4_kv = h.int4_kv, d.k_tile = h.k_tile;
   return d;
 }
 
@@ -121,6 +130,7 @@ FireqPrefillArgs fireq_prefill_args(const Problem& p, const FireqPrefillDeviceIn
   FireqPrefillArgs a;
   a.q = in.q.as<uint8_t>(), a.k = in.k.as<uint8_t>(), a.vt = in.vt.as<uint8_t>();
   a.beta_q = in.beta_q.as<float>(), a.beta_k_tau = in.beta_k_tau.as<float>(), a.beta_v = in.beta_v.as<float>();
+  a.beta_k_tile_tau = in.beta_k_tile_tau.as<float>(), a.k_tile = in.k_tile;
   a.cache = in.cache.as<uint8_t>(), a.int4_kv = in.int4_kv;
   a.o = o, a.lse = lse;
   a.batch = int(p.batch), a.q_heads = int(p.q_heads), a.kv_heads = int(p.kv_heads);

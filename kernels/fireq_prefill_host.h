@@ -2,7 +2,7 @@
 // every (batch, KV head) and query head, built with the reference's own steps, uploaded in the kernel's layout,
 // and one correctness launch with poisoned outputs. For the kernel backend and the [gpu] tests. prefill_kv =
 // int4: the INT4 cache of fireq_decode_host.h's fireq_cache_images (decode's); prefill_kv = fp8:
-// fireq_detail::prepare_kv (§3.2.1's smoothing, then App. D's K̃ per token and V per 128-key tile by
+// fireq_detail::prepare_kv (§3.2.1's smoothing, then App. D's K̃ per token or per 128-key tile and V per tile by
 // fireq::quantize_block_fp8). Both: fireq_detail::quantize_query (Q̃ = Q·s, Eq. 2).
 #pragma once
 
@@ -33,6 +33,8 @@ struct FireqPrefillHostInputs {
   std::vector<float> beta_k_tau;  // (B, Hkv, kv_pad) fl(β_K·τ) per key token, 0 for the padding keys, permuted per
                                   // 16 as V̂ᵀ's keys (vt_position_of)
   std::vector<float> beta_v;    // (B, Hkv, ⌈Nkv / 128⌉) β_V per KV tile
+  bool k_tile = false;          // fp8_k_scale = tile: beta_k_tile_tau instead of beta_k_tau
+  std::vector<float> beta_k_tile_tau;  // (B, Hkv, ⌈Nkv / 128⌉) fl(β_K,j·τ) per KV tile
   int kv_pad = 0;               // Nkv rounded up to 16
 };
 // The variant's parameters must be the kernel's (fireq_prefill_refusal says which); throws InputError on
@@ -40,11 +42,12 @@ struct FireqPrefillHostInputs {
 FireqPrefillHostInputs fireq_prefill_host_inputs(const Problem& p, const QKV& in, const ParamValues& params);
 
 struct FireqPrefillDeviceInputs {
-  DeviceBuffer q, k, vt, beta_q, beta_k_tau, beta_v, cache;
+  DeviceBuffer q, k, vt, beta_q, beta_k_tau, beta_k_tile_tau, beta_v, cache;
   int kv_pad = 0;
-  bool int4_kv = false;
+  bool int4_kv = false, k_tile = false;
   size_t bytes() const {
-    return q.bytes() + k.bytes() + vt.bytes() + beta_q.bytes() + beta_k_tau.bytes() + beta_v.bytes() + cache.bytes();
+    return q.bytes() + k.bytes() + vt.bytes() + beta_q.bytes() + beta_k_tau.bytes() + beta_k_tile_tau.bytes() +
+           beta_v.bytes() + cache.bytes();
   }
 };
 FireqPrefillDeviceInputs upload_fireq_prefill(const FireqPrefillHostInputs& h);

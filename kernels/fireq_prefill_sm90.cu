@@ -9,7 +9,10 @@
 //   P·V      P̂ = E4M3(P̃) (cvt.rn.satfinite, no scale), Oᵢ = α·Oᵢ + fl32(P̂·V̂ⱼ)·β_V,ⱼ (INT4 mode: V̂ = LUT(V),
 //            β_V = 1)
 //   Output   O = Oᵢ/ℓ → BF16, L = m + log ℓ
-// FP8 mode: β_K arrives as fl(β_K·τ) (the host's product), staged per tile in shared memory beside K (512 bytes
+// fp8_k_scale = tile (KTile): β_K one per KV tile, fl(β_K,j·τ) from the host, read from HBM one softmax ahead and
+// multiplied into the row factor (fl(β_i·log₂e)·that, two FMULs per thread and tile): the softmax is then
+// flash3_fp8's, with no per-score multiply and no β_K in shared memory (Alg. 1 l. 12's S = mask(τS)).
+// FP8 mode (per key): β_K arrives as fl(β_K·τ) (the host's product), staged per tile in shared memory beside K (512 bytes
 // a slot, copied with the tile, in V̂ᵀ's key order), and each thread reads the 32 it needs (its columns 8n + 2t
 // + {0, 1}) as 8 float4s in the softmax; β_V is read once per tile from HBM. The factor per element costs one
 // FMUL more per score than flash3_fp8's per-tile factor, which it folds into the exponent's FFMA; in return the
@@ -33,7 +36,8 @@
 // for d = 64 only (ptxas, CUDA 13, sm_90a: d = 128 three-stage 255 registers with 1700 bytes of spill stores).
 // A producer warpgroup with setmaxnreg does not help: it moves registers between warpgroups, never past 255
 // per thread. Registers now (ptxas -v): two-stage 215/219 (d = 64), 255 (d = 128; 8 bytes spilled with
-// ping-pong); three-stage 251/255; INT4 189/190 (d = 64), 248/246 (d = 128).
+// ping-pong); three-stage 251/255; INT4 189/190 (d = 64), 248/246 (d = 128); β_K per tile: two-stage 197/200
+// (d = 64), 239/243 (d = 128), three-stage 237/243, none spilled.
 // Per-thread offsets (the copiers', the conversion's) come from opaque_thread_index() inside each step: held in
 // registers across the loop they spilled 80 bytes in the INT4 kernel at d = 128.
 // The exponentials are ex2.approx on S·f·(β_i·log₂e) − m: a few ulp from the reference's FP32 exp.
@@ -85,7 +89,7 @@ struct Int4Staging {
   static_assert(kKChunks * kThreads * 16 == 64 * D && kVUnits <= kThreads, "every chunk and unit has a thread");
 };
 
-template <int D, bool Int4, bool Producer = false>
+template <int D, bool Int4, bool Producer = false, bool KTile = false>
 struct FireqTile {
   static constexpr KernelTraits kTraits = *find_kernel_traits("fireq", D, 90);
   static constexpr int kBr = kTraits.block_r, kBc = kTraits.block_c;
@@ -93,10 +97,11 @@ struct FireqTile {
   static constexpr int kThreads = kConsumers + (Producer ? 128 : 0);  // + the FP8 mode's TMA producer
   static constexpr int kQBytes = kBr * D, kKBytes = kBc * D, kVBytes = D * kBc;  // E4M3: a byte per element
   static constexpr int kStageBytes = kKBytes + kVBytes;
-  static constexpr int kBetaBytes = kBc * 4;  // β_K of one tile, FP32
-  // Per ring slot besides the tile: β_K (FP8 mode). Besides the ring: Q, β of the query rows, alignment, and
-  // in the INT4 mode the staging slots and the 128 tables (2 KB).
-  static constexpr size_t kSlotBytes = size_t(kStageBytes) + (Int4 ? 0 : kBetaBytes);
+  static constexpr bool kBetaKPerKey = !Int4 && !KTile;  // β_K staged per key beside each slot
+  static constexpr int kBetaBytes = kBetaKPerKey ? kBc * 4 : 0;  // β_K of one tile, FP32
+  // Per ring slot besides the tile: β_K per key (FP8 mode, fp8_k_scale = token). Besides the ring: Q, β of the
+  // query rows, alignment, and in the INT4 mode the staging slots and the 128 tables (2 KB).
+  static constexpr size_t kSlotBytes = size_t(kStageBytes) + kBetaBytes;
   static constexpr size_t kFixedBytes = size_t(kQBytes) + size_t(kBr) * 4 + 1024 +
                                         (Int4 ? size_t(Int4Staging<D>::kSlots) * Int4Staging<D>::kBytes + kFireqScales * 16 : 0);
   static constexpr size_t kSmemLimit = 227 * 1024;
@@ -108,17 +113,18 @@ struct FireqTile {
   static_assert(kBr == kFireqPrefillBlock && kBc == kFireqPrefillBlock, "the V scale block is the tile");
   static_assert(kTraits.warps == 8 && kConsumers == Int4Staging<D>::kThreads, "two warpgroups of 64 query rows");
   static_assert(!(Producer && Int4), "the INT4 mode's consumers convert their own copies");
+  static_assert(!(KTile && Int4), "K's scale per tile is the FP8 mode's (the INT4 cache's σ_K is per token)");
   static_assert(kTraits.stages == 6 && kStages >= (Int4 ? 4 : 6), "kv_ring.cuh's ring");
   static_assert(kBetaBytes / 16 <= kConsumers, "one 16-byte copy of β_K per thread at most");
   static_assert(kBc == 2 * fireq_layout::kTile, "a tile is two of the cache's tiles");
 };
 
-template <int D, bool PingPong, bool ThreeStage, bool Int4, bool Producer>
-__global__ void __launch_bounds__(FireqTile<D, Int4, Producer>::kThreads, 1)
+template <int D, bool PingPong, bool ThreeStage, bool Int4, bool Producer, bool KTile>
+__global__ void __launch_bounds__(FireqTile<D, Int4, Producer, KTile>::kThreads, 1)
     fireq_prefill_kernel(FireqPrefillArgs a, const __grid_constant__ CUtensorMap k_map,
                          const __grid_constant__ CUtensorMap vt_map, const __grid_constant__ CUtensorMap beta_map) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using T = FireqTile<D, Int4, Producer>;
+  using T = FireqTile<D, Int4, Producer, KTile>;
   static_assert(!(Producer && ThreeStage), "the producer fills kv_ring.cuh's two-stage ring");
   using S4 = Int4Staging<D>;
   constexpr int kBc = T::kBc, kSteps = kBc / 32;  // k-steps of P̂·V̂: 32 keys each
@@ -128,11 +134,11 @@ __global__ void __launch_bounds__(FireqTile<D, Int4, Producer>::kThreads, 1)
   char* sQ = smem;
   auto stage = [&](int j) { return smem + T::kQBytes + (j % T::kStages) * T::kStageBytes; };  // K̂, V̂ᵀ
   char* after_ring = smem + T::kQBytes + T::kStages * T::kStageBytes;
-  float* sBetaK = reinterpret_cast<float*>(after_ring);  // FP8 mode: β_K, (kStages, B_c)
+  float* sBetaK = reinterpret_cast<float*>(after_ring);  // FP8 mode, β_K per key: (kStages, B_c); else empty
   auto beta_k_of = [&](int j) { return sBetaK + (j % T::kStages) * kBc; };
   auto staging_of = [&](int j) { return after_ring + (j % S4::kSlots) * S4::kBytes; };  // INT4 mode
   uint4* lut = reinterpret_cast<uint4*>(after_ring + S4::kSlots * S4::kBytes);           // INT4 mode: 128 tables
-  float* sBetaQ = Int4 ? reinterpret_cast<float*>(lut + kFireqScales) : sBetaK + T::kStages * kBc;  // (B_r)
+  float* sBetaQ = Int4 ? reinterpret_cast<float*>(lut + kFireqScales) : sBetaK + T::kStages * (T::kBetaBytes / 4);  // (B_r)
 
   const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, group = threadIdx.x / 128;
   const int t = lane % 4;
@@ -147,6 +153,7 @@ __global__ void __launch_bounds__(FireqTile<D, Int4, Producer>::kThreads, 1)
   const uint8_t* vt = Int4 ? nullptr : a.vt + size_t(bkv) * D * a.kv_pad;
   const float* beta_k = Int4 ? nullptr : a.beta_k_tau + size_t(bkv) * a.kv_pad;  // fl(β_K·τ)
   const float* beta_v = Int4 ? nullptr : a.beta_v + size_t(bkv) * ((a.kv_len + kBc - 1) / kBc);
+  const float* beta_k_tile = KTile ? a.beta_k_tile_tau + size_t(bkv) * ((a.kv_len + kBc - 1) / kBc) : nullptr;
   auto load_fp8 = [&](int j) {
     // The copiers' offsets from an opaque thread index, per tile (v_unit below says why): 16 bytes of spills
     // fewer at d = 128.
@@ -161,7 +168,7 @@ __global__ void __launch_bounds__(FireqTile<D, Int4, Producer>::kThreads, 1)
       k_copier.copy(stage(j), k + size_t(col0) * D, D, a.kv_len - col0);
       v_copier.copy(stage(j) + T::kKBytes, vt + col0, a.kv_pad, D, (a.kv_pad - col0) / 16);  // keys are columns
     }
-    if (threadIdx.x < T::kBetaBytes / 16) {  // β_K: 4 keys per copy, zero past kv_pad (masked keys)
+    if (T::kBetaKPerKey && threadIdx.x < T::kBetaBytes / 16) {  // β_K: 4 keys per copy, zero past kv_pad (masked keys)
       const int key = col0 + 4 * int(threadIdx.x);
       cp_async_16(beta_k_of(j) + 4 * threadIdx.x, key < a.kv_pad ? beta_k + key : beta_k, key < a.kv_pad);
     }
@@ -294,6 +301,9 @@ __global__ void __launch_bounds__(FireqTile<D, Int4, Producer>::kThreads, 1)
   uint32_t p[kSteps][4];  // P̂ in E4M3 as A fragments, read by the P̂·V̂ in flight
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};  // m in log₂ units
   float bv_pending = 0.f, bv_next = 0.f;  // β_V of the tile in flight and of the next one
+  // fp8_k_scale = tile: fl(β_K,j·τ) of the tile the next softmax takes, loaded one softmax ahead (a load at the
+  // softmax's start would wait on L2 before the row maxima: the v7 lesson).
+  float kt_next = KTile ? beta_k_tile[0] : 0.f;
 
   auto issue_scores = [&](int j, float (&s)[kBc / 2]) {  // Alg. 1 l. 14: S = Q̂·K̂ⱼᵀ
 #pragma unroll
@@ -312,7 +322,7 @@ __global__ void __launch_bounds__(FireqTile<D, Int4, Producer>::kThreads, 1)
   // S times it: the two orders differ by a few FP32 ulps of S (the [gpu] test's item 2).
   auto softmax = [&](int j, float (&s)[kBc / 2], float (&alpha)[2]) {
     const int col0 = j * kBc;
-    if constexpr (!Int4) {  // the INT4 mode's scale is the row's alone: LUT(K) holds σ_K
+    if constexpr (T::kBetaKPerKey) {  // the INT4 mode's scale is the row's alone (LUT(K) holds σ_K), the tile mode's per tile
       // β_K in V̂ᵀ's key order: the float4 at 16m + 4t holds columns 16m + 2t + {0, 1, 8, 9}, this thread's
       // columns of n-steps 2m and 2m + 1 (v2 read them as 16 float2s).
       const float* bk = beta_k_of(j);
@@ -337,7 +347,11 @@ __global__ void __launch_bounds__(FireqTile<D, Int4, Producer>::kThreads, 1)
       for (int e = 0; e < 4; ++e) mx4[e / 2][2 * (n % 2) + e % 2] = fmaxf(mx4[e / 2][2 * (n % 2) + e % 2], s[4 * n + e]);
     // The row factor β_i·log₂e (sBetaQ) folded into the maximum and the exponent's FFMA: β_i > 0 commutes
     // with the maximum, and m in log₂ units is the maximum times the same factor the exponent takes.
-    const float c[2] = {sBetaQ[my_row0 - row0], sBetaQ[my_row0 - row0 + 8]};
+    float c[2] = {sBetaQ[my_row0 - row0], sBetaQ[my_row0 - row0 + 8]};
+    if constexpr (KTile) {  // fl(fl(β_i·log₂e)·fl(β_K,j·τ)): the tile's K scale joins the row factor
+      c[0] = __fmul_rn(c[0], kt_next), c[1] = __fmul_rn(c[1], kt_next);
+      if (j + 1 < tiles) kt_next = beta_k_tile[j + 1];
+    }
     float mx[2];
 #pragma unroll
     for (int i = 0; i < 2; ++i) mx[i] = fmaxf(fmaxf(mx4[i][0], mx4[i][1]), fmaxf(mx4[i][2], mx4[i][3])) * c[i];
@@ -413,18 +427,18 @@ __global__ void __launch_bounds__(FireqTile<D, Int4, Producer>::kThreads, 1)
                          finish_tile,
                          [&] { pin_registers(sf); },
                          pin_pv};
-    if constexpr (Producer) {  // FP8 mode with the TMA producer (flash3_fp8_sm90.cu's): K̂, V̂ᵀ and β_K per tile
+    if constexpr (Producer) {  // FP8 mode with the TMA producer (flash3_fp8_sm90.cu's): K̂, V̂ᵀ and β_K (per key) per tile
       const bool consumer = split_warpgroups<T::kStages, T::kConsumers>(
           tiles, T::kStageBytes + T::kBetaBytes,
           [&] {
             prefetch_tensor_map(&k_map);
             prefetch_tensor_map(&vt_map);
-            prefetch_tensor_map(&beta_map);
+            if constexpr (T::kBetaKPerKey) prefetch_tensor_map(&beta_map);
           },
           [&](int j, uint64_t* bar) {
             tma_load_3d(stage(j), &k_map, 0, j * kBc, bkv, bar);                 // K̂ rows j·B_c …
             tma_load_3d(stage(j) + T::kKBytes, &vt_map, j * kBc, 0, bkv, bar);  // V̂ᵀ: d rows, keys j·B_c …
-            tma_load_3d(beta_k_of(j), &beta_map, j * kBc, 0, bkv, bar);         // fl(β_K·τ), 0 past kv_pad
+            if constexpr (T::kBetaKPerKey) tma_load_3d(beta_k_of(j), &beta_map, j * kBc, 0, bkv, bar);  // fl(β_K·τ), 0 past kv_pad
           },
           full, empty);
       if (!consumer) return;
@@ -440,27 +454,27 @@ __global__ void __launch_bounds__(FireqTile<D, Int4, Producer>::kThreads, 1)
 #endif
 }
 
-// The producer's tensor maps: K̂ and V̂ᵀ as flash3_fp8's (tensor_map.h), fl(β_K·τ) as (kv_pad, 1, heads) FP32 in
-// tiles of 128 keys, zero past kv_pad (as the cp.async copy's).
-cudaError_t tensor_maps(const FireqPrefillArgs& a, int d, CUtensorMap& k_map, CUtensorMap& vt_map,
+// The producer's tensor maps: K̂ and V̂ᵀ as flash3_fp8's (tensor_map.h), fl(β_K·τ) per key (k_tile false) as
+// (kv_pad, 1, heads) FP32 in tiles of 128 keys, zero past kv_pad (as the cp.async copy's).
+cudaError_t tensor_maps(const FireqPrefillArgs& a, int d, bool k_tile, CUtensorMap& k_map, CUtensorMap& vt_map,
                         CUtensorMap& beta_map) {
   const int64_t heads = int64_t(a.batch) * a.kv_heads;
   if (const cudaError_t e =
           fp8_kv_tensor_maps(k_map, vt_map, a.k, a.vt, heads, a.kv_len, a.kv_pad, d, kFireqPrefillBlock);
-      e != cudaSuccess)
+      e != cudaSuccess || k_tile)
     return e;
   const uint64_t pad = uint64_t(a.kv_pad), row = pad * sizeof(float);
   return tensor_map_3d(beta_map, TensorElement::fp32, a.beta_k_tau, {pad, 1, uint64_t(heads)}, row, row,
                        {uint32_t(kFireqPrefillBlock), 1, 1}, 0);
 }
 
-template <int D, bool PingPong, bool ThreeStage, bool Int4, bool Producer = false>
+template <int D, bool PingPong, bool ThreeStage, bool Int4, bool Producer = false, bool KTile = false>
 cudaError_t launch(const FireqPrefillArgs& a, cudaStream_t stream) {
-  using T = FireqTile<D, Int4, Producer>;
-  auto* kernel = fireq_prefill_kernel<D, PingPong, ThreeStage, Int4, Producer>;
-  CUtensorMap k_map{}, vt_map{}, beta_map{};  // unread without the producer
+  using T = FireqTile<D, Int4, Producer, KTile>;
+  auto* kernel = fireq_prefill_kernel<D, PingPong, ThreeStage, Int4, Producer, KTile>;
+  CUtensorMap k_map{}, vt_map{}, beta_map{};  // unread without the producer (beta_map: without β_K per key)
   if constexpr (Producer)
-    if (const cudaError_t e = tensor_maps(a, D, k_map, vt_map, beta_map); e != cudaSuccess) return e;
+    if (const cudaError_t e = tensor_maps(a, D, KTile, k_map, vt_map, beta_map); e != cudaSuccess) return e;
   if (const cudaError_t e =
           cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(T::kSmemBytes));
       e != cudaSuccess)
@@ -470,16 +484,25 @@ cudaError_t launch(const FireqPrefillArgs& a, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
+// The FP8 mode's kernels for one K scale (KTile: per tile, else per key).
+template <int D, bool KTile>
+cudaError_t launch_fp8(const FireqPrefillArgs& a, cudaStream_t stream) {
+  if constexpr (D == 64) {
+    if (a.three_stage)
+      return a.ping_pong ? launch<D, true, true, false, false, KTile>(a, stream)
+                         : launch<D, false, true, false, false, KTile>(a, stream);
+  }
+  if (a.tma_producer)
+    return a.ping_pong ? launch<D, true, false, false, true, KTile>(a, stream)
+                       : launch<D, false, false, false, true, KTile>(a, stream);
+  return a.ping_pong ? launch<D, true, false, false, false, KTile>(a, stream)
+                     : launch<D, false, false, false, false, KTile>(a, stream);
+}
+
 template <int D>
 cudaError_t launch_d(const FireqPrefillArgs& a, cudaStream_t stream) {
   if (a.int4_kv) return a.ping_pong ? launch<D, true, false, true>(a, stream) : launch<D, false, false, true>(a, stream);
-  if constexpr (D == 64) {
-    if (a.three_stage)
-      return a.ping_pong ? launch<D, true, true, false>(a, stream) : launch<D, false, true, false>(a, stream);
-  }
-  if (a.tma_producer)
-    return a.ping_pong ? launch<D, true, false, false, true>(a, stream) : launch<D, false, false, false, true>(a, stream);
-  return a.ping_pong ? launch<D, true, false, false>(a, stream) : launch<D, false, false, false>(a, stream);
+  return a.k_tile ? launch_fp8<D, true>(a, stream) : launch_fp8<D, false>(a, stream);
 }
 
 }  // namespace
@@ -494,6 +517,7 @@ cudaError_t fireq_prefill_forward(const FireqPrefillArgs& a, cudaStream_t stream
       a.kv_heads < 1 || a.q_heads % a.kv_heads != 0)
     return cudaErrorInvalidValue;
   if (a.int4_kv ? a.cache == nullptr : (a.kv_pad % 16 != 0 || a.kv_pad < a.kv_len)) return cudaErrorInvalidValue;
+  if (!a.int4_kv && (a.k_tile ? a.beta_k_tile_tau == nullptr : a.beta_k_tau == nullptr)) return cudaErrorInvalidValue;
   if (!warpgroup_mma_available()) return cudaErrorNotSupported;
   return a.head_dim == 64 ? launch_d<64>(a, stream) : launch_d<128>(a, stream);
 }

@@ -30,6 +30,10 @@
 // Against FP64 both sides carry the FP8 quantization of Q̃, K̃, V and P̃ (≥ 10⁻² relative on these data); the
 // kernel's extra (items 1–3, rare flips) stays within 5% of it: err_kernel ≤ 1.05·err_reference.
 // The logsumexp sums the FP32 P̃ (not P̂): |ΔL| ≤ item 1 + item 2 + N·2⁻²³ (ℓ's summation order).
+// fp8_k_scale = tile: one β_K per KV tile (uploaded as fl(β_K,j·τ), checked bit for bit). The kernel multiplies
+// S by fl(fl(β_i·log₂e)·fl(β_K,j·τ)), one factor per row and tile, in the exponent's FFMA; the reference by
+// fl(fl(β_K,j·β_i)·τ), then takes exp: the same few FP32 ulps of S as item 2 allows. Items 1 and 3 as above,
+// with each key's tile β_K.
 // prefill_kv = int4 (the default). The operands: Q̂ and β as above, and the INT4 cache decode reads (its E4M3
 // token scales σ checked bit for bit against the reference's scales.k and scales.v probes), which the kernel
 // turns into LUT_σ[c] = FP8(c·σ) with the LUT that test_fireq_decode_kernel.cpp checks byte for byte; every
@@ -62,9 +66,13 @@
 namespace attnlab {
 namespace {
 
-ParamValues kernel_params(const VariantSpec& f, bool int4) {
+// The kernel's K/V reads: the INT4 cache, or App. D's FP8 with β_K per key or per KV tile (fp8_k_scale).
+enum class Mode { int4, fp8_token, fp8_tile };
+
+ParamValues kernel_params(const VariantSpec& f, Mode mode) {
   ParamValues v = ParamValues::defaults(f.params);
-  v.set(f.params, "prefill_kv", int4 ? "int4" : "fp8", "test");
+  v.set(f.params, "prefill_kv", mode == Mode::int4 ? "int4" : "fp8", "test");
+  if (mode == Mode::fp8_tile) v.set(f.params, "fp8_k_scale", "tile", "test");
   v.set(f.params, "block_c", int64_t(kernels::kFireqPrefillBlock), "test");
   v.set(f.params, "block_r", int64_t(kernels::kFireqPrefillBlock), "test");
   return v;
@@ -88,25 +96,28 @@ int64_t differing(const kernels::FireqPrefillOutput& a, const kernels::FireqPref
   return n;
 }
 
-void check_case(bool int4, int64_t d, int64_t nq, int64_t nkv, bool causal, int64_t q_heads, int64_t kv_heads,
+void check_case(Mode mode, int64_t d, int64_t nq, int64_t nkv, bool causal, int64_t q_heads, int64_t kv_heads,
                 uint64_t seed, const char* generator = "llm_like") {
+  const bool int4 = mode == Mode::int4, k_tile = mode == Mode::fp8_tile;
   Problem p;
   p.batch = 2, p.q_heads = q_heads, p.kv_heads = kv_heads, p.head_dim = d, p.q_len = nq, p.kv_len = nkv;
   p.causal = causal;
   const QKV in = data::generate(p, generator, ParamValues::defaults(data::find_generator(generator)->params), seed);
   const TensorF64 truth = attention_fp64(p, in);
   const VariantSpec& f = *find_variant("fireq");
-  const ParamValues params = kernel_params(f, int4);
+  const ParamValues params = kernel_params(f, mode);
   REQUIRE(kernels::fireq_prefill_refusal(params, d) == "");
   const ReferenceOutput ref = f.reference(p, in, params, {});
   const kernels::FireqPrefillHostInputs host = kernels::fireq_prefill_host_inputs(p, in, params);
   const kernels::FireqPrefillDeviceInputs dev_in = kernels::upload_fireq_prefill(host);
   const kernels::FireqPrefillOutput out = kernels::fireq_prefill_once(p, dev_in);
-  INFO(fmt::format("{} d={} Nq={} Nkv={} causal={} H={}/{} {} seed={}", int4 ? "int4" : "fp8", d, nq, nkv, causal,
-                   q_heads, kv_heads, generator, seed));
+  INFO(fmt::format("{} d={} Nq={} Nkv={} causal={} H={}/{} {} seed={}", int4 ? "int4" : k_tile ? "fp8 β_K per tile" : "fp8",
+                   d, nq, nkv, causal, q_heads, kv_heads, generator, seed));
   REQUIRE(host.int4_kv == int4);
+  REQUIRE(host.k_tile == k_tile);
 
-  // The scales: the reference's, bit for bit (β_K uploaded as fl(β_K·τ), kv_pad entries per KV head in V̂ᵀ's key order).
+  // The scales: the reference's, bit for bit (β_K uploaded as fl(β_K·τ), kv_pad entries per KV head in V̂ᵀ's key
+  // order — or one per KV tile with fp8_k_scale = tile).
   const std::vector<double>& sq = ref.probes.at("scales.q").values;
   const std::vector<double>& sk = ref.probes.at("scales.k").values;
   const std::vector<double>& sv = ref.probes.at("scales.v").values;
@@ -114,7 +125,8 @@ void check_case(bool int4, int64_t d, int64_t nq, int64_t nkv, bool causal, int6
   int64_t scale_bad = 0;
   REQUIRE(sq.size() == host.beta_q.size());
   for (size_t i = 0; i < sq.size(); ++i) scale_bad += double(host.beta_q[i]) != sq[i];
-  REQUIRE(int64_t(sk.size()) == pairs * nkv);
+  const int64_t kv_tiles = (nkv + kernels::kFireqPrefillBlock - 1) / kernels::kFireqPrefillBlock;
+  REQUIRE(int64_t(sk.size()) == pairs * (k_tile ? kv_tiles : nkv));
   // Item 1's max‖k̂‖ per KV head and item 3's max|v̂|: of the operands the kernel multiplies.
   std::vector<double> k_norm(size_t(pairs), 0.0);
   double max_v = 0;
@@ -137,8 +149,12 @@ void check_case(bool int4, int64_t d, int64_t nq, int64_t nkv, bool causal, int6
     const float tau = static_cast<float>(p.scale());
     for (int64_t bkv = 0; bkv < pairs; ++bkv)
       for (int64_t j = 0; j < nkv; ++j) {
-        const float beta_k = static_cast<float>(sk[size_t(bkv * nkv + j)]);  // the reference's β_K
-        scale_bad += host.beta_k_tau[size_t(bkv * host.kv_pad + j / 16 * 16 + kernels::vt_position_of(int(j)))] != beta_k * tau;
+        const int64_t tile = j / kernels::kFireqPrefillBlock;
+        const float beta_k = static_cast<float>(sk[size_t(k_tile ? bkv * kv_tiles + tile : bkv * nkv + j)]);  // the reference's β_K
+        if (!k_tile)
+          scale_bad += host.beta_k_tau[size_t(bkv * host.kv_pad + j / 16 * 16 + kernels::vt_position_of(int(j)))] != beta_k * tau;
+        else if (j % kernels::kFireqPrefillBlock == 0)
+          scale_bad += host.beta_k_tile_tau[size_t(bkv * kv_tiles + tile)] != beta_k * tau;
         k_norm[size_t(bkv)] = std::max(k_norm[size_t(bkv)], scaled_norm(host.k.data() + (bkv * nkv + j) * d, d, beta_k));
       }
     // max|v̂·β_V| of the uploaded bytes: tile j's keys are Vᵀ positions [128j, 128j + 128) (permuted within 16s).
@@ -203,58 +219,69 @@ std::string wgmma_refusal() {
 }
 
 // The shapes of either mode: d 64/128, MHA and GQA, causal or not, ragged N, early rows that see no key, G = 8.
-void check_shapes(bool int4, uint64_t seed) {
+void check_shapes(Mode mode, uint64_t seed) {
   for (int64_t d : {64, 128})
     for (int64_t n : {100, 1024, 4097})
       for (bool causal : {false, true}) {
-        check_case(int4, d, n, n, causal, 4, 4, seed + n + d);      // MHA
-        check_case(int4, d, n, n, causal, 8, 2, seed + n + d + 1);  // GQA 4:1
+        check_case(mode, d, n, n, causal, 4, 4, seed + n + d);      // MHA
+        check_case(mode, d, n, n, causal, 8, 2, seed + n + d + 1);  // GQA 4:1
       }
   for (int64_t d : {64, 128}) {
-    check_case(int4, d, 300, 1000, true, 4, 2, seed + 1);             // ragged: more keys than queries, bottom-right
-    check_case(int4, d, 1000, 300, true, 4, 2, seed + 2);             // more queries than keys: early rows see none
-    check_case(int4, d, 513, 513, false, 8, 1, seed + 3, "normal");  // G = 8, no outlier channels
+    check_case(mode, d, 300, 1000, true, 4, 2, seed + 1);             // ragged: more keys than queries, bottom-right
+    check_case(mode, d, 1000, 300, true, 4, 2, seed + 2);             // more queries than keys: early rows see none
+    check_case(mode, d, 513, 513, false, 8, 1, seed + 3, "normal");  // G = 8, no outlier channels
   }
 }
 
 TEST_CASE("fireq prefill kernel (prefill_kv = fp8) equals the fireq reference up to rare E4M3 flips of P̂",
           "[gpu][kernels][fireq]") {
   if (const std::string why = wgmma_refusal(); !why.empty()) ATTNLAB_SKIP(why);
-  check_shapes(false, 20261127);
+  check_shapes(Mode::fp8_token, 20261127);
+}
+
+TEST_CASE("fireq prefill kernel (prefill_kv = fp8, fp8_k_scale = tile) equals the fireq reference up to rare E4M3 "
+          "flips of P̂",
+          "[gpu][kernels][fireq]") {
+  if (const std::string why = wgmma_refusal(); !why.empty()) ATTNLAB_SKIP(why);
+  check_shapes(Mode::fp8_tile, 20261201);
 }
 
 TEST_CASE("fireq prefill kernel (prefill_kv = int4: decode's cache through §3.1.1's LUT) equals the fireq reference "
           "up to rare E4M3 flips of P̂",
           "[gpu][kernels][fireq]") {
   if (const std::string why = wgmma_refusal(); !why.empty()) ATTNLAB_SKIP(why);
-  check_shapes(true, 20261128);
+  check_shapes(Mode::int4, 20261128);
   // A cache of one 64-token tile (the kernel's 128-key tile half missing) and of 65 tokens (half a cache tile).
   for (int64_t d : {64, 128})
-    for (int64_t n : {64, 65}) check_case(true, d, n, n, true, 4, 2, 20261129 + n);
+    for (int64_t n : {64, 65}) check_case(Mode::int4, d, n, n, true, 4, 2, 20261129 + n);
 }
 
 TEST_CASE("fireq prefill kernel: the parameters it refuses, and why", "[kernels][fireq]") {
   const VariantSpec& f = *find_variant("fireq");
-  ParamValues v = kernel_params(f, true);
+  ParamValues v = kernel_params(f, Mode::int4);
   CHECK(kernels::fireq_prefill_refusal(v, 128) == "");
+  CHECK(kernels::fireq_prefill_refusal(kernel_params(f, Mode::fp8_tile), 128) == "");
   CHECK(kernels::fireq_prefill_refusal(v, 96).find("head_dim 96") != std::string::npos);
   CHECK(kernels::fireq_prefill_refusal(v, 64, true).find("two-stage") != std::string::npos);
-  CHECK(kernels::fireq_prefill_refusal(kernel_params(f, false), 64, true) == "");
-  CHECK(kernels::fireq_prefill_refusal(kernel_params(f, false), 128, true).find("head_dim 64") != std::string::npos);
+  CHECK(kernels::fireq_prefill_refusal(kernel_params(f, Mode::fp8_token), 64, true) == "");
+  CHECK(kernels::fireq_prefill_refusal(kernel_params(f, Mode::fp8_token), 128, true).find("head_dim 64") != std::string::npos);
   v.set(f.params, "scale_format", "fp32", "test");
   CHECK(kernels::fireq_prefill_refusal(v, 128).find("scale_format") != std::string::npos);
-  v = kernel_params(f, true);
+  v = kernel_params(f, Mode::int4);
   v.set(f.params, "int4_to_fp8", "exact", "test");
   CHECK(kernels::fireq_prefill_refusal(v, 128).find("int4_to_fp8") != std::string::npos);
-  v = kernel_params(f, true);
+  v = kernel_params(f, Mode::int4);
   v.set(f.params, "block_c", int64_t(64), "test");
   CHECK(kernels::fireq_prefill_refusal(v, 128).find("block_c = 128") != std::string::npos);
+  v = kernel_params(f, Mode::fp8_tile);
+  v.set(f.params, "softmax_precision", "fp16", "test");
+  CHECK(kernels::fireq_prefill_refusal(v, 128).find("softmax_precision = fp32") != std::string::npos);
 }
 
 TEST_CASE("fireq prefill kernel: small shapes for the sanitizers", "[gpu][sanitize]") {
   if (const std::string why = wgmma_refusal(); !why.empty()) ATTNLAB_SKIP(why);
-  for (bool int4 : {false, true})
-    for (int64_t d : {64, 128}) check_case(int4, d, 200, 300, true, 4, 2, 7);
+  for (Mode mode : {Mode::fp8_token, Mode::fp8_tile, Mode::int4})
+    for (int64_t d : {64, 128}) check_case(mode, d, 200, 300, true, 4, 2, 7);
 }
 
 }  // namespace
