@@ -47,11 +47,13 @@ void run_prefill(const Experiment& e, const VariantRequest& v, const QKV& in, co
   const auto ms = time_launches([&](size_t c) { ATTNLAB_CUDA(fireq_prefill_forward(args[c], nullptr)); }, copies);
   into.kernel = result_of(p, once.o, once.lse, truth, ms, double(sets[0].bytes() + o.bytes() + lse.bytes()));
   into.kernel->probes["kernel.launch"] = labelled(
-      {"three_stage", "int4_kv", "tma_producer", "input_sets", "timed_runs"},
-      {double(three), double(host.int4_kv), double(tma_producer), double(copies), double(kTimedRuns)}, "",
+      {"three_stage", "int4_kv", "k_tile", "fp16_softmax", "tma_producer", "input_sets", "timed_runs"},
+      {double(three), double(host.int4_kv), double(host.k_tile), double(host.fp16_softmax), double(tma_producer),
+       double(copies), double(kTimedRuns)},
+      "",
       "the loop order (1 = FireQ Alg. 1's three stages), the K/V read (1 = the INT4 cache through §3.1.1's LUT, 0 = "
-      "App. D's FP8), K/V copied by a TMA producer warpgroup (1) or the consumers' cp.async (0), rotating input "
-      "copies, timed launches");
+      "App. D's FP8), K's FP8 scale per KV tile (1) or per key (0), the softmax in FP16 (1, §3.2.2) or FP32 (0), K/V "
+      "copied by a TMA producer warpgroup (1) or the consumers' cp.async (0), rotating input copies, timed launches");
 }
 
 }  // namespace

@@ -44,6 +44,8 @@ struct FireqPrefillArgs {
   bool int4_kv = false;      // read `cache` (prefill_kv = int4) instead of k, vt, beta_k_tau, beta_v
   bool k_tile = false;       // fp8 mode: K's scale per KV tile (beta_k_tile_tau, one factor per row and tile)
                              // instead of per key (beta_k_tau, one multiply per score)
+  bool fp16_softmax = false;  // FireQ §3.2.2's softmax (softmax_precision = fp16): S₂, m₂ and P̃ in FP16
+                              // (core/fireq/softmax_fp16.h); the two-stage order only
   bool three_stage = false;  // false: FA3's two-stage order (S_{j+1} issued before P̂·V̂_j, kv_ring.cuh);
                              // true: FireQ Alg. 1's three-stage order (P̂_{j−2}·V̂_{j−2} and S_j in flight
                              // during the softmax of S_{j−1}, kv_ring3.cuh). The same numbers, bit for bit.
@@ -55,8 +57,9 @@ struct FireqPrefillArgs {
 inline constexpr int kFireqPrefillBlock = 128;  // B_r = B_c: the V scale block is the KV tile
 
 // Head dims the kernel is compiled for (64, 128), and whether the three-stage order is (FP8 mode, d = 64 only:
-// at d = 128 its two live score accumulators do not fit 255 registers; fireq_prefill_sm90.cu's head comment).
-bool fireq_prefill_supports(int head_dim, bool three_stage = false, bool int4_kv = false);
+// at d = 128 its two live score accumulators do not fit 255 registers; fireq_prefill_sm90.cu's head comment;
+// FP32 softmax only).
+bool fireq_prefill_supports(int head_dim, bool three_stage = false, bool int4_kv = false, bool fp16_softmax = false);
 // Launches on `stream`; cudaErrorNotSupported where no sm_90a kernel can run, cudaErrorInvalidValue on bad args.
 cudaError_t fireq_prefill_forward(const FireqPrefillArgs& a, cudaStream_t stream);
 

@@ -33,8 +33,8 @@ std::string fireq_prefill_refusal(const ParamValues& params, int64_t d, bool thr
     if (params.choice("int4_to_fp8") != "lut")
       return "the fireq prefill kernel converts INT4 to FP8 through §3.1.1's LUT (int4_to_fp8 = lut)";
   }
-  if (params.choice("softmax_precision") != "fp32")
-    return "the fireq prefill kernel computes the softmax in FP32 (softmax_precision = fp32)";
+  if (three_stage && params.choice("softmax_precision") == "fp16")
+    return "the fireq prefill kernel's FP16 softmax (softmax_precision = fp16) runs the two-stage order";
   if (params.integer("block_c") != kFireqPrefillBlock)
     return fmt::format("the fireq prefill kernel's KV tile is {} keys (the reference's B_c: where P̃ meets the running max{}): "
                        "set block_c = {} (got {})",
@@ -101,6 +101,7 @@ FireqPrefillHostInputs fireq_prefill_host_inputs(const Problem& p, const QKV& in
     h.int4_kv = true;
     s = std::move(cache.smoothing);
   }
+  h.fp16_softmax = st.fp16_softmax;
   h.q.resize(size_t(q_heads * p.q_len * d));
   h.beta_q.resize(size_t(q_heads * p.q_len));
   parallel_for(q_heads, [&](int64_t bh) {
@@ -122,7 +123,7 @@ FireqPrefillDeviceInputs upload_fireq_prefill(const FireqPrefillHostInputs& h) {
   d.beta_q = upload(h.beta_q), d.beta_k_tau = upload(h.beta_k_tau), d.beta_v = upload(h.beta_v);
   d.beta_k_tile_tau = upload(h.beta_k_tile_tau);
   d.cache = upload(h.cache);
-  d.kv_pad = h.kv_pad, d.int4_kv = h.int4_kv, d.k_tile = h.k_tile;
+  d.kv_pad = h.kv_pad, d.int4_kv = h.int4_kv, d.k_tile = h.k_tile, d.fp16_softmax = h.fp16_softmax;
   return d;
 }
 
@@ -130,7 +131,7 @@ FireqPrefillArgs fireq_prefill_args(const Problem& p, const FireqPrefillDeviceIn
   FireqPrefillArgs a;
   a.q = in.q.as<uint8_t>(), a.k = in.k.as<uint8_t>(), a.vt = in.vt.as<uint8_t>();
   a.beta_q = in.beta_q.as<float>(), a.beta_k_tau = in.beta_k_tau.as<float>(), a.beta_v = in.beta_v.as<float>();
-  a.beta_k_tile_tau = in.beta_k_tile_tau.as<float>(), a.k_tile = in.k_tile;
+  a.beta_k_tile_tau = in.beta_k_tile_tau.as<float>(), a.k_tile = in.k_tile, a.fp16_softmax = in.fp16_softmax;
   a.cache = in.cache.as<uint8_t>(), a.int4_kv = in.int4_kv;
   a.o = o, a.lse = lse;
   a.batch = int(p.batch), a.q_heads = int(p.q_heads), a.kv_heads = int(p.kv_heads);

@@ -34,6 +34,7 @@ struct FireqPrefillHostInputs {
                                   // 16 as V̂ᵀ's keys (vt_position_of)
   std::vector<float> beta_v;    // (B, Hkv, ⌈Nkv / 128⌉) β_V per KV tile
   bool k_tile = false;          // fp8_k_scale = tile: beta_k_tile_tau instead of beta_k_tau
+  bool fp16_softmax = false;    // softmax_precision = fp16 (§3.2.2)
   std::vector<float> beta_k_tile_tau;  // (B, Hkv, ⌈Nkv / 128⌉) fl(β_K,j·τ) per KV tile
   int kv_pad = 0;               // Nkv rounded up to 16
 };
@@ -44,7 +45,7 @@ FireqPrefillHostInputs fireq_prefill_host_inputs(const Problem& p, const QKV& in
 struct FireqPrefillDeviceInputs {
   DeviceBuffer q, k, vt, beta_q, beta_k_tau, beta_k_tile_tau, beta_v, cache;
   int kv_pad = 0;
-  bool int4_kv = false, k_tile = false;
+  bool int4_kv = false, k_tile = false, fp16_softmax = false;
   size_t bytes() const {
     return q.bytes() + k.bytes() + vt.bytes() + beta_q.bytes() + beta_k_tau.bytes() + beta_k_tile_tau.bytes() +
            beta_v.bytes() + cache.bytes();

@@ -9,6 +9,10 @@
 //   P·V      P̂ = E4M3(P̃) (cvt.rn.satfinite, no scale), Oᵢ = α·Oᵢ + fl32(P̂·V̂ⱼ)·β_V,ⱼ (INT4 mode: V̂ = LUT(V),
 //            β_V = 1)
 //   Output   O = Oᵢ/ℓ → BF16, L = m + log ℓ
+// softmax_precision = fp16 (Fp16, two-stage order): FireQ §3.2.2's softmax — the FP32 scores times their factor
+// rounded to half2 (S₂), the maximum by HMNMX2, P̃ = ex2.approx.f16x2(S₂ − m₂) per half2, ℓ and α in FP32, P̂
+// packed from the half2s (softmax16, pack_p16; kernels/softmax_fp16.cuh). Registers: 254/255 (d 64/128, β_K per
+// key), 194/240 (per tile), 187/248 (INT4).
 // fp8_k_scale = tile (KTile): β_K one per KV tile, fl(β_K,j·τ) from the host, read from HBM one softmax ahead and
 // multiplied into the row factor (fl(β_i·log₂e)·that, two FMULs per thread and tile): the softmax is then
 // flash3_fp8's, with no per-score multiply and no β_K in shared memory (Alg. 1 l. 12's S = mask(τS)).
@@ -46,8 +50,9 @@
 // time; v3 — the INT4 mode; β_K in V̂ᵀ's key order read as float4s, and the opaque thread index (FP8 mode
 // 5–8% faster at d = 128: Nsight Compute had put its gap to flash3_fp8 in shared-memory waits, short scoreboard
 // 0.58 against 0.17 per issue); v4 — fl(β_K·τ) from the host (another 4–6%); v5 — the INT4 mode's V̂ᵀ
-// stores off one base (≤ 1.6%, within the runs' spread); v6 (this) — the FP8 mode's TMA producer (12–18% at
-// d = 128; ptxas: the consumers at 240 without spills with ping-pong, 16 bytes without).
+// stores off one base (≤ 1.6%, within the runs' spread); v6 — the FP8 mode's TMA producer (12–18% at
+// d = 128; ptxas: the consumers at 240 without spills with ping-pong, 16 bytes without); v8 (this) — β_K per
+// tile and the FP16 softmax (built; its H100 numbers in PERF.md once run).
 #include "kernels/fireq_prefill.h"
 #include "kernels/kernel_path.h"
 
@@ -55,6 +60,7 @@
 #include "core/variants/fireq_layout.h"
 #include "kernels/fireq_lut.cuh"
 #include "kernels/kv_ring3.cuh"
+#include "kernels/softmax_fp16.cuh"
 #include "kernels/tensor_map.h"
 #include "kernels/tile_softmax.cuh"
 #include "kernels/tma_fill.cuh"
@@ -119,7 +125,7 @@ struct FireqTile {
   static_assert(kBc == 2 * fireq_layout::kTile, "a tile is two of the cache's tiles");
 };
 
-template <int D, bool PingPong, bool ThreeStage, bool Int4, bool Producer, bool KTile>
+template <int D, bool PingPong, bool ThreeStage, bool Int4, bool Producer, bool KTile, bool Fp16>
 __global__ void __launch_bounds__(FireqTile<D, Int4, Producer, KTile>::kThreads, 1)
     fireq_prefill_kernel(FireqPrefillArgs a, const __grid_constant__ CUtensorMap k_map,
                          const __grid_constant__ CUtensorMap vt_map, const __grid_constant__ CUtensorMap beta_map) {
@@ -299,6 +305,7 @@ __global__ void __launch_bounds__(FireqTile<D, Int4, Producer, KTile>::kThreads,
   float o[D / 2] = {};    // Oᵢ in FP32
   float acc[D / 2];       // P̂·V̂ⱼ, fresh per tile
   uint32_t p[kSteps][4];  // P̂ in E4M3 as A fragments, read by the P̂·V̂ in flight
+  uint32_t ph[kBc / 4];   // Fp16: P̃ in half2 between the softmax and the packing, [2n + i] = row i's columns 8n + 2t + {0, 1}
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};  // m in log₂ units
   float bv_pending = 0.f, bv_next = 0.f;  // β_V of the tile in flight and of the next one
   // fp8_k_scale = tile: fl(β_K,j·τ) of the tile the next softmax takes, loaded one softmax ahead (a load at the
@@ -401,6 +408,79 @@ __global__ void __launch_bounds__(FireqTile<D, Int4, Producer, KTile>::kThreads,
     }
     bv_pending = bv_next;
   };
+  // §3.2.2's FP16 softmax (softmax_precision = fp16; core/fireq/softmax_fp16.h is the contract, its lines): the
+  // FP32 scores times the reference's factor — fl(g_c·c_r) per key (g_c = fl(β_K·τ) from shared memory), else c_r
+  // (the INT4 mode's fl(fl(β·τ)·log₂e); β_K per tile: fl(fl(β·log₂e)·fl(β_K,j·τ))) — rounded to half2: S₂. Masked
+  // S₂ = −∞; m₂ = max (exact in FP16; α = 2^{m₂_old − m₂} in FP32); P̃ = ex2(fp16(S₂ − m₂)) in half2, ℓ in FP32
+  // from the halves. P̃ waits in ph (32 registers, where the FP32 path holds 64) for pack_p16.
+  auto softmax16 = [&](int j, float (&s)[kBc / 2], float (&alpha)[2]) {
+    const int col0 = j * kBc;
+    float c[2] = {sBetaQ[my_row0 - row0], sBetaQ[my_row0 - row0 + 8]};
+    if constexpr (KTile) {
+      c[0] = __fmul_rn(c[0], kt_next), c[1] = __fmul_rn(c[1], kt_next);
+      if (j + 1 < tiles) kt_next = beta_k_tile[j + 1];
+    }
+    if constexpr (T::kBetaKPerKey) {  // x = fl(S·fl(g_c·c_r)), g_c read as float4s in V̂ᵀ's key order (softmax's)
+      const float* bk = beta_k_of(j);
+#pragma unroll
+      for (int m2 = 0; m2 < kBc / 16; ++m2) {
+        const float4 k4 = *reinterpret_cast<const float4*>(bk + 16 * m2 + 4 * t);
+        const float g[4] = {k4.x, k4.y, k4.z, k4.w};
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+          s[8 * m2 + e] = __fmul_rn(s[8 * m2 + e], __fmul_rn(g[2 * (e / 4) + e % 2], c[(e % 4) / 2]));
+      }
+    } else {  // x = fl(S·c_r)
+#pragma unroll
+      for (int n = 0; n < kBc / 8; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[4 * n + e] = __fmul_rn(s[4 * n + e], c[e / 2]);
+    }
+    if (col0 + kBc > all_see) mask_invisible<kBc>(s, col0, my_row0, t, a.q_len, a.kv_len, a.causal);
+    constexpr uint32_t kMinusInf2 = 0xfc00fc00u;  // (−∞, −∞) in half2
+    uint32_t mh[2][2] = {{kMinusInf2, kMinusInf2}, {kMinusInf2, kMinusInf2}};  // two chains per row
+#pragma unroll
+    for (int n = 0; n < kBc / 8; ++n)
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        ph[2 * n + i] = half2_rn(s[4 * n + 2 * i], s[4 * n + 2 * i + 1]);  // S₂
+        mh[i][n % 2] = half2_max(mh[i][n % 2], ph[2 * n + i]);
+      }
+    float mx[2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const uint32_t h = half2_max(mh[i][0], mh[i][1]);
+      mx[i] = fmaxf(half_lo(h), half_hi(h));
+    }
+    float shift[2];
+    update_running_max_from(mx, 1.f, m, l, alpha, shift);  // m₂ exact: the maxima are FP16 values
+    const uint32_t sh[2] = {half2_rn(shift[0], shift[0]), half2_rn(shift[1], shift[1])};
+    float l4[2][4] = {};
+#pragma unroll
+    for (int n = 0; n < kBc / 8; ++n)
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        ph[2 * n + i] = half2_ex2(half2_sub(ph[2 * n + i], sh[i]));  // P̃ = 2^{fp16(S₂ − m₂)}
+        l4[i][2 * (n % 2)] += half_lo(ph[2 * n + i]);
+        l4[i][2 * (n % 2) + 1] += half_hi(ph[2 * n + i]);
+      }
+#pragma unroll
+    for (int i = 0; i < 2; ++i) l[i] += (l4[i][0] + l4[i][1]) + (l4[i][2] + l4[i][3]);
+    if constexpr (Int4) bv_next = 1.f;
+    else bv_next = beta_v[j];
+  };
+  // P̂ = E4M3(P̃) from the half2s, into pack_p's fragments (cvt.rn.satfinite.e4m3x2.f16x2: FP16 → E4M3 once).
+  auto pack_p16 = [&] {
+#pragma unroll
+    for (int ks = 0; ks < kSteps; ++ks) {
+      const uint32_t* h = ph + 8 * ks;  // n-steps 4ks … 4ks + 3, both rows
+      p[ks][0] = pack_e4m3x4_half2(h[0], h[2]);
+      p[ks][1] = pack_e4m3x4_half2(h[1], h[3]);
+      p[ks][2] = pack_e4m3x4_half2(h[4], h[6]);
+      p[ks][3] = pack_e4m3x4_half2(h[5], h[7]);
+    }
+    bv_pending = bv_next;
+  };
   auto load_q = [&] {
     SwizzledCopier<D, T::kBr, T::kConsumers, D>(threadIdx.x).copy(sQ, a.q + (size_t(bh) * a.q_len + row0) * D, D,
                                                                    a.q_len - row0);
@@ -413,6 +493,7 @@ __global__ void __launch_bounds__(FireqTile<D, Int4, Producer, KTile>::kThreads,
 
   __shared__ uint64_t full[T::kStages], empty[T::kStages];
   static_assert(!(ThreeStage && Int4), "the INT4 mode runs the two-stage ring");
+  static_assert(!(ThreeStage && Fp16), "the FP16 softmax runs the two-stage ring");
   if constexpr (ThreeStage) {
     auto steps = KvSteps{load_q, load_kv, issue_scores, issue_pv, softmax, pack_p, finish_tile, [] {}, pin_pv};
     kv_ring_three_stage<T::kStages, PingPong, kBc / 2>(tiles, steps, full, empty);
@@ -422,8 +503,14 @@ __global__ void __launch_bounds__(FireqTile<D, Int4, Producer, KTile>::kThreads,
                          load_kv,
                          [&](int j) { issue_scores(j, sf); },
                          issue_pv,
-                         [&](int j, float (&alpha)[2]) { softmax(j, sf, alpha); },
-                         [&] { pack_p(sf); },
+                         [&](int j, float (&alpha)[2]) {
+                           if constexpr (Fp16) softmax16(j, sf, alpha);
+                           else softmax(j, sf, alpha);
+                         },
+                         [&] {
+                           if constexpr (Fp16) pack_p16();
+                           else pack_p(sf);
+                         },
                          finish_tile,
                          [&] { pin_registers(sf); },
                          pin_pv};
@@ -468,10 +555,10 @@ cudaError_t tensor_maps(const FireqPrefillArgs& a, int d, bool k_tile, CUtensorM
                        {uint32_t(kFireqPrefillBlock), 1, 1}, 0);
 }
 
-template <int D, bool PingPong, bool ThreeStage, bool Int4, bool Producer = false, bool KTile = false>
+template <int D, bool PingPong, bool ThreeStage, bool Int4, bool Producer = false, bool KTile = false, bool Fp16 = false>
 cudaError_t launch(const FireqPrefillArgs& a, cudaStream_t stream) {
   using T = FireqTile<D, Int4, Producer, KTile>;
-  auto* kernel = fireq_prefill_kernel<D, PingPong, ThreeStage, Int4, Producer, KTile>;
+  auto* kernel = fireq_prefill_kernel<D, PingPong, ThreeStage, Int4, Producer, KTile, Fp16>;
   CUtensorMap k_map{}, vt_map{}, beta_map{};  // unread without the producer (beta_map: without β_K per key)
   if constexpr (Producer)
     if (const cudaError_t e = tensor_maps(a, D, KTile, k_map, vt_map, beta_map); e != cudaSuccess) return e;
@@ -484,36 +571,44 @@ cudaError_t launch(const FireqPrefillArgs& a, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
-// The FP8 mode's kernels for one K scale (KTile: per tile, else per key).
-template <int D, bool KTile>
+// The FP8 mode's kernels for one K scale (KTile: per tile, else per key) and softmax (Fp16: §3.2.2's, two-stage
+// order only).
+template <int D, bool KTile, bool Fp16>
 cudaError_t launch_fp8(const FireqPrefillArgs& a, cudaStream_t stream) {
-  if constexpr (D == 64) {
+  if constexpr (D == 64 && !Fp16) {
     if (a.three_stage)
       return a.ping_pong ? launch<D, true, true, false, false, KTile>(a, stream)
                          : launch<D, false, true, false, false, KTile>(a, stream);
   }
   if (a.tma_producer)
-    return a.ping_pong ? launch<D, true, false, false, true, KTile>(a, stream)
-                       : launch<D, false, false, false, true, KTile>(a, stream);
-  return a.ping_pong ? launch<D, true, false, false, false, KTile>(a, stream)
-                     : launch<D, false, false, false, false, KTile>(a, stream);
+    return a.ping_pong ? launch<D, true, false, false, true, KTile, Fp16>(a, stream)
+                       : launch<D, false, false, false, true, KTile, Fp16>(a, stream);
+  return a.ping_pong ? launch<D, true, false, false, false, KTile, Fp16>(a, stream)
+                     : launch<D, false, false, false, false, KTile, Fp16>(a, stream);
+}
+
+template <int D, bool Fp16>
+cudaError_t launch_softmax(const FireqPrefillArgs& a, cudaStream_t stream) {
+  if (a.int4_kv)
+    return a.ping_pong ? launch<D, true, false, true, false, false, Fp16>(a, stream)
+                       : launch<D, false, false, true, false, false, Fp16>(a, stream);
+  return a.k_tile ? launch_fp8<D, true, Fp16>(a, stream) : launch_fp8<D, false, Fp16>(a, stream);
 }
 
 template <int D>
 cudaError_t launch_d(const FireqPrefillArgs& a, cudaStream_t stream) {
-  if (a.int4_kv) return a.ping_pong ? launch<D, true, false, true>(a, stream) : launch<D, false, false, true>(a, stream);
-  return a.k_tile ? launch_fp8<D, true>(a, stream) : launch_fp8<D, false>(a, stream);
+  return a.fp16_softmax ? launch_softmax<D, true>(a, stream) : launch_softmax<D, false>(a, stream);
 }
 
 }  // namespace
 
-bool fireq_prefill_supports(int head_dim, bool three_stage, bool int4_kv) {
+bool fireq_prefill_supports(int head_dim, bool three_stage, bool int4_kv, bool fp16_softmax) {
   if (head_dim != 64 && head_dim != 128) return false;
-  return !three_stage || (head_dim == 64 && !int4_kv);
+  return !three_stage || (head_dim == 64 && !int4_kv && !fp16_softmax);
 }
 
 cudaError_t fireq_prefill_forward(const FireqPrefillArgs& a, cudaStream_t stream) {
-  if (!fireq_prefill_supports(a.head_dim, a.three_stage, a.int4_kv) || a.q_len < 1 || a.kv_len < 1 || a.batch < 1 ||
+  if (!fireq_prefill_supports(a.head_dim, a.three_stage, a.int4_kv, a.fp16_softmax) || a.q_len < 1 || a.kv_len < 1 || a.batch < 1 ||
       a.kv_heads < 1 || a.q_heads % a.kv_heads != 0)
     return cudaErrorInvalidValue;
   if (a.int4_kv ? a.cache == nullptr : (a.kv_pad % 16 != 0 || a.kv_pad < a.kv_len)) return cudaErrorInvalidValue;

@@ -6,7 +6,8 @@
 # packed). TESTS_ONLY=1 stops after the tests; BENCH_ONLY=1 skips them; NO_BENCH=1 skips the timings and
 # SDPA (for a call that only profiles or checks the refusals). NCU=1 adds Nsight Compute's DRAM
 # bytes and warp stalls of each decode kernel (NCU_COUNT launches each, 1 unless set: a mixed 2/4-bit
-# turbo step is 2 launches, one per width); SASS=1 the kernels'
+# turbo step is 2 launches, one per width); PIPES=1 the instruction pipes' rates (pipe_rates.cu) and what
+# ex2.approx.f16x2 compiles to; SASS=1 the kernels'
 # disassembly; OOM=1 the GPU-memory refusals (a problem larger than the GPU; a GPU mostly taken by another
 # process); FIG6=1 the report of configs/papers/turbo-fig6-decode.json. Everything lands packed in
 # $OUT/logs.tar.gz beside session.log and comparison.json. Each test and sanitizer run is killed after
@@ -111,6 +112,12 @@ if [ -n "${SASS:-}" ]; then
     cuobjdump -sass "$o" >"$out/$(basename "$o" .cu.o).sass" 2>&1
     echo "$(basename "$o"): $(wc -l <"$out/$(basename "$o" .cu.o).sass") lines" | tee -a "$log"
   done
+fi
+if [ -n "${PIPES:-}" ]; then
+  step "pipe rates (kernels/bench/pipe_rates.cu): FFMA, ex2 in FP32 and in half2, HFMA2, HMNMX2, conversions"
+  nvcc -O3 -arch=sm_90a kernels/bench/pipe_rates.cu -o /tmp/pipe_rates >>"$log" 2>&1 && /tmp/pipe_rates | tee -a "$log"
+  # What ex2.approx.f16x2 became: one MUFU per half2, or two.
+  cuobjdump -sass /tmp/pipe_rates | grep -oE "(MUFU|HMNMX2|HFMA2|F2FP|HADD2)[A-Z0-9_.]*" | sort | uniq -c | sort -rn | tee -a "$log"
 fi
 if [ -n "${FIG6:-}" ]; then
   step "TurboAttention Fig. 6 (decode) report, kernels and model"

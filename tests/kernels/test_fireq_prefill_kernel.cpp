@@ -30,6 +30,14 @@
 // Against FP64 both sides carry the FP8 quantization of Q̃, K̃, V and P̃ (≥ 10⁻² relative on these data); the
 // kernel's extra (items 1–3, rare flips) stays within 5% of it: err_kernel ≤ 1.05·err_reference.
 // The logsumexp sums the FP32 P̃ (not P̂): |ΔL| ≤ item 1 + item 2 + N·2⁻²³ (ℓ's summation order).
+// softmax_precision = fp16 (§3.2.2; both sides follow core/fireq/softmax_fp16.h): S₂ = fp16(S·f) with the same
+// FP32 factor f, m₂, fp16(S₂ − m₂) and P̃ — all RNE as the reference's — except the kernel's ex2.approx.f16x2
+// (relative error ≤ 2⁻⁹·⁹, the PTX ISA's bound) against the reference's correctly rounded 2^x. Item 2': with
+// item 1's ΔS the FP16 values S₂, m₂ and S₂ − m₂ may each round one FP16 step (2⁻¹⁰ relative) apart, so the
+// exponent of P̃ moves by ≤ 2·ΔS·log₂e + 2⁻¹⁰·(2|m₂| + 2|S₂ − m₂|) in log₂ units, and P̃ by ln 2 times that,
+// plus 2⁻⁹·⁹ + 2⁻¹¹ (the approximation against the reference's rounding). Weighted by P̃ in O and ℓ, the mean of
+// |S₂ − m₂| is ≤ log₂ N + 2 (test_fireq_softmax_fp16.cpp's argument), |m₂| ≤ log₂e·(|L| + ln N); item 2'
+// replaces item 2's 10⁻⁴ in O's and L's bounds. ℓ sums the FP16 P̃ in FP32 on both sides.
 // fp8_k_scale = tile: one β_K per KV tile (uploaded as fl(β_K,j·τ), checked bit for bit). The kernel multiplies
 // S by fl(fl(β_i·log₂e)·fl(β_K,j·τ)), one factor per row and tile, in the exponent's FFMA; the reference by
 // fl(fl(β_K,j·β_i)·τ), then takes exp: the same few FP32 ulps of S as item 2 allows. Items 1 and 3 as above,
@@ -69,8 +77,9 @@ namespace {
 // The kernel's K/V reads: the INT4 cache, or App. D's FP8 with β_K per key or per KV tile (fp8_k_scale).
 enum class Mode { int4, fp8_token, fp8_tile };
 
-ParamValues kernel_params(const VariantSpec& f, Mode mode) {
+ParamValues kernel_params(const VariantSpec& f, Mode mode, bool fp16_softmax = false) {
   ParamValues v = ParamValues::defaults(f.params);
+  if (fp16_softmax) v.set(f.params, "softmax_precision", "fp16", "test");
   v.set(f.params, "prefill_kv", mode == Mode::int4 ? "int4" : "fp8", "test");
   if (mode == Mode::fp8_tile) v.set(f.params, "fp8_k_scale", "tile", "test");
   v.set(f.params, "block_c", int64_t(kernels::kFireqPrefillBlock), "test");
@@ -97,7 +106,7 @@ int64_t differing(const kernels::FireqPrefillOutput& a, const kernels::FireqPref
 }
 
 void check_case(Mode mode, int64_t d, int64_t nq, int64_t nkv, bool causal, int64_t q_heads, int64_t kv_heads,
-                uint64_t seed, const char* generator = "llm_like") {
+                uint64_t seed, const char* generator = "llm_like", bool fp16 = false) {
   const bool int4 = mode == Mode::int4, k_tile = mode == Mode::fp8_tile;
   Problem p;
   p.batch = 2, p.q_heads = q_heads, p.kv_heads = kv_heads, p.head_dim = d, p.q_len = nq, p.kv_len = nkv;
@@ -105,14 +114,15 @@ void check_case(Mode mode, int64_t d, int64_t nq, int64_t nkv, bool causal, int6
   const QKV in = data::generate(p, generator, ParamValues::defaults(data::find_generator(generator)->params), seed);
   const TensorF64 truth = attention_fp64(p, in);
   const VariantSpec& f = *find_variant("fireq");
-  const ParamValues params = kernel_params(f, mode);
+  const ParamValues params = kernel_params(f, mode, fp16);
   REQUIRE(kernels::fireq_prefill_refusal(params, d) == "");
   const ReferenceOutput ref = f.reference(p, in, params, {});
   const kernels::FireqPrefillHostInputs host = kernels::fireq_prefill_host_inputs(p, in, params);
   const kernels::FireqPrefillDeviceInputs dev_in = kernels::upload_fireq_prefill(host);
   const kernels::FireqPrefillOutput out = kernels::fireq_prefill_once(p, dev_in);
-  INFO(fmt::format("{} d={} Nq={} Nkv={} causal={} H={}/{} {} seed={}", int4 ? "int4" : k_tile ? "fp8 β_K per tile" : "fp8",
-                   d, nq, nkv, causal, q_heads, kv_heads, generator, seed));
+  INFO(fmt::format("{}{} d={} Nq={} Nkv={} causal={} H={}/{} {} seed={}", int4 ? "int4" : k_tile ? "fp8 β_K per tile" : "fp8",
+                   fp16 ? " FP16 softmax" : "", d, nq, nkv, causal, q_heads, kv_heads, generator, seed));
+  REQUIRE(host.fp16_softmax == fp16);
   REQUIRE(host.int4_kv == int4);
   REQUIRE(host.k_tile == k_tile);
 
@@ -177,18 +187,25 @@ void check_case(Mode mode, int64_t d, int64_t nq, int64_t nkv, bool causal, int6
     ds[size_t(r)] = double(d / 32) * 33 * 0x1p-13 * p.scale() * scaled_norm(host.q.data() + r * d, d, host.beta_q[size_t(r)]) *
                     k_norm[size_t(b * p.kv_heads + p.kv_head_of(h))];
   }
+  // Item 2 per row: the FP32 exponentials' 10⁻⁴, or the FP16 softmax's (the head comment's item 2'), with
+  // |m₂| ≤ log₂e·(|L| + ln N) from the reference's logsumexp.
+  const std::vector<double>& ref_lse = ref.probes.at("lse").values;
+  REQUIRE(ref_lse.size() == out.lse.size());
+  auto item2 = [&](size_t row) {
+    if (!fp16) return 1e-4;
+    const double n = double(nkv), m2 = std::isfinite(ref_lse[row]) ? 1.4426950408889634 * (std::abs(ref_lse[row]) + std::log(n)) : 0;
+    return ds[row] + std::log(2.0) * 0x1p-10 * (2 * m2 + 2 * (std::log2(n) + 2)) + std::exp2(-9.9) + 0x1p-11;
+  };
   int64_t bad = 0;
   for (int64_t i = 0; i < out.o.size(); ++i) {
     const double r = ref.o.data()[i], k = out.o.data()[i];
     const double s = ds[size_t(i / d)];
     const double tol =
-        (0x1p-4 + 4 * 33 * 0x1p-13 * (1 + 0x1p-4) + std::expm1(2 * (s + 1e-4)) + double(nkv) / 128 * 0x1p-22) * max_v + 0x1p-7 * std::abs(r) + 1e-6;
+        (0x1p-4 + 4 * 33 * 0x1p-13 * (1 + 0x1p-4) + std::expm1(2 * (s + item2(size_t(i / d)))) + double(nkv) / 128 * 0x1p-22) * max_v + 0x1p-7 * std::abs(r) + 1e-6;
     if (!(std::abs(k - r) <= tol) && bad++ < 3) FAIL_CHECK(fmt::format("o[{}] = {} vs {} (bound {:.3g})", i, k, r, tol));
   }
-  const std::vector<double>& ref_lse = ref.probes.at("lse").values;
-  REQUIRE(ref_lse.size() == out.lse.size());
   for (size_t i = 0; i < out.lse.size(); ++i) {
-    const double tol = ds[i] + 1e-4 * (1 + std::abs(ref_lse[i])) + double(nkv) * 0x1p-23;
+    const double tol = ds[i] + (fp16 ? item2(i) : 0) + 1e-4 * (1 + std::abs(ref_lse[i])) + double(nkv) * 0x1p-23;
     const bool both_empty = std::isinf(ref_lse[i]) && out.lse[i] == ref_lse[i];  // a row that sees no key: −∞
     if (!both_empty && !(std::abs(out.lse[i] - ref_lse[i]) <= tol) && bad++ < 6)
       FAIL_CHECK(fmt::format("lse[{}] = {} vs {} (bound {:.3g})", i, out.lse[i], ref_lse[i], tol));
@@ -205,7 +222,7 @@ void check_case(Mode mode, int64_t d, int64_t nq, int64_t nkv, bool causal, int6
     CHECK(differing(out, kernels::fireq_prefill_once(p, dev_in, false, true, false)) == 0);
     CHECK(differing(out, kernels::fireq_prefill_once(p, dev_in, false, false, false)) == 0);
   }
-  if (kernels::fireq_prefill_supports(int(d), true, int4)) {
+  if (kernels::fireq_prefill_supports(int(d), true, int4, fp16)) {
     CHECK(differing(out, kernels::fireq_prefill_once(p, dev_in, true, true)) == 0);
     CHECK(differing(out, kernels::fireq_prefill_once(p, dev_in, true, false)) == 0);
   }
@@ -246,6 +263,20 @@ TEST_CASE("fireq prefill kernel (prefill_kv = fp8, fp8_k_scale = tile) equals th
   check_shapes(Mode::fp8_tile, 20261201);
 }
 
+TEST_CASE("fireq prefill kernel with FP16 softmax (softmax_precision = fp16, §3.2.2) equals the fireq reference within "
+          "ex2.approx.f16x2's error and rare E4M3 flips of P̂",
+          "[gpu][kernels][fireq]") {
+  if (const std::string why = wgmma_refusal(); !why.empty()) ATTNLAB_SKIP(why);
+  for (Mode mode : {Mode::fp8_tile, Mode::fp8_token, Mode::int4})
+    for (int64_t d : {64, 128})
+      for (int64_t n : {100, 1024, 4097})
+        for (bool causal : {false, true}) {
+          check_case(mode, d, n, n, causal, 4, 4, 20261202 + n + d, "llm_like", true);      // MHA
+          check_case(mode, d, n, n, causal, 8, 2, 20261203 + n + d, "llm_like", true);      // GQA 4:1
+        }
+  for (int64_t d : {64, 128}) check_case(Mode::fp8_tile, d, 1000, 300, true, 4, 2, 20261204, "llm_like", true);  // rows see none
+}
+
 TEST_CASE("fireq prefill kernel (prefill_kv = int4: decode's cache through §3.1.1's LUT) equals the fireq reference "
           "up to rare E4M3 flips of P̂",
           "[gpu][kernels][fireq]") {
@@ -273,15 +304,15 @@ TEST_CASE("fireq prefill kernel: the parameters it refuses, and why", "[kernels]
   v = kernel_params(f, Mode::int4);
   v.set(f.params, "block_c", int64_t(64), "test");
   CHECK(kernels::fireq_prefill_refusal(v, 128).find("block_c = 128") != std::string::npos);
-  v = kernel_params(f, Mode::fp8_tile);
-  v.set(f.params, "softmax_precision", "fp16", "test");
-  CHECK(kernels::fireq_prefill_refusal(v, 128).find("softmax_precision = fp32") != std::string::npos);
+  CHECK(kernels::fireq_prefill_refusal(kernel_params(f, Mode::fp8_tile, true), 128) == "");
+  CHECK(kernels::fireq_prefill_refusal(kernel_params(f, Mode::fp8_token, true), 64, true).find("two-stage") != std::string::npos);
 }
 
 TEST_CASE("fireq prefill kernel: small shapes for the sanitizers", "[gpu][sanitize]") {
   if (const std::string why = wgmma_refusal(); !why.empty()) ATTNLAB_SKIP(why);
   for (Mode mode : {Mode::fp8_token, Mode::fp8_tile, Mode::int4})
-    for (int64_t d : {64, 128}) check_case(mode, d, 200, 300, true, 4, 2, 7);
+    for (int64_t d : {64, 128})
+      for (bool fp16 : {false, true}) check_case(mode, d, 200, 300, true, 4, 2, 7, "llm_like", fp16);
 }
 
 }  // namespace
