@@ -311,8 +311,10 @@ TEST_CASE("fireq prefill kernel: the parameters it refuses, and why", "[kernels]
 TEST_CASE("fireq prefill kernel: small shapes for the sanitizers", "[gpu][sanitize]") {
   if (const std::string why = wgmma_refusal(); !why.empty()) ATTNLAB_SKIP(why);
   for (Mode mode : {Mode::fp8_token, Mode::fp8_tile, Mode::int4})
-    for (int64_t d : {64, 128})
-      for (bool fp16 : {false, true}) check_case(mode, d, 200, 300, true, 4, 2, 7, "llm_like", fp16);
+    for (int64_t d : {64, 128}) check_case(mode, d, 200, 300, true, 4, 2, 7);
+  // The FP16 softmax's kernels, two of them (racecheck is slow): the tile mode at d 64, the INT4 mode at d 128.
+  check_case(Mode::fp8_tile, 64, 200, 300, true, 4, 2, 7, "llm_like", true);
+  check_case(Mode::int4, 128, 200, 300, true, 4, 2, 7, "llm_like", true);
 }
 
 }  // namespace
