@@ -39,6 +39,7 @@ inline const std::vector<StorageCase>& storage_cases() {
       {"fireq", nlohmann::json::object()},
       {"fireq", {{"scale_format", "fp32"}}},
       {"fireq", {{"prefill_kv", "fp8"}}},  // prefill reads E4M3 K/V + BF16 β (kv_in) and writes the INT4 cache
+      {"fireq", {{"prefill_kv", "fp8"}, {"fp8_k_scale", "tile"}}},  // β_K per KV tile: kv_in groups block_c tokens
   };
   return cases;
 }
