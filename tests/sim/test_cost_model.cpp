@@ -168,6 +168,25 @@ TEST_CASE("SAS moves the exponential from the SFU to the FMA units", "[sim][mode
   CHECK(exact90.ops.at(Unit::cvt) == 0);
 }
 
+TEST_CASE("fireq's FP16 softmax: one SFU issue per two scores, one conversion more per pair, one FP32-pipe "
+          "instruction more per score; decode keeps FP32",
+          "[sim][model]") {
+  const Problem p = prefill(1024, 128, false);
+  const double scores = 4.0 * 1024 * 1024;
+  const Work f32 = make_schedule(p, request("fireq", {{"prefill_kv", "fp8"}, {"block_c", 128}}), h100()).total();
+  const Work f16 = make_schedule(
+      p, request("fireq", {{"prefill_kv", "fp8"}, {"block_c", 128}, {"softmax_precision", "fp16"}}), h100()).total();
+  CHECK(f32.ops.at(Unit::sfu) == scores);
+  CHECK(f16.ops.at(Unit::sfu) == scores / 2);
+  CHECK(f16.ops.at(Unit::cvt) - f32.ops.at(Unit::cvt) == scores / 2);
+  CHECK(f16.ops.at(Unit::fp32_fma) - f32.ops.at(Unit::fp32_fma) == scores);
+  Problem d = p;
+  d.phase = Phase::decode, d.q_len = 1;
+  const Work d32 = make_schedule(d, request("fireq"), h100()).total();
+  const Work d16 = make_schedule(d, request("fireq", {{"softmax_precision", "fp16"}}), h100()).total();
+  CHECK(d16.ops == d32.ops);
+}
+
 TEST_CASE("the latency term with a measured stall: one scheduler serving W warps (machine repairman)", "[sim][model]") {
   // One warp: it issues, then waits Z: 1 / (1 + Z) of the cycles.
   CHECK(repairman_issue_rate(1, 3) == Approx(1.0 / 4));
