@@ -18,7 +18,8 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-const char* kLessons[] = {"online-softmax", "sas", "head-priority", "progressive-quantization", "fireq-smoothing"};
+const char* kLessons[] = {"online-softmax", "sas", "head-priority", "progressive-quantization", "fireq-smoothing",
+                           "fireq-kernel"};
 
 TEST_CASE("lessons: every shipped lesson is a tour of 4 to 8 steps over real panels and real parameters", "[lesson]") {
   size_t shipped = 0;
