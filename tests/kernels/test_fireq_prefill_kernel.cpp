@@ -308,6 +308,40 @@ TEST_CASE("fireq prefill kernel: the parameters it refuses, and why", "[kernels]
   CHECK(kernels::fireq_prefill_refusal(kernel_params(f, Mode::fp8_token, true), 64, true).find("two-stage") != std::string::npos);
 }
 
+TEST_CASE("fireq prefill host inputs (no GPU): β_K per key or per tile as the reference's, the softmax flag", "[kernels][fireq]") {
+  const VariantSpec& f = *find_variant("fireq");
+  Problem p;
+  p.batch = 2, p.q_heads = 4, p.kv_heads = 2, p.head_dim = 64, p.q_len = p.kv_len = 300;
+  p.causal = true;
+  const QKV in = data::generate(p, "llm_like", ParamValues::defaults(data::find_generator("llm_like")->params), 3);
+  const float tau = static_cast<float>(p.scale());
+  const int64_t tiles = (p.kv_len + kernels::kFireqPrefillBlock - 1) / kernels::kFireqPrefillBlock;
+  for (Mode mode : {Mode::fp8_token, Mode::fp8_tile})
+    for (bool fp16 : {false, true}) {
+      INFO(fmt::format("{} fp16 {}", mode == Mode::fp8_tile ? "tile" : "token", fp16));
+      const ParamValues params = kernel_params(f, mode, fp16);
+      const kernels::FireqPrefillHostInputs h = kernels::fireq_prefill_host_inputs(p, in, params);
+      const ReferenceOutput ref = f.reference(p, in, params, {});
+      const std::vector<double>& sk = ref.probes.at("scales.k").values;
+      CHECK(h.fp16_softmax == fp16);
+      CHECK(h.k_tile == (mode == Mode::fp8_tile));
+      if (mode == Mode::fp8_tile) {
+        CHECK(h.beta_k_tau.empty());
+        REQUIRE(int64_t(h.beta_k_tile_tau.size()) == p.batch * p.kv_heads * tiles);
+        REQUIRE(sk.size() == h.beta_k_tile_tau.size());
+        for (size_t i = 0; i < sk.size(); ++i) CHECK(h.beta_k_tile_tau[i] == float(sk[i]) * tau);
+      } else {
+        CHECK(h.beta_k_tile_tau.empty());
+        REQUIRE(int64_t(h.beta_k_tau.size()) == p.batch * p.kv_heads * h.kv_pad);
+        REQUIRE(int64_t(sk.size()) == p.batch * p.kv_heads * p.kv_len);
+        for (int64_t bkv = 0; bkv < p.batch * p.kv_heads; ++bkv)
+          for (int64_t j = 0; j < p.kv_len; ++j)
+            CHECK(h.beta_k_tau[size_t(bkv * h.kv_pad + j / 16 * 16 + kernels::vt_position_of(int(j)))] ==
+                  float(sk[size_t(bkv * p.kv_len + j)]) * tau);
+      }
+    }
+}
+
 TEST_CASE("fireq prefill kernel: small shapes for the sanitizers", "[gpu][sanitize]") {
   if (const std::string why = wgmma_refusal(); !why.empty()) ATTNLAB_SKIP(why);
   for (Mode mode : {Mode::fp8_token, Mode::fp8_tile, Mode::int4})
