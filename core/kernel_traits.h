@@ -92,9 +92,9 @@ struct ProducerLoads {
 inline constexpr ProducerLoads kProducerLoads[] = {
     // flash3_fp8 v8 (kernels/flash3_fp8_sm90.cu), prefill and decode (its prefill kernel at q_len 1).
     {"flash3_fp8", 90, {{"kv_loads", "tma_producer"}, {nullptr, nullptr}, {nullptr, nullptr}}},
-    // fireq prefill v6 (kernels/fireq_prefill_sm90.cu): the FP8 mode's two-stage order only; the INT4 mode converts
-    // in the consumers and the three-stage order keeps cp.async.
-    {"fireq", 90, {{"kv_loads", "tma_producer"}, {"prefill_kv", "fp8"}, {"pipeline", "two_stage"}}},
+    // fireq prefill (kernels/fireq_prefill_sm90.cu): the FP8 mode, both loop orders (v6: the two-stage one; v8:
+    // the three-stage one too, FireQ App. F Alg. 2's producer); the INT4 mode converts in the consumers.
+    {"fireq", 90, {{"kv_loads", "tma_producer"}, {"prefill_kv", "fp8"}, {nullptr, nullptr}}},
 };
 
 // A warp's stall per issued instruction, in cycles, by what it waits for (Nsight Compute's stall reasons of

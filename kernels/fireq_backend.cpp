@@ -32,7 +32,7 @@ void run_prefill(const Experiment& e, const VariantRequest& v, const QKV& in, co
   const size_t copies = input_copies(sets[0].bytes());
   while (sets.size() < copies) sets.push_back(upload_fireq_prefill(host));
   const bool three = three_stage(v);
-  // The TMA producer where the kernel has one (the FP8 mode's two-stage order; core/producer_loads.h, the
+  // The TMA producer where the kernel has one (the FP8 mode, either order; core/producer_loads.h, the
   // model's rule too).
   const bool tma_producer = producer_loads(v, 90);
   const FireqPrefillOutput once = fireq_prefill_once(p, sets[0], three, true, tma_producer);

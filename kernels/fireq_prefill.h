@@ -49,8 +49,8 @@ struct FireqPrefillArgs {
   bool three_stage = false;  // false: FA3's two-stage order (S_{j+1} issued before P̂·V̂_j, kv_ring.cuh);
                              // true: FireQ Alg. 1's three-stage order (P̂_{j−2}·V̂_{j−2} and S_j in flight
                              // during the softmax of S_{j−1}, kv_ring3.cuh). The same numbers, bit for bit.
-  bool tma_producer = true;  // FP8 mode, two-stage order: K̂, V̂ᵀ and β_K copied by a producer warpgroup's TMA
-                             // loads (flash3_fp8's); false, the INT4 mode and the three-stage order: by the
+  bool tma_producer = true;  // FP8 mode, either order: K̂, V̂ᵀ and β_K copied by a producer warpgroup's TMA
+                             // loads (flash3_fp8's; FireQ App. F Alg. 2); false and the INT4 mode: by the
                              // consumer threads' cp.async. The same numbers, bit for bit.
 };
 

@@ -21,7 +21,7 @@
 // + {0, 1}) as 8 float4s in the softmax; β_V is read once per tile from HBM. The factor per element costs one
 // FMUL more per score than flash3_fp8's per-tile factor, which it folds into the exponent's FFMA; in return the
 // scores equal the reference's up to the accumulator (the [gpu] test's item 1), and the running max is taken
-// on them. K/V loads (fireq_prefill.h's tma_producer; FP8 mode, two-stage order): a producer warpgroup issues
+// on them. K/V loads (fireq_prefill.h's tma_producer; FP8 mode, either order): a producer warpgroup issues
 // each tile's K̂, V̂ᵀ and β_K as three TMA loads (flash3_fp8_sm90.cu's, tma_fill.cuh) and the consumers, at 240
 // registers by setmaxnreg, issue none (kv_ring.cuh's ProducerFills); otherwise every consumer thread copies its
 // share with cp.async.
@@ -41,7 +41,8 @@
 // A producer warpgroup with setmaxnreg does not help: it moves registers between warpgroups, never past 255
 // per thread. Registers now (ptxas -v): two-stage 215/219 (d = 64), 255 (d = 128; 8 bytes spilled with
 // ping-pong); three-stage 251/255; INT4 189/190 (d = 64), 248/246 (d = 128); β_K per tile: two-stage 197/200
-// (d = 64), 239/243 (d = 128), three-stage 237/243, none spilled.
+// (d = 64), 239/243 (d = 128), three-stage 237/243, none spilled. Three-stage with the producer (consumers at 240
+// by setmaxnreg): β_K per key spills 8/40 bytes (stores/loads) with ping-pong, 48/160 without; per tile none.
 // Per-thread offsets (the copiers', the conversion's) come from opaque_thread_index() inside each step: held in
 // registers across the loop they spilled 80 bytes in the INT4 kernel at d = 128.
 // The exponentials are ex2.approx on S·f·(β_i·log₂e) − m: a few ulp from the reference's FP32 exp.
@@ -131,7 +132,6 @@ __global__ void __launch_bounds__(FireqTile<D, Int4, Producer, KTile>::kThreads,
                          const __grid_constant__ CUtensorMap vt_map, const __grid_constant__ CUtensorMap beta_map) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using T = FireqTile<D, Int4, Producer, KTile>;
-  static_assert(!(Producer && ThreeStage), "the producer fills kv_ring.cuh's two-stage ring");
   using S4 = Int4Staging<D>;
   constexpr int kBc = T::kBc, kSteps = kBc / 32;  // k-steps of P̂·V̂: 32 keys each
   constexpr float kLog2e = 1.4426950408889634f;
@@ -492,11 +492,33 @@ __global__ void __launch_bounds__(FireqTile<D, Int4, Producer, KTile>::kThreads,
   };
 
   __shared__ uint64_t full[T::kStages], empty[T::kStages];
+  // FP8 mode with the TMA producer (flash3_fp8_sm90.cu's; FireQ App. F Alg. 2 l. 4–12): K̂, V̂ᵀ and β_K (per key)
+  // per tile, for either loop order. True to the consumers; the producer's threads return.
+  auto producer_split = [&] {
+    return split_warpgroups<T::kStages, T::kConsumers>(
+        tiles, T::kStageBytes + T::kBetaBytes,
+        [&] {
+          prefetch_tensor_map(&k_map);
+          prefetch_tensor_map(&vt_map);
+          if constexpr (T::kBetaKPerKey) prefetch_tensor_map(&beta_map);
+        },
+        [&](int j, uint64_t* bar) {
+          tma_load_3d(stage(j), &k_map, 0, j * kBc, bkv, bar);                 // K̂ rows j·B_c …
+          tma_load_3d(stage(j) + T::kKBytes, &vt_map, j * kBc, 0, bkv, bar);  // V̂ᵀ: d rows, keys j·B_c …
+          if constexpr (T::kBetaKPerKey) tma_load_3d(beta_k_of(j), &beta_map, j * kBc, 0, bkv, bar);  // fl(β_K·τ), 0 past kv_pad
+        },
+        full, empty);
+  };
   static_assert(!(ThreeStage && Int4), "the INT4 mode runs the two-stage ring");
   static_assert(!(ThreeStage && Fp16), "the FP16 softmax runs the two-stage ring");
   if constexpr (ThreeStage) {
     auto steps = KvSteps{load_q, load_kv, issue_scores, issue_pv, softmax, pack_p, finish_tile, [] {}, pin_pv};
-    kv_ring_three_stage<T::kStages, PingPong, kBc / 2>(tiles, steps, full, empty);
+    if constexpr (Producer) {
+      if (!producer_split()) return;
+      kv_ring_three_stage<T::kStages, PingPong, kBc / 2>(tiles, steps, full, empty, ProducerFills{});
+    } else {
+      kv_ring_three_stage<T::kStages, PingPong, kBc / 2>(tiles, steps, full, empty);
+    }
   } else {
     float sf[kBc / 2];  // S (then P̃): m64n128 FP32 accumulator
     auto steps = KvSteps{load_q,
@@ -514,21 +536,8 @@ __global__ void __launch_bounds__(FireqTile<D, Int4, Producer, KTile>::kThreads,
                          finish_tile,
                          [&] { pin_registers(sf); },
                          pin_pv};
-    if constexpr (Producer) {  // FP8 mode with the TMA producer (flash3_fp8_sm90.cu's): K̂, V̂ᵀ and β_K (per key) per tile
-      const bool consumer = split_warpgroups<T::kStages, T::kConsumers>(
-          tiles, T::kStageBytes + T::kBetaBytes,
-          [&] {
-            prefetch_tensor_map(&k_map);
-            prefetch_tensor_map(&vt_map);
-            if constexpr (T::kBetaKPerKey) prefetch_tensor_map(&beta_map);
-          },
-          [&](int j, uint64_t* bar) {
-            tma_load_3d(stage(j), &k_map, 0, j * kBc, bkv, bar);                 // K̂ rows j·B_c …
-            tma_load_3d(stage(j) + T::kKBytes, &vt_map, j * kBc, 0, bkv, bar);  // V̂ᵀ: d rows, keys j·B_c …
-            if constexpr (T::kBetaKPerKey) tma_load_3d(beta_k_of(j), &beta_map, j * kBc, 0, bkv, bar);  // fl(β_K·τ), 0 past kv_pad
-          },
-          full, empty);
-      if (!consumer) return;
+    if constexpr (Producer) {
+      if (!producer_split()) return;
       kv_ring<T::kStages, PingPong>(tiles, steps, full, empty, ProducerFills{});
     } else if constexpr (Int4) {
       kv_ring<T::kStages, PingPong>(tiles, steps, full, empty, convert_int4);
@@ -576,9 +585,13 @@ cudaError_t launch(const FireqPrefillArgs& a, cudaStream_t stream) {
 template <int D, bool KTile, bool Fp16>
 cudaError_t launch_fp8(const FireqPrefillArgs& a, cudaStream_t stream) {
   if constexpr (D == 64 && !Fp16) {
-    if (a.three_stage)
+    if (a.three_stage) {
+      if (a.tma_producer)
+        return a.ping_pong ? launch<D, true, true, false, true, KTile>(a, stream)
+                           : launch<D, false, true, false, true, KTile>(a, stream);
       return a.ping_pong ? launch<D, true, true, false, false, KTile>(a, stream)
                          : launch<D, false, true, false, false, KTile>(a, stream);
+    }
   }
   if (a.tma_producer)
     return a.ping_pong ? launch<D, true, false, false, true, KTile, Fp16>(a, stream)

@@ -15,20 +15,28 @@
 // full[t] at iteration t − 1 (cp.async.wait_group 2: tiles t + 1, t + 2 may still be in flight). Every thread
 // commits one copy group per iteration. Ping-pong as kv_ring.cuh: each warpgroup issues tiles + 2 times
 // (S_0, S_1, the loop's pairs, P·V_{T−2}, P·V_{T−1}; 2 when tiles = 1).
+// Filled rings (kv_ring.cuh's ProducerFills; FireQ App. F Alg. 2's producer warpgroup): the consumers issue no
+// copy and arrive on no full barrier; they load Q themselves (named barrier 3 among the 256), wait on full[t]
+// for the producer's tile and arrive on empty[t] once P̂_t·V_t has landed — tiles 0 … T − 3, which is every
+// slot the producer waits on (tile t waits for t − kStages ≤ T − 1 − 6).
 #pragma once
 
 #include "kernels/kv_ring.cuh"
 
 namespace attnlab::kernels {
 
-template <int kStages, bool kPingPong, int kScores, class Steps>
-__device__ __forceinline__ void kv_ring_three_stage(int tiles, Steps& k, uint64_t* full, uint64_t* empty) {
+template <int kStages, bool kPingPong, int kScores, class Steps, class Fill = NoConvert>
+__device__ __forceinline__ void kv_ring_three_stage(int tiles, Steps& k, uint64_t* full, uint64_t* empty, Fill = {}) {
+  constexpr bool kFilled = std::is_same_v<Fill, ProducerFills>;
+  static_assert(kFilled || std::is_same_v<Fill, NoConvert>, "copied by the consumers, or filled by a producer");
   static_assert(kStages >= 6, "tiles j−3 … j+3 resident while j+3 loads");
   constexpr int kAhead = 3;
   if (tiles <= 0) return;
-  if (threadIdx.x == 0)
-    for (int s = 0; s < kStages; ++s) mbar_init(&full[s], blockDim.x), mbar_init(&empty[s], blockDim.x);
-  __syncthreads();
+  if constexpr (!kFilled) {  // a producer kernel initialized them before its warpgroups parted
+    if (threadIdx.x == 0)
+      for (int s = 0; s < kStages; ++s) mbar_init(&full[s], blockDim.x), mbar_init(&empty[s], blockDim.x);
+    __syncthreads();
+  }
   auto parity = [](int t) { return (t / kStages) & 1; };
   const int group = threadIdx.x / 128;
   int turns_left = tiles == 1 ? 2 : tiles + 2;
@@ -43,6 +51,7 @@ __device__ __forceinline__ void kv_ring_three_stage(int tiles, Steps& k, uint64_
     if (group == 1) named_arrive(1);
   // The copies of iteration j: tile j + 3 into the slot of tile j − 3; then this thread's tile j + 1 has landed.
   auto ring = [&](int j) {
+    if constexpr (kFilled) return;
     if (j + kAhead < tiles) {
       if (j + kAhead >= kStages) mbar_wait(&empty[(j + kAhead) % kStages], parity(j + kAhead - kStages));
       k.load_kv(j + kAhead);
@@ -76,17 +85,24 @@ __device__ __forceinline__ void kv_ring_three_stage(int tiles, Steps& k, uint64_
     k.pack_p(prev);
   };
 
-  // Prologue (l. 6–9): Q with tiles 0 … 2, S_0 and S_1.
+  // Prologue (l. 6–9): Q with tiles 0 … 2 (filled: Q alone), S_0 and S_1.
   k.load_q();
-  k.load_kv(0);
-  cp_async_commit();
-  for (int t = 1; t < kAhead; ++t) {
-    if (t < tiles) k.load_kv(t);
+  if constexpr (kFilled) {
     cp_async_commit();
+    cp_async_wait<0>();
+    fence_proxy_async();
+    named_sync(3);  // every consumer's share of Q
+  } else {
+    k.load_kv(0);
+    cp_async_commit();
+    for (int t = 1; t < kAhead; ++t) {
+      if (t < tiles) k.load_kv(t);
+      cp_async_commit();
+    }
+    cp_async_wait<kAhead - 1>();  // Q and tile 0
+    fence_proxy_async();
+    mbar_arrive(&full[0]);
   }
-  cp_async_wait<kAhead - 1>();  // Q and tile 0
-  fence_proxy_async();
-  mbar_arrive(&full[0]);
   ring(0);
   mbar_wait(&full[0], 0);
   my_turn();

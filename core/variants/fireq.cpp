@@ -430,10 +430,10 @@ VariantSpec fireq() {
                         "the GPU prefill kernel's loop order: FlashAttention-3's two stages, or FireQ Alg. 1's three "
                         "(§3.2.2; head_dim 64 only); the reference's numbers do not depend on it"),
       ParamSpec::choice("kv_loads", "tma_producer", {"tma_producer", "cp_async"},
-                        "the GPU prefill kernel's K/V loads in the FP8 mode's two-stage order: a producer warpgroup's "
-                        "TMA copies (FlashAttention-3 §3.1's warp specialization), or every consumer thread's "
-                        "cp.async (the INT4 mode and the three-stage order always copy with cp.async); the reference's "
-                        "numbers do not depend on it"),
+                        "the GPU prefill kernel's K/V loads in the FP8 mode: a producer warpgroup's TMA copies "
+                        "(FlashAttention-3 §3.1's warp specialization, FireQ App. F Alg. 2), or every consumer thread's "
+                        "cp.async (the INT4 mode always copies with cp.async); the reference's numbers do not depend on "
+                        "it"),
       ParamSpec::integer("block_r", 128, 16, 256, "B_r: query rows per block (one CTA each)"),
       ParamSpec::integer("block_c", 64, 16, 256, "B_c: keys per KV tile of the inner loop"),
   };

@@ -49,7 +49,8 @@
 // fl(β·τ), the reference's, times log₂e in the exponent): item 1 with max‖LUT(k)‖ of the KV head, item 3 with
 // max|LUT(v)| — both read off the uploaded bytes (tests/support/fireq_cache_bounds.h); items 2 and 4 as they
 // are. Against FP64 both carry the INT4 cache's quantization (≥ 5·10⁻² relative here): the same 5%.
-// The loop orders: three_stage only moves when the MMAs are issued and waited for; every tile's arithmetic,
+// The loop orders: three_stage only moves when the MMAs are issued and waited for (with the TMA producer or the
+// consumers' cp.async, as the two-stage order); every tile's arithmetic,
 // and the order in which tiles reach Oᵢ and ℓ, is the same — the outputs must agree bit for bit, as must the
 // two-stage order with and without ping-pong.
 #include "core/formats/fp8.h"
@@ -222,10 +223,10 @@ void check_case(Mode mode, int64_t d, int64_t nq, int64_t nkv, bool causal, int6
     CHECK(differing(out, kernels::fireq_prefill_once(p, dev_in, false, true, false)) == 0);
     CHECK(differing(out, kernels::fireq_prefill_once(p, dev_in, false, false, false)) == 0);
   }
-  if (kernels::fireq_prefill_supports(int(d), true, int4, fp16)) {
-    CHECK(differing(out, kernels::fireq_prefill_once(p, dev_in, true, true)) == 0);
-    CHECK(differing(out, kernels::fireq_prefill_once(p, dev_in, true, false)) == 0);
-  }
+  if (kernels::fireq_prefill_supports(int(d), true, int4, fp16))  // Alg. 1's order, with the producer and without
+    for (bool ping_pong : {true, false})
+      for (bool producer : {true, false})
+        CHECK(differing(out, kernels::fireq_prefill_once(p, dev_in, true, ping_pong, producer)) == 0);
 }
 
 std::string wgmma_refusal() {

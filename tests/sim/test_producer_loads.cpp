@@ -36,9 +36,11 @@ TEST_CASE("a producer warpgroup copies K/V where the kernel has one and the para
   CHECK(!make_schedule(p, request("flash3_fp8", {{"kv_loads", "cp_async"}}), h100()).producer_loads);
   CHECK(make_schedule(p, request("fireq", {{"prefill_kv", "fp8"}, {"block_c", 128}}), h100()).producer_loads);
   CHECK(!make_schedule(p, request("fireq", {{"prefill_kv", "fp8"}, {"kv_loads", "cp_async"}}), h100()).producer_loads);
-  // fireq's INT4 mode and its three-stage order copy with cp.async whatever kv_loads says.
+  // fireq's INT4 mode copies with cp.async whatever kv_loads says; its three-stage order has the producer too.
   CHECK(!make_schedule(p, request("fireq"), h100()).producer_loads);
-  CHECK(!make_schedule(p64, request("fireq", {{"prefill_kv", "fp8"}, {"pipeline", "three_stage"}}), h100()).producer_loads);
+  CHECK(make_schedule(p64, request("fireq", {{"prefill_kv", "fp8"}, {"pipeline", "three_stage"}}), h100()).producer_loads);
+  CHECK(!make_schedule(p64, request("fireq", {{"prefill_kv", "fp8"}, {"pipeline", "three_stage"}, {"kv_loads", "cp_async"}}),
+                       h100()).producer_loads);
   // Not for a variant without a row, nor on a GPU without the sm_90a kernel (the A100's schedule has no traits row).
   CHECK(!make_schedule(p, request("flash2"), h100()).producer_loads);
   CHECK(!make_schedule(p, request("flash3_fp8"), load_gpu_spec("a100-sxm4-80gb")).producer_loads);
