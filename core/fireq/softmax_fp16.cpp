@@ -6,8 +6,28 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 namespace attnlab::fireq {
+
+namespace {
+
+// P̃ = fp16(2^x) for every FP16 x ≤ 0, by the bits of −x (x's bits without the sign): 2^x in double, rounded
+// once, the same value as computing it per score, as one lookup (per score, 2^x in double made the FP16 path
+// 3.3× the FP32 one's time; with the table 2.2×). −∞ (0x7C00) gives 0; NaN entries are NaN.
+const std::vector<float>& exp2_of_nonpositive_half() {
+  static const std::vector<float> table = [] {
+    std::vector<float> t(0x8000);
+    for (uint32_t h = 0; h < 0x8000; ++h) {
+      const double x = -static_cast<double>(formats::fp16_value(static_cast<uint16_t>(h)));
+      t[h] = formats::round_fp16_from_double(std::exp2(x));
+    }
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace
 
 float fp16_row_factor(float beta, float tau, bool per_column) {
   return per_column ? beta * kLog2e : (beta * tau) * kLog2e;
@@ -37,10 +57,11 @@ void softmax_step_fp16(OnlineSoftmax& state, RowMatrix<float>& s, const int64_t*
     // l. 15: P̃ = fp16(2^{fp16(S₂ − m₂)}). The difference of two FP16 values is exact in double (≤ 40
     // significant bits), so it is rounded once; 2^x in double, then once to FP16.
     const double shift = m_new == kNegInf ? 0.0 : static_cast<double>(m_new);  // every score −∞: P̃ = 0
+    const std::vector<float>& exp2_table = exp2_of_nonpositive_half();
     float sum = 0.0f;
     for (int64_t j = 0; j < vis; ++j) {
-      const double diff = formats::round_fp16_from_double(static_cast<double>(row[j]) - shift);
-      row[j] = formats::round_fp16_from_double(std::exp2(diff));
+      const float diff = formats::round_fp16_from_double(static_cast<double>(row[j]) - shift);  // ≤ 0, or NaN
+      row[j] = std::isnan(diff) ? diff : exp2_table[formats::fp16_bits(diff) & 0x7fffu];  // fp16(2^diff)
       sum += row[j];  // ℓ in FP32
     }
     state.l[r] = alpha * state.l[r] + sum;
