@@ -30,6 +30,13 @@ __device__ __forceinline__ uint32_t half2_sub(uint32_t a, uint32_t b) {
   return r;
 }
 
+// a + b per half, rounded once to FP16 (HADD2; subnormals kept).
+__device__ __forceinline__ uint32_t half2_add(uint32_t a, uint32_t b) {
+  uint32_t r;
+  asm("add.rn.f16x2 %0, %1, %2;\n" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+}
+
 // 2^x per half on the SFU (subnormal results kept).
 __device__ __forceinline__ uint32_t half2_ex2(uint32_t x) {
   uint32_t r;
