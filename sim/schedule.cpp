@@ -338,8 +338,8 @@ void per_query_head_decode(Schedule& s, const Problem& p, const Storage& st) {
 // FireQ §3.2.2's FP16 softmax (fireq's softmax_precision = fp16, a prefill's; kernels/softmax_fp16.cuh): the
 // exponentials run on half2, one ex2.approx.f16x2 for two scores — counted as one SFU issue, which
 // kernels/bench/pipe_rates.cu measures. Per score against the FP32 softmax's FMNMX, FFMA and FADD: an FMUL (the
-// scale, before the FP16 rounding), HMNMX2 and HSUB2 (½ each), and for ℓ a half → FP32 unpack and an FADD —
-// one FP32-pipe instruction more; and the half2 pack of the scores, one conversion more per pair.
+// scale, before the FP16 rounding), HMNMX2, HSUB2 and the half2 row sum's HADD2 (½ each) — ½ FP32-pipe
+// instruction fewer; and the half2 pack of the scores, one conversion more per pair.
 bool half2_softmax(const VariantRequest& v, Phase phase) {
   return phase == Phase::prefill && declares(v, "softmax_precision") && v.params.choice("softmax_precision") == "fp16";
 }
@@ -486,7 +486,7 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
     s.per_tile.ops[Unit::int32] = scores;
   } else {
     const bool half2 = half2_softmax(v, p.phase);
-    s.per_tile.ops[Unit::fp32_fma] = scores * (3 + f->fma_per_score + (half2 ? 1.0 : 0.0)) + computed_rows * d;
+    s.per_tile.ops[Unit::fp32_fma] = scores * (3 + f->fma_per_score - (half2 ? 0.5 : 0.0)) + computed_rows * d;
     s.per_tile.ops[Unit::sfu] = scores * (half2 ? 0.5 : 1.0);
     s.per_tile.ops[Unit::cvt] = scores * (f->cvt_per_score + (half2 ? 0.5 : 0.0));
     if (half2) s.explain.push_back("FP16 softmax (§3.2.2): one ex2.approx.f16x2 for two scores, one half2 pack per pair");
