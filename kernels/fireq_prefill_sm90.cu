@@ -23,7 +23,7 @@
 // FMUL more per score than flash3_fp8's per-tile factor, which it folds into the exponent's FFMA; in return the
 // scores equal the reference's up to the accumulator (the [gpu] test's item 1), and the running max is taken
 // on them. K/V loads (fireq_prefill.h's tma_producer; FP8 mode, either order): a producer warpgroup issues
-// each tile's K̂, V̂ᵀ and β_K as three TMA loads (flash3_fp8_sm90.cu's, tma_fill.cuh) and the consumers, at 240
+// each tile's K̂, V̂ᵀ and (per key) β_K as TMA loads (flash3_fp8_sm90.cu's, tma_fill.cuh) and the consumers, at 240
 // registers by setmaxnreg, issue none (kv_ring.cuh's ProducerFills); otherwise every consumer thread copies its
 // share with cp.async.
 // INT4 mode (§3.1.1 Step 1): the tiles come out of decode's cache (core/variants/fireq_layout.h) — each thread
@@ -54,7 +54,7 @@
 // 0.58 against 0.17 per issue); v4 — fl(β_K·τ) from the host (another 4–6%); v5 — the INT4 mode's V̂ᵀ
 // stores off one base (≤ 1.6%, within the runs' spread); v6 — the FP8 mode's TMA producer (12–18% at
 // d = 128; ptxas: the consumers at 240 without spills with ping-pong, 16 bytes without); v8 (this) — β_K per
-// tile and the FP16 softmax (built; its H100 numbers in PERF.md once run).
+// tile, the FP16 softmax, and the producer in the three-stage order (built; H100 numbers in PERF.md once run).
 #include "kernels/fireq_prefill.h"
 #include "kernels/kernel_path.h"
 
