@@ -306,7 +306,7 @@ __global__ void __launch_bounds__(FireqTile<D, Int4, Producer, KTile>::kThreads,
   float o[D / 2] = {};    // Oᵢ in FP32
   float acc[D / 2];       // P̂·V̂ⱼ, fresh per tile
   uint32_t p[kSteps][4];  // P̂ in E4M3 as A fragments, read by the P̂·V̂ in flight
-  uint32_t ph[kBc / 4];   // Fp16: P̃ in half2 between the softmax and the packing, [2n + i] = row i's columns 8n + 2t + {0, 1}
+  __half2 ph[kBc / 4];    // Fp16: P̃ in half2 between the softmax and the packing, [2n + i] = row i's columns 8n + 2t + {0, 1}
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};  // m in log₂ units
   float bv_pending = 0.f, bv_next = 0.f;  // β_V of the tile in flight and of the next one
   // fp8_k_scale = tile: fl(β_K,j·τ) of the tile the next softmax takes, loaded one softmax ahead (a load at the
@@ -328,20 +328,41 @@ __global__ void __launch_bounds__(FireqTile<D, Int4, Producer, KTile>::kThreads,
   // ℓ; α per row. The exponent is S·(β_K,j·τ)·(β_i·log₂e) − m as one FFMA (m in log₂ units: the row's maximum
   // times the same row factor, rounding being monotonic). The reference rounds (β_K,j·β_i)·τ first and then
   // S times it: the two orders differ by a few FP32 ulps of S (the [gpu] test's item 2).
-  auto softmax = [&](int j, float (&s)[kBc / 2], float (&alpha)[2]) {
-    const int col0 = j * kBc;
-    if constexpr (T::kBetaKPerKey) {  // the INT4 mode's scale is the row's alone (LUT(K) holds σ_K), the tile mode's per tile
-      // β_K in V̂ᵀ's key order: the float4 at 16m + 4t holds columns 16m + 2t + {0, 1, 8, 9}, this thread's
-      // columns of n-steps 2m and 2m + 1 (v2 read them as 16 float2s).
-      const float* bk = beta_k_of(j);
+  // S·f per score with K's per-key factor g = fl(β_K·τ) of the score's column, from shared memory in V̂ᵀ's key
+  // order (the float4 at 16m + 4t holds columns 16m + 2t + {0, 1, 8, 9}, this thread's columns of n-steps 2m and
+  // 2m + 1): f = g, or with row factors c (c[i] for rows g + 8i) f = fl(g·c[i]). Both softmaxes' (FP8 mode, β_K
+  // per key); c is a constant nullptr or not at every call, so the test folds away.
+  auto scale_per_key = [&](int j, float (&s)[kBc / 2], const float* c) {
+    const float* bk = beta_k_of(j);
 #pragma unroll
-      for (int m2 = 0; m2 < kBc / 16; ++m2) {
-        const float4 k4 = *reinterpret_cast<const float4*>(bk + 16 * m2 + 4 * t);
-        const float g[4] = {k4.x, k4.y, k4.z, k4.w};  // fl(β_K,j·τ), per column (the host's product)
+    for (int m2 = 0; m2 < kBc / 16; ++m2) {
+      const float4 k4 = *reinterpret_cast<const float4*>(bk + 16 * m2 + 4 * t);
+      const float g[4] = {k4.x, k4.y, k4.z, k4.w};
 #pragma unroll
-        for (int e = 0; e < 8; ++e) s[8 * m2 + e] = __fmul_rn(s[8 * m2 + e], g[2 * (e / 4) + e % 2]);  // S·(β_K,j·τ)
+      for (int e = 0; e < 8; ++e) {
+        const float key = g[2 * (e / 4) + e % 2];
+        s[8 * m2 + e] = __fmul_rn(s[8 * m2 + e], c ? __fmul_rn(key, c[(e % 4) / 2]) : key);
       }
     }
+  };
+  // The rows' factors c of tile j: β_i·log₂e (sBetaQ; the INT4 mode's fl(β_i·τ)·log₂e), times fl(β_K,j·τ) with β_K
+  // per tile — whose next value is loaded here, a softmax ahead.
+  auto row_factors = [&](int j, float (&c)[2]) {
+    c[0] = sBetaQ[my_row0 - row0], c[1] = sBetaQ[my_row0 - row0 + 8];
+    if constexpr (KTile) {  // fl(fl(β_i·log₂e)·fl(β_K,j·τ)): the tile's K scale joins the row factor
+      c[0] = __fmul_rn(c[0], kt_next), c[1] = __fmul_rn(c[1], kt_next);
+      if (j + 1 < tiles) kt_next = beta_k_tile[j + 1];
+    }
+  };
+  // β_V,ⱼ (FP8 mode) for the tile's P̂·V̂ⱼ; LUT(V) holds σ_V, so the INT4 mode's tile term is P̂·LUT(V) itself.
+  auto take_v_scale = [&](int j) {
+    if constexpr (Int4) bv_next = 1.f;
+    else bv_next = beta_v[j];
+  };
+  auto softmax = [&](int j, float (&s)[kBc / 2], float (&alpha)[2]) {
+    const int col0 = j * kBc;
+    // S·(β_K,j·τ) per key; the INT4 mode's scale is the row's alone (LUT(K) holds σ_K), the tile mode's per tile.
+    if constexpr (T::kBetaKPerKey) scale_per_key(j, s, nullptr);
     if (col0 + kBc > all_see) mask_invisible<kBc>(s, col0, my_row0, t, a.q_len, a.kv_len, a.causal);
     // Row maxima and sums over four independent chains per row (flash3_fp8_sm90.cu).
     float mx4[2][4];
@@ -355,11 +376,8 @@ __global__ void __launch_bounds__(FireqTile<D, Int4, Producer, KTile>::kThreads,
       for (int e = 0; e < 4; ++e) mx4[e / 2][2 * (n % 2) + e % 2] = fmaxf(mx4[e / 2][2 * (n % 2) + e % 2], s[4 * n + e]);
     // The row factor β_i·log₂e (sBetaQ) folded into the maximum and the exponent's FFMA: β_i > 0 commutes
     // with the maximum, and m in log₂ units is the maximum times the same factor the exponent takes.
-    float c[2] = {sBetaQ[my_row0 - row0], sBetaQ[my_row0 - row0 + 8]};
-    if constexpr (KTile) {  // fl(fl(β_i·log₂e)·fl(β_K,j·τ)): the tile's K scale joins the row factor
-      c[0] = __fmul_rn(c[0], kt_next), c[1] = __fmul_rn(c[1], kt_next);
-      if (j + 1 < tiles) kt_next = beta_k_tile[j + 1];
-    }
+    float c[2];
+    row_factors(j, c);
     float mx[2];
 #pragma unroll
     for (int i = 0; i < 2; ++i) mx[i] = fmaxf(fmaxf(mx4[i][0], mx4[i][1]), fmaxf(mx4[i][2], mx4[i][3])) * c[i];
@@ -375,9 +393,7 @@ __global__ void __launch_bounds__(FireqTile<D, Int4, Producer, KTile>::kThreads,
       }
 #pragma unroll
     for (int i = 0; i < 2; ++i) l[i] += (l4[i][0] + l4[i][1]) + (l4[i][2] + l4[i][3]);
-    // β_V,ⱼ (FP8 mode); LUT(V) holds σ_V, so the INT4 mode's tile term is P̂·LUT(V) itself.
-    if constexpr (Int4) bv_next = 1.f;
-    else bv_next = beta_v[j];
+    take_v_scale(j);
   };
   // After P̂·V̂ⱼ has landed (l. 16): Oᵢ = α_{j+1}·(Oᵢ + (P̂·V̂ⱼ)·β_V,ⱼ), one FFMA where the reference rounds
   // twice, α's product skipped by a warp where no row's maximum moved.
@@ -417,21 +433,10 @@ __global__ void __launch_bounds__(FireqTile<D, Int4, Producer, KTile>::kThreads,
   // pack_p16.
   auto softmax16 = [&](int j, float (&s)[kBc / 2], float (&alpha)[2]) {
     const int col0 = j * kBc;
-    float c[2] = {sBetaQ[my_row0 - row0], sBetaQ[my_row0 - row0 + 8]};
-    if constexpr (KTile) {
-      c[0] = __fmul_rn(c[0], kt_next), c[1] = __fmul_rn(c[1], kt_next);
-      if (j + 1 < tiles) kt_next = beta_k_tile[j + 1];
-    }
-    if constexpr (T::kBetaKPerKey) {  // x = fl(S·fl(g_c·c_r)), g_c read as float4s in V̂ᵀ's key order (softmax's)
-      const float* bk = beta_k_of(j);
-#pragma unroll
-      for (int m2 = 0; m2 < kBc / 16; ++m2) {
-        const float4 k4 = *reinterpret_cast<const float4*>(bk + 16 * m2 + 4 * t);
-        const float g[4] = {k4.x, k4.y, k4.z, k4.w};
-#pragma unroll
-        for (int e = 0; e < 8; ++e)
-          s[8 * m2 + e] = __fmul_rn(s[8 * m2 + e], __fmul_rn(g[2 * (e / 4) + e % 2], c[(e % 4) / 2]));
-      }
+    float c[2];
+    row_factors(j, c);
+    if constexpr (T::kBetaKPerKey) {  // x = fl(S·fl(g_c·c_r))
+      scale_per_key(j, s, c);
     } else {  // x = fl(S·c_r)
 #pragma unroll
       for (int n = 0; n < kBc / 8; ++n)
@@ -439,48 +444,48 @@ __global__ void __launch_bounds__(FireqTile<D, Int4, Producer, KTile>::kThreads,
         for (int e = 0; e < 4; ++e) s[4 * n + e] = __fmul_rn(s[4 * n + e], c[e / 2]);
     }
     if (col0 + kBc > all_see) mask_invisible<kBc>(s, col0, my_row0, t, a.q_len, a.kv_len, a.causal);
-    constexpr uint32_t kMinusInf2 = 0xfc00fc00u;  // (−∞, −∞) in half2
-    uint32_t mh[2][2] = {{kMinusInf2, kMinusInf2}, {kMinusInf2, kMinusInf2}};  // two chains per row
+    const __half2 minus_inf = __float2half2_rn(-INFINITY);
+    __half2 mh[2][2] = {{minus_inf, minus_inf}, {minus_inf, minus_inf}};  // two chains per row
 #pragma unroll
     for (int n = 0; n < kBc / 8; ++n)
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
-        ph[2 * n + i] = half2_rn(s[4 * n + 2 * i], s[4 * n + 2 * i + 1]);  // S₂
-        mh[i][n % 2] = half2_max(mh[i][n % 2], ph[2 * n + i]);
+        ph[2 * n + i] = __floats2half2_rn(s[4 * n + 2 * i], s[4 * n + 2 * i + 1]);  // S₂
+        mh[i][n % 2] = __hmax2(mh[i][n % 2], ph[2 * n + i]);
       }
     float mx[2];
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
-      const uint32_t h = half2_max(mh[i][0], mh[i][1]);
-      mx[i] = fmaxf(half_lo(h), half_hi(h));
+      const __half2 h = __hmax2(mh[i][0], mh[i][1]);
+      mx[i] = fmaxf(__low2float(h), __high2float(h));
     }
     float shift[2];
     update_running_max_from(mx, 1.f, m, l, alpha, shift);  // m₂ exact: the maxima are FP16 values
-    const uint32_t sh[2] = {half2_rn(shift[0], shift[0]), half2_rn(shift[1], shift[1])};
+    const __half2 sh[2] = {__float2half2_rn(shift[0]), __float2half2_rn(shift[1])};
     // The tile's row sums in half2 (four chains of four per row, then a two-level tree: ≤ 5 FP16 roundings of
     // non-negative addends, ≤ 5·2⁻¹¹ of the sum — the [gpu] test's allowance), added to the FP32 ℓ: 46
     // instructions a thread where unpacking every P̃ to FP32 took 128 (the reference sums in FP32).
-    uint32_t l4[2][4] = {};
+    const __half2 zero = __float2half2_rn(0.f);
+    __half2 l4[2][4] = {{zero, zero, zero, zero}, {zero, zero, zero, zero}};
 #pragma unroll
     for (int n = 0; n < kBc / 8; ++n)
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
-        ph[2 * n + i] = half2_ex2(half2_sub(ph[2 * n + i], sh[i]));  // P̃ = 2^{fp16(S₂ − m₂)}
-        l4[i][n % 4] = half2_add(l4[i][n % 4], ph[2 * n + i]);
+        ph[2 * n + i] = half2_ex2(__hsub2_rn(ph[2 * n + i], sh[i]));  // P̃ = 2^{fp16(S₂ − m₂)}
+        l4[i][n % 4] = __hadd2_rn(l4[i][n % 4], ph[2 * n + i]);
       }
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
-      const uint32_t h = half2_add(half2_add(l4[i][0], l4[i][1]), half2_add(l4[i][2], l4[i][3]));
-      l[i] += half_lo(h) + half_hi(h);
+      const __half2 h = __hadd2_rn(__hadd2_rn(l4[i][0], l4[i][1]), __hadd2_rn(l4[i][2], l4[i][3]));
+      l[i] += __low2float(h) + __high2float(h);
     }
-    if constexpr (Int4) bv_next = 1.f;
-    else bv_next = beta_v[j];
+    take_v_scale(j);
   };
   // P̂ = E4M3(P̃) from the half2s, into pack_p's fragments (cvt.rn.satfinite.e4m3x2.f16x2: FP16 → E4M3 once).
   auto pack_p16 = [&] {
 #pragma unroll
     for (int ks = 0; ks < kSteps; ++ks) {
-      const uint32_t* h = ph + 8 * ks;  // n-steps 4ks … 4ks + 3, both rows
+      const __half2* h = ph + 8 * ks;  // n-steps 4ks … 4ks + 3, both rows
       p[ks][0] = pack_e4m3x4_half2(h[0], h[2]);
       p[ks][1] = pack_e4m3x4_half2(h[1], h[3]);
       p[ks][2] = pack_e4m3x4_half2(h[4], h[6]);

@@ -51,15 +51,16 @@ __device__ __forceinline__ void kv_ring_three_stage(int tiles, Steps& k, uint64_
     if (group == 1) named_arrive(1);
   // The copies of iteration j: tile j + 3 into the slot of tile j − 3; then this thread's tile j + 1 has landed.
   auto ring = [&](int j) {
-    if constexpr (kFilled) return;
-    if (j + kAhead < tiles) {
-      if (j + kAhead >= kStages) mbar_wait(&empty[(j + kAhead) % kStages], parity(j + kAhead - kStages));
-      k.load_kv(j + kAhead);
+    if constexpr (!kFilled) {
+      if (j + kAhead < tiles) {
+        if (j + kAhead >= kStages) mbar_wait(&empty[(j + kAhead) % kStages], parity(j + kAhead - kStages));
+        k.load_kv(j + kAhead);
+      }
+      cp_async_commit();
+      cp_async_wait<kAhead - 1>();
+      fence_proxy_async();
+      if (j + 1 < tiles) mbar_arrive(&full[(j + 1) % kStages]);
     }
-    cp_async_commit();
-    cp_async_wait<kAhead - 1>();
-    fence_proxy_async();
-    if (j + 1 < tiles) mbar_arrive(&full[(j + 1) % kStages]);
   };
   float sa[kScores], sb[kScores];
   float alpha[2];
