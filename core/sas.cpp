@@ -49,7 +49,7 @@ const Luts& luts() {
     Luts l{};
     for (int k = 0; k <= kMaxRange; ++k) {
       l.fp32[k] = static_cast<float>(std::exp(-static_cast<double>(k)));
-      l.fp16[k] = fp16_from_double(std::exp(-static_cast<double>(k)));
+      l.fp16[k] = formats::round_fp16_from_double(std::exp(-static_cast<double>(k)));
     }
     return l;
   }();
@@ -95,10 +95,10 @@ struct Fp16Kernel {
   explicit Fp16Kernel(const Config& c)
       : lut(luts().fp16.data()),
         n_r(static_cast<float>(c.n_r)),
-        c0(fp16_from_double(c.poly[0])),
-        c1(fp16_from_double(c.poly[1])),
-        c2(fp16_from_double(c.poly[2])),
-        c3(fp16_from_double(c.poly[3])) {}
+        c0(formats::round_fp16_from_double(c.poly[0])),
+        c1(formats::round_fp16_from_double(c.poly[1])),
+        c2(formats::round_fp16_from_double(c.poly[2])),
+        c3(formats::round_fp16_from_double(c.poly[3])) {}
 
   float operator()(float t) const {
     if (std::isnan(t)) return t;
@@ -197,8 +197,6 @@ void fp16_loop(float* __restrict t, int64_t n, float m, const Fp16Kernel& k, con
 
 }  // namespace
 
-// formats::round_fp16_from_double says how (round to odd into a float, then RNE to FP16).
-float fp16_from_double(double d) { return formats::round_fp16_from_double(d); }
 
 
 void validate(const Config& c) {
@@ -219,7 +217,7 @@ float hfma(float a, float b, float c) {
   // step of the bit pattern: up in magnitude when e has the sign of s, down otherwise).
   uint64_t sb = std::bit_cast<uint64_t>(s);
   if (e != 0 && (sb & 1u) == 0) sb = (e > 0) == (s > 0) ? sb + 1 : sb - 1;
-  return fp16_from_double(std::bit_cast<double>(sb));
+  return formats::round_fp16_from_double(std::bit_cast<double>(sb));
 }
 
 float sas_exp(float t, const Config& c) {

@@ -101,8 +101,6 @@ struct SasExp {
 // Melquiond 2008), for any FP16 operands, subnormals and overflow included. (In SAS's Horner steps the
 // exact value fits in 37 bits, so e = 0 there; the float step still matters.) Tested against binary128.
 float hfma(float a, float b, float c);
-// d rounded once to FP16 (round to nearest even), as a float: the FP16 path's LUT entries and coefficients.
-float fp16_from_double(double d);
 
 // Statistics for probes and teaching.
 struct ErrorTable {

@@ -2,6 +2,7 @@
 #include "kernels/turbo_decode_host.h"
 
 #include "kernels/upload.h"
+#include "core/formats/half.h"
 #include "core/parallel.h"
 #include "core/sas.h"
 #include "core/variants/turbo_chains.h"
@@ -148,8 +149,8 @@ TurboExpArgs turbo_exp_args(const ParamValues& params) {
   for (int i = 0; i < 4; ++i) e.c[i] = static_cast<float>(poly[size_t(i)]);
   for (int k = 0; k <= sas::kMaxRange; ++k) e.lut[k] = static_cast<float>(std::exp(-static_cast<double>(k)));
   e.fp16 = params.choice("sas_precision") == "fp16";
-  for (int i = 0; i < 4; ++i) e.c16[i] = sas::fp16_from_double(poly[size_t(i)]);
-  for (int k = 0; k <= sas::kMaxRange; ++k) e.lut16[k] = sas::fp16_from_double(std::exp(-static_cast<double>(k)));
+  for (int i = 0; i < 4; ++i) e.c16[i] = formats::round_fp16_from_double(poly[size_t(i)]);
+  for (int k = 0; k <= sas::kMaxRange; ++k) e.lut16[k] = formats::round_fp16_from_double(std::exp(-static_cast<double>(k)));
   return e;
 }
 
