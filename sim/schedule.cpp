@@ -334,7 +334,6 @@ void per_query_head_decode(Schedule& s, const Problem& p, const Storage& st) {
   s.explain.push_back(fmt::format("{:.0f} warp instructions per warp and tile (measured)", issue->warp_instructions_per_tile));
 }
 
-// The exponential a turbo-like variant evaluates, as kPrefillIssue names it.
 // FireQ §3.2.2's FP16 softmax (fireq's softmax_precision = fp16, a prefill's; kernels/softmax_fp16.cuh): the
 // exponentials run on half2, one ex2.approx.f16x2 for two scores — counted as one SFU issue, which
 // kernels/bench/pipe_rates.cu measures. Per score against the FP32 softmax's FMNMX, FFMA and FADD: an FMUL (the
@@ -344,6 +343,7 @@ bool half2_softmax(const VariantRequest& v, Phase phase) {
   return phase == Phase::prefill && declares(v, "softmax_precision") && v.params.choice("softmax_precision") == "fp16";
 }
 
+// The exponential a turbo-like variant evaluates, as kPrefillIssue names it.
 const char* exponential_of(const VariantRequest& v) {
   if (declares(v, "exact_exp") && v.params.flag("exact_exp")) return "exp2";
   if (declares(v, "sas_precision") && v.params.choice("sas_precision") == "fp16") return "sas_fp16";

@@ -8,6 +8,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace attnlab::formats {
@@ -83,6 +84,18 @@ TEST_CASE("BF16 ties round to even and NaN stays NaN", "[formats]") {
   CHECK(round_bf16(1.0f + 0x1.8p-8f) == 1.0f + 0x1p-7f);  // above halfway
   CHECK(std::isnan(round_bf16(NAN)));
   CHECK(std::isinf(round_bf16(INFINITY)));
+}
+
+TEST_CASE("round_fp16_from_double rounds once: a double just past an FP16 tie goes up", "[formats]") {
+  // 1 + 2⁻¹¹ is the tie between FP16's 1 and 1 + 2⁻¹⁰; 1 + 2⁻¹¹ + 2⁻⁴⁰ is just above it. float() rounds that to
+  // the tie (2⁻⁴⁰ is below FP32's spacing), and the tie then goes to even (1): two roundings, the wrong
+  // answer. Once: 1 + 2⁻¹⁰.
+  const double above_tie = 1.0 + std::ldexp(1.0, -11) + std::ldexp(1.0, -40);
+  CHECK(formats::round_fp16(static_cast<float>(above_tie)) == 1.0f);
+  CHECK(formats::round_fp16_from_double(above_tie) == 1.0f + std::ldexp(1.0f, -10));
+  CHECK(formats::round_fp16_from_double(-above_tie) == -(1.0f + std::ldexp(1.0f, -10)));
+  CHECK(formats::round_fp16_from_double(1.0 + std::ldexp(1.0, -11)) == 1.0f);  // the tie itself: even
+  CHECK(formats::round_fp16_from_double(70000.0) == std::numeric_limits<float>::infinity());
 }
 
 }  // namespace

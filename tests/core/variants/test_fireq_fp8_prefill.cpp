@@ -13,6 +13,8 @@
 //                          (1.339286·128 = 171.43 rounds to 171)
 // Raising tile 0's maximum to 4 doubles β_V,0 (146/16384) and leaves β_V,1 and tile 1's term alone.
 // A per-token β_V would give other outputs (asserted, so that the check can tell the two apart).
+// And fp8_k_scale = tile (one β_K per KV tile, as β_V): equal to per token where a tile's tokens share their
+// max|k|, different where they do not, with hand-checked β_K values and bytes.
 #include "core/formats/fp8.h"
 #include "core/formats/half.h"
 #include "core/variants/variants.h"
@@ -104,6 +106,60 @@ TEST_CASE("fireq prefill_kv = fp8: one BF16 β_V per KV tile, O's tile term fl32
       CHECK(differing(out.o, want) == 0);
       CHECK(differing(out.o, recompute(p, in.v, 1)) > 0);  // per-token scales would differ
     }
+  }
+}
+
+
+// K whose tokens in each KV tile all share one max|k| (every row holds ±`peak` once, the rest smaller), so a
+// β_K per token equals the tile's β_K; `uneven` takes token 5's peak to 0.3 of it, so tile 0's tokens then
+// differ (not by a power of two, which E4M3 codes would absorb exactly).
+QKV even_peaks(const Problem& p, bool uneven) {
+  QKV in{Tensor(p.q_shape()), Tensor(p.kv_shape()), Tensor(p.kv_shape())};
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (int64_t i = 0; i < in.q.size(); ++i) in.q.data()[i] = u(rng);
+  for (int64_t i = 0; i < in.v.size(); ++i) in.v.data()[i] = u(rng);
+  for (int64_t i = 0; i < in.k.size(); ++i) in.k.data()[i] = 0.5f * u(rng);
+  for (int64_t t = 0; t < p.kv_len; ++t) {
+    const float peak = t < 16 ? 2.0f : 3.0f;  // tile 0, tile 1 (B_c = 16)
+    in.k.at(0, 0, t, t % p.head_dim) = (t % 2 ? -1.0f : 1.0f) * (uneven && t == 5 ? 0.3f * peak : peak);
+  }
+  return in;
+}
+
+TEST_CASE("fireq fp8_k_scale = tile: one β_K per KV tile, the same as per token when a tile's tokens share it",
+          "[variants][fireq]") {
+  const VariantSpec v = variants::fireq();
+  Problem p;
+  p.batch = p.q_heads = p.kv_heads = 1;
+  p.q_len = p.kv_len = 29;
+  p.head_dim = 64;
+  p.phase = Phase::prefill;
+  const auto params = [&](const char* k_scale) {
+    return test::params_of(v, {{"prefill_kv", "fp8"}, {"block_c", 16}, {"smoothing", "none"}, {"fp8_k_scale", k_scale}});
+  };
+  for (bool causal : {false, true}) {
+    p.causal = causal;
+    INFO(fmt::format("causal {}", causal));
+    const ReferenceOutput tile = test::run_checked(v, p, even_peaks(p, false), params("tile"));
+    const ReferenceOutput token = test::run_checked(v, p, even_peaks(p, false), params("token"));
+    // β_K = bf16(max|k|/448): 2/448 = 1.142857·2⁻⁸ → (146/128)·2⁻⁸; 3/448 = 1.714286·2⁻⁸ → (219/128)·2⁻⁸.
+    const ProbeArray& sk = tile.probes.at("scales.k");
+    CHECK(sk.shape == std::vector<int64_t>{1, 1, 2});
+    CHECK(sk.values == std::vector<double>{146.0 / 32768, 219.0 / 32768});
+    CHECK(token.probes.at("scales.k").shape == std::vector<int64_t>{1, 1, 29});
+    for (int64_t i = 0; i < tile.o.size(); ++i) REQUIRE(tile.o.data()[i] == token.o.data()[i]);
+    // Token 5's own β shrinks: per token its codes keep their scale, per tile they take tile 0's.
+    const ReferenceOutput tile_u = test::run_checked(v, p, even_peaks(p, true), params("tile"));
+    const ReferenceOutput token_u = test::run_checked(v, p, even_peaks(p, true), params("token"));
+    CHECK(tile_u.probes.at("scales.k").values == sk.values);
+    int64_t differ = 0;
+    for (int64_t i = 0; i < tile_u.o.size(); ++i) differ += tile_u.o.data()[i] != token_u.o.data()[i];
+    CHECK(differ > 0);
+    // HBM: one BF16 β_K per tile read instead of one per key: one row block (block_r 128 ≥ 29) reads both
+    // tiles, 29 keys — 29·2 bytes of β_K per token against 2·2 per tile.
+    const auto scales = [](const ReferenceOutput& o) { return o.probes.at("hbm_bytes").values[3]; };  // q k v scales o lse
+    CHECK(scales(token) - scales(tile) == 29.0 * 2 - 2.0 * 2);
   }
 }
 
