@@ -20,21 +20,20 @@ namespace attnlab::kernels {
 namespace fq = variants::fireq_detail;
 
 std::string fireq_prefill_refusal(const ParamValues& params, int64_t d, bool three_stage) {
-  const bool int4 = params.choice("prefill_kv") == "int4";
+  const bool int4 = params.choice("prefill_kv") == "int4", fp16 = params.choice("softmax_precision") == "fp16";
   if (!fireq_prefill_supports(int(d), false))
     return fmt::format("no fireq prefill kernel for head_dim {} (compiled: 64, 128)", d);
-  if (three_stage && !fireq_prefill_supports(int(d), true, int4))
-    return int4 ? "the three-stage fireq prefill kernel reads App. D's FP8 K and V (prefill_kv = fp8); the INT4 mode runs "
-                  "the two-stage order"
-                : fmt::format("the three-stage fireq prefill kernel is compiled for head_dim 64 (got {})", d);
+  if (three_stage && !fireq_prefill_supports(int(d), true, int4, fp16))
+    return int4   ? "the three-stage fireq prefill kernel reads App. D's FP8 K and V (prefill_kv = fp8); the INT4 mode runs "
+                    "the two-stage order"
+           : fp16 ? "the fireq prefill kernel's FP16 softmax (softmax_precision = fp16) runs the two-stage order"
+                  : fmt::format("the three-stage fireq prefill kernel is compiled for head_dim 64 (got {})", d);
   if (int4) {  // the cache decode reads: what the decode kernel needs of it
     if (params.choice("scale_format") != "fp8_e4m3")
       return "the fireq prefill kernel reads the INT4 cache with E4M3 token scales (scale_format = fp8_e4m3)";
     if (params.choice("int4_to_fp8") != "lut")
       return "the fireq prefill kernel converts INT4 to FP8 through §3.1.1's LUT (int4_to_fp8 = lut)";
   }
-  if (three_stage && params.choice("softmax_precision") == "fp16")
-    return "the fireq prefill kernel's FP16 softmax (softmax_precision = fp16) runs the two-stage order";
   if (params.integer("block_c") != kFireqPrefillBlock)
     return fmt::format("the fireq prefill kernel's KV tile is {} keys (the reference's B_c: where P̃ meets the running max{}): "
                        "set block_c = {} (got {})",

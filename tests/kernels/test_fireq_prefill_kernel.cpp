@@ -308,7 +308,7 @@ TEST_CASE("fireq prefill kernel: the parameters it refuses, and why", "[kernels]
   v.set(f.params, "block_c", int64_t(64), "test");
   CHECK(kernels::fireq_prefill_refusal(v, 128).find("block_c = 128") != std::string::npos);
   CHECK(kernels::fireq_prefill_refusal(kernel_params(f, Mode::fp8_tile, true), 128) == "");
-  CHECK(kernels::fireq_prefill_refusal(kernel_params(f, Mode::fp8_token, true), 64, true).find("two-stage") != std::string::npos);
+  CHECK(kernels::fireq_prefill_refusal(kernel_params(f, Mode::fp8_token, true), 64, true).find("FP16 softmax") != std::string::npos);
 }
 
 TEST_CASE("fireq prefill host inputs (no GPU): β_K per key or per tile as the reference's, the softmax flag", "[kernels][fireq]") {
