@@ -231,7 +231,10 @@ std::string describe(const KvCache& c) {
 std::string describe(const Storage& s) {
   std::string out = fmt::format("operands Q {}, K {}, P {}, V {}; O {}; Q in HBM {}", s.q.name(), s.k.name(), s.p.name(),
                                 s.v.name(), s.o.name(), describe(s.q_in));
-  if (s.kv_in) out += fmt::format("; K, V read in {} and quantized on chip", describe(*s.kv_in));
+  // kv_in already in the operand format (fireq's App. D prefill reads E4M3 K̂, V̂): read, not quantized.
+  if (s.kv_in)
+    out += fmt::format("; K, V read in {}{}", describe(*s.kv_in),
+                       s.kv_in->codes == s.k && s.kv_in->codes == s.v ? " (the operands as stored)" : " and quantized on chip");
   return out + "; cache " + describe(s.cache);
 }
 

@@ -112,8 +112,9 @@ struct Storage {
   TensorStorage q_in;                   // Q as the kernel reads it from HBM, with its scales (per query token)
   KvCache cache;                        // the cache the variant keeps: written in prefill, read in decode
   std::optional<TensorStorage> kv_in;   // K and V read from HBM as stored here (codes, per-token scales;
-                                        // quantized on chip) instead of out of the cache; the kernel writes the
-                                        // cache (TurboAttention Alg. 1: FP16; FireQ App. D's prefill: E4M3 + β)
+                                        // quantized on chip unless already the operands' format) instead of out
+                                        // of the cache; the kernel writes the cache (TurboAttention Alg. 1: FP16;
+                                        // FireQ App. D's prefill: E4M3 + β, the operands as stored)
   int64_t decode_steps = 0;             // of the problem's kv_len, the last tokens appended through the buffer
 };
 

@@ -54,7 +54,9 @@
 // 0.58 against 0.17 per issue); v4 — fl(β_K·τ) from the host (another 4–6%); v5 — the INT4 mode's V̂ᵀ
 // stores off one base (≤ 1.6%, within the runs' spread); v6 — the FP8 mode's TMA producer (12–18% at
 // d = 128; ptxas: the consumers at 240 without spills with ping-pong, 16 bytes without); v8 (this) — β_K per
-// tile, the FP16 softmax, and the producer in the three-stage order (built; H100 numbers in PERF.md once run).
+// tile (flash3_fp8's speed at d = 128, where per key takes 19–24% longer), the FP16 softmax (11–20% slower:
+// sm_90 runs ex2.approx.f16x2 as two MUFU.EX2.F16), and the producer in the three-stage order (even with the
+// two-stage one at d = 64 with β_K per tile).
 #include "kernels/fireq_prefill.h"
 #include "kernels/kernel_path.h"
 

@@ -127,7 +127,8 @@ constexpr Format kFormats[] = {
   // transpose 4×4 — 1.375 and 1.875 integer operations per element, 1.625 on average; no conversion pipe.
   {"fireq",      false, false, 0.5, 1, 0,   1.625, 0, false, false,
    "FP8 Q; INT4 K/V (½ byte) with one E4M3 scale per token; INT4 → FP8 on chip through the token's 16-entry "
-   "table (byte permutes); token scales applied per score (FMA)"},
+   "table (byte permutes); token scales applied per score (FMA). App. D's FP8 prefill reads E4M3 K̂, V̂ instead "
+   "(storage below)"},
 };
 // clang-format on
 
@@ -335,10 +336,11 @@ void per_query_head_decode(Schedule& s, const Problem& p, const Storage& st) {
 }
 
 // FireQ §3.2.2's FP16 softmax (fireq's softmax_precision = fp16, a prefill's; kernels/softmax_fp16.cuh): the
-// exponentials run on half2, one ex2.approx.f16x2 for two scores — counted as one SFU issue, which
-// kernels/bench/pipe_rates.cu measures. Per score against the FP32 softmax's FMNMX, FFMA and FADD: an FMUL (the
-// scale, before the FP16 rounding), HMNMX2, HSUB2 and the half2 row sum's HADD2 (½ each) — ½ FP32-pipe
-// instruction fewer; and the half2 pack of the scores, one conversion more per pair.
+// exponentials run on half2, one ex2.approx.f16x2 for two scores — which the H100 splits into two
+// MUFU.EX2.F16 (kernels/bench/pipe_rates.cu, 2026-11-27: 8.1 instructions = 16.1 exponentials a clock per SM,
+// the FP32 MUFU.EX2's 16.1), so the SFU still takes one issue per score. Per score against the FP32 softmax's
+// FMNMX, FFMA and FADD: an FMUL (the scale, before the FP16 rounding), HMNMX2, HSUB2 and the half2 row sum's
+// HADD2 (½ each) — ½ FP32-pipe instruction fewer; and the half2 pack of the scores, one conversion more per pair.
 bool half2_softmax(const VariantRequest& v, Phase phase) {
   return phase == Phase::prefill && declares(v, "softmax_precision") && v.params.choice("softmax_precision") == "fp16";
 }
@@ -487,9 +489,11 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
   } else {
     const bool half2 = half2_softmax(v, p.phase);
     s.per_tile.ops[Unit::fp32_fma] = scores * (3 + f->fma_per_score - (half2 ? 0.5 : 0.0)) + computed_rows * d;
-    s.per_tile.ops[Unit::sfu] = scores * (half2 ? 0.5 : 1.0);
+    s.per_tile.ops[Unit::sfu] = scores;  // FP32 or half2: one MUFU.EX2 per score (above)
     s.per_tile.ops[Unit::cvt] = scores * (f->cvt_per_score + (half2 ? 0.5 : 0.0));
-    if (half2) s.explain.push_back("FP16 softmax (§3.2.2): one ex2.approx.f16x2 for two scores, one half2 pack per pair");
+    if (half2)
+      s.explain.push_back("FP16 softmax (§3.2.2): ex2.approx.f16x2 for two scores (two SFU issues on sm_90), one half2 "
+                          "pack per pair");
   }
   if (f->wgmma_integer_p && st.p == kInt8 && s.warpgroup_mma) {
     // The wgmma kernel moves every conversion off the conversion pipe (kernels/mma.cuh: exact int↔float

@@ -76,7 +76,8 @@
 //     and channels). Alg. 1 l. 8 and 12 scale S by τ alone, so the paper's loop has no per-key factor: a K
 //     scale constant over a tile folds into τ, as FlashAttention-3's FP8 block scales do — in a kernel one
 //     factor per row and tile instead of one multiply and one shared-memory read per score. The price is
-//     V's: a tile's keys share the step of its largest |k̃|.
+//     V's: a tile's keys share the step of its largest |k̃|. Default token: §3 names per-token quantization for
+//     keys and values; tile is the kernel's faster form (kernels/PERF.md, "FP8 mode v8").
 //   - The FP8 products are computed exactly and rounded once to FP32: every E4M3 value is a multiple of
 //     2⁻⁹ below 2⁹, so q̂·k̂ and p̂·v̂ are multiples of 2⁻¹⁸ and a dot product of ≤ 256 + 16 terms is an
 //     integer multiple of 2⁻¹⁸ of magnitude < 2⁴⁵ — exact in FP64 in any summation order. The Eigen
