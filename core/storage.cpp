@@ -228,13 +228,14 @@ std::string describe(const KvCache& c) {
   return out;
 }
 
+bool kv_in_holds_operands(const Storage& s) { return s.kv_in && s.kv_in->codes == s.k && s.kv_in->codes == s.v; }
+
 std::string describe(const Storage& s) {
   std::string out = fmt::format("operands Q {}, K {}, P {}, V {}; O {}; Q in HBM {}", s.q.name(), s.k.name(), s.p.name(),
                                 s.v.name(), s.o.name(), describe(s.q_in));
-  // kv_in already in the operand format (fireq's App. D prefill reads E4M3 K̂, V̂): read, not quantized.
   if (s.kv_in)
     out += fmt::format("; K, V read in {}{}", describe(*s.kv_in),
-                       s.kv_in->codes == s.k && s.kv_in->codes == s.v ? " (the operands as stored)" : " and quantized on chip");
+                       kv_in_holds_operands(s) ? " (the operands as stored)" : " and quantized on chip");
   return out + "; cache " + describe(s.cache);
 }
 

@@ -163,6 +163,10 @@ CacheRate cache_rate(const KvCache& c, int64_t kv_heads);
 // The number of KV heads of each sequence that class i holds, with kv_heads heads per sequence.
 int64_t class_heads(const KvCache& c, size_t i, int64_t kv_heads);
 
+// Whether K and V read as kv_in are already the operands' format (FireQ App. D's prefill: E4M3 K̂, V̂ and their
+// scales), so that nothing is quantized on chip: the model charges no quantization, the description says so.
+bool kv_in_holds_operands(const Storage& s);
+
 // In words, one line: the operands, Q in HBM and the cache (`describe(cache)`: "in blocks of 64 tokens: K
 // int2 + s_int int8 per block × channel + z_int int8 per block × channel + s_K fp32 per block, V … (2 heads); …").
 std::string describe(const Storage& s);

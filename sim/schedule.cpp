@@ -127,8 +127,7 @@ constexpr Format kFormats[] = {
   // transpose 4×4 — 1.375 and 1.875 integer operations per element, 1.625 on average; no conversion pipe.
   {"fireq",      false, false, 0.5, 1, 0,   1.625, 0, false, false,
    "FP8 Q; INT4 K/V (½ byte) with one E4M3 scale per token; INT4 → FP8 on chip through the token's 16-entry "
-   "table (byte permutes); token scales applied per score (FMA). App. D's FP8 prefill reads E4M3 K̂, V̂ instead "
-   "(storage below)"},
+   "table (byte permutes); token scales applied per score (FMA)"},
 };
 // clang-format on
 
@@ -507,7 +506,7 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
   }
   // K/V read in kv_in and quantized per tile — unless kv_in already holds the operand format (fireq's App. D
   // prefill reads E4M3 K̂ and V̂: nothing to quantize).
-  const bool kv_on_chip = st.kv_in && !prepass && !(st.kv_in->codes == st.k);
+  const bool kv_on_chip = st.kv_in && !prepass && !kv_in_holds_operands(st);
   if (kv_on_chip || (!st.kv_in && !f->cvt_kv_on_chip_only)) s.per_tile.ops[Unit::cvt] += 2 * Bc * d * f->cvt_per_kv;
   // The cache's codes unpacked on chip: only where K/V come out of the cache (not kv_in).
   if (f->int32_per_kv > 0 && !st.kv_in) s.per_tile.ops[Unit::int32] += 2 * Bc * d * f->int32_per_kv;

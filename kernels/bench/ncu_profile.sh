@@ -12,9 +12,8 @@
 # (turbo_session.sh BENCH_ONLY=1 NO_BENCH=1):
 # `fp8`: flash3_fp8's prefill kernel at the two prefill shapes. `decode-stalls-bench`: the turbo decode chains at the benchmark's own shape (B 16, H 32/32 and 32/8, d 128,
 # N 32768), whose chains are 4× longer than at B 4 (their prologue's stalls a smaller share). `fireq`: the fireq
-# decode chains at the same two shapes. `fireq-prefill`: flash3_fp8 and fireq's prefill (FP8 K/V with β_K per key, per tile, and per tile with the
-# FP16 softmax; INT4 K/V) at
-# B 4, H 16, N 8192, d 128, causal and not.
+# decode chains at the same two shapes. `fireq-prefill`: flash3_fp8 and fireq's prefill (FP8 K/V with β_K per
+# key, per tile, and per tile with the FP16 softmax; INT4 K/V) at B 4, H 16, N 8192, d 128, causal and not.
 #   bash kernels/bench/ncu_profile.sh OUT.csv [prefill|decode|all|instructions|decode-stalls|decode-stalls-bench|fp8|fireq|fireq-prefill]
 set -u
 out=${1:?usage: ncu_profile.sh OUT.csv [prefill|decode|all|instructions|decode-stalls|decode-stalls-bench|fp8|fireq|fireq-prefill]}

@@ -116,17 +116,21 @@ TEST_CASE("a tensor read as one block: Q's token, block and tensor scales", "[st
   CHECK(b.fixed == 8 * 2);             // per tensor, per 8 channels
 }
 
-TEST_CASE("describe: K/V read in HBM are quantized on chip unless already in the operands' format", "[storage]") {
+TEST_CASE("K/V read from HBM are quantized on chip unless already in the operands' format: the rule and its words", "[storage]") {
   Storage turbo;  // TurboAttention Alg. 1: FP16 K/V in HBM, INT8 operands
   turbo.k = turbo.v = kInt8;
   turbo.kv_in = TensorStorage{kFp16, kWhole, {}};
+  CHECK(!kv_in_holds_operands(turbo));
   CHECK(describe(turbo).find("K, V read in fp16 and quantized on chip") != std::string::npos);
   Storage fireq;  // FireQ App. D: E4M3 K̂/V̂ with their scales are the operands
   fireq.k = fireq.v = kE4m3;
   fireq.kv_in = TensorStorage{kE4m3, kWhole, {{"β", kBf16, {1, kWhole}}}};
+  CHECK(kv_in_holds_operands(fireq));
   const std::string text = describe(fireq);
   CHECK(text.find("(the operands as stored)") != std::string::npos);
   CHECK(text.find("quantized on chip") == std::string::npos);
+  fireq.v = kFp16;  // one operand in another format: that one is quantized on chip
+  CHECK(!kv_in_holds_operands(fireq));
 }
 
 }  // namespace
