@@ -67,6 +67,10 @@ inline constexpr KernelTraits kKernelTraits[] = {
     // sm_89's e4m3 mma.sync (the backend refuses older GPUs).
     {"fireq",       64,  80,  8,   64,  4,    2,     108, 128, true, true},
     {"fireq",       128, 80,  8,   64,  4,    2,     183, 128, true, true},
+    // fireq decode, the warpgroup generation (kernels/fireq_decode_sm90.cu): the same B_r and B_c; one warpgroup
+    // per CTA running one chain (four warps sharing each tile), a three-stage ring of whole tiles.
+    {"fireq",       64,  90,  8,   64,  4,    3,     128, 128, true},
+    {"fireq",       128, 90,  8,   64,  4,    3,     128, 128, true},
     // fireq prefill (kernels/fireq_prefill_sm90.cu): flash3_fp8's wgmma tiling on E4M3 K and V — App. D's, or the
     // INT4 cache's converted by LUT; B_r = B_c = 128 (the V scale block is the tile), a six-tile ring
     // (kernels/kv_ring.cuh; the INT4 mode at d 128 holds 4, beside its staging). Registers: the FP8 mode's.

@@ -35,6 +35,7 @@
 // Versions (kernels/PERF.md, "fireq decode"): v1 — heads as the MMA's rows; v2 — V's words grouped per load;
 // v3 (reverted) — the next tile's scores beside this tile's P̂·V̂ (spilled); v4 (this) — heads as N.
 #include "kernels/fireq_decode.h"
+#include "kernels/fireq_decode_sm90.h"
 
 #include "core/kernel_traits.h"
 #include "core/variants/fireq_layout.h"
@@ -56,8 +57,8 @@ namespace layout = attnlab::fireq_layout;
 // cost model reads (core/kernel_traits.h), the same at d 64 and 128.
 constexpr KernelTraits kTraits = *find_kernel_traits("fireq", 128, 80, true);
 constexpr int kWarps = kTraits.warps, kStages = kTraits.stages;
-static_assert(kTraits.warp_chains && find_kernel_traits("fireq", 64, 80, true)->warps == kWarps &&
-              find_kernel_traits("fireq", 64, 80, true)->stages == kStages);
+static_assert(kTraits.warp_chains && find_kernel_traits("fireq", 64, 80, true)->warps == kTraits.warps &&
+              find_kernel_traits("fireq", 64, 80, true)->stages == kTraits.stages);
 constexpr int kT = 64;          // tokens per tile
 constexpr int kRows = 8;        // query heads per KV head (MMA rows g)
 constexpr int kMaxChains = 128;  // flash2's decode_splits_max
@@ -220,11 +221,29 @@ __device__ __forceinline__ void pv_step(const uint8_t* tile, const uint4* lut, c
     mma_e4m3(acc[q], b[0][2 * q], b[0][2 * q + 1], b[1][2 * q], b[1][2 * q + 1], pb[k][0], pb[k][1]);
 }
 
+constexpr bool kKStepOrder = false;
 template <int D>
 __device__ __forceinline__ void pv_tile(const uint8_t* tile, const uint4* lut, const uint32_t (&pb)[2][2],
                                         Chain<D>& ch) {
   const int t = threadIdx.x % 4;
   const uint8_t* sigma = tile + layout::sigma_v_offset(D);
+  if constexpr (kKStepOrder) {
+    float acc[D / 64][4][4] = {};
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      const uint32_t sig[2] = {*reinterpret_cast<const uint32_t*>(sigma + 32 * k + 4 * t),
+                               *reinterpret_cast<const uint32_t*>(sigma + 32 * k + 16 + 4 * t)};
+#pragma unroll
+      for (int ww = 0; ww < D / 64; ++ww) pv_step<D>(tile, lut, pb, sig, ww, k, acc[ww]);
+    }
+#pragma unroll
+    for (int ww = 0; ww < D / 64; ++ww)
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) ch.o[4 * ww + q][e] += acc[ww][q][e];
+    return;
+  }
 #pragma unroll
   for (int ww = 0; ww < D / 64; ++ww) {
     float acc[4][4] = {};
@@ -393,12 +412,7 @@ cudaError_t launch(const FireqDecodeArgs& a, cudaStream_t stream) {
   if (const cudaError_t e = prepare<D>(); e != cudaSuccess) return e;
   const long warps = long(a.cache.pairs) * a.chains;
   fireq_chains_kernel<D><<<unsigned((warps + kWarps - 1) / kWarps), kWarps * 32, kSmemBytes<D>, stream>>>(a);
-  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
-  if (a.chains > 1) {
-    fireq_merge_kernel<<<unsigned(size_t(a.batch) * a.q_heads), unsigned(D), 0, stream>>>(a);
-    return cudaGetLastError();
-  }
-  return cudaSuccess;
+  return cudaGetLastError();
 }
 
 template <class F>
@@ -416,14 +430,24 @@ bool fireq_decode_supports(int head_dim, int gqa_group) {
 
 int fireq_decode_tiles(const FireqCacheArgs& c) { return int(layout::tiles_for(c.tokens)); }
 
-cudaError_t fireq_decode_warps_per_sm(int head_dim, int& warps) {
-  warps = 0;
-  return dispatch(head_dim, [&]<int D>() { return occupancy<D>(warps); });
+int fireq_decode_generation(int requested) {
+  if (requested != 0) return requested;
+  int device = 0, major = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess)
+    return 80;
+  return major == 9 ? 90 : 80;
 }
 
-int fireq_decode_chains(int pairs, int tiles, long gpu_warps) {
+cudaError_t fireq_decode_chains_per_sm(int head_dim, int generation, int& chains) {
+  chains = 0;
+  if (fireq_decode_generation(generation) == 90) return fireq_decode_sm90_chains_per_sm(head_dim, chains);
+  return dispatch(head_dim, [&]<int D>() { return occupancy<D>(chains); });
+}
+
+int fireq_decode_chains(int pairs, int tiles, long gpu_chains) {
   if (tiles < 1) return 1;
-  return decode_splits(pairs, gpu_warps > 0 ? gpu_warps : 1, tiles, kMaxChains);
+  return decode_splits(pairs, gpu_chains > 0 ? gpu_chains : 1, tiles, kMaxChains);
 }
 
 size_t fireq_decode_workspace_bytes(const FireqDecodeArgs& a) {
@@ -433,11 +457,17 @@ size_t fireq_decode_workspace_bytes(const FireqDecodeArgs& a) {
 
 cudaError_t fireq_decode(const FireqDecodeArgs& a, cudaStream_t stream) {
   const FireqCacheArgs& c = a.cache;
+  const int generation = fireq_decode_generation(a.generation);
   if (a.kv_heads < 1 || a.q_heads % a.kv_heads != 0 || c.pairs != a.batch * a.kv_heads ||
       !fireq_decode_supports(c.head_dim, a.q_heads / a.kv_heads) || c.tokens < 1 || a.chains < 1 ||
-      a.chains > fireq_decode_tiles(c) || (a.chains > 1 && a.workspace == nullptr))
+      a.chains > fireq_decode_tiles(c) || (a.chains > 1 && a.workspace == nullptr) ||
+      (generation != 80 && generation != 90))
     return cudaErrorInvalidValue;
-  return dispatch(c.head_dim, [&]<int D>() { return launch<D>(a, stream); });
+  const cudaError_t e = generation == 90 ? fireq_decode_sm90_chains(a, stream)
+                                         : dispatch(c.head_dim, [&]<int D>() { return launch<D>(a, stream); });
+  if (e != cudaSuccess || a.chains == 1) return e;
+  fireq_merge_kernel<<<unsigned(size_t(a.batch) * a.q_heads), unsigned(c.head_dim), 0, stream>>>(a);
+  return cudaGetLastError();
 }
 
 cudaError_t fireq_lut_probe(uint8_t* out, cudaStream_t stream) {

@@ -49,12 +49,13 @@ struct FireqDeviceInputs {
 };
 FireqDeviceInputs upload_fireq(const Problem& p, const FireqHostInputs& h);
 
-// Arguments for problem p over the device inputs, writing o/lse, with `chains` chains.
+// Arguments for problem p over the device inputs, writing o/lse, with `chains` chains, on kernel generation
+// `generation` (fireq_decode.h: 0 = the GPU's own, resolved here).
 FireqDecodeArgs fireq_decode_args(const Problem& p, const FireqDeviceInputs& in, __nv_bfloat16* o, float* lse,
-                                  int chains);
+                                  int chains, int generation = 0);
 
 // The chains fireq_decode_chains picks on the current device (its occupancy) with `sm_count` SMs.
-int fireq_chains_here(const Problem& p, int sm_count);
+int fireq_chains_here(const Problem& p, int sm_count, int generation = 0);
 
 struct FireqDecodeOutput {
   Tensor o;                // (B, Hq, 1, d), BF16 values
@@ -62,6 +63,6 @@ struct FireqDecodeOutput {
   int chains = 1;
 };
 // One launch with poisoned outputs; throws std::runtime_error if any output stays unwritten (NaN).
-FireqDecodeOutput fireq_decode_once(const Problem& p, const FireqDeviceInputs& in, int chains);
+FireqDecodeOutput fireq_decode_once(const Problem& p, const FireqDeviceInputs& in, int chains, int generation = 0);
 
 }  // namespace attnlab::kernels
