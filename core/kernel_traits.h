@@ -29,6 +29,8 @@ struct KernelTraits {
   bool int8_prepass = false;  // prefill: a pre-pass quantizes K and V once into INT8 tiles in HBM (and writes
                               // the compressed cache), a second one Q into INT8 blocks; the attention reads
                               // the INT8 tiles (turbo prefill: kernels/turbo_cache_write.cu; PrefillIssue)
+  bool balanced_chains = false;  // warp-chain decode: chains per pair from balanced_warp_chains (the busiest SM's
+                                 // tiles), not decode_splits (fireq decode)
   // A warpgroup-MMA kernel's query rows per warpgroup (four warps): turbo's Alg. 1 query block.
   constexpr int warpgroup_rows() const { return block_r / (warps / 4); }
 };
@@ -63,14 +65,11 @@ inline constexpr KernelTraits kKernelTraits[] = {
     {"kivi",        64,  80,  8,   64,  4,    2,     158, 128, true, true},
     {"kivi",        128, 80,  8,   64,  4,    2,     226, 128, true, true},
     // fireq decode (kernels/fireq_decode.cu): B_r = the ≤ 8 query heads (MMA N columns), B_c = 64 tokens; 4 warps
-    // per CTA, one chain each, 2 tiles in flight per warp. The mma.sync generation, on FP8 operands: it needs
-    // sm_89's e4m3 mma.sync (the backend refuses older GPUs).
-    {"fireq",       64,  80,  8,   64,  4,    2,     108, 128, true, true},
-    {"fireq",       128, 80,  8,   64,  4,    2,     183, 128, true, true},
-    // fireq decode, the warpgroup generation (kernels/fireq_decode_sm90.cu): the same B_r and B_c; one warpgroup
-    // per CTA running one chain (four warps sharing each tile), a three-stage ring of whole tiles.
-    {"fireq",       64,  90,  8,   64,  4,    3,     128, 128, true},
-    {"fireq",       128, 90,  8,   64,  4,    3,     128, 128, true},
+    // per CTA, one chain each, 2 tiles in flight per warp, 3 CTAs per SM at d 128 (167 registers); chains from
+    // balanced_warp_chains. The mma.sync generation, on FP8 operands: it needs sm_89's e4m3 mma.sync (the
+    // backend refuses older GPUs).
+    {"fireq",       64,  80,  8,   64,  4,    2,     104, 128, true, true, false, false, true},
+    {"fireq",       128, 80,  8,   64,  4,    2,     167, 128, true, true, false, false, true},
     // fireq prefill (kernels/fireq_prefill_sm90.cu): flash3_fp8's wgmma tiling on E4M3 K and V — App. D's, or the
     // INT4 cache's converted by LUT; B_r = B_c = 128 (the V scale block is the tile), a six-tile ring
     // (kernels/kv_ring.cuh; the INT4 mode at d 128 holds 4, beside its staging). Registers: the FP8 mode's.
@@ -150,13 +149,13 @@ inline constexpr DecodeIssue kDecodeIssue[] = {
     {"kivi", 128, 8, 4, 2724.6, {0.56, 0.21, 0.04, 0, 0.79}},  {"kivi", 128, 8, 2, 2941.7, {0.49, 0.18, 0.02, 0, 0.81}},
     {"kivi", 64, 1, 4, 1499.5, {0.76, 0.20, 0.05, 0, 0.84}},    {"kivi", 64, 1, 2, 1615.5, {0.64, 0.17, 0.02, 0, 0.88}},
     {"kivi", 64, 4, 4, 1506.5, {0.82, 0.23, 0.15, 0, 0.89}},    {"kivi", 64, 4, 2, 1622.3, {0.69, 0.20, 0.07, 0, 0.91}},
-    // fireq decode v4 (kernels/fireq_decode.cu) at the benchmark's shape (B 16, N 32768, d 128; ncu_profile.sh
-    // fireq → sim/measurements/h100-ncu-fireq-decode-2026-11-26.csv): the chains kernel's warp instructions over
-    // its tiles (one length: the prologue, < 1% of 256 or 64 tiles per chain, included). The heads are the MMA's
-    // N columns, so the loop is the same at every group (1 802 at G 1, 1 816 at G 4): G 4's row stands for 2
-    // and 8.
-    {"fireq", 128, 1, 4, 1802.5, {0.80, 0.18, 0.02, 0, 0.56}}, {"fireq", 128, 2, 4, 1816.2, {0.80, 0.18, 0.04, 0, 0.55}},
-    {"fireq", 128, 4, 4, 1816.2, {0.80, 0.18, 0.04, 0, 0.55}}, {"fireq", 128, 8, 4, 1816.2, {0.80, 0.18, 0.04, 0, 0.55}},
+    // fireq decode v8 (kernels/fireq_decode.cu) at the benchmark's shape (B 16, N 32768, d 128; 3 CTAs per SM,
+    // 3 and 12 chains per pair; ncu_profile.sh fireq → sim/measurements/h100-ncu-fireq-decode-v8-2026-11-28.csv):
+    // the chains kernel's warp instructions over its tiles (the prologue, < 1% of 171 or 43 tiles per chain,
+    // included). The heads are the MMA's N columns, so the loop is the same at every group (1 804 at G 1,
+    // 1 822 at G 4): G 4's row stands for 2 and 8.
+    {"fireq", 128, 1, 4, 1803.7, {0.78, 0.16, 0.02, 0, 0.99}}, {"fireq", 128, 2, 4, 1822.2, {0.79, 0.16, 0.08, 0, 0.99}},
+    {"fireq", 128, 4, 4, 1822.2, {0.79, 0.16, 0.08, 0, 0.99}}, {"fireq", 128, 8, 4, 1822.2, {0.79, 0.16, 0.08, 0, 0.99}},
     // Our FP16 decode (kernels/flash2.cu, the mma.sync prefill kernel at q_len 1): one CTA per query head
     // computes a whole B_r-row block, so its count is the same at every group (294.9 M warp instructions at
     // B 4, H 32, N 32768 with 32, 8 and 4 KV heads: 1125.1 per warp and 64-key tile; the stall likewise);
@@ -228,6 +227,27 @@ constexpr int decode_splits(long blocks, long slots, long tiles, int max_splits)
   for (long s = 1; s <= limit; ++s)
     if (efficiency(s) >= 0.85 * best) return static_cast<int>(s);
   return 1;
+}
+
+// Chains per pair for a warp-chain decode kernel (one chain per warp, warps_per_cta to a CTA, ctas_per_sm CTAs
+// on each of sm_count SMs at once) that keeps the SMs evenly loaded: every chain resident at once (the
+// ⌈pairs·C / warps_per_cta⌉ CTAs at most ctas_per_sm to an SM: a second wave would pay each chain's prologue
+// and partial result again), and among those counts the shortest chains, ⌈tiles / C⌉ tiles, with the fewest
+// chains that reach it (each adds a partial result to merge). decode_splits' first-within-85%-of-the-best
+// wave fill stops short of that: at GQA 4:1 on an H100 with 3 CTAs of 4 warps per SM (B 16, H 32/8, N 32k)
+// it takes 11 chains of 47 tiles where 12 of 43 still fit (kernels/PERF.md, fireq decode v8). One chain when
+// even that fills the GPU more than once.
+constexpr int balanced_warp_chains(long pairs, long tiles, long sm_count, long ctas_per_sm, long warps_per_cta,
+                                   int max_chains) {
+  if (pairs < 1 || tiles < 1 || sm_count < 1 || ctas_per_sm < 1 || warps_per_cta < 1) return 1;
+  auto up = [](long x, long y) { return (x + y - 1) / y; };
+  const long limit = tiles < max_chains ? tiles : max_chains;
+  long most = 0;  // the most chains whose CTAs all fit at once
+  for (long c = 1; c <= limit && up(up(pairs * c, warps_per_cta), sm_count) <= ctas_per_sm; ++c) most = c;
+  if (most == 0) return 1;
+  long c = 1;
+  while (up(tiles, c) > up(tiles, most)) ++c;
+  return static_cast<int>(c);
 }
 
 // Which kernel generation runs a problem: the warpgroup-MMA one (arch 90) on a compute-capability-9.0 GPU

@@ -8,9 +8,10 @@
 // 16 channels, k = tokens), kivi_decode.cu's orientation: every accumulator register holds a result (with
 // the heads as M, rows g + 8 of each MMA would be dead outputs ptxas must still allocate — v1–v2, 202
 // registers against 183). P̂ reaches P̂ᵀ's B fragments through 512 bytes of shared memory per warp (16 byte
-// stores, 4 word loads per tile). Four independent warps per CTA, each streaming its tiles through its own
-// two-stage cp.async ring; with C > 1 chains per pair a second kernel merges their normalized outputs
-// (O = Σ_c e^{L_c − L}·O_c, L = log Σ_c e^{L_c}); C from decode_splits over warps.
+// stores, 4 word loads per tile). Four independent warps per CTA, three CTAs per SM, each warp streaming its
+// tiles through its own two-stage cp.async ring; with C > 1 chains per pair a second kernel merges their
+// normalized outputs (O = Σ_c e^{L_c − L}·O_c, L = log Σ_c e^{L_c}, kernels/chain_merge.cuh); C from
+// balanced_warp_chains (core/kernel_traits.h): the count whose busiest SM has the fewest tiles.
 //
 // INT4 → FP8 (§3.1.1 Step 1): kernels/fireq_lut.cuh — 128 tables per CTA in shared memory, a token's table one
 // 16-byte load indexed by its σ byte, 8 codes converted by 11 byte permutes. K's operand bytes of one register
@@ -32,10 +33,14 @@
 // ex2.approx for exp, FP32 summation order of ℓ and O, and P̃'s E4M3 rounding taken against a different
 // running max (other tiles, other chains: the reference runs one row block over B_c = block_c tiles).
 //
+// On sm_90 ptxas lowers each e4m3 m16n8k32 into two FP16 HMMA.16816 and unpacks the operands
+// (F2FP.F16.E4M3.UNPACK_B); a warpgroup-MMA generation that takes E4M3 natively (v7) measured 11% slower.
+//
 // Versions (kernels/PERF.md, "fireq decode"): v1 — heads as the MMA's rows; v2 — V's words grouped per load;
-// v3 (reverted) — the next tile's scores beside this tile's P̂·V̂ (spilled); v4 (this) — heads as N.
+// v3 (reverted) — the next tile's scores beside this tile's P̂·V̂ (spilled); v4 — heads as N; v6 — P̂·V̂ in
+// k-step order (163 registers); v7 (reverted) — wgmma, a warpgroup per chain; v8 (this) — v6's order at 3 CTAs
+// per SM, chains from balanced_warp_chains, the merge's loads in flight together.
 #include "kernels/fireq_decode.h"
-#include "kernels/fireq_decode_sm90.h"
 
 #include "core/kernel_traits.h"
 #include "core/variants/fireq_layout.h"
@@ -57,8 +62,8 @@ namespace layout = attnlab::fireq_layout;
 // cost model reads (core/kernel_traits.h), the same at d 64 and 128.
 constexpr KernelTraits kTraits = *find_kernel_traits("fireq", 128, 80, true);
 constexpr int kWarps = kTraits.warps, kStages = kTraits.stages;
-static_assert(kTraits.warp_chains && find_kernel_traits("fireq", 64, 80, true)->warps == kTraits.warps &&
-              find_kernel_traits("fireq", 64, 80, true)->stages == kTraits.stages);
+static_assert(kTraits.warp_chains && find_kernel_traits("fireq", 64, 80, true)->warps == kWarps &&
+              find_kernel_traits("fireq", 64, 80, true)->stages == kStages);
 constexpr int kT = 64;          // tokens per tile
 constexpr int kRows = 8;        // query heads per KV head (MMA rows g)
 constexpr int kMaxChains = 128;  // flash2's decode_splits_max
@@ -196,7 +201,7 @@ __device__ __forceinline__ void softmax_tile(float (&s)[4][4], int valid, const 
 // tokens) — the lane's 8 tokens' word ww (two 16-byte loads, fireq_layout.h's V order), each converted through
 // its token's table (σ bytes in sig: [half] = tokens 32k + 4t.., 32k + 16 + 4t..) and transposed 4×4 into A
 // fragments (rows = channels g + 8j, j = 8·ww … 8·ww + 7: m-tiles 4·ww … 4·ww + 3; k = tokens), and 4 MMAs into
-// acc. The caller zeroes acc per (tile, ww) and adds it to O after k-step 1: the tensor core's narrow sum then
+// acc. The caller zeroes acc per tile and adds it to O after k-step 1: the tensor core's narrow sum then
 // spans this tile's 2 k-steps only, and O takes it in FP32 (O = α·O + P̂·V̂).
 template <int D>
 __device__ __forceinline__ void pv_step(const uint8_t* tile, const uint4* lut, const uint32_t (&pb)[2][2],
@@ -221,43 +226,28 @@ __device__ __forceinline__ void pv_step(const uint8_t* tile, const uint4* lut, c
     mma_e4m3(acc[q], b[0][2 * q], b[0][2 * q + 1], b[1][2 * q], b[1][2 * q + 1], pb[k][0], pb[k][1]);
 }
 
-constexpr bool kKStepOrder = false;
+// Oᵀ += V̂ᵀ·P̂ᵀ for one tile, k-step by k-step: the lane's 8 V tables of a k-step are loaded once and serve all
+// d/64 words, whose accumulators (d/4 registers) live across both k-steps and are added to O after the last
+// (v6's order: 163–167 registers at d 128 against the word-by-word order's 183, so 3 CTAs fit an SM).
 template <int D>
 __device__ __forceinline__ void pv_tile(const uint8_t* tile, const uint4* lut, const uint32_t (&pb)[2][2],
                                         Chain<D>& ch) {
   const int t = threadIdx.x % 4;
   const uint8_t* sigma = tile + layout::sigma_v_offset(D);
-  if constexpr (kKStepOrder) {
-    float acc[D / 64][4][4] = {};
+  float acc[D / 64][4][4] = {};
 #pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      const uint32_t sig[2] = {*reinterpret_cast<const uint32_t*>(sigma + 32 * k + 4 * t),
-                               *reinterpret_cast<const uint32_t*>(sigma + 32 * k + 16 + 4 * t)};
+  for (int k = 0; k < 2; ++k) {
+    const uint32_t sig[2] = {*reinterpret_cast<const uint32_t*>(sigma + 32 * k + 4 * t),
+                             *reinterpret_cast<const uint32_t*>(sigma + 32 * k + 16 + 4 * t)};
 #pragma unroll
-      for (int ww = 0; ww < D / 64; ++ww) pv_step<D>(tile, lut, pb, sig, ww, k, acc[ww]);
-    }
-#pragma unroll
-    for (int ww = 0; ww < D / 64; ++ww)
-#pragma unroll
-      for (int q = 0; q < 4; ++q)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) ch.o[4 * ww + q][e] += acc[ww][q][e];
-    return;
+    for (int ww = 0; ww < D / 64; ++ww) pv_step<D>(tile, lut, pb, sig, ww, k, acc[ww]);
   }
 #pragma unroll
-  for (int ww = 0; ww < D / 64; ++ww) {
-    float acc[4][4] = {};
-#pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      const uint32_t sig[2] = {*reinterpret_cast<const uint32_t*>(sigma + 32 * k + 4 * t),
-                               *reinterpret_cast<const uint32_t*>(sigma + 32 * k + 16 + 4 * t)};
-      pv_step<D>(tile, lut, pb, sig, ww, k, acc);
-    }
+  for (int ww = 0; ww < D / 64; ++ww)
 #pragma unroll
     for (int q = 0; q < 4; ++q)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) ch.o[4 * ww + q][e] += acc[q][e];
-  }
+      for (int e = 0; e < 4; ++e) ch.o[4 * ww + q][e] += acc[ww][q][e];
 }
 
 // Stage tile `tile` of `pair` with 16-byte cp.async (the tile's bytes are contiguous).
@@ -333,9 +323,9 @@ __device__ void run_chain(const FireqDecodeArgs& a, int pair, int chain, uint8_t
 
 #endif  // sm_89
 
-// CTAs per SM the registers are held to (ptxas -v: d 128 takes 183 registers at 2; at 3, 168 with 28 bytes
-// spilled, measured 2% faster at MHA and 8% slower at GQA 4:1 — kernels/PERF.md v4).
-constexpr int kCtasPerSm = 2;
+// CTAs per SM the registers are held to: 3 (12 warps) — d 128 takes 167 registers without spills in the k-step
+// order (v4's word order needed 183 at 2 CTAs, 168 with 28 bytes spilled at 3). kernels/PERF.md v8.
+constexpr int kCtasPerSm = 3;
 // Shared memory: kStages tiles per warp, the tables, and each warp's P̂ (8 heads × 64 tokens).
 template <int D>
 constexpr int kSmemBytes = kWarps * kStages * kTileBytes<D> + kScales * 16 + kWarps * kRows * kT;
@@ -412,7 +402,12 @@ cudaError_t launch(const FireqDecodeArgs& a, cudaStream_t stream) {
   if (const cudaError_t e = prepare<D>(); e != cudaSuccess) return e;
   const long warps = long(a.cache.pairs) * a.chains;
   fireq_chains_kernel<D><<<unsigned((warps + kWarps - 1) / kWarps), kWarps * 32, kSmemBytes<D>, stream>>>(a);
-  return cudaGetLastError();
+  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  if (a.chains > 1) {
+    fireq_merge_kernel<<<unsigned(size_t(a.batch) * a.q_heads), unsigned(D), 0, stream>>>(a);
+    return cudaGetLastError();
+  }
+  return cudaSuccess;
 }
 
 template <class F>
@@ -430,24 +425,14 @@ bool fireq_decode_supports(int head_dim, int gqa_group) {
 
 int fireq_decode_tiles(const FireqCacheArgs& c) { return int(layout::tiles_for(c.tokens)); }
 
-int fireq_decode_generation(int requested) {
-  if (requested != 0) return requested;
-  int device = 0, major = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess)
-    return 80;
-  return major == 9 ? 90 : 80;
+cudaError_t fireq_decode_warps_per_sm(int head_dim, int& warps) {
+  warps = 0;
+  return dispatch(head_dim, [&]<int D>() { return occupancy<D>(warps); });
 }
 
-cudaError_t fireq_decode_chains_per_sm(int head_dim, int generation, int& chains) {
-  chains = 0;
-  if (fireq_decode_generation(generation) == 90) return fireq_decode_sm90_chains_per_sm(head_dim, chains);
-  return dispatch(head_dim, [&]<int D>() { return occupancy<D>(chains); });
-}
-
-int fireq_decode_chains(int pairs, int tiles, long gpu_chains) {
-  if (tiles < 1) return 1;
-  return decode_splits(pairs, gpu_chains > 0 ? gpu_chains : 1, tiles, kMaxChains);
+int fireq_decode_chains(int pairs, int tiles, int sm_count, int warps_per_sm) {
+  static_assert(kTraits.balanced_chains);
+  return balanced_warp_chains(pairs, tiles, sm_count, warps_per_sm / kWarps, kWarps, kMaxChains);
 }
 
 size_t fireq_decode_workspace_bytes(const FireqDecodeArgs& a) {
@@ -457,17 +442,11 @@ size_t fireq_decode_workspace_bytes(const FireqDecodeArgs& a) {
 
 cudaError_t fireq_decode(const FireqDecodeArgs& a, cudaStream_t stream) {
   const FireqCacheArgs& c = a.cache;
-  const int generation = fireq_decode_generation(a.generation);
   if (a.kv_heads < 1 || a.q_heads % a.kv_heads != 0 || c.pairs != a.batch * a.kv_heads ||
       !fireq_decode_supports(c.head_dim, a.q_heads / a.kv_heads) || c.tokens < 1 || a.chains < 1 ||
-      a.chains > fireq_decode_tiles(c) || (a.chains > 1 && a.workspace == nullptr) ||
-      (generation != 80 && generation != 90))
+      a.chains > fireq_decode_tiles(c) || (a.chains > 1 && a.workspace == nullptr))
     return cudaErrorInvalidValue;
-  const cudaError_t e = generation == 90 ? fireq_decode_sm90_chains(a, stream)
-                                         : dispatch(c.head_dim, [&]<int D>() { return launch<D>(a, stream); });
-  if (e != cudaSuccess || a.chains == 1) return e;
-  fireq_merge_kernel<<<unsigned(size_t(a.batch) * a.q_heads), unsigned(c.head_dim), 0, stream>>>(a);
-  return cudaGetLastError();
+  return dispatch(c.head_dim, [&]<int D>() { return launch<D>(a, stream); });
 }
 
 cudaError_t fireq_lut_probe(uint8_t* out, cudaStream_t stream) {

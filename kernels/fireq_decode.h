@@ -1,9 +1,8 @@
 // attnlab kernels: FireQ decode attention on the GPU (FireQ §3.1.1, §3.2.2 Alg. 1 at one query token) — the
 // query in E4M3 with its Eq. 2 scale, over the INT4 K̃/V cache with E4M3 per-token scales laid out as
 // core/variants/fireq_layout.h says. Each INT4 code becomes its FP8 operand through §3.1.1's 16-entry lookup
-// table by byte permutes, and both products run on FP8 tensor cores: mma.m16n8k32 e4m3 (sm_89 and later,
-// kernels/fireq_decode.cu) or, on Hopper, wgmma m64n8k32 e4m3 (kernels/fireq_decode_sm90.cu); those files
-// state how, and how the result differs from the `fireq` reference's.
+// table by byte permutes, and both products run on FP8 tensor cores (mma.m16n8k32 e4m3, sm_89 and later);
+// kernels/fireq_decode.cu states how, and how the result differs from the `fireq` reference's.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -28,30 +27,24 @@ struct FireqDecodeArgs {
   float* lse = nullptr;            // (B, Hq) natural-log logsumexp
   float* workspace = nullptr;      // fireq_decode_workspace_bytes(args) when chains > 1
   int batch = 0, q_heads = 0, kv_heads = 0;
-  int chains = 1;                  // per pair: contiguous runs of its tiles, one warp (80) or warpgroup (90) each
-  int generation = 0;              // the kernel: 80 = mma.sync (fireq_decode.cu, sm_89+), 90 = warpgroup MMA
-                                   // (fireq_decode_sm90.cu, sm_90a), 0 = the GPU's own (fireq_decode_generation)
+  int chains = 1;                  // per pair: contiguous runs of its tiles, one warp each
 };
 
-// A compiled kernel exists: d ∈ {64, 128}, ≤ 8 query heads per KV head; the GPU must be sm_89 or newer
-// (generation 90: sm_90a).
+// A compiled kernel exists: d ∈ {64, 128}, ≤ 8 query heads per KV head; the GPU must be sm_89 or newer.
 bool fireq_decode_supports(int head_dim, int gqa_group);
 
 int fireq_decode_tiles(const FireqCacheArgs& c);  // 64-token tiles of one pair
 
-// The generation `requested` resolves to on the current device: 80 or 90 as asked, 0 → 90 on an sm_90 GPU
-// (wgmma takes E4M3 as it is there; mma.sync's e4m3 form becomes FP16 MMAs), 80 elsewhere.
-int fireq_decode_generation(int requested);
+// The warps one SM holds at once for this head dim's kernel (occupancy × warps per CTA).
+cudaError_t fireq_decode_warps_per_sm(int head_dim, int& warps);
 
-// The chains one SM holds at once for this head dim and generation's kernel (occupancy × chains per CTA).
-cudaError_t fireq_decode_chains_per_sm(int head_dim, int generation, int& chains);
-
-// Chains per pair: flash2's decode rule (core/kernel_traits.h decode_splits, ≤ 128) with chains as the unit.
-int fireq_decode_chains(int pairs, int tiles, long gpu_chains);
+// Chains per pair (≤ 128) on sm_count SMs holding warps_per_sm warps each: core/kernel_traits.h's
+// balanced_warp_chains, the rule the cost model applies too.
+int fireq_decode_chains(int pairs, int tiles, int sm_count, int warps_per_sm);
 size_t fireq_decode_workspace_bytes(const FireqDecodeArgs& a);
 
 // The chains, then (chains > 1) their merge. Returns the first launch error; cudaErrorInvalidValue for a
-// shape fireq_decode_supports refuses, a chain count outside [1, tiles] or a generation other than 80, 90.
+// shape fireq_decode_supports refuses or a chain count outside [1, tiles].
 cudaError_t fireq_decode(const FireqDecodeArgs& a, cudaStream_t stream);
 
 // Test hook: converts every code c ∈ [−8, 7] under every E4M3 scale byte s ∈ [0, 127] through the kernel's

@@ -87,23 +87,23 @@ FireqDeviceInputs upload_fireq(const Problem& p, const FireqHostInputs& h) {
 }
 
 FireqDecodeArgs fireq_decode_args(const Problem& p, const FireqDeviceInputs& in, __nv_bfloat16* o, float* lse,
-                                  int chains, int generation) {
+                                  int chains) {
   FireqDecodeArgs a;
   a.cache = in.cache, a.q = in.q.as<uint8_t>(), a.q_scale = in.q_scale.as<float>(), a.o = o, a.lse = lse;
   a.batch = int(p.batch), a.q_heads = int(p.q_heads), a.kv_heads = int(p.kv_heads);
-  a.chains = chains, a.generation = fireq_decode_generation(generation);
+  a.chains = chains;
   return a;
 }
 
-int fireq_chains_here(const Problem& p, int sm_count, int generation) {
-  int chains = 0;
-  ATTNLAB_CUDA(fireq_decode_chains_per_sm(int(p.head_dim), generation, chains));
-  return fireq_decode_chains(int(p.batch * p.kv_heads), int(fireq_layout::tiles_for(p.kv_len)), long(chains) * sm_count);
+int fireq_chains_here(const Problem& p, int sm_count) {
+  int warps = 0;
+  ATTNLAB_CUDA(fireq_decode_warps_per_sm(int(p.head_dim), warps));
+  return fireq_decode_chains(int(p.batch * p.kv_heads), int(fireq_layout::tiles_for(p.kv_len)), sm_count, warps);
 }
 
-FireqDecodeOutput fireq_decode_once(const Problem& p, const FireqDeviceInputs& in, int chains, int generation) {
+FireqDecodeOutput fireq_decode_once(const Problem& p, const FireqDeviceInputs& in, int chains) {
   const PoisonedOutput out(p, PoisonedOutput::Format::bf16);
-  FireqDecodeArgs a = fireq_decode_args(p, in, out.o_bf16(), out.lse(), chains, generation);
+  FireqDecodeArgs a = fireq_decode_args(p, in, out.o_bf16(), out.lse(), chains);
   DeviceBuffer workspace(fireq_decode_workspace_bytes(a));
   a.workspace = workspace.as<float>();
   ATTNLAB_CUDA(fireq_decode(a, nullptr));

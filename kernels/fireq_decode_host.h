@@ -49,13 +49,12 @@ struct FireqDeviceInputs {
 };
 FireqDeviceInputs upload_fireq(const Problem& p, const FireqHostInputs& h);
 
-// Arguments for problem p over the device inputs, writing o/lse, with `chains` chains, on kernel generation
-// `generation` (fireq_decode.h: 0 = the GPU's own, resolved here).
+// Arguments for problem p over the device inputs, writing o/lse, with `chains` chains.
 FireqDecodeArgs fireq_decode_args(const Problem& p, const FireqDeviceInputs& in, __nv_bfloat16* o, float* lse,
-                                  int chains, int generation = 0);
+                                  int chains);
 
 // The chains fireq_decode_chains picks on the current device (its occupancy) with `sm_count` SMs.
-int fireq_chains_here(const Problem& p, int sm_count, int generation = 0);
+int fireq_chains_here(const Problem& p, int sm_count);
 
 struct FireqDecodeOutput {
   Tensor o;                // (B, Hq, 1, d), BF16 values
@@ -63,6 +62,6 @@ struct FireqDecodeOutput {
   int chains = 1;
 };
 // One launch with poisoned outputs; throws std::runtime_error if any output stays unwritten (NaN).
-FireqDecodeOutput fireq_decode_once(const Problem& p, const FireqDeviceInputs& in, int chains, int generation = 0);
+FireqDecodeOutput fireq_decode_once(const Problem& p, const FireqDeviceInputs& in, int chains);
 
 }  // namespace attnlab::kernels

@@ -44,20 +44,14 @@ __device__ __forceinline__ uint4 build_lut(uint32_t b) {
 // A nibble's low 3 bits index both half-tables (c and c + 8 for a negative c, its two's complement); PRMT
 // with selector nibble 8 + i replicates bit 7 of byte i, so the mask of nibble k's sign bit comes from w
 // (odd nibbles: bit 7 of their byte) and w << 4 (even nibbles: bit 3 moved to bit 7).
-// lut_convert_pair takes codes 0–3 through table Ta and codes 4–7 through Tb: two tokens' four codes each, in
-// one word (the sm_90 decode kernel's V, where a lane holds four channels of a token).
-__device__ __forceinline__ void lut_convert_pair(uint32_t w, const uint4& Ta, const uint4& Tb, uint32_t& lo,
-                                                 uint32_t& hi) {
+__device__ __forceinline__ void lut_convert(uint32_t w, const uint4& T, uint32_t& lo, uint32_t& hi) {
   const uint32_t idx = w & 0x77777777u, idx_hi = idx >> 16, w4 = w << 4;
   const uint32_t mask_lo = prmt(w4, w, 0xD9C8u);  // signs of nibbles 0, 1, 2, 3 (bytes 0, 4, 1, 5)
   const uint32_t mask_hi = prmt(w4, w, 0xFBEAu);  // nibbles 4, 5, 6, 7 (bytes 2, 6, 3, 7)
-  const uint32_t pos_lo = prmt(Ta.x, Ta.y, idx), neg_lo = prmt(Ta.z, Ta.w, idx);
-  const uint32_t pos_hi = prmt(Tb.x, Tb.y, idx_hi), neg_hi = prmt(Tb.z, Tb.w, idx_hi);
+  const uint32_t pos_lo = prmt(T.x, T.y, idx), neg_lo = prmt(T.z, T.w, idx);
+  const uint32_t pos_hi = prmt(T.x, T.y, idx_hi), neg_hi = prmt(T.z, T.w, idx_hi);
   lo = (pos_lo & ~mask_lo) | (neg_lo & mask_lo);
   hi = (pos_hi & ~mask_hi) | (neg_hi & mask_hi);
-}
-__device__ __forceinline__ void lut_convert(uint32_t w, const uint4& T, uint32_t& lo, uint32_t& hi) {
-  lut_convert_pair(w, T, T, lo, hi);
 }
 
 // r[i] holds 4 bytes of token i; afterwards r[m] holds byte m of tokens 0–3 (a 4×4 byte transpose).

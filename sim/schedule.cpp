@@ -419,6 +419,7 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
     s.warpgroup_mma = t->arch == 90;
     s.warp_chains = t->warp_chains && p.phase == Phase::decode;
     s.pow2_ctas = t->pow2_ctas;
+    s.balanced_chains = t->balanced_chains;
     s.producer_loads = producer_loads(v, t->arch);
     if (s.producer_loads)
       s.explain.push_back("K/V tiles copied by a producer warpgroup's TMA loads (FlashAttention-3 §3.1); the two "
@@ -560,17 +561,21 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
     // A variant that declares kv_splits makes the split part of its function (turbo: the SAS merge order,
     // core/variants/turbo_chains.h): the same rule on every GPU.
     // A warp-chain kernel (kivi) splits against the warps the GPU holds (kernels/kivi_decode.cu,
-    // kivi_decode_chains), which its rings' shared memory decides.
-    long slots = gpu.sm_count;
+    // kivi_decode_chains), which its rings' shared memory decides; fireq by balanced_warp_chains over the
+    // same CTAs (kernels/fireq_decode.cu, fireq_decode_chains).
+    long slots = gpu.sm_count, ctas = 1;
     if (s.warp_chains) {
       Schedule probe = s;
       probe.smem_bytes = warp_rings_smem(s, p, widest_ring_per_key(st.cache, p.kv_heads));
       // (A CTA the GPU cannot hold is refused by the prediction, with its message — not here.)
-      if (probe.smem_bytes <= gpu.smem_per_cta_bytes) slots = long(gpu.sm_count) * ctas_per_sm(probe, gpu) * s.warps;
+      if (probe.smem_bytes <= gpu.smem_per_cta_bytes) ctas = ctas_per_sm(probe, gpu), slots = long(gpu.sm_count) * ctas * s.warps;
     }
     s.splits = declares(v, "kv_splits")
                    ? int(turbo_chains::chains(param_or(v, "kv_splits", 0), int64_t(pairs), int64_t(tiles_total),
                                             p.head_dim, p.group()))
+               : s.warp_chains && s.balanced_chains
+                   ? balanced_warp_chains(static_cast<long>(pairs), static_cast<long>(tiles_total), gpu.sm_count, ctas,
+                                          s.warps, s.splits)
                    : decode_splits(static_cast<long>(pairs), slots, static_cast<long>(tiles_total), s.splits);
     const int64_t tiles_each = static_cast<int64_t>(std::ceil(tiles_total / s.splits));
     s.classes.push_back({pairs * s.splits, tiles_each, rows_per_cta / s.splits, double(p.kv_len) / s.splits});

@@ -53,6 +53,7 @@ struct Schedule {
   bool warpgroup_mma = false;     // the kernel issues wgmma (sm_90a): the full tensor peak applies
   bool warp_chains = false;       // decode: each warp runs its own split (core/kernel_traits.h), a CTA `warps` of them
   bool pow2_ctas = false;         // the kernel runs a power of two of CTAs per SM (core/kernel_traits.h)
+  bool balanced_chains = false;   // warp chains per pair from balanced_warp_chains, not decode_splits
   bool producer_loads = false;    // K/V copied by a producer warpgroup; the consumers issue none (kProducerLoads)
   std::vector<CtaClass> classes;  // the grid, grouped by loop length
   // Bytes follow the real rows and keys (a kernel predicates its loads); operations follow full tiles

@@ -108,5 +108,26 @@ TEST_CASE("the kernel parameter: its choices are the table's, each pinning its g
   CHECK(variants::pinned_generation(ParamValues::defaults({})) == 0);  // a variant without the parameter
 }
 
+TEST_CASE("balanced_warp_chains: the chain count whose busiest SM has the fewest tiles", "[kernels-rule]") {
+  // An H100 (132 SMs) holding 3 CTAs of 4 warps each (fireq decode at d 128), B 16, N 32768 (512 tiles).
+  // GQA 4:1, 128 pairs: 12 chains give 384 CTAs, ≤ 3 per SM, 43 tiles a warp. decode_splits stops at 11
+  // (within 85% of its best wave fill): 352 CTAs, 3 on 88 SMs, 47 tiles a warp.
+  CHECK(balanced_warp_chains(128, 512, 132, 3, 4, 128) == 12);
+  CHECK(decode_splits(128, 132 * 12, 512, 128) == 11);
+  // MHA, 512 pairs: 3 chains (384 CTAs, one wave, 171 tiles); 4 would need a second wave.
+  CHECK(balanced_warp_chains(512, 512, 132, 3, 4, 128) == 3);
+  // 2 CTAs per SM: 8 and 2 (one wave each).
+  CHECK(balanced_warp_chains(128, 512, 132, 2, 4, 128) == 8);
+  CHECK(balanced_warp_chains(512, 512, 132, 2, 4, 128) == 2);
+  // Ties go to fewer chains: one pair of 2 tiles on a large GPU takes 2, not more (the tiles bound it).
+  CHECK(balanced_warp_chains(1, 2, 132, 3, 4, 128) == 2);
+  CHECK(balanced_warp_chains(1, 1000, 132, 3, 4, 8) == 8);  // max_chains bounds it
+  // Pairs that fill the GPU several times over: one chain each.
+  CHECK(balanced_warp_chains(100000, 512, 132, 3, 4, 128) == 1);
+  // Nonsense in, one chain out.
+  CHECK(balanced_warp_chains(0, 512, 132, 3, 4, 128) == 1);
+  CHECK(balanced_warp_chains(128, 512, 0, 3, 4, 128) == 1);
+}
+
 }  // namespace
 }  // namespace attnlab

@@ -1,7 +1,5 @@
-// The fireq decode kernels — the mma.sync generation (kernels/fireq_decode.cu, sm_89+) and, on an sm_90 GPU,
-// the warpgroup one (kernels/fireq_decode_sm90.cu) too — against the `fireq` reference
-// (core/variants/fireq.cpp), on a GPU with FP8 tensor cores. Skipped, with the reason printed, elsewhere.
-// Both generations take the same arithmetic and so the same bounds below.
+// The fireq decode kernel (kernels/fireq_decode.cu) against the `fireq` reference (core/variants/fireq.cpp),
+// on a GPU with FP8 tensor cores (sm_89+). Skipped, with the reason printed, elsewhere.
 //
 // What is equal, exactly: the operands. The kernel reads the reference's own INT4 cache and E4M3 query
 // (kernels/fireq_decode_host.cpp builds them with the reference's steps) and converts every code through
@@ -78,13 +76,7 @@ TEST_CASE("fireq decode kernel: its INT4 → FP8 table is §3.1.1's, byte for by
   CHECK(bad == 0);
 }
 
-// The kernel generations this GPU runs: 80 (mma.sync) everywhere with FP8 tensor cores, 90 on sm_90.
-std::vector<int> generations(const kernels::DeviceInfo& dev) {
-  if (dev.sm_major == 9) return {80, 90};
-  return {80};
-}
-
-void check_case(int generation, int64_t d, int64_t n, int64_t q_heads, int64_t kv_heads, int chains, uint64_t seed,
+void check_case(int64_t d, int64_t n, int64_t q_heads, int64_t kv_heads, int chains, uint64_t seed,
                 const char* generator = "normal") {
   Problem p;
   p.batch = 2, p.q_heads = q_heads, p.kv_heads = kv_heads, p.head_dim = d, p.q_len = 1, p.kv_len = n;
@@ -96,9 +88,8 @@ void check_case(int generation, int64_t d, int64_t n, int64_t q_heads, int64_t k
   const ReferenceOutput ref = f.reference(p, in, params, {});
   const kernels::FireqHostInputs host = kernels::fireq_host_inputs(p, in, params);
   const kernels::FireqDeviceInputs dev_in = kernels::upload_fireq(p, host);
-  const kernels::FireqDecodeOutput out = kernels::fireq_decode_once(p, dev_in, chains, generation);
-  INFO(fmt::format("generation {} d={} N={} H={}/{} chains={} {} seed={}", generation, d, n, q_heads, kv_heads, chains,
-                   generator, seed));
+  const kernels::FireqDecodeOutput out = kernels::fireq_decode_once(p, dev_in, chains);
+  INFO(fmt::format("d={} N={} H={}/{} chains={} {} seed={}", d, n, q_heads, kv_heads, chains, generator, seed));
 
   // Item 1's bound per row, and max|v̂| (item 3: the table-converted values the kernel multiplies).
   std::vector<double> k_norm;
@@ -147,19 +138,16 @@ TEST_CASE("fireq decode kernel equals the fireq reference up to rare E4M3 flips 
   const kernels::DeviceInfo dev = kernels::probe_device();
   if (const std::string why = fp8_gpu_refusal(dev); !why.empty()) ATTNLAB_SKIP(why);
   const uint64_t seed = 20261126;
-  for (int gen : generations(dev)) {
-    for (int64_t d : {64, 128})
-      for (int64_t n : {1, 100, 1024, 4097}) {
-        check_case(gen, d, n, 4, 4, 1, seed + n + d);                  // MHA, the reference's tiles
-        check_case(gen, d, n, 8, 2, 1, seed + n + d + 1);              // GQA 4:1
-        check_case(gen, d, n, 8, 1, 1, seed + n + d + 2, "llm_like");  // G = 8, outlier channels
-        check_case(gen, d, n, 6, 2, 1, seed + n + d + 3);              // G = 3: heads past the group
-      }
-    // Split-KV: several chains per pair, merged.
-    for (int64_t d : {64, 128}) {
-      for (int chains : {2, 7}) check_case(gen, d, 4097, 8, 2, chains, seed + chains);
-      check_case(gen, d, 3000, 4, 4, 5, seed + 9, "llm_like");
+  for (int64_t d : {64, 128})
+    for (int64_t n : {1, 100, 1024, 4097}) {
+      check_case(d, n, 4, 4, 1, seed + n + d);               // MHA, the reference's tiles
+      check_case(d, n, 8, 2, 1, seed + n + d + 1);           // GQA 4:1
+      check_case(d, n, 8, 1, 1, seed + n + d + 2, "llm_like");  // G = 8, outlier channels
     }
+  // Split-KV: several chains per pair, merged.
+  for (int64_t d : {64, 128}) {
+    for (int chains : {2, 7}) check_case(d, 4097, 8, 2, chains, seed + chains);
+    check_case(d, 3000, 4, 4, 5, seed + 9, "llm_like");
   }
 }
 
@@ -167,10 +155,8 @@ TEST_CASE("fireq decode kernel: small shapes for the sanitizers", "[gpu][sanitiz
   const kernels::DeviceInfo dev = kernels::probe_device();
   if (const std::string why = fp8_gpu_refusal(dev); !why.empty()) ATTNLAB_SKIP(why);
   for (int64_t d : {64, 128}) {
-    for (int gen : generations(dev)) {
-      check_case(gen, d, 200, 4, 2, 1, 7);
-      check_case(gen, d, 300, 4, 2, 3, 8);
-    }
+    check_case(d, 200, 4, 2, 1, 7);
+    check_case(d, 300, 4, 2, 3, 8);
   }
 }
 
