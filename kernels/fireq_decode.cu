@@ -28,18 +28,21 @@
 //                (1024 steps at N = 32k); per tile the loss is 2 steps' worth, as in the reference's bound.
 //   l. 24        O/ℓ stored in BF16 (RNE), L = m + log ℓ in natural units.
 // The differences from the reference, which tests/kernels/test_fireq_decode_kernel.cpp bounds: the tensor
-// core's accumulation of FP8 products (Hopper keeps about 14 bits of the running sum within an MMA's k32
-// step, not the exact FP32 sum the reference takes: tests/kernels/test_flash3_fp8_kernel.cpp's finding),
+// core's accumulation of FP8 products (Hopper's FP8 path keeps about 14 bits of the running sum within an
+// MMA's k32 step, not the exact FP32 sum the reference takes: tests/kernels/test_flash3_fp8_kernel.cpp's
+// finding; on sm_90 the products of a k32 step go through two FP16 MMAs, whose FP32 sums are no coarser),
 // ex2.approx for exp, FP32 summation order of ℓ and O, and P̃'s E4M3 rounding taken against a different
 // running max (other tiles, other chains: the reference runs one row block over B_c = block_c tiles).
 //
-// On sm_90 ptxas lowers each e4m3 m16n8k32 into two FP16 HMMA.16816 and unpacks the operands
-// (F2FP.F16.E4M3.UNPACK_B); a warpgroup-MMA generation that takes E4M3 natively (v7) measured 11% slower.
+// On sm_90 the e4m3 mma.sync is not a tensor-core instruction of its own (ptxas lowers it to FP16 HMMAs over
+// unpacked operands, F2FP.F16.E4M3.UNPACK_B, and FADDs): there each k32 step is written as two FP16 MMAs
+// (mma_e4m3 below). A warpgroup-MMA generation that takes E4M3 natively (v7) measured 11% slower.
 //
 // Versions (kernels/PERF.md, "fireq decode"): v1 — heads as the MMA's rows; v2 — V's words grouped per load;
 // v3 (reverted) — the next tile's scores beside this tile's P̂·V̂ (spilled); v4 — heads as N; v6 — P̂·V̂ in
-// k-step order (163 registers); v7 (reverted) — wgmma, a warpgroup per chain; v8 (this) — v6's order at 3 CTAs
-// per SM, chains from balanced_warp_chains, the merge's loads in flight together.
+// k-step order (163 registers); v7 (reverted) — wgmma, a warpgroup per chain; v8 — v6's order at 3 CTAs
+// per SM, chains from balanced_warp_chains, the merge's loads in flight together; v9 (reverted) — the merge by
+// each pair's last chain; v10 (this) — on sm_90 each k32 step as two FP16 MMAs accumulating into d.
 #include "kernels/fireq_decode.h"
 
 #include "core/kernel_traits.h"
@@ -90,17 +93,43 @@ struct Chain {
 constexpr unsigned kFull = 0xffffffffu;
 constexpr float kLog2e = 1.4426950408889634f;
 
-
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+// Four E4M3 bytes as two FP16 pairs: bytes 0–1 → lo, bytes 2–3 → hi (every E4M3 value is exact in FP16).
+__device__ __forceinline__ void e4m3x4_to_f16(uint32_t x, uint32_t& lo, uint32_t& hi) {
+  asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %2;\ncvt.rn.f16x2.e4m3x2 %0, l;\ncvt.rn.f16x2.e4m3x2 %1, h;\n}\n"
+      : "=r"(lo), "=r"(hi)
+      : "r"(x));
+}
+#endif
 
 // d += A·B, m16n8k32, E4M3 operands, FP32 accumulators (a0 = (g, k 4t..4t+3), a1 = (g + 8, 4t..),
 // a2 = (g, 16 + 4t..), a3 = (g + 8, 16 + 4t..); b0 = (k 4t..4t+3, n g), b1 = (k 16 + 4t.., n g);
 // d0, d1 = (g, 2t..2t+1), d2, d3 = (g + 8, 2t..2t+1)).
+// On sm_89 the e4m3 mma.sync is a tensor-core instruction of its own. On sm_90 it is not: ptxas lowers it to two
+// FP16 HMMA.16816 from a zeroed accumulator, then four FADDs into d (v8's SASS: 128 FADDs a tile). There the
+// step is written as those two FP16 MMAs accumulating into d themselves (v10): the operands unpacked to FP16
+// (exact), the k32 step's k relabelled so both MMAs read the lane's own bytes — k16 slots 2t, 2t + 1, 2t + 8,
+// 2t + 9 of the first hold k = 4t … 4t + 3, of the second k = 16 + 4t … 16 + 4t + 3, in A and B alike (a sum
+// over k in any order of its terms). The products are exact in FP32 either way; what moves is where the running
+// sum is rounded (inside the tensor core instead of an FADD), within item 1 of the test's bound.
 __device__ __forceinline__ void mma_e4m3(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
                                          uint32_t b0, uint32_t b1) {
+#if __CUDA_ARCH__ >= 900
+  uint32_t a[4], bl, bh;
+  e4m3x4_to_f16(a0, a[0], a[2]);
+  e4m3x4_to_f16(a1, a[1], a[3]);
+  e4m3x4_to_f16(b0, bl, bh);
+  mma_f16(d, a, bl, bh);
+  e4m3x4_to_f16(a2, a[0], a[2]);
+  e4m3x4_to_f16(a3, a[1], a[3]);
+  e4m3x4_to_f16(b1, bl, bh);
+  mma_f16(d, a, bl, bh);
+#else
   asm("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
       "{%0, %1, %2, %3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#endif
 }
 
 // Sᵀ (tokens × heads) of one tile: per 16-token m-tile, the lane's two tokens' K slices (g and g + 8: one load
@@ -228,7 +257,8 @@ __device__ __forceinline__ void pv_step(const uint8_t* tile, const uint4* lut, c
 
 // Oᵀ += V̂ᵀ·P̂ᵀ for one tile, k-step by k-step: the lane's 8 V tables of a k-step are loaded once and serve all
 // d/64 words, whose accumulators (d/4 registers) live across both k-steps and are added to O after the last
-// (v6's order: 163–167 registers at d 128 against the word-by-word order's 183, so 3 CTAs fit an SM).
+// (v6's order: 163–167 registers at d 128 against the word-by-word order's 183, so 3 CTAs fit an SM; 144 with
+// v10's FP16 MMAs on sm_90).
 template <int D>
 __device__ __forceinline__ void pv_tile(const uint8_t* tile, const uint4* lut, const uint32_t (&pb)[2][2],
                                         Chain<D>& ch) {
@@ -323,8 +353,9 @@ __device__ void run_chain(const FireqDecodeArgs& a, int pair, int chain, uint8_t
 
 #endif  // sm_89
 
-// CTAs per SM the registers are held to: 3 (12 warps) — d 128 takes 167 registers without spills in the k-step
-// order (v4's word order needed 183 at 2 CTAs, 168 with 28 bytes spilled at 3). kernels/PERF.md v8.
+// CTAs per SM the registers are held to: 3 (12 warps) — d 128 takes 144 registers on sm_90 (156 on sm_89; v8 167)
+// without spills in the k-step order (v4's word order needed 183 at 2 CTAs, 168 with 28 bytes spilled at 3).
+// kernels/PERF.md v8, v10.
 constexpr int kCtasPerSm = 3;
 // Shared memory: kStages tiles per warp, the tables, and each warp's P̂ (8 heads × 64 tokens).
 template <int D>
