@@ -65,11 +65,11 @@ inline constexpr KernelTraits kKernelTraits[] = {
     {"kivi",        64,  80,  8,   64,  4,    2,     158, 128, true, true},
     {"kivi",        128, 80,  8,   64,  4,    2,     226, 128, true, true},
     // fireq decode (kernels/fireq_decode.cu): B_r = the ≤ 8 query heads (MMA N columns), B_c = 64 tokens; 4 warps
-    // per CTA, one chain each, 2 tiles in flight per warp, 3 CTAs per SM at d 128 (144 registers on sm_90); chains from
-    // balanced_warp_chains. The mma.sync generation, on FP8 operands: it needs sm_89's e4m3 mma.sync (the
-    // backend refuses older GPUs).
-    {"fireq",       64,  80,  8,   64,  4,    2,     99,  128, true, true, false, false, true},
-    {"fireq",       128, 80,  8,   64,  4,    2,     144, 128, true, true, false, false, true},
+    // per CTA, one chain each, 2 tiles in flight per warp, 3 CTAs per SM at d 128 (147 registers on sm_90);
+    // chains from balanced_warp_chains. The mma.sync generation, on FP8 operands: it needs sm_89's e4m3 mma.sync
+    // (the backend refuses older GPUs).
+    {"fireq",       64,  80,  8,   64,  4,    2,     100, 128, true, true, false, false, true},
+    {"fireq",       128, 80,  8,   64,  4,    2,     147, 128, true, true, false, false, true},
     // fireq prefill (kernels/fireq_prefill_sm90.cu): flash3_fp8's wgmma tiling on E4M3 K and V — App. D's, or the
     // INT4 cache's converted by LUT; B_r = B_c = 128 (the V scale block is the tile), a six-tile ring
     // (kernels/kv_ring.cuh; the INT4 mode at d 128 holds 4, beside its staging). Registers: the FP8 mode's.

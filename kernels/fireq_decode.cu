@@ -16,7 +16,8 @@
 // INT4 → FP8 (§3.1.1 Step 1): kernels/fireq_lut.cuh — 128 tables per CTA in shared memory, a token's table one
 // 16-byte load indexed by its σ byte, 8 codes converted by 11 byte permutes. K's operand bytes of one register
 // belong to one token (k = channels). V's do not (k = tokens): a lane converts four tokens' slices, each through
-// its own table, and transposes the 4×4 bytes (8 PRMTs).
+// its own table, and regroups the bytes by channel — a 4×4 transpose (8 PRMTs) for sm_89's FP8 fragments, one
+// PRMT per two tokens and two channels for sm_90's FP16 ones (pv_step).
 //
 // Arithmetic, against core/variants/fireq.cpp (whose head comment is the specification; Alg. 1's lines):
 //   l. 6–8, 14   S = (Q̂·LUT(K)ᵀ)·(β·τ): FP8 products accumulated by the tensor core, then one FP32
@@ -42,7 +43,8 @@
 // v3 (reverted) — the next tile's scores beside this tile's P̂·V̂ (spilled); v4 — heads as N; v6 — P̂·V̂ in
 // k-step order (163 registers); v7 (reverted) — wgmma, a warpgroup per chain; v8 — v6's order at 3 CTAs
 // per SM, chains from balanced_warp_chains, the merge's loads in flight together; v9 (reverted) — the merge by
-// each pair's last chain; v10 (this) — on sm_90 each k32 step as two FP16 MMAs accumulating into d.
+// each pair's last chain; v10 — on sm_90 each k32 step as two FP16 MMAs accumulating into d; v11 (this) — on
+// sm_90 V̂ᵀ's FP16 fragments paired by one PRMT per register instead of the 4×4 transpose.
 #include "kernels/fireq_decode.h"
 
 #include "core/kernel_traits.h"
@@ -237,28 +239,55 @@ __device__ __forceinline__ void pv_step(const uint8_t* tile, const uint4* lut, c
                                         const uint32_t (&sig)[2], int ww, int k, float (&acc)[4][4]) {
   const int lane = threadIdx.x % 32;
   const uint8_t* v = tile + layout::v_offset(D);
-  uint32_t b[2][8];  // [half][n]: channel g + 8·(8·ww + n) of the half's four tokens
+  uint32_t lo[2][4], hi[2][4];  // [half][r]: token 4·half + r's operand bytes of channels g + 8·(8·ww + n), n < 4 | ≥ 4
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     const uint4 x = *reinterpret_cast<const uint4*>(v + k * 16 * D + ((2 * ww + half) * 32 + lane) * 16);
     const uint32_t words[4] = {x.x, x.y, x.z, x.w};  // word ww of tokens 4·half + r
-    uint32_t lo[4], hi[4];
 #pragma unroll
-    for (int r = 0; r < 4; ++r) lut_convert(words[r], lut[(sig[half] >> (8 * r)) & (kScales - 1)], lo[r], hi[r]);
-    transpose4(lo);
-    transpose4(hi);
+    for (int r = 0; r < 4; ++r)
+      lut_convert(words[r], lut[(sig[half] >> (8 * r)) & (kScales - 1)], lo[half][r], hi[half][r]);
+  }
+#if __CUDA_ARCH__ >= 900
+  // FP16 MMAs (mma_e4m3's sm_90 form, v11): a register of the FP16 A fragment holds one channel of two tokens, so
+  // one PRMT pairs two tokens' bytes of two channels — [t0.c, t1.c, t0.c′, t1.c′] — where the FP8 fragment
+  // needed the full 4×4 transpose; k-slots 2t, 2t + 1 | 2t + 8, 2t + 9 hold tokens 4t, 4t + 1 | 4t + 2, 4t + 3 of
+  // the half, as P̂ᵀ's unpacked words do.
+  uint32_t p16[2][2];  // [half]: P̂ᵀ's B fragment in FP16, tokens 4t, 4t + 1 | 4t + 2, 4t + 3
 #pragma unroll
-    for (int m = 0; m < 4; ++m) b[half][m] = lo[m], b[half][4 + m] = hi[m];
+  for (int half = 0; half < 2; ++half) e4m3x4_to_f16(pb[k][half], p16[half][0], p16[half][1]);
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {  // m-tile 4·ww + q: channels g + 8·(8·ww + 2q) (rows g) and … + 2q + 1 (rows g + 8)
+    const uint32_t pick = q % 2 ? 0x7362u : 0x5140u;  // bytes 2(q mod 2) and + 1 of two tokens
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const uint32_t(&src)[4] = q < 2 ? lo[half] : hi[half];
+      uint32_t a[4];
+      e4m3x4_to_f16(prmt(src[0], src[1], pick), a[0], a[1]);  // row g | g + 8, tokens 4t, 4t + 1
+      e4m3x4_to_f16(prmt(src[2], src[3], pick), a[2], a[3]);  // row g | g + 8, tokens 4t + 2, 4t + 3
+      mma_f16(acc[q], a, p16[half][0], p16[half][1]);
+    }
+  }
+#else
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    transpose4(lo[half]);  // lo[half][m]: channel n = m of the half's four tokens
+    transpose4(hi[half]);
   }
 #pragma unroll
-  for (int q = 0; q < 4; ++q)  // m-tile 4·ww + q: channels g + 8·(8·ww + 2q) and … + 2q + 1
-    mma_e4m3(acc[q], b[0][2 * q], b[0][2 * q + 1], b[1][2 * q], b[1][2 * q + 1], pb[k][0], pb[k][1]);
+  for (int q = 0; q < 4; ++q) {  // m-tile 4·ww + q: channels g + 8·(8·ww + 2q) and … + 2q + 1
+    const uint32_t(&b0)[4] = q < 2 ? lo[0] : hi[0];
+    const uint32_t(&b1)[4] = q < 2 ? lo[1] : hi[1];
+    const int n = 2 * (q % 2);
+    mma_e4m3(acc[q], b0[n], b0[n + 1], b1[n], b1[n + 1], pb[k][0], pb[k][1]);
+  }
+#endif
 }
 
 // Oᵀ += V̂ᵀ·P̂ᵀ for one tile, k-step by k-step: the lane's 8 V tables of a k-step are loaded once and serve all
 // d/64 words, whose accumulators (d/4 registers) live across both k-steps and are added to O after the last
-// (v6's order: 163–167 registers at d 128 against the word-by-word order's 183, so 3 CTAs fit an SM; 144 with
-// v10's FP16 MMAs on sm_90).
+// (v6's order: 163–167 registers at d 128 against the word-by-word order's 183, so 3 CTAs fit an SM; 147 with
+// v10–v11's FP16 MMAs on sm_90).
 template <int D>
 __device__ __forceinline__ void pv_tile(const uint8_t* tile, const uint4* lut, const uint32_t (&pb)[2][2],
                                         Chain<D>& ch) {
@@ -353,9 +382,9 @@ __device__ void run_chain(const FireqDecodeArgs& a, int pair, int chain, uint8_t
 
 #endif  // sm_89
 
-// CTAs per SM the registers are held to: 3 (12 warps) — d 128 takes 144 registers on sm_90 (156 on sm_89; v8 167)
+// CTAs per SM the registers are held to: 3 (12 warps) — d 128 takes 147 registers on sm_90 (156 on sm_89; v8 167)
 // without spills in the k-step order (v4's word order needed 183 at 2 CTAs, 168 with 28 bytes spilled at 3).
-// kernels/PERF.md v8, v10.
+// kernels/PERF.md v8, v10, v11.
 constexpr int kCtasPerSm = 3;
 // Shared memory: kStages tiles per warp, the tables, and each warp's P̂ (8 heads × 64 tokens).
 template <int D>
