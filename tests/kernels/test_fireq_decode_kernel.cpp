@@ -11,7 +11,10 @@
 //      finding of tests/kernels/test_flash3_fp8_kernel.cpp): each of a step's 33 addends (32 products and
 //      the running sum) loses < 2⁻¹³ of the largest, itself ≤ ‖q̂‖·‖k̂‖ (Cauchy–Schwarz over the step's
 //      operands): |ΔS| ≤ (d/32)·33·2⁻¹³·‖q̂‖·‖k̂‖·β·τ, with ‖q̂‖ the row's E4M3 query and ‖k̂‖ the largest
-//      table-converted key of its KV head (computed below from the uploaded bytes).
+//      table-converted key of its KV head (computed below from the uploaded bytes). On sm_90 the kernel runs
+//      each k32 step as two FP16 MMAs (kernels/fireq_decode.cu, mma_e4m3): the same exact products, summed in
+//      FP32 by the FP16 path, whose narrowing (17 addends an MMA) the FP8 one's 33 · 2⁻¹³ per step is taken to
+//      cover — the bound is not loosened for it.
 //   2. The exponentials: ex2.approx of S·(β·τ·log₂e) − m against the reference's FP32 exp of S − m: a few
 //      ulps, ≤ 10⁻⁴·(1 + |S|) relative at these magnitudes.
 //   3. P̃ → E4M3 flips: items 1–2 may carry a P̃ across a rounding midpoint of E4M3, changing P̂ by one E4M3
