@@ -15,9 +15,10 @@ __device__ __forceinline__ void store_merged(__half* p, float x) { *p = __float2
 __device__ __forceinline__ void store_merged(__nv_bfloat16* p, float x) { *p = __float2bfloat16_rn(x); }
 
 // Row `row` of `rows` (blockDim.x = d threads, thread = channel), written to o (FP16 or BF16) and lse. The
-// chains are read 8 at a time, every load of a batch in flight together (one loop of dependent loads per
-// chain took ~5 µs at 8 chains: fireq decode v8), the weights taken from the running largest L_c and the
-// sums rescaled when a later batch raises it — for ≤ 8 chains exactly the one-pass sums from the largest.
+// chains are read 8 at a time, every load of a batch in flight together (before, each chain's loads waited
+// on the previous chain's maximum: a memory latency per chain, 12 of them at fireq's GQA decode), the weights
+// taken from the running largest L_c and the sums rescaled when a later batch raises it — for ≤ 8 chains
+// exactly the one-pass sums from the largest.
 template <class Out>
 __device__ __forceinline__ void merge_chains_row(const float* workspace, int chains, size_t rows, int d, size_t row,
                                                  Out* o, float* lse) {

@@ -230,8 +230,8 @@ __device__ __forceinline__ void softmax_tile(float (&s)[4][4], int valid, const 
 
 // One step of Oᵀ += V̂ᵀ·P̂ᵀ for one tile: word ww of the lane's V slices (d/64 words each) in k-step k (32
 // tokens) — the lane's 8 tokens' word ww (two 16-byte loads, fireq_layout.h's V order), each converted through
-// its token's table (σ bytes in sig: [half] = tokens 32k + 4t.., 32k + 16 + 4t..) and transposed 4×4 into A
-// fragments (rows = channels g + 8j, j = 8·ww … 8·ww + 7: m-tiles 4·ww … 4·ww + 3; k = tokens), and 4 MMAs into
+// its token's table (σ bytes in sig: [half] = tokens 32k + 4t.., 32k + 16 + 4t..) and regrouped by channel into
+// A fragments (rows = channels g + 8j, j = 8·ww … 8·ww + 7: m-tiles 4·ww … 4·ww + 3; k = tokens), and 4 MMAs into
 // acc. The caller zeroes acc per tile and adds it to O after k-step 1: the tensor core's narrow sum then
 // spans this tile's 2 k-steps only, and O takes it in FP32 (O = α·O + P̂·V̂).
 template <int D>
@@ -239,7 +239,8 @@ __device__ __forceinline__ void pv_step(const uint8_t* tile, const uint4* lut, c
                                         const uint32_t (&sig)[2], int ww, int k, float (&acc)[4][4]) {
   const int lane = threadIdx.x % 32;
   const uint8_t* v = tile + layout::v_offset(D);
-  uint32_t lo[2][4], hi[2][4];  // [half][r]: token 4·half + r's operand bytes of channels g + 8·(8·ww + n), n < 4 | ≥ 4
+  // [half][r]: token 4·half + r's operand bytes of channels g + 8·(8·ww + n), n = 0 … 3 (lo) and 4 … 7 (hi)
+  uint32_t lo[2][4], hi[2][4];
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     const uint4 x = *reinterpret_cast<const uint4*>(v + k * 16 * D + ((2 * ww + half) * 32 + lane) * 16);
@@ -257,7 +258,7 @@ __device__ __forceinline__ void pv_step(const uint8_t* tile, const uint4* lut, c
 #pragma unroll
   for (int half = 0; half < 2; ++half) e4m3x4_to_f16(pb[k][half], p16[half][0], p16[half][1]);
 #pragma unroll
-  for (int q = 0; q < 4; ++q) {  // m-tile 4·ww + q: channels g + 8·(8·ww + 2q) (rows g) and … + 2q + 1 (rows g + 8)
+  for (int q = 0; q < 4; ++q) {  // m-tile 4·ww + q: channels g + 8·(8·ww + 2q) (row g), … + 2q + 1 (row g + 8)
     const uint32_t pick = q % 2 ? 0x7362u : 0x5140u;  // bytes 2(q mod 2) and + 1 of two tokens
 #pragma unroll
     for (int half = 0; half < 2; ++half) {

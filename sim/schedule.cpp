@@ -568,7 +568,10 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
       Schedule probe = s;
       probe.smem_bytes = warp_rings_smem(s, p, widest_ring_per_key(st.cache, p.kv_heads));
       // (A CTA the GPU cannot hold is refused by the prediction, with its message — not here.)
-      if (probe.smem_bytes <= gpu.smem_per_cta_bytes) ctas = ctas_per_sm(probe, gpu), slots = long(gpu.sm_count) * ctas * s.warps;
+      if (probe.smem_bytes <= gpu.smem_per_cta_bytes) {
+        ctas = ctas_per_sm(probe, gpu);
+        slots = long(gpu.sm_count) * ctas * s.warps;
+      }
     }
     s.splits = declares(v, "kv_splits")
                    ? int(turbo_chains::chains(param_or(v, "kv_splits", 0), int64_t(pairs), int64_t(tiles_total),
