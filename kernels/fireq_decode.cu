@@ -70,8 +70,8 @@ constexpr int kWarps = kTraits.warps, kStages = kTraits.stages;
 static_assert(kTraits.warp_chains && find_kernel_traits("fireq", 64, 80, true)->warps == kWarps &&
               find_kernel_traits("fireq", 64, 80, true)->stages == kStages);
 constexpr int kT = 64;          // tokens per tile
-constexpr int kRows = 8;        // query heads per KV head (MMA rows g)
-constexpr int kMaxChains = 128;  // flash2's decode_splits_max
+constexpr int kRows = 8;        // query heads per KV head (the MMA's N columns)
+constexpr int kMaxChains = kTraits.decode_splits_max;  // the cost model caps balanced_warp_chains by the same row
 constexpr int kScales = kFireqScales;  // fireq_lut.cuh
 static_assert(layout::kTile == kT, "the kernel's tile is the layout's");
 static_assert(kTraits.block_c == kT && kTraits.block_r == kRows);

@@ -119,8 +119,10 @@ TEST_CASE("balanced_warp_chains: the chain count whose busiest SM has the fewest
   // 2 CTAs per SM: 8 and 2 (one wave each).
   CHECK(balanced_warp_chains(128, 512, 132, 2, 4, 128) == 8);
   CHECK(balanced_warp_chains(512, 512, 132, 2, 4, 128) == 2);
-  // Ties go to fewer chains: one pair of 2 tiles on a large GPU takes 2, not more (the tiles bound it).
-  CHECK(balanced_warp_chains(1, 2, 132, 3, 4, 128) == 2);
+  // Ties go to fewer chains: one SM of 2 CTAs × 4 warps holds at most 8 chains of one pair; over 10 tiles 8
+  // chains run 2 tiles each, and so do 5 — the rule takes 5.
+  CHECK(balanced_warp_chains(1, 10, 1, 2, 4, 128) == 5);
+  CHECK(balanced_warp_chains(1, 2, 132, 3, 4, 128) == 2);  // the tiles bound it
   CHECK(balanced_warp_chains(1, 1000, 132, 3, 4, 8) == 8);  // max_chains bounds it
   // Pairs that fill the GPU several times over: one chain each.
   CHECK(balanced_warp_chains(100000, 512, 132, 3, 4, 128) == 1);
