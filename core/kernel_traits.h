@@ -149,13 +149,14 @@ inline constexpr DecodeIssue kDecodeIssue[] = {
     {"kivi", 128, 8, 4, 2724.6, {0.56, 0.21, 0.04, 0, 0.79}},  {"kivi", 128, 8, 2, 2941.7, {0.49, 0.18, 0.02, 0, 0.81}},
     {"kivi", 64, 1, 4, 1499.5, {0.76, 0.20, 0.05, 0, 0.84}},    {"kivi", 64, 1, 2, 1615.5, {0.64, 0.17, 0.02, 0, 0.88}},
     {"kivi", 64, 4, 4, 1506.5, {0.82, 0.23, 0.15, 0, 0.89}},    {"kivi", 64, 4, 2, 1622.3, {0.69, 0.20, 0.07, 0, 0.91}},
-    // fireq decode v8 (kernels/fireq_decode.cu) at the benchmark's shape (B 16, N 32768, d 128; 3 CTAs per SM,
-    // 3 and 12 chains per pair; ncu_profile.sh fireq → sim/measurements/h100-ncu-fireq-decode-v8-2026-11-28.csv):
-    // the chains kernel's warp instructions over its tiles (the prologue, < 1% of 171 or 43 tiles per chain,
-    // included). The heads are the MMA's N columns, so the loop is the same at every group (1 804 at G 1,
-    // 1 822 at G 4): G 4's row stands for 2 and 8.
-    {"fireq", 128, 1, 4, 1803.7, {0.78, 0.16, 0.02, 0, 0.99}}, {"fireq", 128, 2, 4, 1822.2, {0.79, 0.16, 0.08, 0, 0.99}},
-    {"fireq", 128, 4, 4, 1822.2, {0.79, 0.16, 0.08, 0, 0.99}}, {"fireq", 128, 8, 4, 1822.2, {0.79, 0.16, 0.08, 0, 0.99}},
+    // fireq decode v11 (kernels/fireq_decode.cu, sm_90's FP16-MMA form) at the benchmark's shape (B 16, N 32768,
+    // d 128; 3 CTAs per SM, 3 and 12 chains per pair; ncu_profile.sh fireq →
+    // sim/measurements/h100-ncu-fireq-decode-v11-2026-11-28.csv): the chains kernel's warp instructions over its
+    // tiles (the prologue, < 1% of 171 or 43 tiles per chain, included). The heads are the MMA's N columns, so
+    // the loop is the same at every group (1 597 at G 1, 1 616 at G 4): G 4's row stands for 2 and 8. Stall
+    // "other": math-pipe throttle 0.86 / 0.84, dispatch 0.15 / 0.14, branch and fetch 0.04 each, MIO throttle 0.01.
+    {"fireq", 128, 1, 4, 1596.8, {0.93, 0.21, 0.03, 0, 1.10}}, {"fireq", 128, 2, 4, 1615.7, {0.93, 0.21, 0.10, 0, 1.07}},
+    {"fireq", 128, 4, 4, 1615.7, {0.93, 0.21, 0.10, 0, 1.07}}, {"fireq", 128, 8, 4, 1615.7, {0.93, 0.21, 0.10, 0, 1.07}},
     // Our FP16 decode (kernels/flash2.cu, the mma.sync prefill kernel at q_len 1): one CTA per query head
     // computes a whole B_r-row block, so its count is the same at every group (294.9 M warp instructions at
     // B 4, H 32, N 32768 with 32, 8 and 4 KV heads: 1125.1 per warp and 64-key tile; the stall likewise);

@@ -135,9 +135,9 @@ TEST_CASE("the FP8 prefill kernel's DRAM bytes are within 5% of Nsight Compute's
 
 TEST_CASE("the fireq decode kernel's DRAM bytes are within 5% of Nsight Compute's, MHA and GQA", "[sim][model]") {
   // kernels/bench/ncu_profile.sh fireq: the chains kernel at the benchmark's shape (B 16, H 32/32 and 32/8, d 128,
-  // N 32768): the INT4 cache with its E4M3 token scales, 2.18 GB and 0.55 GB, read once (v8: 3 and 12 chains
+  // N 32768): the INT4 cache with its E4M3 token scales, 2.18 GB and 0.55 GB, read once (v11: 3 and 12 chains
   // per pair, whose partial results are the writes).
-  const auto shapes = check_bytes("h100-ncu-fireq-decode-v8-2026-11-28.csv", 2.5e6);
+  const auto shapes = check_bytes("h100-ncu-fireq-decode-v11-2026-11-28.csv", 2.5e6);
   REQUIRE(shapes.count("decode fireq"));
   CHECK(shapes.at("decode fireq").size() == 1);  // one length (32768), two head layouts
 }
