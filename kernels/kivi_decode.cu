@@ -28,7 +28,8 @@
 // within 2⁻¹¹ of the same real number, so O within ~2⁻¹⁰·max|V̂| before its FP16 store
 // (tests/kernels/test_kivi_decode_kernel.cpp derives the bound).
 //
-// Versions: v1 (this), not yet measured on a GPU (kernels/PERF.md gets its figures when it is).
+// Versions: v1 (this), measured on the H100 since 2026-11-24 (kernels/PERF.md, "kivi decode v1" and the
+// compressed-cache decode tables beside turbo); its merge is kernels/chain_merge.cuh, shared with fireq.
 #include "kernels/kivi_decode.h"
 
 #include "core/kernel_traits.h"
