@@ -31,9 +31,10 @@
 // The differences from the reference, which tests/kernels/test_fireq_decode_kernel.cpp bounds: the tensor
 // core's accumulation of FP8 products (Hopper's FP8 path keeps about 14 bits of the running sum within an
 // MMA's k32 step, not the exact FP32 sum the reference takes: tests/kernels/test_flash3_fp8_kernel.cpp's
-// finding; on sm_90 the products of a k32 step go through two FP16 MMAs, whose FP32 sums are no coarser),
-// ex2.approx for exp, FP32 summation order of ℓ and O, and P̃'s E4M3 rounding taken against a different
-// running max (other tiles, other chains: the reference runs one row block over B_c = block_c tiles).
+// finding; on sm_90 the products of a k32 step go through two FP16 MMAs, whose sums keep at least as many
+// bits: tests/kernels/test_mma_accumulation.cpp), ex2.approx for exp, FP32 summation order of ℓ and O, and
+// P̃'s E4M3 rounding taken against a different running max (other tiles, other chains: the reference runs one
+// row block over B_c = block_c tiles).
 //
 // On sm_90 the e4m3 mma.sync is not a tensor-core instruction of its own (ptxas lowers it to FP16 HMMAs over
 // unpacked operands, F2FP.F16.E4M3.UNPACK_B, and FADDs): there each k32 step is written as two FP16 MMAs

@@ -7,23 +7,24 @@
 // against fireq::int4_fp8_lut, byte for byte. Every FP8 product is exact.
 // What differs, and by how much (with one chain, the kernel's 64-token tiles are the reference's B_c = 64
 // tiles in the same order, so both take the same running max after each tile):
-//   1. S's accumulator. Hopper's FP8 tensor cores keep about 14 significant bits of a k32 step's sum (the
-//      finding of tests/kernels/test_flash3_fp8_kernel.cpp): each of a step's 33 addends (32 products and
-//      the running sum) loses < 2⁻¹³ of the largest, itself ≤ ‖q̂‖·‖k̂‖ (Cauchy–Schwarz over the step's
-//      operands): |ΔS| ≤ (d/32)·33·2⁻¹³·‖q̂‖·‖k̂‖·β·τ, with ‖q̂‖ the row's E4M3 query and ‖k̂‖ the largest
-//      table-converted key of its KV head (computed below from the uploaded bytes). On sm_90 the kernel runs
-//      each k32 step as two FP16 MMAs (kernels/fireq_decode.cu, mma_e4m3): the same exact products, summed in
-//      FP32 by the FP16 path, whose narrowing (17 addends an MMA) the FP8 one's 33 · 2⁻¹³ per step is taken to
-//      cover — the bound is not loosened for it.
+//   1. S's accumulator. A tensor core aligns an MMA's addends to the largest before it adds and keeps a limited
+//      width: Hopper's FP8 path about 14 significant bits (the finding of tests/kernels/test_flash3_fp8_kernel.cpp),
+//      its FP16 path at least as many (tests/kernels/test_mma_accumulation.cpp: 2⁻²³ on an H100), so each addend
+//      loses < 2⁻¹³ of the largest, itself ≤ ‖q̂‖·‖k̂‖ (Cauchy–Schwarz over the step's operands). A k32 step
+//      has 33 addends on sm_89 (one FP8 MMA: 32 products and the running sum) and 34 on sm_90, where the
+//      kernel runs it as two FP16 MMAs of 16 products and the running sum each (kernels/fireq_decode.cu,
+//      mma_e4m3); the bound takes the larger, kAddendsPerStep = 34: |ΔS| ≤ (d/32)·34·2⁻¹³·‖q̂‖·‖k̂‖·β·τ, with
+//      ‖q̂‖ the row's E4M3 query and ‖k̂‖ the largest table-converted key of its KV head (computed below from
+//      the uploaded bytes).
 //   2. The exponentials: ex2.approx of S·(β·τ·log₂e) − m against the reference's FP32 exp of S − m: a few
 //      ulps, ≤ 10⁻⁴·(1 + |S|) relative at these magnitudes.
 //   3. P̃ → E4M3 flips: items 1–2 may carry a P̃ across a rounding midpoint of E4M3, changing P̂ by one E4M3
 //      ulp — ≤ 2⁻⁴ for P̃ ∈ [½, 1), less below — and O by ≤ 2⁻⁴·max|v̂|/ℓ ≤ 2⁻⁴·max|v̂| (ℓ ≥ 1: the row's
 //      maximum has P̃ ≈ 1), with max|v̂| the largest table-converted value (computed below from the uploaded
 //      bytes). The per-element bound allows one such flip. P̂·V̂'s own accumulator is zeroed per tile and spans
-//      its 2 k-steps: each loses < 33·2⁻¹³ of the tile's Σ P̂|v̂| (item 1's rule); over all tiles
-//      ≤ 2·33·2⁻¹³·Σ P̂|v̂| ≤ 2·33·2⁻¹³·(1 + 2⁻⁴)·ℓ·max|v̂| (Σ P̂ ≤ (1 + 2⁻⁴)·Σ P̃), and after the division by ℓ
-//      ≤ 2·33·2⁻¹³·(1 + 2⁻⁴)·max|v̂|; O's and ℓ's FP32 sums in another order add ≤ N·2⁻²³·max|v̂|.
+//      its 2 k-steps: each loses < 34·2⁻¹³ of the tile's Σ P̂|v̂| (item 1's rule and count); over all tiles
+//      ≤ 2·34·2⁻¹³·Σ P̂|v̂| ≤ 2·34·2⁻¹³·(1 + 2⁻⁴)·ℓ·max|v̂| (Σ P̂ ≤ (1 + 2⁻⁴)·Σ P̃), and after the division by ℓ
+//      ≤ 2·34·2⁻¹³·(1 + 2⁻⁴)·max|v̂|; O's and ℓ's FP32 sums in another order add ≤ N·2⁻²³·max|v̂|.
 //   4. O is stored in BF16 by both: one BF16 ulp apart (2⁻⁷·|o|) when the values straddle a rounding.
 // With C > 1 chains the chains' running maxima are not the reference's, so P̂ rounds differently in many
 // places, each side within 2⁻⁴ relative of the same real weights: no per-element bound, but against FP64
@@ -51,6 +52,9 @@
 
 namespace attnlab {
 namespace {
+
+// Addends of one k32 step's sums (item 1): sm_89's FP8 MMA 33, sm_90's two FP16 MMAs 34 — the larger.
+constexpr double kAddendsPerStep = 34;
 
 std::string fp8_gpu_refusal(const kernels::DeviceInfo& dev) {
   if (!dev.usable) return dev.reason;
@@ -110,7 +114,8 @@ void check_case(int64_t d, int64_t n, int64_t q_heads, int64_t kv_heads, int cha
     }
     const int64_t b = bh / p.q_heads, h = bh % p.q_heads;
     const double beta_tau = host.q_scale[size_t(bh)];  // fl(β·τ)
-    ds[size_t(bh)] = double(d / 32) * 33 * 0x1p-13 * std::sqrt(qn) * k_norm[size_t(b * p.kv_heads + p.kv_head_of(h))] * beta_tau;
+    const double k_max = k_norm[size_t(b * p.kv_heads + p.kv_head_of(h))];
+    ds[size_t(bh)] = double(d / 32) * kAddendsPerStep * 0x1p-13 * std::sqrt(qn) * k_max * beta_tau;
   }
 
   int64_t bad = 0;
@@ -119,8 +124,8 @@ void check_case(int64_t d, int64_t n, int64_t q_heads, int64_t kv_heads, int cha
       const double r = ref.o.data()[i], k = out.o.data()[i];
       const double s = ds[size_t(i / d)];
       // Items 3 (a flip; P̂·V̂'s accumulator; FP32 order), 1–2 (e^{2ΔS} − 1), 4 (BF16).
-      const double tol = (0x1p-4 + 2 * 33 * 0x1p-13 * (1 + 0x1p-4) + std::expm1(2 * (s + 1e-4)) + n * 0x1p-23) * max_v +
-                         0x1p-7 * std::abs(r) + 1e-6;
+      const double pv_sum = 2 * kAddendsPerStep * 0x1p-13 * (1 + 0x1p-4);  // item 3's accumulator
+      const double tol = (0x1p-4 + pv_sum + std::expm1(2 * (s + 1e-4)) + n * 0x1p-23) * max_v + 0x1p-7 * std::abs(r) + 1e-6;
       if (!(std::abs(k - r) <= tol) && bad++ < 3) FAIL_CHECK(fmt::format("o[{}] = {} vs {} (bound {:.3g})", i, k, r, tol));
     }
   }
