@@ -39,9 +39,12 @@
 #include "core/registry.h"
 #include "kernels/cuda_check.h"
 #include "kernels/device.h"
+#include "kernels/fireq_decode.h"
 #include "kernels/fireq_decode_host.h"
+#include "sim/schedule.h"
 #include "tests/catch.h"
 #include "tests/support/fireq_cache_bounds.h"
+#include "tests/support/model_cases.h"
 
 #include <fmt/format.h>
 
@@ -152,11 +155,34 @@ TEST_CASE("fireq decode kernel equals the fireq reference up to rare E4M3 flips 
       check_case(d, n, 8, 2, 1, seed + n + d + 1);           // GQA 4:1
       check_case(d, n, 8, 1, 1, seed + n + d + 2, "llm_like");  // G = 8, outlier channels
     }
-  // Split-KV: several chains per pair, merged.
+  // Split-KV: several chains per pair, merged — 12 is the benchmark's GQA count, more than the merge's batch of
+  // 8 chains (kernels/chain_merge.cuh: a later batch rescales the sums).
   for (int64_t d : {64, 128}) {
-    for (int chains : {2, 7}) check_case(d, 4097, 8, 2, chains, seed + chains);
+    for (int chains : {2, 7, 12}) check_case(d, 4097, 8, 2, chains, seed + chains);
     check_case(d, 3000, 4, 4, 5, seed + 9, "llm_like");
   }
+}
+
+// No GPU needed: the chains the kernel launches are the ones the cost model prices. Both take
+// balanced_warp_chains, the kernel over the warps its occupancy query reports (3 CTAs of 4 warps at d 128,
+// kernels/fireq_decode.cu's launch bound), the model over the CTAs its register and shared-memory count fits
+// an SM (sim/schedule.cpp): a change to either side's occupancy or cap shows here.
+TEST_CASE("fireq decode: the kernel's chain count is the cost model's", "[kernels][fireq][sim]") {
+  constexpr int kH100Sms = 132, kWarpsPerSm = 3 * 4;
+  for (int64_t batch : {1, 4, 16})
+    for (int64_t kv_heads : {32, 8, 4})  // G 1, 4, 8 (the kernel holds ≤ 8 query heads per KV head)
+      for (int64_t n : {1000, 8192, 32768}) {
+        Problem p;
+        p.batch = batch, p.q_heads = 32, p.kv_heads = kv_heads, p.head_dim = 128, p.q_len = 1, p.kv_len = n;
+        p.phase = Phase::decode;
+        const sim::Schedule s = sim::make_schedule(p, test::request("fireq"), test::h100());
+        const int pairs = int(batch * kv_heads), tiles = int((n + 63) / 64);
+        INFO(fmt::format("B {} H 32/{} N {}", batch, kv_heads, n));
+        CHECK(s.splits == kernels::fireq_decode_chains(pairs, tiles, kH100Sms, kWarpsPerSm));
+      }
+  // The benchmark's shapes (B 16, N 32768): 3 chains per pair at MHA, 12 at GQA 4:1 (kernels/PERF.md, v8).
+  CHECK(kernels::fireq_decode_chains(16 * 32, 512, kH100Sms, kWarpsPerSm) == 3);
+  CHECK(kernels::fireq_decode_chains(16 * 8, 512, kH100Sms, kWarpsPerSm) == 12);
 }
 
 TEST_CASE("fireq decode kernel: small shapes for the sanitizers", "[gpu][sanitize]") {
