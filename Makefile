@@ -27,8 +27,10 @@ run: build
 	  $(BUILD)/bin/attnlab report --config $(if $(LESSON),configs/lessons/$(LESSON).json,configs/default.json) --out out/report; \
 	fi
 
+# CTest lists skipped tests ([gpu] ones on a machine without a GPU) by name; skip_reasons.py then says why.
 test: build
-	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	@cd $(BUILD) && { ctest --output-on-failure -j $(JOBS); status=$$?; \
+	  python3 $(CURDIR)/tests/skip_reasons.py Testing/Temporary/LastTest.log; exit $$status; }
 
 # Building-block throughput (quantizers, SAS, FP8 rounding), one core, M elements/s.
 bench-blocks: build
@@ -37,7 +39,8 @@ bench-blocks: build
 # The CPU test suite and the attnlab binary under AddressSanitizer and UndefinedBehaviorSanitizer (GCC),
 # in their own build folder; the first report fails the test that triggered it. CUDA is off there.
 # RelWithDebInfo without -DNDEBUG: optimized (the numeric tests stay fast), with line numbers in reports
-# and with assertions on. The reference sweeps stop at N = 257 here (tests/support/sweep.h says why). Leak detection is ASan's default here; attnlab-gui turns it off for itself
+# (-g1: line tables only, what a report's file:line needs, at a fraction of full debug information's compile
+# time) and with assertions on. The reference sweeps stop at N = 257 here (tests/support/sweep.h says why). Leak detection is ASan's default here; attnlab-gui turns it off for itself
 # (tests/sanitize/gui_options.cpp says why).
 SAN_BUILD ?= build-sanitize
 SAN_ASAN_OPTIONS  ?= halt_on_error=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1
@@ -45,7 +48,7 @@ SAN_UBSAN_OPTIONS ?= halt_on_error=1:print_stacktrace=1
 
 test-sanitize: deps
 	@cmake -S . -B $(SAN_BUILD) -G Ninja -DATTNLAB_SANITIZE=address,undefined -DATTNLAB_CUDA=OFF \
-	  -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g" $(CMAKE_FLAGS) >/dev/null
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1" $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(SAN_BUILD) -j $(JOBS)
 	@cd $(SAN_BUILD) && ASAN_OPTIONS=$(SAN_ASAN_OPTIONS) UBSAN_OPTIONS=$(SAN_UBSAN_OPTIONS) \
 	  ctest --output-on-failure -j $(JOBS)
@@ -53,7 +56,8 @@ test-sanitize: deps
 # libFuzzer targets (tests/fuzz/README.md), built with clang in their own build folder.
 # `make fuzz` fuzzes each target for FUZZ_SECONDS (FUZZ_TARGETS picks some); its corpus grows in
 # build-fuzz/corpus/<target>, a finding lands in build-fuzz/findings/<target>/ and fails the run.
-# `make fuzz-regress` replays every seed and saved finding once (seconds; CI runs it).
+# `make fuzz-regress` replays every seed and saved finding once under libFuzzer. CI replays the same inputs
+# in the sanitizer build instead (make test-sanitize: tests/fuzz/replay_main.cpp), sparing a third build.
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?= npy safetensors config gpu_spec llm_model measurements

@@ -103,7 +103,7 @@ Results Runner::run(const Experiment& e, const RunControl& control) const {
       if (it != backends_.end() && (*it)->unavailable().empty())
         if (const std::string gpu = (*it)->device_name(); !gpu.empty()) r.environment.gpu = gpu;
     } else if (it == backends_.end()) {
-      r.environment.skipped.push_back({"", name, name == "kernel" ? "this build has no kernel backend"
+      r.environment.skipped.push_back({"", name, name == "kernel" ? "this build has no CUDA kernels (no CUDA compiler at configure time)"
                                                                   : "this build has no cost-model backend"});
     } else if (const std::string why = (*it)->unavailable(); !why.empty()) {
       r.environment.skipped.push_back({"", name, why});

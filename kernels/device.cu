@@ -1,26 +1,44 @@
 #include "kernels/device.h"
 
+#include "kernels/device_reason.h"
+
 #include <cuda_runtime.h>
 
 namespace attnlab::kernels {
 
+namespace {
+
+// Asked for its attributes only: the runtime finds it when this binary holds code for the device.
+__global__ void image_probe() {}
+
+}  // namespace
+
+std::string kernels_built_for() { return ATTNLAB_CUDA_ARCHITECTURES_BUILT; }
+
 DeviceInfo probe_device() {
-  DeviceInfo info;
-  int count = 0;
-  if (const cudaError_t err = cudaGetDeviceCount(&count); err != cudaSuccess) {
-    info.reason = std::string("no GPU: ") + cudaGetErrorString(err);
-    return info;
-  }
-  if (count == 0) {
-    info.reason = "no GPU: no CUDA device";
-    return info;
-  }
+  DeviceQuery q;
+  q.built_for = kernels_built_for();
+  if (cudaRuntimeGetVersion(&q.runtime_version) != cudaSuccess) q.runtime_version = CUDART_VERSION;
+  if (cudaDriverGetVersion(&q.driver_version) != cudaSuccess) q.driver_version = 0;
   cudaDeviceProp prop{};
-  if (const cudaError_t err = cudaGetDeviceProperties(&prop, 0); err != cudaSuccess) {
-    info.reason = std::string("no GPU: ") + cudaGetErrorString(err);
-    return info;
+  if (const cudaError_t err = cudaGetDeviceCount(&q.device_count); err != cudaSuccess) {
+    q.count_error = cudaGetErrorName(err);
+    q.device_count = 0;
+  } else if (q.device_count > 0) {
+    if (const cudaError_t e = cudaGetDeviceProperties(&prop, 0); e != cudaSuccess) {
+      q.count_error = cudaGetErrorName(e);
+    } else {
+      q.sm_major = prop.major, q.sm_minor = prop.minor;
+      cudaFuncAttributes attributes{};
+      q.has_kernel_image = cudaFuncGetAttributes(&attributes, image_probe) == cudaSuccess;
+    }
   }
-  info.usable = true;
+  cudaGetLastError();  // the questions' errors are answers, not failures of a later call
+
+  DeviceInfo info;
+  info.reason = unusable_reason(q);
+  info.usable = info.reason.empty();
+  if (!info.usable) return info;
   info.name = prop.name;
   info.sm_major = prop.major;
   info.sm_minor = prop.minor;

@@ -8,7 +8,7 @@ namespace attnlab::kernels {
 struct DeviceInfo {
   bool usable = false;
   std::string name;    // "NVIDIA H100 80GB HBM3" when usable
-  std::string reason;  // why not, when not usable ("no CUDA device", driver error text)
+  std::string reason;  // why not, when not usable: device_reason.h's words ("no CUDA GPU found", …)
   int sm_major = 0, sm_minor = 0;
   int sm_count = 0;
   double memory_gib = 0.0;
@@ -17,5 +17,8 @@ struct DeviceInfo {
 
 // Device 0 as the runtime sees it. Never throws: a machine without a GPU is a normal answer.
 DeviceInfo probe_device();
+
+// The GPU architectures this build's kernels were compiled for, as CMake was told ("90a", "80;89;90a").
+std::string kernels_built_for();
 
 }  // namespace attnlab::kernels

@@ -1,6 +1,9 @@
 // attnlab kernels: is the warpgroup-MMA generation runnable here (kernel_path.h)?
 #include "kernels/kernel_path.h"
 
+#include "kernels/device.h"
+#include "kernels/device_reason.h"
+
 #include <cuda_runtime.h>
 
 namespace attnlab::kernels {
@@ -37,6 +40,11 @@ bool warpgroup_mma_available() {
     known[device] = yes == 1 ? 1 : 2;
   }
   return known[device] == 1;
+}
+
+std::string warpgroup_mma_refusal(const DeviceInfo& dev) {
+  if (!dev.usable) return dev.reason;
+  return sm90a_refusal(dev.sm_major, dev.sm_minor, warpgroup_mma_available(), kernels_built_for());
 }
 
 }  // namespace attnlab::kernels

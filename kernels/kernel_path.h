@@ -3,7 +3,11 @@
 // (core/kernel_traits.h: kernel_arch); the others pin one, e.g. to compare the two in one benchmark.
 #pragma once
 
+#include <string>
+
 namespace attnlab::kernels {
+
+struct DeviceInfo;
 
 enum class KernelPath { automatic, warp_mma, warpgroup_mma };
 
@@ -27,5 +31,10 @@ inline int generation_of(KernelPath path) { return path == KernelPath::warpgroup
 // True when the current device is compute capability 9.0 and this binary holds the sm_90a kernels
 // (checked once per device by running a probe kernel).
 bool warpgroup_mma_available();
+
+// "" where the sm_90a kernels run on `dev` (the current device); otherwise why not, in device_reason.h's
+// words: dev.reason where no GPU is usable, else "sm_90a needed (this GPU is sm_80)" or "… (this build has no
+// sm_90a kernels: compiled for 80)".
+std::string warpgroup_mma_refusal(const DeviceInfo& dev);
 
 }  // namespace attnlab::kernels

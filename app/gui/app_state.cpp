@@ -52,7 +52,7 @@ bool AppState::load_results(const std::string& path) {
     views = std::move(built);
     table = std::move(built_table);
     trace_step = 0;
-    device = results->environment.gpu.value_or("no GPU");
+    device = views::gpu_line(results->environment);
     error.clear();
     return true;
   } catch (const std::exception& ex) {  // InputError names the option, the file and the field
@@ -102,7 +102,7 @@ void AppState::poll() {
   rebuild_views();
   table = views::results_table(*results);
   trace_step = 0;
-  device = results->environment.gpu.value_or("no GPU — reference and model only");
+  device = views::gpu_line(results->environment);
 }
 
 void AppState::rebuild_views() {

@@ -206,8 +206,10 @@ int main(int argc, char** argv) {
       if (settle == 0) {
         const std::string why = gui::write_screenshot(screenshot, fw, fh);
         if (!why.empty()) std::fprintf(stderr, "attnlab-gui: %s\n", why.c_str()), status = 1;
-        const std::string from = state.results_from.empty() ? "" : " from " + state.results_from + ", computed on " +
-                                     state.results->environment.gpu.value_or("no GPU");
+        // The status line's GPU: the one that ran, or why the kernels did not (views::gpu_line).
+        const std::string from = !state.results                ? ""
+                                 : state.results_from.empty() ? "; GPU: " + state.device
+                                                              : " from " + state.results_from + ", computed on " + state.device;
         std::printf("status: %s%s%s\n", state.results ? "results shown" : "no results", from.c_str(),
                     state.error.empty() ? "" : ("; error: " + state.error).c_str());
         if (state.lesson_steps() > 0) {

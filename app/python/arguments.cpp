@@ -1,6 +1,6 @@
 #include "app/python/arguments.h"
 
-#include "app/cli/arguments.h"
+#include "app/cli/value_checks.h"
 #include "core/error.h"
 
 #include <charconv>

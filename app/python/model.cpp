@@ -4,7 +4,7 @@
 // (app/python/arguments.h, experiment.h) and converts what the engine returns.
 #include "app/python/model.h"
 
-#include "app/cli/arguments.h"
+#include "app/cli/value_checks.h"
 #include "app/cli/commands.h"
 #include "app/python/arguments.h"
 #include "app/python/experiment.h"
@@ -81,9 +81,10 @@ py::list predict(const py::object& config, const py::object& gpu) {
   Results r;
   std::vector<std::string> skipped;  // per variant: why the model did not run it, or ""
   for (const VariantRequest& v : e.variants) {  // Runner::run's loop, the model backend alone
+    const std::string& label = v.label.empty() ? v.id : v.label;
     VariantResult vr;
     vr.id = v.id;
-    vr.label = v.label.empty() ? v.id : v.label;
+    vr.label = label;
     vr.params = v.params.to_json();
     skipped.push_back(backend.cannot_run(v, e));
     if (skipped.back().empty()) {

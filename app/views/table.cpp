@@ -127,6 +127,20 @@ Table params_table(const Results& r) {
   return t;
 }
 
+std::string gpu_line(const Environment& env) {
+  if (env.gpu) return *env.gpu;
+  for (const auto& s : env.skipped)
+    if (s.backend == "kernel" && s.variant.empty() && s.reason != "not requested") return "none — " + s.reason;
+  return "none";
+}
+
+std::string not_run_line(const Environment& env) {
+  std::string line;
+  for (const auto& s : env.skipped)
+    if (s.variant.empty() && s.reason != "not requested") line += (line.empty() ? "" : "; ") + s.backend + ": " + s.reason;
+  return line;
+}
+
 Table skipped_table(const Results& r) {
   Table t;
   t.title = "Backends that did not run";

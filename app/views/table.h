@@ -49,4 +49,11 @@ Table params_table(const Results& r);
 // One row per backend that did not run (or variant it skipped), with the reason.
 Table skipped_table(const Results& r);
 
+// The GPU as the status line and the report's first lines name it: its name; or, where the kernel backend was
+// asked for and could not run, "none — " and the reason (device_reason.h's words: "no CUDA GPU found (no
+// NVIDIA driver is installed)", "the driver is older than the runtime (…)", …); or "none".
+std::string gpu_line(const Environment& env);
+// The whole-backend skips, "kernel: <reason>", joined by "; " (those not requested left out); "" when none.
+std::string not_run_line(const Environment& env);
+
 }  // namespace attnlab::views

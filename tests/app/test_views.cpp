@@ -6,11 +6,13 @@
 #include "app/views/axis.h"
 #include "app/views/bench.h"
 #include "app/views/chart.h"
+#include "app/views/table.h"
 #include "core/config.h"
 #include "core/probes.h"
 #include "tests/catch.h"
 #include "tests/support/sample_results.h"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -97,7 +99,7 @@ TEST_CASE("results_table, with_time_ratio, CSV and report: no metric printed as 
         ++dashes;
         CHECK(std::isnan(c.value));
       }
-      if (c.text == std::string(kNoNumber) + " (the output is not finite)") {
+      if (c.text == fmt::format("{} (the output is not finite)", kNoNumber)) {
         ++not_finite;
         CHECK(std::isnan(c.value));
       }
@@ -143,6 +145,34 @@ TEST_CASE("results_table: a timing-only run's metric cells say that no truth was
     }
   }
   CHECK(said >= 8);  // at least a reference and a kernel row
+}
+
+}  // namespace
+}  // namespace attnlab::views
+
+namespace attnlab::views {
+namespace {
+
+TEST_CASE("what ran comes first: the GPU named, or why the kernels did not run, at the top of the report", "[views]") {
+  Results r = test::small_results();
+  r.environment.gpu.reset();
+  r.environment.ran = {"reference", "model"};
+  r.environment.skipped = {{"", "kernel", "no CUDA GPU found (no NVIDIA driver is installed)"}};
+  CHECK(gpu_line(r.environment) == "none — no CUDA GPU found (no NVIDIA driver is installed)");
+  CHECK(not_run_line(r.environment) == "kernel: no CUDA GPU found (no NVIDIA driver is installed)");
+  const std::string html = report::render_html(r);
+  const size_t ran = html.find("<p class=\"ran\">Ran: reference, model · GPU: none — no CUDA GPU found (no NVIDIA driver is "
+                               "installed) · <strong>not run</strong>: kernel: no CUDA GPU found");
+  REQUIRE(ran != std::string::npos);
+  CHECK(ran < html.find("<table"));  // before the results table, not only in the list at the bottom
+
+  r.environment.skipped = {{"", "kernel", "not requested"}};  // not asked for: no reason to give
+  CHECK(gpu_line(r.environment) == "none");
+  CHECK(not_run_line(r.environment).empty());
+  r.environment.gpu = "NVIDIA H100 80GB HBM3";
+  r.environment.skipped = {{"fireq", "kernel", "no kernel for this variant yet"}};  // one variant: not the backend
+  CHECK(gpu_line(r.environment) == "NVIDIA H100 80GB HBM3");
+  CHECK(not_run_line(r.environment).empty());
 }
 
 }  // namespace

@@ -68,7 +68,7 @@ TEST_CASE("device memory: a CUDA error names its enum name and the call", "[kern
 
 TEST_CASE("device memory: more than the GPU holds is refused, named, and the device stays usable", "[gpu][kernels]") {
   const kernels::DeviceInfo dev = kernels::probe_device();
-  if (!dev.usable) ATTNLAB_SKIP("no usable GPU: " + dev.reason);
+  if (!dev.usable) ATTNLAB_SKIP(dev.reason);
   size_t free_bytes = 0, total = 0;
   REQUIRE(cudaMemGetInfo(&free_bytes, &total) == cudaSuccess);
   // A problem whose K and V alone exceed the total memory.

@@ -61,7 +61,8 @@ constexpr double kAddendsPerStep = 34;
 
 std::string fp8_gpu_refusal(const kernels::DeviceInfo& dev) {
   if (!dev.usable) return dev.reason;
-  if (dev.sm_major * 10 + dev.sm_minor < 89) return "no sm_89+ GPU: the fireq kernel needs FP8 tensor cores";
+  if (dev.sm_major * 10 + dev.sm_minor < 89)
+    return fmt::format("sm_89 or newer needed (this GPU is sm_{}{}): the fireq kernel needs FP8 tensor cores", dev.sm_major, dev.sm_minor);
   return "";
 }
 

@@ -233,9 +233,8 @@ void check_case(Mode mode, int64_t d, int64_t nq, int64_t nkv, bool causal, int6
 
 std::string wgmma_refusal() {
   const kernels::DeviceInfo dev = kernels::probe_device();
-  if (!dev.usable) return dev.reason;
-  if (!kernels::warpgroup_mma_available()) return "no sm_90a GPU: the fireq prefill kernel is FP8 wgmma only";
-  return "";
+  const std::string why = kernels::warpgroup_mma_refusal(dev);
+  return why.empty() ? why : why + ": the fireq prefill kernel is FP8 wgmma only";
 }
 
 // The shapes of either mode: d 64/128, MHA and GQA, causal or not, ragged N, early rows that see no key, G = 8.

@@ -50,7 +50,7 @@ namespace {
 #define GPU_OR_SKIP(dev)                                          \
   const kernels::DeviceInfo dev = kernels::probe_device();        \
   do {                                                            \
-    if (!dev.usable) ATTNLAB_SKIP("no usable GPU: " + dev.reason); \
+    if (!dev.usable) ATTNLAB_SKIP(dev.reason); \
   } while (0)
 
 const VariantSpec& kivi() { return *find_variant("kivi"); }

@@ -185,7 +185,7 @@ TEST_CASE("turbo decode over the GPU-written prefill cache equals the reference"
 }
 
 // A small shape for compute-sanitizer (memcheck, racecheck): both widths, a short block.
-TEST_CASE("turbo prefill cache writer on a small shape (sanitizer run)", "[sanitize]") {
+TEST_CASE("turbo prefill cache writer on a small shape (sanitizer run)", "[gpu][sanitize]") {
   GPU_OR_SKIP();
   check_bytes(write_case(Case{64, 2, 1, 100, 1, "nearest", "llm_like"}, 77), "sanitizer case");
 }

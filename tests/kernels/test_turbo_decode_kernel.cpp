@@ -276,7 +276,7 @@ TEST_CASE("turbo decode: 200 GPU steps with appends and flushes equal the refere
 }
 
 // Small shapes for compute-sanitizer (memcheck, racecheck): both widths, a partial block, the buffer.
-TEST_CASE("turbo decode kernel on a small shape (sanitizer run)", "[sanitize]") {
+TEST_CASE("turbo decode kernel on a small shape (sanitizer run)", "[gpu][sanitize]") {
   GPU_OR_SKIP();
   check_case(Case{64, 1, 4, 200, 70, 1, false, 2, "llm_like"}, 31);
 }

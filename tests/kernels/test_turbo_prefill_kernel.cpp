@@ -234,7 +234,7 @@ TEST_CASE("turbo prefill kernel → decode kernel for 100 steps equals reference
   }
 }
 
-TEST_CASE("turbo prefill kernel on a small shape (sanitizer run)", "[sanitize]") {
+TEST_CASE("turbo prefill kernel on a small shape (sanitizer run)", "[gpu][sanitize]") {
   GPU_OR_SKIP();
   check_case(Case{64, 2, 1, 100, 100, true, false, "llm_like"}, 6300);
 }

@@ -120,6 +120,19 @@ class RoundTrip(unittest.TestCase):
                                               np.array(probe["values"], dtype=np.float64), err_msg=name)
         self.assertIn("lse", r["variants"][0]["reference"])  # flash2 keeps it
 
+    def test_kernel_backend_ran_or_says_why_not(self):
+        # The GUI's status line and the report's first line give the same reason (views::gpu_line).
+        r = attnlab.run(dict(CONFIG, backends=["reference", "kernel"]))
+        env = r["environment"]
+        if "kernel" in env["backends_ran"]:
+            self.assertIsNotNone(env["gpu"])
+            return
+        reasons = [s["reason"] for s in env["skipped"] if s["backend"] == "kernel" and "variant" not in s]
+        self.assertEqual(len(reasons), 1, env["skipped"])
+        worded = ("no CUDA GPU found", "the driver is older than the runtime", "sm_80 or newer needed",
+                  "no kernels for this GPU", "this build has no CUDA kernels")
+        self.assertTrue(reasons[0].startswith(worded), reasons[0])
+
     def test_progress_reaches_one_and_callback_errors_propagate(self):
         seen = []
         attnlab.run(CONFIG, progress=lambda f, stage: seen.append((f, stage)))

@@ -21,7 +21,7 @@
 #define GPU_OR_SKIP()                                                \
   do {                                                               \
     const kernels::DeviceInfo dev_ = kernels::probe_device();        \
-    if (!dev_.usable) ATTNLAB_SKIP("no usable GPU: " + dev_.reason); \
+    if (!dev_.usable) ATTNLAB_SKIP(dev_.reason); \
   } while (0)
 
 namespace attnlab::test {

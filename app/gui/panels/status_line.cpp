@@ -41,7 +41,7 @@ void draw_status_line(AppState& s) {
       ImGui::Text("ran: %s · GPU: %s · %d threads", ran.c_str(), s.device.c_str(), env.threads);
     } else {  // computed elsewhere: say where, and on what
       ImGui::Text("results from %s · computed by %s on %s (%s, %d threads, attnlab %s)", s.results_from.c_str(),
-                  ran.c_str(), env.gpu.value_or("no GPU").c_str(), env.cpu.c_str(), env.threads, env.version.c_str());
+                  ran.c_str(), s.device.c_str(), env.cpu.c_str(), env.threads, env.version.c_str());
     }
   } else if (!s.worker.busy()) {
     ImGui::TextUnformatted("no results yet: press Run");

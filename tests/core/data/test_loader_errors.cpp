@@ -140,7 +140,7 @@ TEST_CASE("malformed npy preambles and dicts", "[data]") {
   };
   const std::string data = f32_bytes(iota_values(20));
   bad_k("this is a text file, not an array", {"bad magic"});
-  bad_k(std::string("\x93NUMPZ\x01\x00", 8) + std::string(100, ' '), {"bad magic"});
+  bad_k(std::string("\x93NUMPZ\x01\x00", 8).append(100, ' '), {"bad magic"});
   std::string v4 = npy_bytes(npy_dict("<f4", "(1, 2, 5, 2)"), data);
   v4[6] = 4;
   bad_k(v4, {"version 4.0"});

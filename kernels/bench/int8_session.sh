@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# GPU calls for the 8-bit prefill kernels (int_flash, turbo), run from the repository root on the GPU machine
+# with .peers carried: ../shared/peers/stage.sh's sources, and its build.sh and peer_bench.py copied into
+# .peers/tools/ (../shared does not travel to the GPU machine). Two steps, each well inside one call's 10 minutes; the
+# machine keeps build-gpu/ and /tmp/peers between calls made close together:
+#   STEP=build  start the peers' build (SageAttention2, FlashAttention-3) in the background, build attnlab for
+#               sm_90a, run every [gpu] CTest test (ctest -L gpu: the suite split by file, as `make test` runs
+#               it) and compute-sanitizer on the int_flash [sanitize] cases
+#   STEP=bench  attnlab bench (BENCH_CONFIG) and the peers on the same shapes in the same call
+#               (../shared/peers/peer_bench.py --ours): one table of ratios, the rows in $OUT/peers.json
+set -u
+out=${OUT:-/tmp/attnlab-out}
+mkdir -p "$out"
+step() { echo; echo "== $*"; }
+case "${STEP:-build}" in
+build)
+  step peers: building in the background
+  BACKGROUND=1 bash .peers/tools/build.sh .peers 2>&1 | tail -1
+  step configure and build attnlab
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNLAB_CUDA_ARCHITECTURES=90a >"$out/configure.log" 2>&1 ||
+    { tail -30 "$out/configure.log"; exit 1; }
+  start=$SECONDS
+  cmake --build build-gpu -j 12 --target attnlab attnlab_tests >"$out/build.log" 2>&1 ||
+    { grep -E "error" -A5 "$out/build.log" | head -80; exit 1; }
+  echo "built in $((SECONDS - start)) s"
+  nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
+  step "the [gpu] CTest tests (gpu-tests.log)"
+  (cd build-gpu && ctest -L gpu --output-on-failure -j 1 ${CTEST_ARGS:-}) >"$out/gpu-tests.log" 2>&1
+  echo "ctest exit $?"; grep -E "tests passed|Passed|Failed|Skipped|\*\*\*" "$out/gpu-tests.log" | tail -20
+  step "compute-sanitizer memcheck and racecheck on ${SANITIZE_TAGS:=int_flash*sanitizers*} (sanitize.log)"
+  for tool in memcheck racecheck; do
+    compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/bin/attnlab_tests "$SANITIZE_TAGS" >>"$out/sanitize.log" 2>&1
+    echo "$tool exit $?"
+  done
+  grep -E "ERROR SUMMARY|RACECHECK SUMMARY|test cases" "$out/sanitize.log" | tail -6
+  ;;
+bench)
+  step "attnlab bench (${BENCH_CONFIG:=configs/bench-int-flash-loads.json})"
+  build-gpu/bin/attnlab bench --config "$BENCH_CONFIG" --out "$out/ours.json" >"$out/bench.log" 2>&1
+  echo "exit $?"; tail -n +1 "$out/bench.log" | grep -vE "^\s*$" | tail -25
+  step "peers (waiting for their build)"
+  wait_s=0
+  until ls /tmp/peers/sage/sageattention/_qattn_sm90*.so /tmp/peers/fa3/hopper/flash_attn_3/_C*.so >/dev/null 2>&1 || [ $wait_s -ge 300 ]; do
+    sleep 10; wait_s=$((wait_s + 10))
+  done
+  tail -2 /tmp/peers/sage.log /tmp/peers/fa3.log 2>/dev/null
+  PYTHONUNBUFFERED=1 python3 .peers/tools/peer_bench.py --ours "$out/ours.json" --out "$out/peers.json" >"$out/peers.log" 2>&1
+  echo "peer_bench exit $?"; grep -vE '^\{' "$out/peers.log" | tail -40
+  ;;
+esac
