@@ -34,7 +34,9 @@ TEST_CASE("gui state: a run delivers Results, views and the results table", "[gu
   CHECK(s.error.empty());
   CHECK_FALSE(s.views.empty());
   CHECK(s.table.rows.size() == 1);  // turbo × reference
-  CHECK(s.device == "no GPU — reference and model only");
+  // The status line's GPU (views::gpu_line): the machine's GPU where there is one, else "none" — the
+  // lesson does not ask for the kernels, so there is no reason to give.
+  CHECK(s.device == (s.results->environment.gpu ? *s.results->environment.gpu : std::string("none")));
   s.channel_head = 5;
   s.rebuild_views();
   const auto it = std::find_if(s.views.begin(), s.views.end(), [](const views::View& v) { return v.id == "channels"; });
