@@ -34,8 +34,17 @@ struct IntFlashArgs {
   float* lse = nullptr;            // (B, Hq, Nq)
   int batch = 0, q_heads = 0, kv_heads = 0, q_len = 0, kv_len = 0, kv_pad = 0, head_dim = 0;
   bool causal = false;
+  // The wgmma path's K/V loads (int_flash_sm90.cu): a producer warpgroup's TMA loads into an mbarrier ring,
+  // the consumers at 240 registers (FlashAttention-3 §3.1's warp specialization); false: every thread's cp.async,
+  // three stages, a CTA barrier per tile (wgmma v2). The default because the same change took flash3_fp8 — the same
+  // tiles, steps and loop on FP8 operands — from 1.03–1.22× to 1.21–1.42× cuDNN on the H100 (PERF.md, flash3_fp8
+  // v3, v4, v8); int_flash v3's own measurement is PERF.md's. The same numbers either way, bit for bit.
+  bool tma_producer = true;
+  bool ping_pong = true;  // with the producer: the two warpgroups' MMA issues alternate (kv_ring.cuh). Same bits.
   float scale = 0;
-  KernelPath path = KernelPath::automatic;  // automatic = mma.sync (B_c 64); wgmma (B_c 128) when asked for
+  // automatic = mma.sync (B_c 64): the variant's default block_c, which int_flash's codes depend on (kernels/PERF.md,
+  // "int_flash wgmma v2", found on the way); wgmma (B_c 128) when asked for, as the backend does where block_c = 128.
+  KernelPath path = KernelPath::automatic;
   int32_t* scores = nullptr;  // tests: (B, Hq, Nq, Nkv) receives the INT32 Q·Kᵀ (l. 9 before scaling)
 };
 

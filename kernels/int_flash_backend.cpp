@@ -88,9 +88,12 @@ void int_flash_run(const Experiment& e, const VariantRequest& v, const QKV& in, 
   const auto ms = time_launches([&](size_t c) { ATTNLAB_CUDA(int_flash_forward(args[c], nullptr)); }, copies);
   into.kernel = result_of(p, once.o, once.lse, truth, ms, double(sets[0].bytes() + o.bytes() + lse.bytes()));
   add_gpu_scales(into.kernel->probes, p, sets[0]);
-  into.kernel->probes["kernel.launch"] = labelled(
-      {"input_sets", "timed_runs", "arch"}, {double(copies), double(kTimedRuns), double(generation_of(once.path))}, "",
-      "rotating input copies, timed launches, kernel generation (80 mma.sync, 90 wgmma)");
+  const bool tma_producer = once.path == KernelPath::warpgroup_mma && args[0].tma_producer;
+  into.kernel->probes["kernel.launch"] =
+      labelled({"input_sets", "timed_runs", "arch", "tma_producer"},
+               {double(copies), double(kTimedRuns), double(generation_of(once.path)), double(tma_producer)}, "",
+               "rotating input copies, timed launches, kernel generation (80 mma.sync, 90 wgmma), K/V by a TMA producer "
+               "warpgroup");
 }
 
 }  // namespace attnlab::kernels
