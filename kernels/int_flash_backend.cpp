@@ -96,8 +96,8 @@ void int_flash_run(const Experiment& e, const VariantRequest& v, const QKV& in, 
   into.kernel->probes["kernel.launch"] =
       labelled({"input_sets", "timed_runs", "arch", "tma_producer"},
                {double(copies), double(kTimedRuns), double(generation_of(once.path)), double(tma_producer)}, "",
-               "rotating input copies, timed launches, kernel generation (80 mma.sync, 90 wgmma), K/V by a TMA producer "
-               "warpgroup");
+               "rotating input copies, timed launches, kernel generation (80 mma.sync, 90 wgmma), K/V by a TMA "
+               "producer warpgroup");
 }
 
 }  // namespace attnlab::kernels

@@ -57,7 +57,8 @@ struct IntHopperTile {
   static constexpr size_t kSmemLimit = 227 * 1024;
   // The producer's ring: the traits' 6 slots where they fit beside Q (half INT8 at d = 128: 4); the cp.async
   // pipeline: kv_pipeline.cuh's 3.
-  static constexpr int kStages = Producer ? std::min<int>(kTraits.stages, int((kSmemLimit - kQBytes - 1024) / kStageBytes)) : 3;
+  static constexpr int kStages =
+      Producer ? std::min<int>(kTraits.stages, int((kSmemLimit - kQBytes - 1024) / kStageBytes)) : 3;
   static constexpr size_t kSmemBytes = size_t(kQBytes) + size_t(kStages) * kStageBytes + 1024;  // + alignment
   static_assert(kBr == 128 && kTraits.warps == 8, "two warpgroups of 64 query rows");
   static_assert(kBc == 128 && kBc * 4 <= kScaleBytes, "S is one m64n128 accumulator; Vᵀ rows are one swizzle row");
@@ -81,7 +82,7 @@ __global__ void __launch_bounds__(IntHopperTile<D, VHalf, Producer>::kThreads, 1
   char* sQ = smem;
   auto stage = [&](int j) { return smem + T::kQBytes + (j % T::kStages) * T::kStageBytes; };  // K, V, s_K
 
-  const int group = threadIdx.x / 128, t = threadIdx.x % 4;
+  const int group = threadIdx.x / 128;
   const int bh = blockIdx.y, b = bh / a.q_heads, h = bh % a.q_heads;
   const int kvh = h / (a.q_heads / a.kv_heads), bkv = b * a.kv_heads + kvh;  // notes §3.1
   const int row0 = blockIdx.x * T::kBr;
@@ -157,7 +158,8 @@ __global__ void __launch_bounds__(IntHopperTile<D, VHalf, Producer>::kThreads, 1
   // registers, and holding them spilled 8–24 bytes at d = 128 (fireq prefill v3's remedy).
   auto softmax = [&](int j, float (&alpha)[2]) {
     const int col0 = j * kBc;
-    const unsigned tid = opaque_thread_index(); const int t = tid % 4, rows0 = first_row(tid);
+    const unsigned tid = opaque_thread_index();
+    const int t = tid % 4, rows0 = first_row(tid);
     const float* sk = reinterpret_cast<const float*>(stage(j) + T::kKBytes + T::kVBytes);
     if constexpr (Dump) store_int_scores<kBc>(si, a.scores + size_t(bh) * a.q_len * a.kv_len, col0, rows0, t, a.q_len, a.kv_len);
     float s[kBc / 2];
@@ -255,7 +257,8 @@ __global__ void __launch_bounds__(IntHopperTile<D, VHalf, Producer>::kThreads, 1
           tma_load_3d(st, &k_map, 0, j * kBc, bkv, bar);  // K rows j·B_c …, d bytes each
           if constexpr (VHalf) {  // V rows j·B_c …, one load per 64-channel column block
 #pragma unroll
-            for (int c = 0; c < D / 64; ++c) tma_load_3d(st + T::kKBytes + c * kBc * 128, &v_map, 64 * c, j * kBc, bkv, bar);
+            for (int c = 0; c < D / 64; ++c)
+              tma_load_3d(st + T::kKBytes + c * kBc * 128, &v_map, 64 * c, j * kBc, bkv, bar);
           } else {
             tma_load_3d(st + T::kKBytes, &v_map, j * kBc, 0, bkv, bar);  // Vᵀ: d rows, keys j·B_c …
           }
@@ -269,8 +272,8 @@ __global__ void __launch_bounds__(IntHopperTile<D, VHalf, Producer>::kThreads, 1
   }
 
   // l. 16: O = (O/ℓ)·s_V; L = m + log ℓ − log R (natural units). Half-INT8: O/ℓ (× 1, exact), L = m + log ℓ.
-  store_rows<D>(o, l, m, my_row0, t, a.q_len, a.o + size_t(bh) * a.q_len * D, a.lse + size_t(bh) * a.q_len,
-                VHalf ? 1.f : a.s_v[bkv], VHalf ? 0.f : logf(kR));
+  store_rows<D>(o, l, m, my_row0, threadIdx.x % 4, a.q_len, a.o + size_t(bh) * a.q_len * D,
+                a.lse + size_t(bh) * a.q_len, VHalf ? 1.f : a.s_v[bkv], VHalf ? 0.f : logf(kR));
 #endif
 }
 

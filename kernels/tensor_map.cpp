@@ -58,8 +58,8 @@ cudaError_t tensor_map_3d(CUtensorMap& map, TensorElement element, const void* b
 
 cudaError_t k8_tensor_map(CUtensorMap& map, const void* k, int64_t heads, int kv_len, int d, int tile) {
   const uint64_t n = uint64_t(kv_len), dd = uint64_t(d);
-  return tensor_map_3d(map, TensorElement::byte, k, {dd, n, uint64_t(heads)}, dd, n * dd, {uint32_t(d), uint32_t(tile), 1},
-                       d);
+  return tensor_map_3d(map, TensorElement::byte, k, {dd, n, uint64_t(heads)}, dd, n * dd,
+                       {uint32_t(d), uint32_t(tile), 1}, d);
 }
 
 cudaError_t vt8_tensor_map(CUtensorMap& map, const void* vt, int64_t heads, int kv_pad, int d, int tile) {
@@ -70,7 +70,8 @@ cudaError_t vt8_tensor_map(CUtensorMap& map, const void* vt, int64_t heads, int 
 
 cudaError_t key_scale_tensor_map(CUtensorMap& map, const float* scales, int64_t heads, int kv_pad, int tile) {
   const uint64_t pad = uint64_t(kv_pad), row = pad * sizeof(float);
-  return tensor_map_3d(map, TensorElement::fp32, scales, {pad, 1, uint64_t(heads)}, row, row, {uint32_t(tile), 1, 1}, 0);
+  return tensor_map_3d(map, TensorElement::fp32, scales, {pad, 1, uint64_t(heads)}, row, row, {uint32_t(tile), 1, 1},
+                       0);
 }
 
 cudaError_t fp16_v_tensor_map(CUtensorMap& map, const void* v, int64_t heads, int kv_len, int d, int tile) {

@@ -48,7 +48,7 @@ std::vector<kernels::KernelPath> paths_for(int64_t d) {
 // The wgmma path's loads (int_flash.h): the default (TMA producer, ping-pong), the producer alone, and wgmma v2's
 // cp.async pipeline. The mma.sync path has one.
 std::vector<kernels::IntFlashLoads> loads_for(kernels::KernelPath path) {
-  if (path != kernels::KernelPath::warpgroup_mma) return {{}};
+  if (path != kernels::KernelPath::warpgroup_mma) return {kernels::IntFlashLoads{}};
   return {{.tma_producer = true, .ping_pong = true}, {.tma_producer = true, .ping_pong = false},
           {.tma_producer = false, .ping_pong = false}};
 }
@@ -208,7 +208,9 @@ TEST_CASE("int_flash kernel: small shapes for the sanitizers", "[gpu][sanitize]"
 // (K, FP16 V) and kv_pad (Vᵀ, s_K) as the cp.async copies do. So O and the logsumexp must be the same bits, not
 // merely close: one element of either that differs, or that no kernel wrote (a NaN of the poisoned output), fails.
 int64_t differing(const kernels::IntFlashOutput& x, const kernels::IntFlashOutput& y) {
-  auto differ = [](float a, float b) { return std::bit_cast<uint32_t>(a) != std::bit_cast<uint32_t>(b) || std::isnan(a); };
+  auto differ = [](float a, float b) {
+    return std::bit_cast<uint32_t>(a) != std::bit_cast<uint32_t>(b) || std::isnan(a);
+  };
   int64_t n = 0;
   for (int64_t i = 0; i < x.o.size(); ++i) n += differ(x.o.data()[i], y.o.data()[i]);
   for (size_t i = 0; i < x.lse.size(); ++i) n += differ(x.lse[i], y.lse[i]);
@@ -216,18 +218,23 @@ int64_t differing(const kernels::IntFlashOutput& x, const kernels::IntFlashOutpu
 }
 
 // One shape, full and half INT8: the default loads against each other one. Seeds are fixed and printed.
-void check_loads_agree(int64_t d, int64_t nq, int64_t nkv, bool causal, int64_t q_heads, int64_t kv_heads, uint64_t seed) {
+void check_loads_agree(int64_t d, int64_t nq, int64_t nkv, bool causal, int64_t q_heads, int64_t kv_heads,
+                       uint64_t seed) {
   Problem p;
-  p.batch = 2, p.q_heads = q_heads, p.kv_heads = kv_heads, p.head_dim = d, p.q_len = nq, p.kv_len = nkv, p.causal = causal;
+  p.batch = 2, p.q_heads = q_heads, p.kv_heads = kv_heads, p.head_dim = d, p.q_len = nq, p.kv_len = nkv;
+  p.causal = causal;
   const QKV in = data::generate(p, "llm_like", ParamValues::defaults(data::find_generator("llm_like")->params), seed);
   const std::vector<kernels::IntFlashLoads> loads = loads_for(kernels::KernelPath::warpgroup_mma);
   for (bool half : {false, true}) {
     const kernels::IntFlashInputs dev_in = kernels::upload_int8(p, in, half);
-    const kernels::IntFlashOutput first = kernels::int_flash_once(p, dev_in, kernels::KernelPath::warpgroup_mma, false, loads[0]);
+    auto run = [&](const kernels::IntFlashLoads& l) {
+      return kernels::int_flash_once(p, dev_in, kernels::KernelPath::warpgroup_mma, false, l);
+    };
+    const kernels::IntFlashOutput first = run(loads[0]);
     for (size_t i = 1; i < loads.size(); ++i) {
       INFO(fmt::format("d={} Nq={} Nkv={} causal={} heads={}/{} half={} seed={}: {} against {}", d, nq, nkv, causal,
                        q_heads, kv_heads, half, seed, describe(loads[0]), describe(loads[i])));
-      CHECK(differing(first, kernels::int_flash_once(p, dev_in, kernels::KernelPath::warpgroup_mma, false, loads[i])) == 0);
+      CHECK(differing(first, run(loads[i])) == 0);
     }
   }
 }
