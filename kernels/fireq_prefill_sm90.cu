@@ -564,18 +564,15 @@ __global__ void __launch_bounds__(FireqTile<D, Int4, Producer, KTile>::kThreads,
 #endif
 }
 
-// The producer's tensor maps: K̂ and V̂ᵀ as flash3_fp8's (tensor_map.h), fl(β_K·τ) per key (k_tile false) as
-// (kv_pad, 1, heads) FP32 in tiles of 128 keys, zero past kv_pad (as the cp.async copy's).
+// The producer's tensor maps: K̂ and V̂ᵀ as flash3_fp8's, fl(β_K·τ) per key (k_tile false) in tiles of 128 keys,
+// zero past kv_pad (as the cp.async copy's) — tensor_map.h.
 cudaError_t tensor_maps(const FireqPrefillArgs& a, int d, bool k_tile, CUtensorMap& k_map, CUtensorMap& vt_map,
                         CUtensorMap& beta_map) {
   const int64_t heads = int64_t(a.batch) * a.kv_heads;
-  if (const cudaError_t e =
-          fp8_kv_tensor_maps(k_map, vt_map, a.k, a.vt, heads, a.kv_len, a.kv_pad, d, kFireqPrefillBlock);
-      e != cudaSuccess || k_tile)
-    return e;
-  const uint64_t pad = uint64_t(a.kv_pad), row = pad * sizeof(float);
-  return tensor_map_3d(beta_map, TensorElement::fp32, a.beta_k_tau, {pad, 1, uint64_t(heads)}, row, row,
-                       {uint32_t(kFireqPrefillBlock), 1, 1}, 0);
+  cudaError_t e = k8_tensor_map(k_map, a.k, heads, a.kv_len, d, kFireqPrefillBlock);
+  if (e == cudaSuccess) e = vt8_tensor_map(vt_map, a.vt, heads, a.kv_pad, d, kFireqPrefillBlock);
+  if (e != cudaSuccess || k_tile) return e;
+  return key_scale_tensor_map(beta_map, a.beta_k_tau, heads, a.kv_pad, kFireqPrefillBlock);
 }
 
 template <int D, bool PingPong, bool ThreeStage, bool Int4, bool Producer = false, bool KTile = false, bool Fp16 = false>

@@ -228,11 +228,12 @@ template <int D, bool PingPong, bool Producer>
 cudaError_t launch(const Flash3Fp8Args& a, cudaStream_t stream) {
   using T = Fp8Tile<D, Producer>;
   CUtensorMap k_map{}, vt_map{};  // unread without the producer
-  if constexpr (Producer)  // the producer's tensor maps (tensor_map.h)
-    if (const cudaError_t e = fp8_kv_tensor_maps(k_map, vt_map, a.k, a.vt, int64_t(a.batch) * a.kv_heads, a.kv_len,
-                                                 a.kv_pad, D, kFlash3Fp8Block);
-        e != cudaSuccess)
-      return e;
+  if constexpr (Producer) {  // the producer's tensor maps (tensor_map.h)
+    const int64_t heads = int64_t(a.batch) * a.kv_heads;
+    cudaError_t e = k8_tensor_map(k_map, a.k, heads, a.kv_len, D, kFlash3Fp8Block);
+    if (e == cudaSuccess) e = vt8_tensor_map(vt_map, a.vt, heads, a.kv_pad, D, kFlash3Fp8Block);
+    if (e != cudaSuccess) return e;
+  }
   if (const cudaError_t e = cudaFuncSetAttribute(flash3_fp8_kernel<D, PingPong, Producer>,
                                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                  static_cast<int>(T::kSmemBytes));

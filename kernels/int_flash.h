@@ -34,8 +34,18 @@ struct IntFlashArgs {
   float* lse = nullptr;            // (B, Hq, Nq)
   int batch = 0, q_heads = 0, kv_heads = 0, q_len = 0, kv_len = 0, kv_pad = 0, head_dim = 0;
   bool causal = false;
+  // The wgmma path's K/V loads (int_flash_sm90.cu): a producer warpgroup's TMA loads into an mbarrier ring, the
+  // consumers at 240 registers (FlashAttention-3 §3.1's warp specialization); false: every thread's cp.async, three
+  // stages, a CTA barrier per tile (wgmma v2). The default because the same steps made flash3_fp8 — the same tiles
+  // and loop on FP8 operands — 1.08–1.15× faster (the ring, v3), up to 1.08× more (ping-pong, v4) and 1.16–1.23×
+  // more (the producer, v8) on the H100 (kernels/PERF.md); int_flash v3's own time is PERF.md's to record. The
+  // same numbers either way, bit for bit.
+  bool tma_producer = true;
+  bool ping_pong = true;  // with the producer: the two warpgroups' MMA issues alternate (kv_ring.cuh). Same bits.
   float scale = 0;
-  KernelPath path = KernelPath::automatic;  // automatic = mma.sync (B_c 64); wgmma (B_c 128) when asked for
+  // automatic = mma.sync (B_c 64): the variant's default block_c, which int_flash's codes depend on (kernels/PERF.md,
+  // "int_flash wgmma v2", found on the way); wgmma (B_c 128) when asked for, as the backend does where block_c = 128.
+  KernelPath path = KernelPath::automatic;
   int32_t* scores = nullptr;  // tests: (B, Hq, Nq, Nkv) receives the INT32 Q·Kᵀ (l. 9 before scaling)
 };
 

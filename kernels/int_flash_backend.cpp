@@ -79,18 +79,25 @@ void int_flash_run(const Experiment& e, const VariantRequest& v, const QKV& in, 
   sets.push_back(upload_int8(p, in, half));
   const size_t copies = input_copies(sets[0].bytes());
   while (sets.size() < copies) sets.push_back(upload_int8(p, in, half));
-  const IntFlashOutput once = int_flash_once(p, sets[0], path);
+  // The wgmma kernel's loads, from the variant's kv_loads. Not yet through core/producer_loads.h: kProducerLoads has
+  // no int_flash row until wgmma v3 is measured (kernels/PERF.md), so the cost model still schedules v2's loads.
+  const IntFlashLoads loads{.tma_producer = v.params.choice("kv_loads") == "tma_producer"};
+  const IntFlashOutput once = int_flash_once(p, sets[0], path, false, loads);
   std::vector<IntFlashArgs> args;
   for (const auto& s : sets) {
     args.push_back(int_flash_args(p, s, o.as<__half>(), lse.as<float>()));
     args.back().path = once.path;
+    args.back().tma_producer = loads.tma_producer;
   }
   const auto ms = time_launches([&](size_t c) { ATTNLAB_CUDA(int_flash_forward(args[c], nullptr)); }, copies);
   into.kernel = result_of(p, once.o, once.lse, truth, ms, double(sets[0].bytes() + o.bytes() + lse.bytes()));
   add_gpu_scales(into.kernel->probes, p, sets[0]);
-  into.kernel->probes["kernel.launch"] = labelled(
-      {"input_sets", "timed_runs", "arch"}, {double(copies), double(kTimedRuns), double(generation_of(once.path))}, "",
-      "rotating input copies, timed launches, kernel generation (80 mma.sync, 90 wgmma)");
+  const bool tma_producer = once.path == KernelPath::warpgroup_mma && loads.tma_producer;
+  into.kernel->probes["kernel.launch"] =
+      labelled({"input_sets", "timed_runs", "arch", "tma_producer"},
+               {double(copies), double(kTimedRuns), double(generation_of(once.path)), double(tma_producer)}, "",
+               "rotating input copies, timed launches, kernel generation (80 mma.sync, 90 wgmma), K/V by a TMA "
+               "producer warpgroup");
 }
 
 }  // namespace attnlab::kernels

@@ -69,10 +69,12 @@ IntFlashArgs int_flash_args(const Problem& p, const IntFlashInputs& in, __half* 
   return a;
 }
 
-IntFlashOutput int_flash_once(const Problem& p, const IntFlashInputs& in, KernelPath path, bool dump_scores) {
+IntFlashOutput int_flash_once(const Problem& p, const IntFlashInputs& in, KernelPath path, bool dump_scores,
+                              IntFlashLoads loads) {
   const PoisonedOutput out_dev(p);
   IntFlashArgs a = int_flash_args(p, in, out_dev.o(), out_dev.lse());
   a.path = path;
+  a.tma_producer = loads.tma_producer, a.ping_pong = loads.ping_pong;
   const size_t n_scores = dump_scores ? size_t(p.batch * p.q_heads * p.q_len * p.kv_len) : 0;
   DeviceBuffer scores(n_scores * sizeof(int32_t));
   if (dump_scores) {

@@ -36,7 +36,11 @@ struct IntFlashOutput {
   KernelPath path = KernelPath::warp_mma;  // the kernel generation that ran
   std::vector<int32_t> scores;             // (B, Hq, Nq, Nkv) INT32 Q·Kᵀ when asked for
 };
+// The wgmma path's K/V loads and schedule (int_flash.h's tma_producer and ping_pong; the mma.sync path ignores them).
+struct IntFlashLoads {
+  bool tma_producer = true, ping_pong = true;
+};
 IntFlashOutput int_flash_once(const Problem& p, const IntFlashInputs& in, KernelPath path = KernelPath::automatic,
-                              bool dump_scores = false);
+                              bool dump_scores = false, IntFlashLoads loads = {});
 
 }  // namespace attnlab::kernels

@@ -1,6 +1,7 @@
-// attnlab kernels: the `int_flash` kernel's Hopper path — the same function as int_flash.h's, on
-// warpgroup MMA (wgmma, sm_90a) with flash2_sm90's pipeline, at d = 64 and 128. int_flash_forward picks it by
-// itself where it applies (KernelPath::automatic).
+// attnlab kernels: the `int_flash` kernel's Hopper path — the same function as int_flash.h's, on warpgroup MMA
+// (wgmma, sm_90a) at d = 64 and 128, with FlashAttention-3's warp-specialized pipeline (a TMA producer warpgroup,
+// flash3_fp8's) or, as IntFlashArgs' tma_producer asks, wgmma v2's cp.async one. int_flash_forward runs it when
+// the path is warpgroup_mma (the backend asks for it where block_c = 128; `automatic` keeps mma.sync: int_flash.h).
 #pragma once
 
 #include "kernels/int_flash.h"

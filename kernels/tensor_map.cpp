@@ -47,22 +47,36 @@ cudaError_t tensor_map_3d(CUtensorMap& map, TensorElement element, const void* b
   const cuuint64_t strides[2] = {row_stride, slab_stride};  // dims 1 and 2, in bytes
   const cuuint32_t box_dims[3] = {box[0], box[1], box[2]};
   const cuuint32_t element_strides[3] = {1, 1, 1};
-  const CUtensorMapDataType type =
-      element == TensorElement::fp32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_UINT8;
+  const CUtensorMapDataType type = element == TensorElement::fp32   ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                                   : element == TensorElement::fp16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                                                    : CU_TENSOR_MAP_DATA_TYPE_UINT8;
   const CUresult r = encode(&map, type, 3, const_cast<void*>(base), global_dims, strides,
                             box_dims, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, *swizzle,
                             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
-cudaError_t fp8_kv_tensor_maps(CUtensorMap& k_map, CUtensorMap& vt_map, const uint8_t* k, const uint8_t* vt,
-                               int64_t heads, int kv_len, int kv_pad, int d, int tile) {
-  const uint64_t h = uint64_t(heads), n = uint64_t(kv_len), pad = uint64_t(kv_pad), dd = uint64_t(d);
-  if (const cudaError_t e = tensor_map_3d(k_map, TensorElement::byte, k, {dd, n, h}, dd, n * dd,
-                                          {uint32_t(d), uint32_t(tile), 1}, d);
-      e != cudaSuccess)
-    return e;
-  return tensor_map_3d(vt_map, TensorElement::byte, vt, {pad, dd, h}, pad, pad * dd, {uint32_t(tile), uint32_t(d), 1},
+cudaError_t k8_tensor_map(CUtensorMap& map, const void* k, int64_t heads, int kv_len, int d, int tile) {
+  const uint64_t n = uint64_t(kv_len), dd = uint64_t(d);
+  return tensor_map_3d(map, TensorElement::byte, k, {dd, n, uint64_t(heads)}, dd, n * dd,
+                       {uint32_t(d), uint32_t(tile), 1}, d);
+}
+
+cudaError_t vt8_tensor_map(CUtensorMap& map, const void* vt, int64_t heads, int kv_pad, int d, int tile) {
+  const uint64_t pad = uint64_t(kv_pad), dd = uint64_t(d);
+  return tensor_map_3d(map, TensorElement::byte, vt, {pad, dd, uint64_t(heads)}, pad, pad * dd,
+                       {uint32_t(tile), uint32_t(d), 1}, 128);
+}
+
+cudaError_t key_scale_tensor_map(CUtensorMap& map, const float* scales, int64_t heads, int kv_pad, int tile) {
+  const uint64_t pad = uint64_t(kv_pad), row = pad * sizeof(float);
+  return tensor_map_3d(map, TensorElement::fp32, scales, {pad, 1, uint64_t(heads)}, row, row, {uint32_t(tile), 1, 1},
+                       0);
+}
+
+cudaError_t fp16_v_tensor_map(CUtensorMap& map, const void* v, int64_t heads, int kv_len, int d, int tile) {
+  const uint64_t n = uint64_t(kv_len), dd = uint64_t(d), row = dd * 2;  // bytes per key
+  return tensor_map_3d(map, TensorElement::fp16, v, {dd, n, uint64_t(heads)}, row, n * row, {64, uint32_t(tile), 1},
                        128);
 }
 

@@ -9,6 +9,8 @@
 // kernel's error against FP64 stays within 1.05× the reference's.
 // The codes use the running max after each B_c-key tile, so the reference runs at the kernel's B_c (64 for
 // mma.sync, 128 for wgmma): at another B_c the two would compute different, equally valid, functions.
+// The wgmma path runs its default loads here (int_flash.h: a TMA producer warpgroup, ping-pong); its other loads
+// (cp.async pipeline; producer without ping-pong) are held to the default's bits below.
 #include "core/ground_truth.h"
 #include "core/kernel_traits.h"
 #include "core/metrics.h"
@@ -25,6 +27,7 @@
 
 #include <cuda_runtime.h>
 
+#include <bit>
 #include <chrono>
 #include <cmath>
 
@@ -40,6 +43,17 @@ std::vector<kernels::KernelPath> paths_for(int64_t d) {
   if (kernels::warpgroup_mma_available() && kernels::int_flash_sm90_supports(int(d)))
     paths.push_back(kernels::KernelPath::warpgroup_mma);
   return paths;
+}
+
+// The wgmma path's loads (int_flash.h): the default (TMA producer, ping-pong), the producer alone, and wgmma v2's
+// cp.async pipeline. The mma.sync path has one.
+std::vector<kernels::IntFlashLoads> loads_for(kernels::KernelPath path) {
+  if (path != kernels::KernelPath::warpgroup_mma) return {kernels::IntFlashLoads{}};
+  return {{.tma_producer = true, .ping_pong = true}, {.tma_producer = true, .ping_pong = false},
+          {.tma_producer = false, .ping_pong = false}};
+}
+std::string describe(const kernels::IntFlashLoads& loads) {
+  return loads.tma_producer ? (loads.ping_pong ? "TMA producer, ping-pong" : "TMA producer") : "cp.async pipeline";
 }
 
 void check_case(int64_t d, int64_t n, bool causal, bool gqa, uint64_t seed, bool half, kernels::KernelPath path) {
@@ -149,33 +163,34 @@ TEST_CASE("int_flash kernel: INT32 scores equal Q_int·K_intᵀ exactly", "[gpu]
   if (!dev.usable) ATTNLAB_SKIP(dev.reason);
   for (int64_t d : {64, 128})
     for (kernels::KernelPath path : paths_for(d))
-      for (bool half : {false, true}) {
-        Problem p;
-        p.batch = 2, p.q_heads = 4, p.kv_heads = 2, p.head_dim = d, p.q_len = 300, p.kv_len = 300, p.causal = true;
-        const uint64_t seed = fresh_seed();
-        const QKV in = data::generate(p, "llm_like", ParamValues::defaults(data::find_generator("llm_like")->params), seed);
-        const kernels::IntFlashInputs dev_in = kernels::upload_int8(p, in, half);
-        const kernels::IntFlashOutput out = kernels::int_flash_once(p, dev_in, path, true);
-        INFO(fmt::format("{} d={} half={} seed={}", kernels::to_string(out.path), d, half, seed));
-        std::vector<int8_t> q(dev_in.q.bytes()), k(dev_in.k.bytes());
-        REQUIRE(cudaMemcpy(q.data(), dev_in.q.as<void>(), q.size(), cudaMemcpyDeviceToHost) == cudaSuccess);
-        REQUIRE(cudaMemcpy(k.data(), dev_in.k.as<void>(), k.size(), cudaMemcpyDeviceToHost) == cudaSuccess);
-        int64_t checked = 0, bad = 0;
-        for (int64_t bh = 0; bh < p.batch * p.q_heads; ++bh) {
-          const int64_t bkv = (bh / p.q_heads) * p.kv_heads + (bh % p.q_heads) / (p.q_heads / p.kv_heads);
-          for (int64_t r = 0; r < p.q_len; ++r)
-            for (int64_t c = 0; c < p.visible_keys(r); ++c) {
-              int64_t dot = 0;
-              for (int64_t x = 0; x < d; ++x)
-                dot += int64_t(q[size_t((bh * p.q_len + r) * d + x)]) * k[size_t((bkv * p.kv_len + c) * d + x)];
-              const int32_t got = out.scores[size_t((bh * p.q_len + r) * p.kv_len + c)];
-              ++checked;
-              if (got != dot && bad++ < 3) FAIL_CHECK(fmt::format("S[{}, {}, {}] = {} vs {}", bh, r, c, got, dot));
-            }
+      for (bool half : {false, true})
+        for (const kernels::IntFlashLoads& loads : loads_for(path)) {
+          Problem p;
+          p.batch = 2, p.q_heads = 4, p.kv_heads = 2, p.head_dim = d, p.q_len = 300, p.kv_len = 300, p.causal = true;
+          const uint64_t seed = fresh_seed();
+          const QKV in = data::generate(p, "llm_like", ParamValues::defaults(data::find_generator("llm_like")->params), seed);
+          const kernels::IntFlashInputs dev_in = kernels::upload_int8(p, in, half);
+          const kernels::IntFlashOutput out = kernels::int_flash_once(p, dev_in, path, true, loads);
+          INFO(fmt::format("{} d={} half={} {} seed={}", kernels::to_string(out.path), d, half, describe(loads), seed));
+          std::vector<int8_t> q(dev_in.q.bytes()), k(dev_in.k.bytes());
+          REQUIRE(cudaMemcpy(q.data(), dev_in.q.as<void>(), q.size(), cudaMemcpyDeviceToHost) == cudaSuccess);
+          REQUIRE(cudaMemcpy(k.data(), dev_in.k.as<void>(), k.size(), cudaMemcpyDeviceToHost) == cudaSuccess);
+          int64_t checked = 0, bad = 0;
+          for (int64_t bh = 0; bh < p.batch * p.q_heads; ++bh) {
+            const int64_t bkv = (bh / p.q_heads) * p.kv_heads + (bh % p.q_heads) / (p.q_heads / p.kv_heads);
+            for (int64_t r = 0; r < p.q_len; ++r)
+              for (int64_t c = 0; c < p.visible_keys(r); ++c) {
+                int64_t dot = 0;
+                for (int64_t x = 0; x < d; ++x)
+                  dot += int64_t(q[size_t((bh * p.q_len + r) * d + x)]) * k[size_t((bkv * p.kv_len + c) * d + x)];
+                const int32_t got = out.scores[size_t((bh * p.q_len + r) * p.kv_len + c)];
+                ++checked;
+                if (got != dot && bad++ < 3) FAIL_CHECK(fmt::format("S[{}, {}, {}] = {} vs {}", bh, r, c, got, dot));
+              }
+          }
+          CHECK(bad == 0);
+          CHECK(checked > 0);
         }
-        CHECK(bad == 0);
-        CHECK(checked > 0);
-      }
 }
 
 TEST_CASE("int_flash kernel: small shapes for the sanitizers", "[gpu][sanitize]") {
@@ -184,6 +199,68 @@ TEST_CASE("int_flash kernel: small shapes for the sanitizers", "[gpu][sanitize]"
   for (int64_t d : {64, 128})
     for (kernels::KernelPath path : paths_for(d))
       for (bool half : {false, true}) check_case(d, d == 128 ? 300 : 100, true, true, 7, half, path);
+}
+
+// The wgmma kernel's three loads run the same steps (int_flash_sm90.cu: issue S, issue P·V, softmax, pack P,
+// finish the tile) on the same bytes in the same order on each warpgroup's 64 rows: where they differ is who copies
+// K/V (a producer warpgroup's TMA loads into an mbarrier ring, or every thread's cp.async into three stages with a
+// CTA barrier per tile) and when each warpgroup may issue its MMAs (ping-pong). The TMA loads zero-fill past kv_len
+// (K, FP16 V) and kv_pad (Vᵀ, s_K) as the cp.async copies do. So O and the logsumexp must be the same bits, not
+// merely close: one element of either that differs, or that no kernel wrote (a NaN of the poisoned output), fails.
+int64_t differing(const kernels::IntFlashOutput& x, const kernels::IntFlashOutput& y) {
+  auto differ = [](float a, float b) {
+    return std::bit_cast<uint32_t>(a) != std::bit_cast<uint32_t>(b) || std::isnan(a);
+  };
+  int64_t n = 0;
+  for (int64_t i = 0; i < x.o.size(); ++i) n += differ(x.o.data()[i], y.o.data()[i]);
+  for (size_t i = 0; i < x.lse.size(); ++i) n += differ(x.lse[i], y.lse[i]);
+  return n;
+}
+
+// One shape, full and half INT8: the default loads against each other one. Seeds are fixed and printed.
+void check_loads_agree(int64_t d, int64_t nq, int64_t nkv, bool causal, int64_t q_heads, int64_t kv_heads,
+                       uint64_t seed) {
+  Problem p;
+  p.batch = 2, p.q_heads = q_heads, p.kv_heads = kv_heads, p.head_dim = d, p.q_len = nq, p.kv_len = nkv;
+  p.causal = causal;
+  const QKV in = data::generate(p, "llm_like", ParamValues::defaults(data::find_generator("llm_like")->params), seed);
+  const std::vector<kernels::IntFlashLoads> loads = loads_for(kernels::KernelPath::warpgroup_mma);
+  for (bool half : {false, true}) {
+    const kernels::IntFlashInputs dev_in = kernels::upload_int8(p, in, half);
+    auto run = [&](const kernels::IntFlashLoads& l) {
+      return kernels::int_flash_once(p, dev_in, kernels::KernelPath::warpgroup_mma, false, l);
+    };
+    const kernels::IntFlashOutput first = run(loads[0]);
+    for (size_t i = 1; i < loads.size(); ++i) {
+      INFO(fmt::format("d={} Nq={} Nkv={} causal={} heads={}/{} half={} seed={}: {} against {}", d, nq, nkv, causal,
+                       q_heads, kv_heads, half, seed, describe(loads[0]), describe(loads[i])));
+      CHECK(differing(first, run(loads[i])) == 0);
+    }
+  }
+}
+
+std::string wgmma_refusal() {
+  const kernels::DeviceInfo dev = kernels::probe_device();
+  if (!dev.usable) return dev.reason;
+  if (!kernels::warpgroup_mma_available()) return "no sm_90a GPU: the int_flash wgmma kernels cannot run";
+  return "";
+}
+
+TEST_CASE("int_flash wgmma: the TMA producer and ping-pong give the cp.async pipeline's bits", "[gpu][kernels]") {
+  if (const std::string why = wgmma_refusal(); !why.empty()) ATTNLAB_SKIP(why);
+  for (int64_t d : {64, 128})
+    for (bool causal : {false, true}) {
+      check_loads_agree(d, 1000, 1000, causal, 8, 2, 11);  // GQA 4:1, N not a multiple of 128
+      check_loads_agree(d, 1024, 1024, causal, 4, 4, 12);  // MHA, whole tiles
+      check_loads_agree(d, 77, 1000, causal, 8, 2, 13);    // 77 query rows (one partial row block), bottom-right causal
+      check_loads_agree(d, 1000, 77, causal, 8, 8, 14);    // 77 keys (one partial tile); causal: early rows see none
+    }
+  check_loads_agree(128, 4097, 4097, true, 4, 1, 15);  // a long ring (33 tiles: the slots wrap over and over), G = 4
+}
+
+TEST_CASE("int_flash wgmma: the three loads agree on small shapes, for the sanitizers", "[gpu][sanitize]") {
+  if (const std::string why = wgmma_refusal(); !why.empty()) ATTNLAB_SKIP(why);
+  for (int64_t d : {64, 128}) check_loads_agree(d, 200, 300, true, 4, 2, 16);
 }
 
 TEST_CASE("Vᵀ key permutation is a permutation of each 16-key group", "[kernels]") {
