@@ -240,10 +240,8 @@ void check_loads_agree(int64_t d, int64_t nq, int64_t nkv, bool causal, int64_t 
 }
 
 std::string wgmma_refusal() {
-  const kernels::DeviceInfo dev = kernels::probe_device();
-  if (!dev.usable) return dev.reason;
-  if (!kernels::warpgroup_mma_available()) return "no sm_90a GPU: the int_flash wgmma kernels cannot run";
-  return "";
+  const std::string why = kernels::warpgroup_mma_refusal(kernels::probe_device());
+  return why.empty() ? why : why + ": the int_flash wgmma kernels cannot run";
 }
 
 TEST_CASE("int_flash wgmma: the TMA producer and ping-pong give the cp.async pipeline's bits", "[gpu][kernels]") {
