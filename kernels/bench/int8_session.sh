@@ -28,7 +28,7 @@ build)
   step "the [gpu] CTest tests (gpu-tests.log)"
   (cd build-gpu && ctest -L gpu --output-on-failure -j 1 ${CTEST_ARGS:-}) >"$out/gpu-tests.log" 2>&1
   echo "ctest exit $?"; grep -E "tests passed|Passed|Failed|Skipped|\*\*\*" "$out/gpu-tests.log" | tail -20
-  step "compute-sanitizer memcheck and racecheck on ${SANITIZE_TAGS:=int_flash*sanitizers*} (sanitize.log)"
+  step "compute-sanitizer memcheck and racecheck on ${SANITIZE_TAGS:=[#test_int_flash_kernel][sanitize]} (sanitize.log)"
   for tool in memcheck racecheck; do
     compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/bin/attnlab_tests "$SANITIZE_TAGS" >>"$out/sanitize.log" 2>&1
     echo "$tool exit $?"
