@@ -28,7 +28,7 @@ struct KernelTraits {
                              // count in between does not fit (turbo decode: 4 or 2, never 3 — kSmemRequest)
   bool int8_prepass = false;  // prefill: a pre-pass quantizes K and V once into INT8 tiles in HBM (and writes
                               // the compressed cache), a second one Q into INT8 blocks; the attention reads
-                              // the INT8 tiles (turbo prefill: kernels/turbo_cache_write.cu; PrefillIssue)
+                              // the INT8 tiles (turbo prefill: kernels/turbo/turbo_cache_write.cu; PrefillIssue)
   bool balanced_chains = false;  // warp-chain decode: chains per pair from balanced_warp_chains (the busiest SM's
                                  // tiles), not decode_splits (fireq decode)
   // A warpgroup-MMA kernel's query rows per warpgroup (four warps): turbo's Alg. 1 query block.
@@ -43,36 +43,39 @@ inline constexpr KernelTraits kKernelTraits[] = {
     {"flash2",      128, 90,  128, 128, 8,    3,     213, 1},
     {"int_flash",   64,  80,  128, 64,  4,    2,     215, 1},
     {"int_flash",   128, 80,  128, 64,  4,    2,     255, 1},
-    {"int_flash",   64,  90,  128, 128, 8,    3,     214, 1},
-    {"int_flash",   128, 90,  128, 128, 8,    3,     255, 1},
-    // flash3_fp8 (kernels/flash3_fp8_sm90.cu): int_flash's wgmma tiling on FP8 operands; B_r = B_c = 128, the
-    // reference's default scale blocks; a six-tile ring (kernels/kv_ring.cuh).
+    // int_flash wgmma (kernels/int8/int_flash_sm90.cu) v3: a TMA producer warpgroup fills a six-tile ring (half INT8 at
+    // d 128 holds 4: its FP16 V makes a slot 49 KB); the consumers at setmaxnreg's 240 registers. Its loads =
+    // cp_async (wgmma v2: three stages) reads no row of its own.
+    {"int_flash",   64,  90,  128, 128, 8,    6,     240, 1},
+    {"int_flash",   128, 90,  128, 128, 8,    6,     240, 1},
+    // flash3_fp8 (kernels/fp8/flash3_fp8_sm90.cu): int_flash's wgmma tiling on FP8 operands; B_r = B_c = 128, the
+    // reference's default scale blocks; a six-tile ring (kernels/common/kv_ring.cuh).
     {"flash3_fp8",  64,  90,  128, 128, 8,    6,     198, 1},
     {"flash3_fp8",  128, 90,  128, 128, 8,    6,     252, 1},
-    // turbo decode (kernels/turbo_decode.cu): B_r = the ≤ 8 query heads of one KV head (MMA rows g; g + 8
+    // turbo decode (kernels/turbo/turbo_decode.cu): B_r = the ≤ 8 query heads of one KV head (MMA rows g; g + 8
     // carry the low half of q·s), B_c = one 64-token cache block; 4 warps per CTA, each its own chain
     // (core/variants/turbo_chains.h decides how many, not this table), 3 blocks in flight per warp. Registers:
     // the 2-bit kernel's 128 (its launch bounds ask for 4 CTAs per SM); the 4-bit one's 132 do not bind,
     // shared memory holds it to 2 CTAs.
     {"turbo",       64,  80,  8,   64,  4,    3,     128, 0, true, true, true},
     {"turbo",       128, 80,  8,   64,  4,    3,     128, 0, true, true, true},
-    // turbo prefill (kernels/turbo_prefill_sm90.cu): two warpgroups of 64 query rows (each one of Alg. 1's
+    // turbo prefill (kernels/turbo/turbo_prefill_sm90.cu): two warpgroups of 64 query rows (each one of Alg. 1's
     // query blocks), B_c = 64 keys (the paper's tile, and the pre-pass's cache block), three stages.
     {"turbo",       64,  90,  128, 64,  8,    3,     202, 1, false, false, false, true},
     {"turbo",       128, 90,  128, 64,  8,    3,     254, 1, false, false, false, true},
-    // kivi decode (kernels/kivi_decode.cu): B_r = the ≤ 8 query heads (MMA N columns), B_c = 64 tokens;
+    // kivi decode (kernels/kivi/kivi_decode.cu): B_r = the ≤ 8 query heads (MMA N columns), B_c = 64 tokens;
     // 4 warps per CTA, one chain each, 2 tiles in flight per warp; splits from decode_splits over warps.
     {"kivi",        64,  80,  8,   64,  4,    2,     158, 128, true, true},
     {"kivi",        128, 80,  8,   64,  4,    2,     226, 128, true, true},
-    // fireq decode (kernels/fireq_decode.cu): B_r = the ≤ 8 query heads (MMA N columns), B_c = 64 tokens; 4 warps
+    // fireq decode (kernels/fireq/fireq_decode.cu): B_r = the ≤ 8 query heads (MMA N columns), B_c = 64 tokens; 4 warps
     // per CTA, one chain each, 2 tiles in flight per warp, 3 CTAs per SM at d 128 (147 registers on sm_90);
     // chains from balanced_warp_chains. The mma.sync generation, on FP8 operands: it needs sm_89's e4m3 mma.sync
     // (the backend refuses older GPUs).
     {"fireq",       64,  80,  8,   64,  4,    2,     100, 128, true, true, false, false, true},
     {"fireq",       128, 80,  8,   64,  4,    2,     147, 128, true, true, false, false, true},
-    // fireq prefill (kernels/fireq_prefill_sm90.cu): flash3_fp8's wgmma tiling on E4M3 K and V — App. D's, or the
+    // fireq prefill (kernels/fireq/fireq_prefill_sm90.cu): flash3_fp8's wgmma tiling on E4M3 K and V — App. D's, or the
     // INT4 cache's converted by LUT; B_r = B_c = 128 (the V scale block is the tile), a six-tile ring
-    // (kernels/kv_ring.cuh; the INT4 mode at d 128 holds 4, beside its staging). Registers: the FP8 mode's.
+    // (kernels/common/kv_ring.cuh; the INT4 mode at d 128 holds 4, beside its staging). Registers: the FP8 mode's.
     {"fireq",       64,  90,  128, 128, 8,    6,     215, 1},
     {"fireq",       128, 90,  128, 128, 8,    6,     255, 1},
 };
@@ -80,8 +83,8 @@ inline constexpr KernelTraits kKernelTraits[] = {
 // The kernels whose K/V tiles a producer warpgroup can copy (FlashAttention-3 §3.1's warp specialization: one
 // thread of a third warpgroup issues each tile's TMA loads; the consumer warpgroups issue no copy and wait only on
 // the slot's full mbarrier), and the variant parameter values that select it: every (param, value) of `when` must
-// hold. Anywhere else the consumers copy with cp.async. The kernel backends (kernels/flash3_fp8_backend.cpp,
-// kernels/fireq_backend.cpp) and the cost model (sim/schedule.cpp) both ask core/producer_loads.h, which reads
+// hold. Anywhere else the consumers copy with cp.async. The kernel backends (kernels/fp8/flash3_fp8_backend.cpp,
+// kernels/fireq/fireq_backend.cpp) and the cost model (sim/schedule.cpp) both ask core/producer_loads.h, which reads
 // this table: a kernel that gains a producer is one row here.
 struct ProducerLoads {
   const char* variant;
@@ -93,11 +96,14 @@ struct ProducerLoads {
   Holds when[3];  // unused entries: {nullptr, nullptr}
 };
 inline constexpr ProducerLoads kProducerLoads[] = {
-    // flash3_fp8 v8 (kernels/flash3_fp8_sm90.cu), prefill and decode (its prefill kernel at q_len 1).
+    // flash3_fp8 v8 (kernels/fp8/flash3_fp8_sm90.cu), prefill and decode (its prefill kernel at q_len 1).
     {"flash3_fp8", 90, {{"kv_loads", "tma_producer"}, {nullptr, nullptr}, {nullptr, nullptr}}},
-    // fireq prefill (kernels/fireq_prefill_sm90.cu): the FP8 mode, both loop orders (v6: the two-stage one; v8:
+    // fireq prefill (kernels/fireq/fireq_prefill_sm90.cu): the FP8 mode, both loop orders (v6: the two-stage one; v8:
     // the three-stage one too, FireQ App. F Alg. 2's producer); the INT4 mode converts in the consumers.
     {"fireq", 90, {{"kv_loads", "tma_producer"}, {"prefill_kv", "fp8"}, {nullptr, nullptr}}},
+    // int_flash wgmma v3 (kernels/int8/int_flash_sm90.cu) has a producer too (its kv_loads), but no row yet: the model
+    // predicted v2 at 0.71–0.73 of its measured time without one (kernels/PERF.md), and its row comes with v3's
+    // measurement and the refit of issue 35 item 4. Until then the model schedules v2's cp.async loads.
 };
 
 // A warp's stall per issued instruction, in cycles, by what it waits for (Nsight Compute's stall reasons of
@@ -149,7 +155,7 @@ inline constexpr DecodeIssue kDecodeIssue[] = {
     {"kivi", 128, 8, 4, 2724.6, {0.56, 0.21, 0.04, 0, 0.79}},  {"kivi", 128, 8, 2, 2941.7, {0.49, 0.18, 0.02, 0, 0.81}},
     {"kivi", 64, 1, 4, 1499.5, {0.76, 0.20, 0.05, 0, 0.84}},    {"kivi", 64, 1, 2, 1615.5, {0.64, 0.17, 0.02, 0, 0.88}},
     {"kivi", 64, 4, 4, 1506.5, {0.82, 0.23, 0.15, 0, 0.89}},    {"kivi", 64, 4, 2, 1622.3, {0.69, 0.20, 0.07, 0, 0.91}},
-    // fireq decode v11 (kernels/fireq_decode.cu, sm_90's FP16-MMA form) at the benchmark's shape (B 16, N 32768,
+    // fireq decode v11 (kernels/fireq/fireq_decode.cu, sm_90's FP16-MMA form) at the benchmark's shape (B 16, N 32768,
     // d 128; 3 CTAs per SM, 3 and 12 chains per pair; ncu_profile.sh fireq →
     // sim/measurements/h100-ncu-fireq-decode-v11-2026-11-28.csv): the chains kernel's warp instructions over its
     // tiles (the prologue, < 1% of 171 or 43 tiles per chain, included). The heads are the MMA's N columns, so
@@ -157,7 +163,7 @@ inline constexpr DecodeIssue kDecodeIssue[] = {
     // "other": math-pipe throttle 0.86 / 0.84, dispatch 0.15 / 0.14, branch and fetch 0.04 each, MIO throttle 0.01.
     {"fireq", 128, 1, 4, 1596.8, {0.93, 0.21, 0.03, 0, 1.10}}, {"fireq", 128, 2, 4, 1615.7, {0.93, 0.21, 0.10, 0, 1.07}},
     {"fireq", 128, 4, 4, 1615.7, {0.93, 0.21, 0.10, 0, 1.07}}, {"fireq", 128, 8, 4, 1615.7, {0.93, 0.21, 0.10, 0, 1.07}},
-    // Our FP16 decode (kernels/flash2.cu, the mma.sync prefill kernel at q_len 1): one CTA per query head
+    // Our FP16 decode (kernels/flash2/flash2.cu, the mma.sync prefill kernel at q_len 1): one CTA per query head
     // computes a whole B_r-row block, so its count is the same at every group (294.9 M warp instructions at
     // B 4, H 32, N 32768 with 32, 8 and 4 KV heads: 1125.1 per warp and 64-key tile; the stall likewise);
     // bits 16: FP16 K/V (sim/measurements/h100-ncu-decode-stalls-2026-11-26.csv).
@@ -180,8 +186,8 @@ constexpr const DecodeIssue* find_decode_issue(std::string_view variant, int hea
   return best;
 }
 
-// The turbo prefill kernels' measured work (kernels/turbo_prefill_sm90.cu and the pre-pass of
-// kernels/turbo_cache_write.cu, FP16 inputs): warp instructions per warp and KV tile of the attention — by the
+// The turbo prefill kernels' measured work (kernels/turbo/turbo_prefill_sm90.cu and the pre-pass of
+// kernels/turbo/turbo_cache_write.cu, FP16 inputs): warp instructions per warp and KV tile of the attention — by the
 // exponential it evaluates (sas_precision fp32 or fp16, or exact_exp) — and per CTA of the pre-pass (one
 // 64-token block of one KV head, d threads) and of Q's blocks (64 rows of one head). Nsight Compute's
 // smsp__inst_executed.sum on an H100 (2026-11-26, `kernels/bench/ncu_profile.sh OUT instructions` →

@@ -122,7 +122,7 @@ constexpr Format kFormats[] = {
    "the FMA units; P̃ quantized to INT8. Alg. 2: the cache dequantized in INT32"},
   {"kivi",       false, false, 0.5, 0, 0,   2.0, 0, false, false,
    "KIVI cache: packed codes + FP16 scale and zero per group, dequantized to FP16 on chip (2 int ops)"},
-  // fireq's INT4 → FP8 is §3.1.1's lookup table by byte permutes (kernels/fireq_decode.cu, lut_convert): 11
+  // fireq's INT4 → FP8 is §3.1.1's lookup table by byte permutes (kernels/fireq/fireq_decode.cu, lut_convert): 11
   // PRMT/LOP3/shift per 8 codes, and for V (k = tokens along a register) 8 PRMTs more per 16 bytes to
   // transpose 4×4 — 1.375 and 1.875 integer operations per element, 1.625 on average; no conversion pipe.
   {"fireq",      false, false, 0.5, 1, 0,   1.625, 0, false, false,
@@ -231,7 +231,7 @@ double widest_ring_per_key(const KvCache& c, int64_t kv_heads) {
 // latency term (cost_model.h) needs the count the kernel really issues, and these loops' index arithmetic,
 // predication and shuffles are most of it. A cache whose head classes differ in width is one launch whose
 // ring fits the widest blocks — or, where the narrower blocks' smaller rings fit more CTAs on an SM, one
-// launch per width (kernels/turbo_decode.cu, launch_chains), each its own grid in `then`.
+// launch per width (kernels/turbo/turbo_decode.cu, launch_chains), each its own grid in `then`.
 void warp_chain_decode(Schedule& s, const Problem& p, const Storage& st, const GpuSpec& gpu, double rows_per_cta,
                        double tiles_each) {
   const double pairs = double(p.batch * p.kv_heads), W = s.warps;
@@ -319,7 +319,7 @@ void warp_chain_decode(Schedule& s, const Problem& p, const Storage& st, const G
   s.then.assign(std::make_move_iterator(launches.begin() + 1), std::make_move_iterator(launches.end()));
 }
 
-// A decode kernel with a CTA per query head (kernels/flash2.cu at q_len 1): its issue slots and stall are the
+// A decode kernel with a CTA per query head (kernels/flash2/flash2.cu at q_len 1): its issue slots and stall are the
 // measured ones (kDecodeIssue: the count does not change with the group — every CTA computes a whole
 // B_r-row block), where the table has the kernel; otherwise the format row's count and the spec's L̄.
 void per_query_head_decode(Schedule& s, const Problem& p, const Storage& st) {
@@ -334,7 +334,7 @@ void per_query_head_decode(Schedule& s, const Problem& p, const Storage& st) {
   s.explain.push_back(fmt::format("{:.0f} warp instructions per warp and tile (measured)", issue->warp_instructions_per_tile));
 }
 
-// FireQ §3.2.2's FP16 softmax (fireq's softmax_precision = fp16, a prefill's; kernels/softmax_fp16.cuh): the
+// FireQ §3.2.2's FP16 softmax (fireq's softmax_precision = fp16, a prefill's; kernels/fireq/softmax_fp16.cuh): the
 // exponentials run on half2, one ex2.approx.f16x2 for two scores — which the H100 splits into two
 // MUFU.EX2.F16 (kernels/bench/pipe_rates.cu, 2026-11-27: 8.1 instructions = 16.1 exponentials a clock per SM,
 // the FP32 MUFU.EX2's 16.1), so the SFU still takes one issue per score. Per score against the FP32 softmax's
@@ -365,7 +365,7 @@ Schedule prepass_launch(const std::string& variant, double count, int threads, i
   return l;
 }
 
-// The turbo prefill kernel's pre-passes (core/kernel_traits.h int8_prepass, kernels/turbo_cache_write.cu): one
+// The turbo prefill kernel's pre-passes (core/kernel_traits.h int8_prepass, kernels/turbo/turbo_cache_write.cu): one
 // CTA of d threads per (64-token block, KV head) reads the block's K and V once in kv_in, writes Alg. 1's INT8
 // tiles (K, Vᵀ) and the compressed cache; one CTA per (64-row block, query head) reads Q once and writes its
 // INT8 block and s_Q (Alg. 1's query block: a warpgroup's rows). The attention — `s` — then reads INT8 tiles
@@ -458,7 +458,7 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
     if (c.k.fixed + c.v.fixed > 0) s.per_cta.bytes["scales"] = (c.k.fixed + c.v.fixed) / double(p.kv_heads);
     s.kv_unique_bytes = s.cache_bytes;
   }
-  // Decode on a kernel that does not pack the group (kernels/flash2.cu runs its prefill kernel at q_len 1):
+  // Decode on a kernel that does not pack the group (kernels/flash2/flash2.cu runs its prefill kernel at q_len 1):
   // one CTA per (batch, query head, split), whose MMAs and softmax compute a whole B_r-row block, padding
   // rows included. Otherwise decode packs the group's query heads, M padded to mma.sync's 16.
   const bool per_query_head = decode && traits && !s.warp_chains && kernels == Kernels::ours;
@@ -496,7 +496,7 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
                           "pack per pair");
   }
   if (f->wgmma_integer_p && st.p == kInt8 && s.warpgroup_mma) {
-    // The wgmma kernel moves every conversion off the conversion pipe (kernels/mma.cuh: exact int↔float
+    // The wgmma kernel moves every conversion off the conversion pipe (kernels/common/mma.cuh: exact int↔float
     // through 1.5·2²³): per score, S = bits + IADD then FADD, two FMULs for the scales, the softmax's three
     // FP32 ops, one FFMA that rounds 127·p; IADD for ℓ's integer row sum and ¾ PRMT to pack the codes; per
     // P·V output element and tile, IADD + 2 FADD to add the INT32 product into O.
@@ -517,7 +517,7 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
   // wgmma kernel an upper bound (one wgmma does the work of 16 to 64 of those).
   s.per_tile.ops[Unit::issue] = issue_slots(s.per_tile.ops);
   if (prepass) {
-    // The kernel turns S, P's codes and O's INT32 term by exact FP32/integer arithmetic (kernels/mma.cuh); its
+    // The kernel turns S, P's codes and O's INT32 term by exact FP32/integer arithmetic (kernels/common/mma.cuh); its
     // one conversion is SAS's ⌊x⌋ (FRND, turbo_sas.cuh). Its issue slots: the measured count.
     s.per_tile.ops[Unit::cvt] = sas ? scores : 0;
     s.per_tile.ops[Unit::issue] = prepass->warp_instructions_per_tile * s.warps * 32;
@@ -560,9 +560,9 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
     // FlashAttention-2's split rule (core/kernel_traits.h), against one CTA per SM.
     // A variant that declares kv_splits makes the split part of its function (turbo: the SAS merge order,
     // core/variants/turbo_chains.h): the same rule on every GPU.
-    // A warp-chain kernel (kivi) splits against the warps the GPU holds (kernels/kivi_decode.cu,
+    // A warp-chain kernel (kivi) splits against the warps the GPU holds (kernels/kivi/kivi_decode.cu,
     // kivi_decode_chains), which its rings' shared memory decides; fireq by balanced_warp_chains over the
-    // same CTAs (kernels/fireq_decode.cu, fireq_decode_chains).
+    // same CTAs (kernels/fireq/fireq_decode.cu, fireq_decode_chains).
     long slots = gpu.sm_count, ctas = 1;
     if (s.warp_chains) {
       Schedule probe = s;
@@ -586,7 +586,7 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
     s.readers_in_step = per_query_head;
     s.smem_bytes = q_and_kv_tiles(mma_rows);
     // Combine: every split writes its partial O (FP32) and (m, ℓ); one pass reads them back — unless the
-    // prefill kernel at q_len 1 did not split (it then writes O itself: kernels/flash2.cu).
+    // prefill kernel at q_len 1 did not split (it then writes O itself: kernels/flash2/flash2.cu).
     const double partial = pairs * s.splits * rows_per_cta * (d + 2) * 4;
     if (s.splits > 1 || !per_query_head) {
       s.extra.bytes["partials"] = 2 * partial;

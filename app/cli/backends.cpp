@@ -2,7 +2,7 @@
 
 #include "sim/model_backend.h"
 #if defined(ATTNLAB_HAVE_CUDA)
-#include "kernels/backend.h"
+#include "kernels/common/backend.h"
 #endif
 
 #include <memory>

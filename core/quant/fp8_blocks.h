@@ -1,6 +1,6 @@
 // attnlab core: a matrix in FP8 E4M3 with one FP32 scale per block of rows — FlashAttention-3's block
 // quantization (§3.3), the flash3_fp8 variant's storage rule, in one place for its reference
-// (core/variants/flash3_fp8.cpp) and the kernel's host side (kernels/flash3_fp8_host.cpp): per block,
+// (core/variants/flash3_fp8.cpp) and the kernel's host side (kernels/fp8/flash3_fp8_host.cpp): per block,
 // s = scale_for_span(max|block|, 448) (quantize.h), then code = E4M3(x / s) — a true FP32 division, then
 // round-to-nearest-even with saturation (formats::fp8_bits; its value is formats::round_fp8's).
 #pragma once

@@ -1,6 +1,6 @@
 // attnlab core: where every byte of a FireQ INT4 KV cache (§2.1 Eq. 1: per-token INT4 codes of K̃ and V,
 // one E4M3 scale σ per token) sits in GPU memory — the layout the fireq decode kernel
-// (kernels/fireq_decode.cu) reads, as data both the host (which packs and checks images,
+// (kernels/fireq/fireq_decode.cu) reads, as data both the host (which packs and checks images,
 // core/variants/fireq_image.h) and the kernel compile against. Plain constexpr index arithmetic.
 //
 // One (batch, KV head) — a "pair" — is ⌈N/64⌉ tiles of kTile = 64 tokens, each tile_bytes(d) = 64·d + 128
@@ -14,7 +14,7 @@
 //
 // The order of the nibbles is the order in which the kernel's FP8 tensor-core operands want them, so that
 // each 32-bit word of codes becomes two operand registers by byte permutes alone (§3.1.1 Step 1's LUT;
-// kernels/fireq_decode.cu, lut_convert): nibble k of a word becomes byte k mod 4 of register ⌊k/4⌋.
+// kernels/fireq/fireq_decode.cu, lut_convert): nibble k of a word becomes byte k mod 4 of register ⌊k/4⌋.
 // mma.m16n8k32 (g = lane / 4, t = lane % 4) gives lane (g, t) the operand bytes (k = 4t..4t+3) and
 // (k = 16 + 4t..16 + 4t + 3) of its row or column (A: rows g and g + 8; B: column g).
 //   K (Sᵀ = K̂·Q̂ᵀ, A = K̂: rows = tokens, k = channels), row by row: a token's row is 4 slices of d/8 bytes,

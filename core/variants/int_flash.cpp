@@ -335,6 +335,9 @@ VariantSpec int_flash() {
       ParamSpec::integer("r_p", 127, 1, 127, "R of Alg. 1 l. 11: P = round(R·exp(S − m)) in [0, R]"),
       ParamSpec::boolean("v_fp16", false, "half-INT8 (§4): V in FP16, P̃ in FP16, no S_V"),
       kernel_generation_param(),
+      ParamSpec::choice("kv_loads", "tma_producer", {"tma_producer", "cp_async"},
+                        "the wgmma kernel's K/V loads: a producer warpgroup's TMA copies (FlashAttention-3 §3.1's warp "
+                        "specialization), or every thread's cp.async (wgmma v2's pipeline); the numbers do not depend on it"),
   };
   v.reference = run;
   v.working_memory = int_flash_working_memory;

@@ -1,5 +1,5 @@
 // attnlab core: where every byte of a KIVI cache (core/quant/kivi.h) sits in GPU memory — the layout the
-// kivi decode kernel (kernels/kivi_decode.cu) reads, as data both the host (which builds and checks
+// kivi decode kernel (kernels/kivi/kivi_decode.cu) reads, as data both the host (which builds and checks
 // images, core/variants/kivi_image.h) and the kernel compile against. Plain constexpr index arithmetic.
 //
 // One KV head's cache is six arrays; every (batch, KV head) — a "pair" — has the same sizes, since all
@@ -15,7 +15,7 @@
 // those tokens). k_groups = ⌈slots·64/g⌉, the empty tail's groups included.
 //
 // The order inside a slot is the order in which the kernel's mma.sync.m16n8k16 A fragments want the
-// values (kernels/mma.cuh: g = lane / 4, t = lane % 4; element (row r, col k) of a 16×16 A tile is held
+// values (kernels/common/mma.cuh: g = lane / 4, t = lane % 4; element (row r, col k) of a 16×16 A tile is held
 // by lane 4·(r mod 8) + (k mod 8)/2 in register reg = ⌊r/8⌋ + 2·⌊k/8⌋, half e = k mod 2; its position
 // among the lane's 8 values is p = 2·reg + e). The kernel computes Sᵀ = K̂·Qᵀ (A = K̂: rows = tokens,
 // cols = channels) and Oᵀ = V̂ᵀ·P̃ᵀ (A = V̂ᵀ: rows = channels, cols = tokens), so the query heads of a KV

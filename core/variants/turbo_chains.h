@@ -20,7 +20,7 @@ namespace attnlab::turbo_chains {
 
 // Chains over the whole GPU: two waves of the warps an H100's 132 SMs hold at once. The kernel runs one
 // chain per warp, 16 warps per SM where its 2-bit code fits four CTAs per SM (head_dim 64, or a KV head
-// with at most 2 query heads at 128), else 8 (kernels/turbo_decode.cu, kCtasPerSm). So 4096 chains where
+// with at most 2 query heads at 128), else 8 (kernels/turbo/turbo_decode.cu, kCtasPerSm). So 4096 chains where
 // 16 warps fit — enough that a mixed 2/4-bit cache's 2-bit half alone fills the SMs — and 2048 where 8 do:
 // at GQA 4:1, 4096 halved each chain and measured 6% slower than 2048 (kernels/PERF.md, turbo decode v9,
 // v10). The rule reads the shape only (head_dim, group), so it holds on every GPU.

@@ -12,7 +12,7 @@
 // full slot with code 0 at the absent tokens; its s_int/z_int come from its present tokens only.
 //
 // The code order inside a slot is the order in which the decode kernel's mma.sync.m16n8k32 fragments
-// want them (kernels/mma.cuh states the fragment layouts; g = lane / 4, t = lane % 4), so one 16-byte
+// want them (kernels/common/mma.cuh states the fragment layouts; g = lane / 4, t = lane % 4), so one 16-byte
 // shared-memory load gives a thread whole operands and a nibble mask unpacks them:
 //   K (the B operand of S = Q·Kᵀ: k = channel, n = token). Token τ = 8j + g (n-tile j), channel
 //     c = 32·ks + r (k-step ks): r < 16 goes to register b0, r ≥ 16 to b1, at byte i = r mod 4 of lane

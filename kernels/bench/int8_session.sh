@@ -7,7 +7,8 @@
 #               sm_90a, run every [gpu] CTest test (ctest -L gpu: the suite split by file, as `make test` runs
 #               it) and compute-sanitizer on the int_flash [sanitize] cases
 #   STEP=bench  attnlab bench (BENCH_CONFIG) and the peers on the same shapes in the same call
-#               (../shared/peers/peer_bench.py --ours): one table of ratios, the rows in $OUT/peers.json
+#               (../shared/peers/peer_bench.py --ours): one table of ratios, the rows in $OUT/peers.json;
+#               the CPU cases of attnlab_tests run beside them on the machine's other cores
 set -u
 out=${OUT:-/tmp/attnlab-out}
 mkdir -p "$out"
@@ -27,14 +28,21 @@ build)
   step "the [gpu] CTest tests (gpu-tests.log)"
   (cd build-gpu && ctest -L gpu --output-on-failure -j 1 ${CTEST_ARGS:-}) >"$out/gpu-tests.log" 2>&1
   echo "ctest exit $?"; grep -E "tests passed|Passed|Failed|Skipped|\*\*\*" "$out/gpu-tests.log" | tail -20
-  step "compute-sanitizer memcheck and racecheck on ${SANITIZE_TAGS:=int_flash*sanitizers*} (sanitize.log)"
+  step "compute-sanitizer memcheck and racecheck on ${SANITIZE_TAGS:=[#test_int_flash_kernel][sanitize]} (sanitize.log)"
   for tool in memcheck racecheck; do
-    compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/bin/attnlab_tests "$SANITIZE_TAGS" >>"$out/sanitize.log" 2>&1
+    compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/bin/attnlab_tests -# "$SANITIZE_TAGS" >>"$out/sanitize.log" 2>&1
     echo "$tool exit $?"
   done
   grep -E "ERROR SUMMARY|RACECHECK SUMMARY|test cases" "$out/sanitize.log" | tail -6
   ;;
 bench)
+  [ -n "${SANITIZE_TAGS:-}" ] && for tool in memcheck racecheck; do
+    compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/bin/attnlab_tests -# "$SANITIZE_TAGS" >>"$out/sanitize.log" 2>&1
+    echo "$tool on $SANITIZE_TAGS: exit $?"
+  done
+  step "the CPU tests of attnlab_tests (cpu-tests.log), beside the bench"
+  (cd build-gpu && ctest -R "^attnlab_tests:" -LE gpu -j 8 --output-on-failure) >"$out/cpu-tests.log" 2>&1 &
+  cpu_tests=$!
   step "attnlab bench (${BENCH_CONFIG:=configs/bench-int-flash-loads.json})"
   build-gpu/bin/attnlab bench --config "$BENCH_CONFIG" --out "$out/ours.json" >"$out/bench.log" 2>&1
   echo "exit $?"; tail -n +1 "$out/bench.log" | grep -vE "^\s*$" | tail -25
@@ -46,5 +54,6 @@ bench)
   tail -2 /tmp/peers/sage.log /tmp/peers/fa3.log 2>/dev/null
   PYTHONUNBUFFERED=1 python3 .peers/tools/peer_bench.py --ours "$out/ours.json" --out "$out/peers.json" >"$out/peers.log" 2>&1
   echo "peer_bench exit $?"; grep -vE '^\{' "$out/peers.log" | tail -40
+  wait $cpu_tests; echo "CPU tests exit $?"; grep -E "tests passed|\*\*\*|Failed" "$out/cpu-tests.log" | tail -12
   ;;
 esac

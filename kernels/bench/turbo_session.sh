@@ -108,7 +108,7 @@ PY
 fi
 if [ -n "${SASS:-}" ]; then
   step "disassembly of the decode kernels"
-  for o in build-gpu/kernels/CMakeFiles/attnlab_kernels.dir/{turbo,kivi,fireq}_decode.cu.o; do
+  for o in build-gpu/kernels/CMakeFiles/attnlab_kernels.dir/{turbo/turbo,kivi/kivi,fireq/fireq}_decode.cu.o; do
     cuobjdump -sass "$o" >"$out/$(basename "$o" .cu.o).sass" 2>&1
     echo "$(basename "$o"): $(wc -l <"$out/$(basename "$o" .cu.o).sass") lines" | tee -a "$log"
   done

@@ -61,7 +61,7 @@ TEST_CASE("the cost model schedules the generation the kernel backend runs", "[k
   CHECK_FALSE(narrow.warpgroup_mma);
 }
 
-// flash3_fp8 (kernels/flash3_fp8_sm90.cu): the model's CTA holds what the kernel's does — a 128-row E4M3 Q
+// flash3_fp8 (kernels/fp8/flash3_fp8_sm90.cu): the model's CTA holds what the kernel's does — a 128-row E4M3 Q
 // block and six stages of E4M3 K and Vᵀ, one byte per element — in prefill and in decode (the prefill kernel
 // at q_len 1). The decode schedule once assumed FP16 tiles there and refused the kernel's six stages (416 KiB).
 TEST_CASE("the cost model's shared memory for flash3_fp8 is its kernel's tiles, prefill and decode", "[kernels-rule]") {

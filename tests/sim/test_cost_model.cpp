@@ -483,7 +483,7 @@ TEST_CASE("warp-chain decode: the latency term slows the 2-bit loop, a mixed cac
   d64.head_dim = 64;
   const Prediction fp16 = predict(make_schedule(d64, request("flash2"), gpu), gpu);
   CHECK(fp16.issue_rate == Approx(std::min(1.0, fp16.warps_per_scheduler / gpu.issue_latency_cycles)));
-  // Half and half at MHA: the 4-bit launch, then the 2-bit one (kernels/turbo_decode.cu, launch_chains); its
+  // Half and half at MHA: the 4-bit launch, then the 2-bit one (kernels/turbo/turbo_decode.cu, launch_chains); its
   // time is theirs added, and its bytes are the whole cache's.
   const Schedule mix = make_schedule(bench_decode(32), request("turbo", {{"two_bit_heads", 16}}), gpu);
   REQUIRE(mix.then.size() == 1);

@@ -2,7 +2,7 @@
 // Nsight Compute's dram__bytes_read.sum + dram__bytes_write.sum of every kernel launch of each variant's first
 // call (kernels/bench/ncu_profile.sh) at two shapes per phase — one whose K/V fit the L2, one far larger. The
 // launches of one call: each kernel name once, in order, up to the first that repeats; left out, the device
-// probe (kernels/kernel_path.cu) and int_flash's input quantization (its timed call takes INT8 inputs, as the
+// probe (kernels/common/kernel_path.cu) and int_flash's input quantization (its timed call takes INT8 inputs, as the
 // model's int_flash reads them). Nsight Compute flushes L2 between the kernels it profiles, so every launch
 // reads its inputs from DRAM and leaves its last writes in L2 (gpu_spec.h l2_write_resident_bytes); the model
 // counts launches so. Bound: 5%, the issue's.

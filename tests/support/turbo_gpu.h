@@ -5,8 +5,8 @@
 
 #include "core/registry.h"
 #include "core/variants/turbo_cache.h"
-#include "kernels/device.h"
-#include "kernels/turbo_decode_host.h"
+#include "kernels/common/device.h"
+#include "kernels/turbo/turbo_decode_host.h"
 #include "tests/catch.h"
 
 #include <fmt/format.h>

@@ -1,6 +1,6 @@
 // fireq's GPU cache layout (core/variants/fireq_layout.h) and its host image (fireq_image.h). The kernel's
 // reading of the layout — the mma.m16n8k32 fragments it builds from each word — is checked end to end on
-// the GPU (tests/kernels/test_fireq_decode_kernel.cpp); here, on the host: every (token, channel) of a tile
+// the GPU (tests/kernels/fireq/test_fireq_decode_kernel.cpp); here, on the host: every (token, channel) of a tile
 // has its own nibble and together they fill the tile's code regions, the K slice of lane t holds the
 // channels of B-fragment k-indices 4t..4t+3 and 16 + 4t.. of every k-step (PTX ISA, m16n8k32 fragments),
 // and an image holds the codes and scales it was built from.

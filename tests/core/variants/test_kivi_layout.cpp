@@ -1,8 +1,8 @@
 // kivi's GPU cache layout (core/variants/kivi_layout.h) and its host image (kivi_image.h).
 //
-// The layout is checked against the contract the decode kernel (kernels/kivi_decode.cu) relies on, written
+// The layout is checked against the contract the decode kernel (kernels/kivi/kivi_decode.cu) relies on, written
 // here independently of the layout's own index functions: the mma.m16n8k16 A-fragment positions of
-// kernels/mma.cuh (g = lane / 4, t = lane % 4; a0 = (g, 2t..2t+1), a1 = (g+8, 2t..), a2 = (g, 2t+8..),
+// kernels/common/mma.cuh (g = lane / 4, t = lane % 4; a0 = (g, 2t..2t+1), a1 = (g+8, 2t..), a2 = (g, 2t+8..),
 // a3 = (g+8, 2t+8..)), the word and chunk order the kernel loads, the byte-permute unpacking it applies to
 // a loaded word, and the dequantization fp16(fmaf(q, s, z)) it computes — which must give kivi_dequantize's
 // K̂ and V̂ bit for bit.

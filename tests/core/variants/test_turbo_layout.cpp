@@ -1,7 +1,7 @@
 // turbo's GPU cache layout (core/variants/turbo_layout.h) and decode's chains (turbo_chains.h).
 //
 // The layout is checked against the contract the decode kernel relies on, written here independently of
-// the layout's own index functions: the m16n8k32 fragment positions of kernels/mma.cuh (g = lane / 4,
+// the layout's own index functions: the m16n8k32 fragment positions of kernels/common/mma.cuh (g = lane / 4,
 // t = lane % 4; B's b0 holds k = 4t..4t+3 and b1 k = 16+4t..16+4t+3 of column n = g) and the nibble or
 // 2-bit-field masks the kernel unpacks a loaded word with. A code placed by device_image must come out of
 // exactly the register byte that the kernel's unpacking puts at that (k, n).

@@ -1,0 +1,31 @@
+// attnlab kernels: the kernel backend (backend.h states what it does). It dispatches through the kernel
+// table (kernel_table.h): a variant without a row has no kernel.
+#include "kernels/common/backend.h"
+
+#include "kernels/common/device_memory.h"
+#include "kernels/common/kernel_table.h"
+
+#include <stdexcept>
+
+namespace attnlab::kernels {
+
+KernelBackend::KernelBackend() : device_(probe_device()) {}
+
+std::string KernelBackend::cannot_run(const VariantRequest& v, const Experiment& e) const {
+  if (device_.sm_major < 8) return "the kernels need sm_80 or newer";
+  const KernelRow* row = find_kernel_row(v.id);
+  return row ? row->cannot_run(v, e, device_) : "no kernel for this variant yet";
+}
+
+void KernelBackend::check_fits(const VariantRequest& v, const Experiment& e) const {
+  check_device_memory(least_device_bytes(e.problem, v), v.label.empty() ? v.id : v.label);
+}
+
+void KernelBackend::run(const Experiment& e, const VariantRequest& v, const QKV& in, const TensorF64& truth,
+                        VariantResult& into) {
+  const KernelRow* row = find_kernel_row(v.id);
+  if (!row) throw std::runtime_error("kernel backend: no kernel for variant " + v.id);
+  row->run(e, v, in, truth, device_, into);
+}
+
+}  // namespace attnlab::kernels

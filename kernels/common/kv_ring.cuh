@@ -1,0 +1,187 @@
+// attnlab kernels: the KV loop of kv_pipeline.cuh (the same KvSteps, S_{j+1} issued before P·V_j) with the
+// per-tile CTA barrier replaced by mbarriers on a deeper ring, so the two warpgroups of a CTA need not meet
+// every tile: one may run up to a tile ahead of the other, and its softmax then runs under the other's MMAs
+// (what FlashAttention-3's ping-pong schedules explicitly).
+//
+// kStages tiles in shared memory; each tile t has two mbarriers of the CTA's thread count:
+//   full[t mod kStages]   every thread arrives once its own cp.async copies of tile t have landed (and after
+//                         fence.proxy.async: generic-proxy writes before the tensor cores' reads); a thread
+//                         waits on it before its warpgroup issues S_t. Copies of tile t are issued 4 tiles
+//                         ahead (at iteration t − 4) and arrived at iteration t − 2: a thread reading tile t+1
+//                         needs the others only to have reached iteration t − 1.
+//   empty[t mod kStages]  every thread arrives once its P·V_t has landed; the copies of tile t + kStages wait
+//                         on it (issued at iteration t + 2: the others need only have finished iteration t).
+// A barrier serves tile t, t + kStages, …: its phase parity is (t / kStages) mod 2. Every thread issues and
+// commits one copy group per iteration (empty where no tile is left), so cp.async.wait_group counts alike.
+// The last tile is peeled out of the loop, as in kv_pipeline.cuh (a branch around a wgmma serializes it).
+//
+// Converting rings (a `convert` step; fireq_prefill_sm90.cu's INT4 mode): load_kv(t) copies tile t's raw
+// bytes into a staging area of the kernel's, and convert(t) — called by every thread once its own copies of
+// tile t have landed (iteration t − 2), before the fence and its arrival on full[t] — turns the bytes this
+// thread copied into its share of the tile in slot t mod kStages (st.shared). The slot is written only then,
+// so the empty wait moves from the copies to the conversion: it waits for tile t − kStages's P·V, which
+// every thread finished at iteration t − kStages. Tiles j − 1 … j + 2 are then resident at iteration j (the
+// other warpgroup may be a tile behind), so 4 slots suffice; staging holds tiles j + 2 … j + 4 (3 slots, the
+// kernel's, each read only by the thread that copied into it, tile t in slot t mod 3; the prologue converts
+// tiles 0 and 1 before it issues tile 3's copies).
+//
+// Filled rings (ProducerFills): another warpgroup writes the slots and arrives on full[t]; it waits on empty[t]
+// before it refills the slot with tile t + kStages. The consumers only wait, compute and arrive on empty.
+#pragma once
+
+#include "kernels/common/kv_pipeline.cuh"
+
+#include <type_traits>
+
+namespace attnlab::kernels {
+
+__device__ __forceinline__ void mbar_init(uint64_t* bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {  // release, CTA scope
+  asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}\n" ::"r"(smem_addr(bar)) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, int parity) {  // acquire, CTA scope
+  asm volatile(
+      "{\n.reg .pred done;\nWAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT;\n}\n" ::"r"(smem_addr(bar)),
+      "r"(parity)
+      : "memory");
+}
+
+// Named barriers 1 and 2 (0 is __syncthreads) for ping-pong: warpgroup g waits on 1 + g before issuing its
+// MMAs, and lets the other go (arrives on 2 − g) once it has. Both warpgroups' counts: 256 threads.
+__device__ __forceinline__ void named_sync(int id) { asm volatile("bar.sync %0, 256;\n" ::"r"(id) : "memory"); }
+__device__ __forceinline__ void named_arrive(int id) { asm volatile("bar.arrive %0, 256;\n" ::"r"(id) : "memory"); }
+
+// kPingPong (two warpgroups): their MMA issues alternate — warpgroup 0, then 1, then 0 … — so that while one
+// warpgroup's MMAs run, the other's softmax does (FlashAttention-3 §3.1's ping-pong scheduling). Each issues
+// tiles + 1 times (S_0, then S_{j+1} with P·V_j, then the last P·V); warpgroup 1 opens the first turn and
+// skips its last hand-over, so every bar.sync meets exactly one bar.arrive.
+// The step of a ring that copies tiles straight into their slots.
+struct NoConvert {
+  __device__ void operator()(int) const {}
+};
+// The tag of a ring whose tiles a producer warpgroup fills (FlashAttention-3's warp specialization; e.g.
+// tma_fill.cuh's kv_produce): the consumers' kv_ring then issues no copy and arrives on no full barrier; it
+// loads Q (its own cp.async, then a barrier among the 256 consumer threads, named barrier 3) and computes. The
+// kernel initializes the barriers — full[] counts the producer's arrivals, empty[] the 256 consumers — and
+// syncs the CTA before the warpgroups part.
+struct ProducerFills {};
+
+template <int kStages, bool kPingPong = false, class Steps, class Convert = NoConvert>
+__device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uint64_t* empty, Convert convert = {}) {
+  constexpr bool kFilled = std::is_same_v<Convert, ProducerFills>;
+  constexpr bool kConverts = !kFilled && !std::is_same_v<Convert, NoConvert>;
+  static_assert(kStages >= (kConverts ? 4 : kFilled ? 2 : 6),
+                "tiles j−2 … j+3 resident while j+4 loads (converting: j−1 … j+2; filled: the producer waits on "
+                "empty, any depth ≥ 2)");
+  constexpr int kAhead = 4;  // copies of tile t issued at iteration t − kAhead
+  if (tiles <= 0) return;
+  if constexpr (!kFilled) {
+    const int threads = blockDim.x;
+    if (threadIdx.x == 0)
+      for (int s = 0; s < kStages; ++s) mbar_init(&full[s], threads), mbar_init(&empty[s], threads);
+    __syncthreads();  // the barriers initialized before anyone uses them
+  }
+  auto parity = [](int t) { return (t / kStages) & 1; };
+  const int group = threadIdx.x / 128;
+  int turns_left = tiles + 1;  // this warpgroup's MMA issues
+  auto my_turn = [&] {
+    if constexpr (kPingPong) named_sync(1 + group);
+  };
+  auto your_turn = [&] {
+    if constexpr (kPingPong)
+      if (--turns_left > 0 || group == 0) named_arrive(2 - group);
+  };
+  if constexpr (kPingPong)
+    if (group == 1) named_arrive(1);  // warpgroup 0 goes first
+  // Prologue: Q with tile 0, then tiles 1 … kAhead − 1, one group each (filled: Q alone).
+  k.load_q();
+  if constexpr (kFilled) {
+    cp_async_commit();
+    cp_async_wait<0>();
+    fence_proxy_async();
+    named_sync(3);  // every consumer's share of Q
+  }
+  if constexpr (!kFilled) k.load_kv(0);
+  cp_async_commit();
+  for (int t = 1; t < kAhead && !kFilled; ++t) {
+    if constexpr (kConverts)
+      if (t == kAhead - 1) {  // tiles 0 and 1 out of staging before tile 3's copies take tile 0's slot
+        cp_async_wait<kAhead - 3>();
+        convert(0);
+        if (tiles > 1) convert(1);
+      }
+    if (t < tiles) k.load_kv(t);
+    cp_async_commit();
+  }
+  if constexpr (!kFilled) {
+    cp_async_wait<kAhead - 2>();  // Q, tiles 0 and 1 (this thread's copies)
+    fence_proxy_async();
+    mbar_arrive(&full[0]);
+    if (tiles > 1) mbar_arrive(&full[1]);
+  }
+  mbar_wait(&full[0], 0);
+  my_turn();
+  wgmma_fence();
+  k.issue_scores(0);
+  wgmma_commit();
+  your_turn();
+  wgmma_wait<0>();
+  k.pin_scores();
+  float alpha[2];
+  k.softmax(0, alpha);
+  k.pack_p();
+  for (int j = 0; j + 1 < tiles; ++j) {
+    // Tile j + 4 into the slot of tile j − 2, once every thread is done with that one.
+    if constexpr (!kFilled) {
+      if (j + kAhead < tiles) {
+        if (!kConverts && j + kAhead >= kStages)
+          mbar_wait(&empty[(j + kAhead) % kStages], parity(j + kAhead - kStages));
+        k.load_kv(j + kAhead);
+      }
+      cp_async_commit();
+      // This thread's copies of tile j + 2 have landed (tiles j + 3, j + 4 may still be in flight).
+      cp_async_wait<kAhead - 2>();
+      if constexpr (kConverts) {
+        if (j + 2 < tiles) {
+          if (j + 2 >= kStages) mbar_wait(&empty[(j + 2) % kStages], parity(j + 2 - kStages));
+          convert(j + 2);
+        }
+      }
+      fence_proxy_async();
+      if (j + 2 < tiles) mbar_arrive(&full[(j + 2) % kStages]);
+    }
+    mbar_wait(&full[(j + 1) % kStages], parity(j + 1));  // everyone's copies of tile j + 1
+    k.pin_pv();
+    my_turn();
+    wgmma_fence();
+    k.issue_scores(j + 1);
+    wgmma_commit();
+    k.issue_pv(j);
+    wgmma_commit();
+    your_turn();
+    wgmma_wait<1>();  // S_{j+1}; P·V_j may still run
+    k.pin_scores();
+    k.softmax(j + 1, alpha);
+    wgmma_wait<0>();  // P·V_j
+    k.pin_pv();
+    mbar_arrive(&empty[j % kStages]);
+    k.finish_pv(alpha, true);
+    k.pack_p();
+  }
+  k.pin_pv();
+  my_turn();
+  wgmma_fence();
+  k.issue_pv(tiles - 1);
+  wgmma_commit();
+  your_turn();
+  wgmma_wait<0>();
+  k.pin_pv();
+  k.finish_pv(alpha, false);
+  cp_async_wait<0>();  // (only empty groups can be left; none may outlive the CTA's shared memory)
+}
+
+}  // namespace attnlab::kernels

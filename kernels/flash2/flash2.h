@@ -1,0 +1,49 @@
+// attnlab kernels: the `flash2` kernel — FlashAttention-2's forward (notes App. D) on FP16 tensor cores.
+//
+// Computes what core/variants/flash2.cpp emulates: Q, K, V in FP16, S = QKᵀ·scale and the online
+// softmax in FP32, P̃ rounded to FP16 for P̃V, O accumulated in FP32 and stored in FP16, the logsumexp
+// in FP32. Tiles come from core/kernel_traits.h (the cost model reads the same row). One CTA per
+// (query row block, batch·head[, KV split]); under causal masking (bottom-right aligned, problem.h) a
+// CTA stops at the last tile its rows see. Decode (few query rows, few heads) splits the KV sequence
+// over CTAs with FlashAttention-2's rule (decode_splits) and merges the partial results in a second
+// kernel: O = Σₛ e^{Lₛ − L}·Oₛ, L = log Σₛ e^{Lₛ}.
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "kernels/common/kernel_path.h"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace attnlab::kernels {
+
+struct Flash2Args {
+  const __half* q = nullptr;  // (B, Hq, Nq, d)
+  const __half* k = nullptr;  // (B, Hkv, Nkv, d)
+  const __half* v = nullptr;  // (B, Hkv, Nkv, d)
+  __half* o = nullptr;        // (B, Hq, Nq, d)
+  float* lse = nullptr;       // (B, Hq, Nq)
+  int batch = 0, q_heads = 0, kv_heads = 0, q_len = 0, kv_len = 0, head_dim = 0;
+  bool causal = false;
+  float scale = 0;            // softmax scale (1/√d by default)
+  int splits = 1;             // KV splits (flash2_splits); > 1 needs `workspace`
+  float* workspace = nullptr; // flash2_workspace_bytes(args) bytes when splits > 1
+  KernelPath path = KernelPath::automatic;
+};
+
+bool flash2_supports(int head_dim);  // a compiled kernel exists for this d (64 and 128)
+
+// The KV splits the kernel uses for this problem on a GPU with `sm_count` SMs (core/kernel_traits.h).
+int flash2_splits(const Flash2Args& a, int sm_count);
+size_t flash2_workspace_bytes(const Flash2Args& a);
+
+// The generation flash2_forward runs for `a` on the current device (never `automatic`).
+KernelPath flash2_resolved_path(const Flash2Args& a);
+
+// Launches on `stream`; returns the launch error (cudaSuccess when queued). cudaErrorNotSupported when
+// the warpgroup path is asked for where it cannot run.
+cudaError_t flash2_forward(const Flash2Args& a, cudaStream_t stream);
+
+}  // namespace attnlab::kernels

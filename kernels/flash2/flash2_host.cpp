@@ -1,0 +1,43 @@
+#include "kernels/flash2/flash2_host.h"
+
+#include "kernels/common/fp16_upload.h"
+#include "kernels/common/poisoned_output.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <stdexcept>
+
+namespace attnlab::kernels {
+
+Flash2Inputs upload_fp16(const QKV& in) {
+  return {upload_rounded_fp16(in.q), upload_rounded_fp16(in.k), upload_rounded_fp16(in.v)};
+}
+
+Flash2Args flash2_args(const Problem& p, const Flash2Inputs& inputs, __half* o, float* lse, int sm_count) {
+  Flash2Args a;
+  a.q = inputs.q.as<__half>(), a.k = inputs.k.as<__half>(), a.v = inputs.v.as<__half>();
+  a.o = o, a.lse = lse;
+  a.batch = int(p.batch), a.q_heads = int(p.q_heads), a.kv_heads = int(p.kv_heads);
+  a.q_len = int(p.q_len), a.kv_len = int(p.kv_len), a.head_dim = int(p.head_dim);
+  a.causal = p.causal;
+  a.scale = static_cast<float>(p.scale());
+  a.splits = flash2_splits(a, sm_count);
+  return a;
+}
+
+Flash2Output flash2_once(const Problem& p, const Flash2Inputs& inputs, int sm_count, KernelPath path) {
+  const PoisonedOutput out_dev(p);
+  Flash2Args a = flash2_args(p, inputs, out_dev.o(), out_dev.lse(), sm_count);
+  if (path == KernelPath::warpgroup_mma) a.splits = 1;  // the warpgroup kernel does not split the keys
+  DeviceBuffer workspace(flash2_workspace_bytes(a));
+  a.workspace = workspace.as<float>();
+  a.path = path;
+  ATTNLAB_CUDA(flash2_forward(a, nullptr));
+  ATTNLAB_CUDA(cudaDeviceSynchronize());
+  Flash2Output out{Tensor(), {}, a.splits, flash2_resolved_path(a)};
+  out_dev.read("flash2", out.o, out.lse);
+  return out;
+}
+
+}  // namespace attnlab::kernels

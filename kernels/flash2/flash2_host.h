@@ -1,0 +1,38 @@
+// attnlab kernels: one flash2 launch from host tensors — inputs rounded to FP16 (the variant's storage),
+// outputs poisoned before the launch and checked after it, results back as FP32 tensors. Shared by the
+// kernel backend's correctness run and the [gpu] tests.
+#pragma once
+
+#include "core/problem.h"
+#include "core/tensor.h"
+#include "kernels/common/cuda_check.h"
+#include "kernels/flash2/flash2.h"
+
+#include <cuda_fp16.h>
+
+#include <vector>
+
+namespace attnlab::kernels {
+
+// Q, K, V of one problem in device memory as FP16.
+struct Flash2Inputs {
+  DeviceBuffer q, k, v;
+  size_t bytes() const { return q.bytes() + k.bytes() + v.bytes(); }
+};
+Flash2Inputs upload_fp16(const QKV& in);
+
+struct Flash2Output {
+  Tensor o;                // (B, Hq, Nq, d), FP16 values
+  std::vector<float> lse;  // (B, Hq, Nq)
+  int splits = 1;
+  KernelPath path = KernelPath::warp_mma;  // the kernel generation that ran
+};
+
+// Arguments for problem p on `inputs` writing to `o`/`lse`, with the split rule for `sm_count` SMs.
+Flash2Args flash2_args(const Problem& p, const Flash2Inputs& inputs, __half* o, float* lse, int sm_count);
+
+// One launch with poisoned outputs; throws std::runtime_error if any output stays unwritten (NaN).
+Flash2Output flash2_once(const Problem& p, const Flash2Inputs& inputs, int sm_count,
+                         KernelPath path = KernelPath::automatic);
+
+}  // namespace attnlab::kernels

@@ -1,0 +1,175 @@
+// attnlab kernels: FlashAttention-2's forward on Hopper's warpgroup MMA (wgmma, sm_90a) — the same
+// function as flash2.cu (flash2.h states the contract), for prefill on an sm_90 GPU.
+//
+// CTA = 2 warpgroups × 64 query rows (B_r = 128) sharing each K/V tile (B_c = 128 keys); K/V tiles are
+// three-deep in shared memory (cp.async by all 256 threads, 128-byte swizzle, wgmma.cuh). Per warpgroup,
+// FlashAttention-3's intra-warpgroup pipelining (Shah et al. 2024, §3.2; the loop is kv_pipeline.cuh,
+// shared with int_flash_sm90.cu) overlaps the softmax of tile j + 1 with the P̃·V product of tile j:
+//   issue  S_{j+1} = Q·K_{j+1}ᵀ                  wgmma, A = Q and B = K from shared memory (K-major)
+//   issue  O += P̃_j·V_j                          wgmma, A = P̃_j from registers, B = V (MN-major)
+//   wait for S_{j+1}; m, ℓ, P̃_{j+1} = 2^{S·scale·log₂e − m}   (online softmax, App. D; FP32, ex2)
+//   wait for O; O ·= 2^{m_j − m_{j+1}}; round P̃_{j+1} to FP16 A fragments
+// so the tensor cores are busy while the FP32 pipes run the exponentials. The second warpgroup's work
+// interleaves with the first's as the schedulers find it. Rows and keys past the ends are zero-filled
+// by cp.async and masked in the softmax; causal CTAs stop at the last tile their last row sees.
+#include "kernels/flash2/flash2_sm90.h"
+
+#include "core/kernel_traits.h"
+#include "kernels/common/kv_pipeline.cuh"
+#include "kernels/common/tile_softmax.cuh"
+#include "kernels/common/wgmma.cuh"
+
+#include <cmath>
+
+namespace attnlab::kernels {
+
+namespace {
+
+template <int D>
+struct HopperTile {
+  static constexpr KernelTraits kTraits = *find_kernel_traits("flash2", D, 90);
+  static constexpr int kBr = kTraits.block_r, kBc = kTraits.block_c, kStages = kTraits.stages;
+  static constexpr int kThreads = 32 * kTraits.warps, kGroups = kTraits.warps / 4;
+  static constexpr int kQBytes = kBr * D * 2, kKVBytes = kBc * D * 2;
+  static constexpr size_t kSmemBytes = size_t(kQBytes) + size_t(kStages) * 2 * kKVBytes + 1024;  // + alignment
+  static_assert(kBr == 64 * kGroups, "each warpgroup owns one m64 tile of query rows");
+  static_assert(kBc == 128, "S is one m64n128 accumulator");
+  static_assert(D % 64 == 0, "whole 128-byte swizzle rows");
+  static_assert(kStages == 3, "kv_pipeline.cuh loads tile j + 2 while tiles j and j + 1 are read");
+};
+
+template <int D>
+__global__ void __launch_bounds__(HopperTile<D>::kThreads, 1) flash2_sm90_kernel(Flash2Args a) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using T = HopperTile<D>;
+  constexpr int kBc = T::kBc;
+  constexpr float kLog2e = 1.4426950408889634f;
+  extern __shared__ char smem_raw[];
+  char* smem = smem_raw + ((1024u - (smem_addr(smem_raw) & 1023u)) & 1023u);
+  char* sQ = smem;
+  auto stage_k = [&](int s) { return smem + T::kQBytes + s * 2 * T::kKVBytes; };
+
+  const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, group = threadIdx.x / 128;
+  const int g = lane / 4, t = lane % 4;
+  const int bh = blockIdx.y, b = bh / a.q_heads, h = bh % a.q_heads;
+  const int kvh = h / (a.q_heads / a.kv_heads);  // notes §3.1: query head h reads KV head ⌈h/R⌉
+  const int row0 = blockIdx.x * T::kBr;
+  const __half* q = a.q + (size_t(bh) * a.q_len + row0) * D;
+  const __half* k = a.k + (size_t(b) * a.kv_heads + kvh) * size_t(a.kv_len) * D;
+  const __half* v = a.v + (size_t(b) * a.kv_heads + kvh) * size_t(a.kv_len) * D;
+  const int last_row = min(row0 + T::kBr, a.q_len) - 1;
+  const int tiles = (visible_keys(last_row, a.q_len, a.kv_len, a.causal) + kBc - 1) / kBc;
+  const SwizzledCopier<2 * D, kBc, T::kThreads> kv_copier(threadIdx.x);
+  auto load_kv = [&](int j) {
+    const int col0 = j * kBc;
+    kv_copier.copy(stage_k(j % T::kStages), k + size_t(col0) * D, 2 * D, a.kv_len - col0);
+    kv_copier.copy(stage_k(j % T::kStages) + T::kKVBytes, v + size_t(col0) * D, 2 * D, a.kv_len - col0);
+  };
+
+  // This thread's rows: group·64 + warp·16 + g + 8i, i = 0, 1 (the accumulator layout, wgmma.cuh).
+  const int my_row0 = row0 + group * 64 + warp * 16 + g;
+  const int all_see = visible_keys(row0, a.q_len, a.kv_len, a.causal);  // tiles below need no mask
+  const float scale_log2 = a.scale * kLog2e;
+
+  // Descriptors. Q (A, K-major): this group's 64 rows of each column block; k-step kk reads 16 halves
+  // = 32 bytes at column block kk / 4. K (B, K-major): all kBc rows. V (B, MN-major): k-step ks reads
+  // keys 16ks..16ks + 15 = 2048 bytes on; its column blocks (64 of d each) lie kKVBytes / kBlocks apart.
+  auto desc_q = [&](int kk) { return sw128_desc(sQ + (kk / 4) * (T::kBr * 128) + group * 64 * 128 + (kk % 4) * 32, 16, 1024); };
+  auto desc_k = [&](int j, int kk) { return sw128_desc(stage_k(j % T::kStages) + (kk / 4) * (kBc * 128) + (kk % 4) * 32, 16, 1024); };
+  auto desc_v = [&](int j, int ks) {
+    return sw128_desc(stage_k(j % T::kStages) + T::kKVBytes + ks * 16 * 128, kBc * 128, 1024);
+  };
+
+  float s[kBc / 2];      // S (then P̃ in FP32) of the tile in the softmax: m64n128 accumulator
+  float o[D / 2] = {};   // O: m64nD accumulator
+  uint32_t p[kBc / 16][4];  // P̃ in FP16 as A fragments, one per 16-key k-step
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};  // running max (scaled, log₂) and partial ℓ
+
+  // S ← Q·K_jᵀ (issued, not waited for).
+  auto issue_scores = [&](int j) {
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) wgmma_m64n128k16_f16_ss(s, desc_q(kk), desc_k(j, kk), kk > 0);
+  };
+  // The online softmax of tile j on s (App. D): masks, new running max, P̃ in place; returns α per row.
+  auto softmax = [&](int j, float (&alpha)[2]) {
+    const int col0 = j * kBc;
+    if (col0 + kBc > all_see) mask_invisible<kBc>(s, col0, my_row0, t, a.q_len, a.kv_len, a.causal);  // diagonal, ragged end
+    float shift[2];
+    update_running_max<kBc>(s, scale_log2, m, l, alpha, shift);
+#pragma unroll
+    for (int n = 0; n < kBc / 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        s[4 * n + e] = ex2(fmaf(s[4 * n + e], scale_log2, -shift[e / 2]));  // −∞ → 0
+        l[e / 2] += s[4 * n + e];
+      }
+  };
+  // P̃ rounded to FP16 into the A fragments: k-step ks covers accumulator chunks 2ks and 2ks + 1.
+  auto round_p = [&]() {
+#pragma unroll
+    for (int ks = 0; ks < kBc / 16; ++ks) {
+      p[ks][0] = pack_half2(s[8 * ks + 0], s[8 * ks + 1]);
+      p[ks][1] = pack_half2(s[8 * ks + 2], s[8 * ks + 3]);
+      p[ks][2] = pack_half2(s[8 * ks + 4], s[8 * ks + 5]);
+      p[ks][3] = pack_half2(s[8 * ks + 6], s[8 * ks + 7]);
+    }
+  };
+
+  // O += P̃_j·V_j.
+  auto issue_pv = [&](int j) {
+#pragma unroll
+    for (int ks = 0; ks < kBc / 16; ++ks) {
+      if constexpr (D == 128) wgmma_m64n128k16_f16_rs_tb(o, p[ks], desc_v(j, ks), j > 0 || ks > 0);
+      else wgmma_m64n64k16_f16_rs_tb(o, p[ks], desc_v(j, ks), j > 0 || ks > 0);
+    }
+  };
+  // After P̃·V_j: O ·= α of the next tile. Once the running maxima settle, α = 1 for every row of the
+  // warp: skipping the multiply by 1 is exact.
+  auto finish_pv = [&](const float (&alpha)[2], bool rescale) {
+    if (rescale && __any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) {
+#pragma unroll
+      for (int n = 0; n < D / 8; ++n) {
+        o[4 * n + 0] *= alpha[0], o[4 * n + 1] *= alpha[0];
+        o[4 * n + 2] *= alpha[1], o[4 * n + 3] *= alpha[1];
+      }
+    }
+  };
+  auto steps = KvSteps{[&] { SwizzledCopier<2 * D, T::kBr, T::kThreads>(threadIdx.x).copy(sQ, q, 2 * D, a.q_len - row0); },
+                       load_kv, issue_scores, issue_pv, softmax, round_p, finish_pv,
+                       [&] { pin_registers(s); },
+                       [&] {
+                         pin_registers(o);
+                         pin_registers(p);
+                       }};
+  kv_pipeline(tiles, steps);
+
+  // Epilogue: O = G/ℓ, L = m + log ℓ (out_scale 1 is exact).
+  store_rows<D>(o, l, m, my_row0, t, a.q_len, a.o + size_t(bh) * a.q_len * D, a.lse + size_t(bh) * a.q_len,
+                1.f, 0.f);
+#endif
+}
+
+template <int D>
+cudaError_t launch(const Flash2Args& a, cudaStream_t stream) {
+  using T = HopperTile<D>;
+  if (const cudaError_t e = cudaFuncSetAttribute(flash2_sm90_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                 static_cast<int>(T::kSmemBytes));
+      e != cudaSuccess)
+    return e;
+  const dim3 grid((a.q_len + T::kBr - 1) / T::kBr, a.batch * a.q_heads);
+  flash2_sm90_kernel<D><<<grid, T::kThreads, T::kSmemBytes, stream>>>(a);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t flash2_sm90_forward(const Flash2Args& a, cudaStream_t stream) {
+  if (a.splits != 1) return cudaErrorInvalidValue;
+  switch (a.head_dim) {
+    case 64: return launch<64>(a, stream);
+    case 128: return launch<128>(a, stream);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace attnlab::kernels

@@ -1,0 +1,495 @@
+// attnlab kernels: KIVI decode attention (TurboAttention §5.3 and §2.4, the KIVI baseline: the cache
+// "compresses the key cache per-channel and the value cache per-token using fine-grained grouping", keeps
+// the most recent tokens in full precision, and is dequantized to FP16 for FlashAttention). One query
+// token per head; the cache in core/variants/kivi_layout.h's layout.
+//
+// Work split. One warp runs one chain: a contiguous run of one (batch, KV head)'s 64-token tiles
+// (quantized slots first, then the FP16 residual's), for all G ≤ 8 query heads of that KV head at once.
+// The heads are the MMA's N = 8 columns — Sᵀ = K̂·Qᵀ and Oᵀ = V̂ᵀ·P̃ᵀ with mma.m16n8k16, K̂ and V̂ᵀ the A
+// operand — so every loaded tile serves the whole group, and a token block fills the M = 16 rows.
+// Four independent warps per CTA, each streaming its quantized tiles (codes, FP16 scales and zeros)
+// through its own two-stage cp.async ring; residual tiles are read straight into A fragments with
+// 16-byte loads (the layout stores them in fragment order). No CTA-wide barrier. With C > 1 chains per
+// pair a second kernel merges their normalized outputs as flash2's decode merge does:
+// O = Σ_c e^{L_c − L}·O_c, L = log Σ_c e^{L_c}. C comes from decode_splits over the warps the GPU holds.
+//
+// Dequantization, exactly as core/quant/kivi.cpp: a code q (a byte moved under the exponent of 2²³ by a
+// PRMT, 2²³ subtracted: exact) becomes x̂ = fp16(fmaf(q, s, z)) with the group's FP16 s and z read as
+// FP32. q·s is exact in FP32 (q < 2⁴, s has 11 significant bits), so fmaf(q, s, z) is bit for bit the
+// reference's fl(fl(q·s) + z); the FP16 conversion is RNE like formats::round_fp16. The kernel's K̂ and V̂
+// are the reference's, bit for bit (tests/core/variants/test_kivi_layout.cpp checks the rule on the host).
+//
+// Attention, as flash2's kernel computes it on (Q, K̂, V̂): S in FP32 from FP16 products, the online
+// softmax in FP32 with 2^x on the SFU (P̃ = ex2(S·scale·log₂e − m)), ℓ summing the FP32 P̃, P̃ rounded to
+// FP16 for P̃V̂ (the accumulator moved into B-fragment order by movmatrix), O accumulated in FP32, O/ℓ
+// stored in FP16, L = m + log ℓ. The `kivi` reference is flash2's reference on the same (Q, K̂, V̂), so the
+// two differ exactly as the flash2 kernel and its reference do: FP32 summation order, ex2.approx against
+// exp, and P̃'s FP16 rounding taken against a different running max (other tiles, other chains) — each P̃
+// within 2⁻¹¹ of the same real number, so O within ~2⁻¹⁰·max|V̂| before its FP16 store
+// (tests/kernels/kivi/test_kivi_decode_kernel.cpp derives the bound).
+//
+// Versions: v1 (this), measured on the H100 since 2026-11-24 (kernels/PERF.md, "kivi decode v1" and the
+// compressed-cache decode tables beside turbo); its merge is kernels/common/chain_merge.cuh, shared with fireq.
+#include "kernels/kivi/kivi_decode.h"
+
+#include "core/kernel_traits.h"
+#include "core/variants/kivi_layout.h"
+#include "kernels/common/chain_merge.cuh"
+#include "kernels/common/mma.cuh"
+
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+namespace attnlab::kernels {
+
+namespace {
+
+namespace layout = attnlab::kivi_layout;
+
+// Warps per CTA (one chain each) and quantized tiles per warp (one computed while the next loads): the
+// traits row the cost model reads (core/kernel_traits.h), the same at d 64 and 128.
+constexpr KernelTraits kTraits = *find_kernel_traits("kivi", 128, 80, true);
+constexpr int kWarps = kTraits.warps, kStages = kTraits.stages;
+static_assert(kTraits.warp_chains && find_kernel_traits("kivi", 64, 80, true)->warps == kWarps &&
+              find_kernel_traits("kivi", 64, 80, true)->stages == kStages);
+constexpr int kT = 64;                // tokens per tile
+constexpr int kMT = kT / 16;          // 16-token m-tiles (Q·Kᵀ) or k-steps (P·V) per tile
+constexpr int kRows = 8;              // query heads per KV head the MMA's N columns hold
+constexpr int kMaxChains = 128;       // flash2's decode_splits_max
+constexpr unsigned kFull = 0xffffffffu;
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kTwo23 = 8388608.0f;  // 2²³
+static_assert(layout::kTile == kT, "the kernel's tile is the layout's slot");
+
+// One warp's shared memory, from the cache's shape (the host sizes the launch with the same struct):
+// kStages stages of [K codes | V codes | K s,z (FP16) | V s,z (FP16)], then the current tile's s,z in FP32.
+struct WarpSmem {
+  int code_bytes, k_param_halves, v_param_halves, stage_bytes, params_bytes, warp_bytes;
+  __host__ __device__ WarpSmem(int d, int bits, int group)
+      : code_bytes(int(layout::code_bytes(d, bits))),
+        k_param_halves(int(layout::k_param_halves(layout::slot_k_groups(group), d))),
+        v_param_halves(int(layout::v_param_halves(d, group))),
+        stage_bytes(2 * code_bytes + 2 * (k_param_halves + v_param_halves)),
+        params_bytes(4 * (k_param_halves + v_param_halves)),
+        warp_bytes(kStages * stage_bytes + params_bytes) {}  // every part a multiple of 16 bytes (d ≥ 64)
+};
+
+// A pair's tiles: quantized slots [0, quantized), residual slots [quantized, total).
+struct Tiles {
+  int quantized, residual, total;
+  __host__ __device__ explicit Tiles(const KiviCacheArgs& c)
+      : quantized(int(layout::slots_for(c.quantized_tokens))),
+        residual(int(layout::slots_for(c.residual_tokens))),
+        total(quantized + residual) {}
+};
+
+// One chain's online-softmax state. Lane (g, t) holds query heads 2t and 2t + 1 (i = 0, 1): the running
+// max m (scaled, log₂ units), its partial ℓ over the tokens it holds, and Oᵀ's accumulators for channels
+// 16·mi + g (registers 0, 1) and 16·mi + g + 8 (registers 2, 3).
+template <int D>
+struct Chain {
+  float m[2], l[2];
+  float o[D / 16][4];
+};
+
+__device__ __forceinline__ uint32_t transpose8x8(uint32_t x) {  // an 8×8 b16 fragment, transposed (sm_75+)
+  uint32_t y;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(y) : "r"(x));
+  return y;
+}
+
+// q = byte i of x, as a float: the byte under the exponent bits of 2²³ (one PRMT), 2²³ subtracted (exact).
+__device__ __forceinline__ float code_float(uint32_t x, int i) {
+  return __uint_as_float(__byte_perm(x, 0x4B000000u, 0x7650u | unsigned(i))) - kTwo23;
+}
+
+// x̂ = fp16(q·s + z) (head comment) for the 8 codes of one A fragment. w is the fragment's code word,
+// h the parity of its outer index (2-bit words hold two outer tiles); s, z the lane's quad entries j0…j3.
+template <int BITS>
+__device__ __forceinline__ void dequant_fragment(uint32_t w, int h, const float4& s, const float4& z,
+                                                 uint32_t (&a)[4]) {
+  const float sj[4] = {s.x, s.y, s.z, s.w}, zj[4] = {z.x, z.y, z.z, z.w};
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    float x[2];
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      float q;
+      if constexpr (BITS == 4) {  // code p = 2r + e at bits 4p: byte r of the even or odd nibbles
+        q = code_float(e == 0 ? (w & 0x0F0F0F0Fu) : ((w >> 4) & 0x0F0F0F0Fu), r);
+      } else {  // code p' = 8h + 2r + e at bits 2p': byte (2h + r/2) of the mask shifted by 2·(2·(r mod 2) + e)
+        q = code_float((w >> (2 * (2 * (r % 2) + e))) & 0x03030303u, 2 * h + r / 2);
+      }
+      const int j = 2 * (r / 2) + e;
+      x[e] = fmaf(q, sj[j], zj[j]);
+    }
+    a[r] = pack_half2(x[0], x[1]);
+  }
+}
+
+__device__ __forceinline__ float4 ld_float4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+
+// Sᵀ (tokens × heads) of a quantized tile: per k-step kk, the codes of its 4 m-tiles (one 16-byte load,
+// shared by a k-step pair at 2 bits) and the s, z of the m-tile's key group (kg = mt >> shift).
+template <int D, int BITS>
+__device__ __forceinline__ void scores_quantized(const uint8_t* kc, const float* kp, int shift,
+                                                 const uint32_t (&qf)[D / 16][2], float (&s)[kMT][4]) {
+  const int lane = threadIdx.x % 32, t = lane % 4;
+  uint32_t w[kMT];
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {
+    if (BITS == 4 || kk % 2 == 0) {
+      const uint4 v = *reinterpret_cast<const uint4*>(kc + 4 * layout::code_word(kk, 0, kMT, lane, BITS));
+      w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
+    }
+    float4 sc = make_float4(0.f, 0.f, 0.f, 0.f), zc = sc;
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt) {
+      const int kg = mt >> shift;
+      if (mt == 0 || kg != ((mt - 1) >> shift)) {
+        const float* quad = kp + ((kg * (D / 16) + kk) * 4 + t) * 8;
+        sc = ld_float4(quad), zc = ld_float4(quad + 4);
+      }
+      uint32_t a[4];
+      dequant_fragment<BITS>(w[mt], kk % 2, sc, zc, a);
+      mma_f16(s[mt], a, qf[kk][0], qf[kk][1]);
+    }
+  }
+}
+
+// Oᵀ += V̂ᵀ·P̃ᵀ for a quantized tile: per k-step ks, the codes of all d/16 channel m-tiles, the s, z of
+// each m-tile's value group (vg = mi >> shift) for the lane's four tokens.
+template <int D, int BITS>
+__device__ __forceinline__ void pv_quantized(const uint8_t* vc, const float* vp, int shift, int vgroups,
+                                             const uint32_t (&pb)[kMT][2], Chain<D>& ch) {
+  constexpr int MI = D / 16;
+  const int lane = threadIdx.x % 32, t = lane % 4;
+  uint32_t w[MI];
+#pragma unroll
+  for (int ks = 0; ks < kMT; ++ks) {
+    if (BITS == 4 || ks % 2 == 0) {
+#pragma unroll
+      for (int c4 = 0; c4 < MI / 4; ++c4) {
+        const uint4 v = *reinterpret_cast<const uint4*>(vc + 4 * layout::code_word(ks, 4 * c4, MI, lane, BITS));
+        w[4 * c4] = v.x, w[4 * c4 + 1] = v.y, w[4 * c4 + 2] = v.z, w[4 * c4 + 3] = v.w;
+      }
+    }
+    float4 sc = make_float4(0.f, 0.f, 0.f, 0.f), zc = sc;
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) {
+      const int vg = mi >> shift;
+      if (mi == 0 || vg != ((mi - 1) >> shift)) {
+        const float* quad = vp + ((ks * vgroups + vg) * 4 + t) * 8;
+        sc = ld_float4(quad), zc = ld_float4(quad + 4);
+      }
+      uint32_t a[4];
+      dequant_fragment<BITS>(w[mi], ks % 2, sc, zc, a);
+      mma_f16(ch.o[mi], a, pb[ks][0], pb[ks][1]);
+    }
+  }
+}
+
+__device__ __forceinline__ void ld_fragment(const __half* p, uint32_t (&a)[4]) {
+  const uint4 v = __ldg(reinterpret_cast<const uint4*>(p));
+  a[0] = v.x, a[1] = v.y, a[2] = v.z, a[3] = v.w;
+}
+
+// The same two products on a residual tile: its FP16 values are the A fragments, one 16-byte load each
+// (residual tiles are a few per pair: no staging).
+template <int D>
+__device__ __forceinline__ void scores_residual(const __half* kr, const uint32_t (&qf)[D / 16][2], float (&s)[kMT][4]) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk)
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt) {
+      uint32_t a[4];
+      ld_fragment(kr + ((kk * kMT + mt) * 32 + lane) * 8, a);
+      mma_f16(s[mt], a, qf[kk][0], qf[kk][1]);
+    }
+}
+
+template <int D>
+__device__ __forceinline__ void pv_residual(const __half* vr, const uint32_t (&pb)[kMT][2], Chain<D>& ch) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int ks = 0; ks < kMT; ++ks)
+#pragma unroll
+    for (int mi = 0; mi < D / 16; ++mi) {
+      uint32_t a[4];
+      ld_fragment(vr + ((ks * (D / 16) + mi) * 32 + lane) * 8, a);
+      mma_f16(ch.o[mi], a, pb[ks][0], pb[ks][1]);
+    }
+}
+
+// The online softmax of one tile (flash2's kernel, with tokens along the accumulator's rows): tokens ≥
+// valid masked, m_new = max(m, max S·scale·log₂e), P̃ = 2^{S·scale·log₂e − m_new}, ℓ and O rescaled by
+// 2^{m_old − m_new}. Returns P̃ in FP16 as the B fragments (k = tokens, n = heads) of the P·V product:
+// the accumulator's 8×8 blocks (token rows, head columns) transposed by movmatrix.
+template <int D>
+__device__ __forceinline__ void softmax_tile(float (&s)[kMT][4], int valid, float scale_log2, Chain<D>& ch,
+                                             uint32_t (&pb)[kMT][2]) {
+  const int g = (threadIdx.x % 32) / 4;
+  if (valid < kT) {
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        if (16 * mt + g + 8 * (e / 2) >= valid) s[mt][e] = -INFINITY;
+  }
+  float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) mx[e % 2] = fmaxf(mx[e % 2], s[mt][e]);
+  float alpha[2], shift[2];
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+#pragma unroll
+    for (int x = 4; x < 32; x *= 2) mx[i] = fmaxf(mx[i], __shfl_xor_sync(kFull, mx[i], x));  // over the 8 g
+    const float m_new = fmaxf(ch.m[i], mx[i] * scale_log2);
+    shift[i] = m_new == -INFINITY ? 0.f : m_new;  // a head that has seen nothing yet stays empty
+    alpha[i] = ch.m[i] == -INFINITY ? 0.f : ex2(ch.m[i] - m_new);
+    ch.m[i] = m_new;
+    ch.l[i] *= alpha[i];
+  }
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      s[mt][e] = ex2(fmaf(s[mt][e], scale_log2, -shift[e % 2]));  // −∞ → 0
+      ch.l[e % 2] += s[mt][e];
+    }
+  // Once the running maxima settle, α = 1 for every head of the warp: skipping the multiply is exact.
+  if (__any_sync(kFull, alpha[0] != 1.f || alpha[1] != 1.f)) {
+#pragma unroll
+    for (int mi = 0; mi < D / 16; ++mi)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) ch.o[mi][e] *= alpha[e % 2];
+  }
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) {
+    pb[mt][0] = transpose8x8(pack_half2(s[mt][0], s[mt][1]));  // tokens 2t, 2t+1 of head g
+    pb[mt][1] = transpose8x8(pack_half2(s[mt][2], s[mt][3]));  // tokens 2t+8, 2t+9
+  }
+}
+
+// Stage quantized slot `slot` of `pair` (codes, s and z in FP16) with 16-byte cp.async.
+template <int D, int BITS>
+__device__ __forceinline__ void load_stage(uint8_t* stage, const KiviCacheArgs& c, const WarpSmem& ws, int pair,
+                                           int slot, int slots) {
+  const int lane = threadIdx.x % 32;
+  const int64_t code = (int64_t(pair) * slots + slot) * ws.code_bytes;
+  for (int i = lane; i < ws.code_bytes / 16; i += 32) {
+    cp_async_16(stage + 16 * i, c.k_codes + code + 16 * i, true);
+    cp_async_16(stage + ws.code_bytes + 16 * i, c.v_codes + code + 16 * i, true);
+  }
+  const int64_t k_groups = layout::k_groups(slots, c.group);
+  const __half* kp = c.k_params + layout::k_param_halves(int64_t(pair) * k_groups + layout::slot_first_k_group(slot, c.group), D);
+  uint8_t* dst = stage + 2 * ws.code_bytes;
+  for (int i = lane; i < ws.k_param_halves / 8; i += 32) cp_async_16(dst + 16 * i, kp + 8 * i, true);
+  const __half* vp = c.v_params + (int64_t(pair) * slots + slot) * ws.v_param_halves;
+  dst += 2 * ws.k_param_halves;
+  for (int i = lane; i < ws.v_param_halves / 8; i += 32) cp_async_16(dst + 16 * i, vp + 8 * i, true);
+}
+
+// The staged s, z (FP16) → FP32, same order, so the dequantization's FMAs read them without converting.
+__device__ __forceinline__ void widen_params(const uint8_t* src, float* dst, int halves) {
+  for (int i = threadIdx.x % 32; i < halves / 8; i += 32) {
+    const uint4 v = *reinterpret_cast<const uint4*>(src + 16 * i);
+    const uint32_t h[4] = {v.x, v.y, v.z, v.w};
+    float2 f[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) f[k] = __half22float2(*reinterpret_cast<const __half2*>(&h[k]));
+    *reinterpret_cast<float4*>(dst + 8 * i) = make_float4(f[0].x, f[0].y, f[1].x, f[1].y);
+    *reinterpret_cast<float4*>(dst + 8 * i + 4) = make_float4(f[2].x, f[2].y, f[3].x, f[3].y);
+  }
+}
+
+template <int D, int BITS>
+__device__ void run_chain(const KiviDecodeArgs& a, int pair, int chain, uint8_t* mine, const uint32_t (&qf)[D / 16][2]) {
+  const KiviCacheArgs& c = a.cache;
+  const WarpSmem ws(D, BITS, c.group);
+  const Tiles tiles(c);
+  const int first = int(int64_t(chain) * tiles.total / a.chains), last = int(int64_t(chain + 1) * tiles.total / a.chains);
+  const int q_end = min(last, tiles.quantized);
+  const int shift = __ffs(c.group) - 5;  // log₂(g / 16): m-tile mt lies in key group mt >> shift of its slot
+  const int vgroups = int(layout::v_groups(D, c.group));
+  const float scale_log2 = a.scale * kLog2e;
+  float* params = reinterpret_cast<float*>(mine + kStages * ws.stage_bytes);  // K's s,z then V's, FP32
+
+  Chain<D> ch;
+#pragma unroll
+  for (int i = 0; i < 2; ++i) ch.m[i] = -INFINITY, ch.l[i] = 0.f;
+#pragma unroll
+  for (int mi = 0; mi < D / 16; ++mi)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) ch.o[mi][e] = 0.f;
+
+#pragma unroll
+  for (int st = 0; st < kStages - 1; ++st) {
+    if (first + st < q_end) load_stage<D, BITS>(mine + st * ws.stage_bytes, c, ws, pair, first + st, tiles.quantized);
+    cp_async_commit();
+  }
+  for (int j = first; j < q_end; ++j) {
+    cp_async_wait<kStages - 2>();  // tile j's stage has landed (this lane's copies) …
+    __syncwarp();                  // … and every lane's; the previous tile's reads are done
+    const uint8_t* stage = mine + ((j - first) % kStages) * ws.stage_bytes;
+    widen_params(stage + 2 * ws.code_bytes, params, ws.k_param_halves + ws.v_param_halves);
+    __syncwarp();
+    const int ahead = j + kStages - 1;  // into the stage tile j − 1 used
+    if (ahead < q_end) load_stage<D, BITS>(mine + ((ahead - first) % kStages) * ws.stage_bytes, c, ws, pair, ahead, tiles.quantized);
+    cp_async_commit();
+    float s[kMT][4] = {};
+    scores_quantized<D, BITS>(stage, params, shift, qf, s);
+    uint32_t pb[kMT][2];
+    softmax_tile<D>(s, min(kT, c.quantized_tokens - j * kT), scale_log2, ch, pb);
+    pv_quantized<D, BITS>(stage + ws.code_bytes, params + ws.k_param_halves, shift, vgroups, pb, ch);
+    __syncwarp();
+  }
+  cp_async_wait<0>();
+  for (int j = max(first, tiles.quantized); j < last; ++j) {
+    const int r = j - tiles.quantized;
+    const int64_t at = (int64_t(pair) * tiles.residual + r) * layout::residual_halves(D);
+    float s[kMT][4] = {};
+    scores_residual<D>(c.k_residual + at, qf, s);
+    uint32_t pb[kMT][2];
+    softmax_tile<D>(s, min(kT, c.residual_tokens - r * kT), scale_log2, ch, pb);
+    pv_residual<D>(c.v_residual + at, pb, ch);
+  }
+
+  // ℓ over the 8 lanes of a head, O = G/ℓ, L = m + log ℓ (natural units): the output (one chain) or this
+  // chain's normalized part for the merge.
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int group = a.q_heads / a.kv_heads, b = pair / a.kv_heads, kvh = pair % a.kv_heads;
+  const size_t rows_total = size_t(a.batch) * a.q_heads;
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+#pragma unroll
+    for (int x = 4; x < 32; x *= 2) ch.l[i] += __shfl_xor_sync(kFull, ch.l[i], x);
+    const int head = 2 * t + i;
+    if (head >= group) continue;
+    const size_t row = size_t(b) * a.q_heads + size_t(kvh) * group + head;
+    const bool empty = !(ch.l[i] > 0.f);
+    const float lse = empty ? -INFINITY : (ch.m[i] + log2f(ch.l[i])) / kLog2e;
+#pragma unroll
+    for (int mi = 0; mi < D / 16; ++mi)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int channel = 16 * mi + g + 8 * h;
+        const float x = empty ? 0.f : ch.o[mi][2 * h + i] / ch.l[i];
+        if (a.chains == 1) a.o[row * D + channel] = __float2half_rn(x);
+        else a.workspace[(size_t(chain) * rows_total + row) * D + channel] = x;
+      }
+    if (g == 0) {
+      if (a.chains == 1) a.lse[row] = lse;
+      else a.workspace[size_t(a.chains) * rows_total * D + size_t(chain) * rows_total + row] = lse;
+    }
+  }
+}
+
+// CTAs per SM the register budget is held to (ptxas -v, no spills): d = 128 takes 226 registers (two CTAs,
+// 8 warps per SM; capped at 168 it spills), d = 64 151–158 (three CTAs, 12 warps per SM).
+template <int D>
+constexpr int kMinBlocks = D == 128 ? 2 : 3;
+
+template <int D, int BITS>
+__global__ void __launch_bounds__(kWarps * 32, kMinBlocks<D>) kivi_chains_kernel(const KiviDecodeArgs a) {
+  extern __shared__ __align__(16) uint8_t smem[];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int id = blockIdx.x * kWarps + warp, pair = id / a.chains, chain = id % a.chains;
+  if (pair >= a.cache.pairs) return;  // no CTA-wide barrier follows
+  const WarpSmem ws(D, BITS, a.cache.group);
+  // Qᵀ as the B operand (k = channels, n = heads): head g of the group, channels 2t.. and 2t + 8.. of
+  // each k-step; columns past the group are 0 (their scores are computed, never stored).
+  const int group = a.q_heads / a.kv_heads, b = pair / a.kv_heads, kvh = pair % a.kv_heads;
+  uint32_t qf[D / 16][2];
+  const __half* q = a.q + (size_t(b) * a.q_heads + size_t(kvh) * group + g) * D;
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {
+    qf[kk][0] = g < group ? __ldg(reinterpret_cast<const unsigned*>(q + 16 * kk + 2 * t)) : 0u;
+    qf[kk][1] = g < group ? __ldg(reinterpret_cast<const unsigned*>(q + 16 * kk + 2 * t + 8)) : 0u;
+  }
+  run_chain<D, BITS>(a, pair, chain, smem + warp * ws.warp_bytes, qf);
+}
+
+// Merges the chains of one output row (blockDim.x = d threads; kernels/common/chain_merge.cuh).
+__global__ void kivi_merge_kernel(const KiviDecodeArgs a) {
+  merge_chains_row(a.workspace, a.chains, size_t(a.batch) * a.q_heads, a.cache.head_dim, blockIdx.x, a.o, a.lse);
+}
+
+template <int D, int BITS>
+cudaError_t prepare(int group, int& smem_bytes) {
+  smem_bytes = kWarps * WarpSmem(D, BITS, group).warp_bytes;
+  return cudaFuncSetAttribute(kivi_chains_kernel<D, BITS>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
+}
+
+template <int D, int BITS>
+cudaError_t occupancy(int group, int& warps) {
+  int smem = 0, ctas = 0;
+  if (const cudaError_t e = prepare<D, BITS>(group, smem); e != cudaSuccess) return e;
+  const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, kivi_chains_kernel<D, BITS>, kWarps * 32, smem);
+  warps = ctas * kWarps;
+  return e;
+}
+
+template <int D, int BITS>
+cudaError_t launch(const KiviDecodeArgs& a, cudaStream_t stream) {
+  int smem = 0;
+  if (const cudaError_t e = prepare<D, BITS>(a.cache.group, smem); e != cudaSuccess) return e;
+  const long warps = long(a.cache.pairs) * a.chains;
+  kivi_chains_kernel<D, BITS><<<unsigned((warps + kWarps - 1) / kWarps), kWarps * 32, smem, stream>>>(a);
+  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  if (a.chains > 1) {
+    kivi_merge_kernel<<<unsigned(size_t(a.batch) * a.q_heads), unsigned(D), 0, stream>>>(a);
+    return cudaGetLastError();
+  }
+  return cudaSuccess;
+}
+
+// The four compiled kernels, by (d, bits).
+template <class F>
+cudaError_t dispatch(int d, int bits, F&& f) {
+  if (d == 64 && bits == 2) return f.template operator()<64, 2>();
+  if (d == 64 && bits == 4) return f.template operator()<64, 4>();
+  if (d == 128 && bits == 2) return f.template operator()<128, 2>();
+  if (d == 128 && bits == 4) return f.template operator()<128, 4>();
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace
+
+bool kivi_decode_supports(int head_dim, int bits, int group, int gqa_group) {
+  return (head_dim == 64 || head_dim == 128) && layout::supports(head_dim, bits, group) && gqa_group >= 1 &&
+         gqa_group <= kRows;
+}
+
+int kivi_decode_tiles(const KiviCacheArgs& c) { return Tiles(c).total; }
+
+cudaError_t kivi_decode_warps_per_sm(const KiviCacheArgs& c, int& warps) {
+  warps = 0;
+  return dispatch(c.head_dim, c.bits, [&]<int D, int BITS>() { return occupancy<D, BITS>(c.group, warps); });
+}
+
+int kivi_decode_chains(int pairs, int tiles, long gpu_warps) {
+  if (tiles < 1) return 1;
+  return decode_splits(pairs, gpu_warps > 0 ? gpu_warps : 1, tiles, kMaxChains);
+}
+
+size_t kivi_decode_workspace_bytes(const KiviDecodeArgs& a) {
+  if (a.chains <= 1) return 0;
+  return size_t(a.chains) * size_t(a.batch) * a.q_heads * (size_t(a.cache.head_dim) + 1) * sizeof(float);
+}
+
+cudaError_t kivi_decode(const KiviDecodeArgs& a, cudaStream_t stream) {
+  const KiviCacheArgs& c = a.cache;
+  if (a.kv_heads < 1 || a.q_heads % a.kv_heads != 0 || c.pairs != a.batch * a.kv_heads ||
+      !kivi_decode_supports(c.head_dim, c.bits, c.group, a.q_heads / a.kv_heads) || c.quantized_tokens < 0 ||
+      c.residual_tokens < 0 || c.quantized_tokens % c.group != 0 || a.chains < 1 ||
+      a.chains > kivi_decode_tiles(c) || (a.chains > 1 && a.workspace == nullptr))
+    return cudaErrorInvalidValue;
+  return dispatch(c.head_dim, c.bits, [&]<int D, int BITS>() { return launch<D, BITS>(a, stream); });
+}
+
+}  // namespace attnlab::kernels

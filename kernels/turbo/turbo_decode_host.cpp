@@ -1,0 +1,179 @@
+// attnlab kernels: the host side of TurboAttention's decode kernels (turbo_decode_host.h).
+#include "kernels/turbo/turbo_decode_host.h"
+
+#include "kernels/common/upload.h"
+#include "core/formats/half.h"
+#include "core/parallel.h"
+#include "core/sas.h"
+#include "core/variants/turbo_chains.h"
+#include "core/variants/turbo_layout.h"
+#include "kernels/common/poisoned_output.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+
+namespace attnlab::kernels {
+
+namespace {
+
+template <class T>
+std::vector<T> download(const T* src, size_t n) {
+  std::vector<T> h(n);
+  if (n > 0) ATTNLAB_CUDA(cudaMemcpy(h.data(), src, n * sizeof(T), cudaMemcpyDeviceToHost));
+  return h;
+}
+
+}  // namespace
+
+size_t TurboDeviceCache::bytes() const {
+  return codes.bytes() + scale_zero.bytes() + block_scales.bytes() + k_buffer.bytes() + v_buffer.bytes() +
+         universal.bytes();
+}
+
+int turbo_slots(int64_t prefill, int64_t tokens) {
+  return int((prefill + kTurboBlock - 1) / kTurboBlock + (tokens - prefill) / kTurboBlock + 1);
+}
+
+namespace {
+
+// Every pair's image on the device, in pair order, with its width and universal scales.
+TurboDeviceCache upload_images(const std::vector<DeviceImage>& images, const std::vector<int>& bits,
+                               const std::vector<float>& universal, int64_t d, int slots, int64_t prefill_tokens,
+                               int64_t tokens) {
+  std::vector<uint8_t> codes;
+  std::vector<int8_t> sz, kbuf, vbuf;
+  std::vector<float> bscales;
+  TurboDeviceCache c;
+  for (size_t i = 0; i < images.size(); ++i) {
+    const DeviceImage& img = images[i];
+    c.offsets.push_back(int64_t(codes.size()));
+    c.head_bits.push_back(bits[i]);
+    codes.insert(codes.end(), img.codes.begin(), img.codes.end());
+    sz.insert(sz.end(), img.scale_zero.begin(), img.scale_zero.end());
+    bscales.insert(bscales.end(), img.block_scales.begin(), img.block_scales.end());
+    kbuf.insert(kbuf.end(), img.k_buffer.begin(), img.k_buffer.end());
+    vbuf.insert(vbuf.end(), img.v_buffer.begin(), img.v_buffer.end());
+  }
+  c.codes = upload(codes), c.code_offset = upload(c.offsets), c.scale_zero = upload(sz);
+  c.block_scales = upload(bscales), c.k_buffer = upload(kbuf), c.v_buffer = upload(vbuf);
+  c.universal = upload(universal), c.bits = upload(c.head_bits);
+  std::vector<int> order(images.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return c.head_bits[size_t(x)] > c.head_bits[size_t(y)]; });
+  c.pair_order = upload(order);
+  TurboCacheArgs& a = c.args;
+  a.codes = c.codes.as<uint8_t>(), a.code_offset = c.code_offset.as<int64_t>();
+  a.scale_zero = c.scale_zero.as<int8_t>(), a.block_scales = c.block_scales.as<float>();
+  a.k_buffer = c.k_buffer.as<int8_t>(), a.v_buffer = c.v_buffer.as<int8_t>();
+  a.universal = c.universal.as<float>(), a.bits = c.bits.as<int>(), a.pair_order = c.pair_order.as<int>();
+  a.wide_pairs = int(std::count(c.head_bits.begin(), c.head_bits.end(), 4));
+  a.pairs = int(images.size()), a.slots = slots, a.head_dim = int(d);
+  a.prefill_tokens = int(prefill_tokens), a.tokens = int(tokens);
+  return c;
+}
+
+}  // namespace
+
+TurboDeviceCache upload_turbo_cache(const std::vector<HeadCache>& heads, int slots) {
+  if (heads.empty()) throw std::logic_error("upload_turbo_cache: no heads");
+  std::vector<DeviceImage> images;
+  std::vector<int> bits;
+  std::vector<float> universal;
+  for (const HeadCache& h : heads) {
+    images.push_back(variants::turbo_detail::device_image(h, kTurboBlock, slots));
+    bits.push_back(h.bits);
+    universal.push_back(h.k_universal), universal.push_back(h.v_universal);
+  }
+  const HeadCache& h0 = heads[0];
+  const int64_t tokens =
+      h0.prefill_tokens + h0.pending() + int64_t(h0.k_blocks.size() - size_t(h0.prefill_blocks)) * kTurboBlock;
+  return upload_images(images, bits, universal, h0.d, slots, h0.prefill_tokens, tokens);
+}
+
+TurboDeviceCache allocate_turbo_cache(const std::vector<int>& bits, int64_t d, int slots, int64_t prefill_tokens) {
+  if (bits.empty()) throw std::logic_error("allocate_turbo_cache: no pairs");
+  std::vector<DeviceImage> images;
+  for (int b : bits) {
+    DeviceImage img;
+    img.codes.assign(size_t(slots * 2 * turbo_layout::code_bytes(kTurboBlock, d, b)), 0);
+    img.scale_zero.assign(size_t(slots * turbo_layout::scale_zero_bytes(d)), 0);
+    img.block_scales.assign(size_t(slots * 2), 0.0f);
+    img.k_buffer.assign(size_t(kTurboBlock * d), 0), img.v_buffer.assign(size_t(kTurboBlock * d), 0);
+    images.push_back(std::move(img));
+  }
+  return upload_images(images, bits, std::vector<float>(2 * bits.size(), 0.0f), d, slots, prefill_tokens,
+                       prefill_tokens);
+}
+
+DeviceImage download_turbo_head(const TurboDeviceCache& c, int pair) {
+  const TurboCacheArgs& a = c.args;
+  const int64_t d = a.head_dim, cb = turbo_layout::code_bytes(kTurboBlock, d, c.head_bits[size_t(pair)]);
+  DeviceImage img;
+  img.codes = download(a.codes + c.offsets[size_t(pair)], size_t(a.slots * 2 * cb));
+  img.scale_zero = download(a.scale_zero + int64_t(pair) * a.slots * 4 * d, size_t(a.slots * 4 * d));
+  img.block_scales = download(a.block_scales + int64_t(pair) * a.slots * 2, size_t(a.slots * 2));
+  img.k_buffer = download(a.k_buffer + int64_t(pair) * kTurboBlock * d, size_t(kTurboBlock * d));
+  img.v_buffer = download(a.v_buffer + int64_t(pair) * kTurboBlock * d, size_t(kTurboBlock * d));
+  return img;
+}
+
+std::vector<HeadCache> turbo_host_caches(const Problem& p, const QKV& in, const ParamValues& params) {
+  const std::vector<int> bits = variants::turbo_detail::kv_head_bits(p, in, params);
+  const int64_t pairs = p.batch * p.kv_heads;
+  std::vector<HeadCache> heads(static_cast<size_t>(pairs));
+  const quant::IntScale rule = params.choice("int_scale") == "up" ? quant::IntScale::up : quant::IntScale::nearest;
+  const int64_t steps = p.phase == Phase::decode ? params.integer("decode_steps") : 0;
+  parallel_for(pairs, [&](int64_t bh) {
+    const int64_t b = bh / p.kv_heads, h = bh % p.kv_heads;
+    const variants::turbo_detail::DecodeSettings ds{params.integer("block_c"), 119, bits[size_t(bh)], rule,
+                                                    params.integer("n_b"), steps};
+    heads[size_t(bh)] = variants::turbo_detail::decode_cache(in.k.head(b, h).data(), in.v.head(b, h).data(), p.kv_len,
+                                                             p.head_dim, ds);
+  });
+  return heads;
+}
+
+TurboExpArgs turbo_exp_args(const ParamValues& params) {
+  TurboExpArgs e;
+  e.exact_exp = params.flag("exact_exp");
+  e.n_r = int(params.integer("n_r"));
+  std::array<double, 4> poly = sas::kPaperPoly;
+  if (params.choice("poly") == "refit") {  // the same coefficients the reference takes (sas.h)
+    poly = variants::turbo_detail::refit_polynomial();
+  }
+  for (int i = 0; i < 4; ++i) e.c[i] = static_cast<float>(poly[size_t(i)]);
+  for (int k = 0; k <= sas::kMaxRange; ++k) e.lut[k] = static_cast<float>(std::exp(-static_cast<double>(k)));
+  e.fp16 = params.choice("sas_precision") == "fp16";
+  for (int i = 0; i < 4; ++i) e.c16[i] = formats::round_fp16_from_double(poly[size_t(i)]);
+  for (int k = 0; k <= sas::kMaxRange; ++k) e.lut16[k] = formats::round_fp16_from_double(std::exp(-static_cast<double>(k)));
+  return e;
+}
+
+int turbo_chains_for(const Problem& p, const ParamValues& params, const TurboCacheArgs& c) {
+  return int(turbo_chains::chains(params.integer("kv_splits"), p.batch * p.kv_heads, turbo_decode_tiles(c), p.head_dim,
+                                   p.group()));
+}
+
+TurboDecodeOutput turbo_decode_once(const Problem& p, const TurboDeviceCache& c, const float* q_device,
+                                    const TurboExpArgs& exp, int chains) {
+  const PoisonedOutput out(p);
+  TurboDecodeArgs a;
+  a.cache = c.args, a.exp = exp, a.q = q_device, a.o = out.o(), a.lse = out.lse();
+  a.batch = int(p.batch), a.q_heads = int(p.q_heads), a.kv_heads = int(p.kv_heads);
+  a.chains = chains, a.scale = static_cast<float>(p.scale());
+  DeviceBuffer workspace(turbo_decode_workspace_bytes(a));
+  a.workspace = workspace.as<float>();
+  ATTNLAB_CUDA(turbo_decode_attend(a, nullptr));
+  ATTNLAB_CUDA(cudaDeviceSynchronize());
+  TurboDecodeOutput r;
+  r.chains = chains;
+  out.read("turbo decode", r.o, r.lse);
+  return r;
+}
+
+}  // namespace attnlab::kernels

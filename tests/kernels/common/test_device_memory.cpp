@@ -1,0 +1,91 @@
+// GPU memory as an input limit and CUDA errors as internal failures (kernels/common/device_memory.h,
+// kernels/common/cuda_check.h): a problem too large for the GPU is InputError (exit 2) naming the bytes it needs
+// and the GPU's free memory, before anything runs; a failed allocation is the same; a CUDA error is a
+// std::runtime_error (exit 1) naming the error's enum name and the call — a kernel launch names its kernel.
+#include "core/config.h"
+#include "core/error.h"
+#include "kernels/common/cuda_check.h"
+#include "kernels/common/device.h"
+#include "kernels/common/device_memory.h"
+#include "tests/catch.h"
+
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <string>
+
+namespace attnlab {
+namespace {
+
+// What f throws as `E`, or "" when it throws nothing (another exception escapes and fails the test).
+template <class E>
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool has(const std::string& text, const char* part) { return text.find(part) != std::string::npos; }
+
+Experiment decode(const nlohmann::json& variant, int64_t kv_len) {
+  return parse_experiment({{"problem", {{"batch", 4}, {"q_heads", 32}, {"kv_heads", 8}, {"q_len", 1}, {"kv_len", kv_len},
+                                        {"head_dim", 128}, {"phase", "decode"}}},
+                           {"variants", {variant}}});
+}
+
+TEST_CASE("device memory: the least bytes a kernel needs follow the variant's storage", "[kernels]") {
+  const Experiment fp16 = decode({{"id", "flash2"}}, 4096), turbo = decode({{"id", "turbo"}}, 4096);
+  const Problem& p = fp16.problem;
+  const double q = double(p.q_shape().count()), rows = double(p.batch * p.q_heads);
+  const double kv_fp16 = 2.0 * 2.0 * double(p.batch * p.kv_heads * p.kv_len * p.head_dim);
+  // flash2 keeps K and V in FP16: Q and O in FP16, the logsumexp in FP32, K and V.
+  CHECK(kernels::least_device_bytes(p, fp16.variants[0]) == 4.0 * q + 4.0 * rows + kv_fp16);
+  // turbo's cache holds 2- and 4-bit codes with their scales: more than ⅛, less than ⅓ of the FP16 K and V.
+  const double t = kernels::least_device_bytes(p, turbo.variants[0]) - 4.0 * q - 4.0 * rows;
+  CHECK(t > kv_fp16 / 8);
+  CHECK(t < kv_fp16 / 3);
+}
+
+TEST_CASE("device memory: a CUDA error names its enum name and the call", "[kernels]") {
+  // The message format is host code: checked with the error code a faulting kernel would return.
+  const std::string m = message_of<std::runtime_error>([] { kernels::check(cudaErrorIllegalAddress, "turbo_decode_attend(a, nullptr)"); });
+  CHECK(has(m, "cudaErrorIllegalAddress"));
+  CHECK(has(m, "turbo_decode_attend"));
+  CHECK(has(m, "illegal memory access"));
+  // An internal failure (exit 1), not bad input.
+  bool input_error = true;
+  try {
+    kernels::check(cudaErrorLaunchFailure, "kivi_decode(args[c], nullptr)");
+  } catch (const std::runtime_error& e) {
+    input_error = dynamic_cast<const InputError*>(&e) != nullptr;
+    CHECK(has(e.what(), "kivi_decode"));
+  }
+  CHECK_FALSE(input_error);
+}
+
+TEST_CASE("device memory: more than the GPU holds is refused, named, and the device stays usable", "[gpu][kernels]") {
+  const kernels::DeviceInfo dev = kernels::probe_device();
+  if (!dev.usable) ATTNLAB_SKIP(dev.reason);
+  size_t free_bytes = 0, total = 0;
+  REQUIRE(cudaMemGetInfo(&free_bytes, &total) == cudaSuccess);
+  // A problem whose K and V alone exceed the total memory.
+  const int64_t kv_len = int64_t(double(total) / (2.0 * 2.0 * 4 * 8 * 128)) + 4096;
+  const Experiment big = decode({{"id", "flash2"}}, kv_len);
+  const double need = kernels::least_device_bytes(big.problem, big.variants[0]);
+  REQUIRE(need > double(total));
+  const std::string m = message_of<InputError>([&] { kernels::check_device_memory(need, "flash2"); });
+  CHECK(has(m, "flash2: needs at least"));
+  CHECK(has(m, "GiB free"));
+  CHECK_NOTHROW(kernels::check_device_memory(double(free_bytes) / 2, "flash2"));
+  // An allocation beyond the free memory: InputError naming its size; the next allocation works.
+  CHECK(has(message_of<InputError>([&] { kernels::DeviceBuffer too_big(total + (size_t(1) << 30)); }), "does not fit"));
+  kernels::DeviceBuffer small(1 << 20);
+  CHECK(small.as<void>() != nullptr);
+  CHECK(cudaDeviceSynchronize() == cudaSuccess);
+}
+
+}  // namespace
+}  // namespace attnlab

@@ -1,0 +1,125 @@
+// The flash2 CUDA kernel against the flash2 reference (core/variants/flash2.cpp), on the GPU. Skipped,
+// with the reason printed, where there is no usable GPU.
+//
+// Inputs are fresh random draws every run (seeded from the clock, printed on failure); outputs are
+// poisoned before the launch (flash2_once). Both compute the same function from the same FP16 inputs;
+// they differ only in FP32 rounding: the kernel's exp is ex2 of a pre-scaled score (≈ 2 ulp), its sums
+// run in a different order, and a P̃ that lands near an FP16 rounding boundary can round to the
+// neighbouring FP16 value. Each such flip moves an output by ≤ 2⁻¹¹·p̃|v|/ℓ, so per element
+//   |o_kernel − o_ref| ≤ 2⁻¹⁰·(max|v| + |o_ref|)     (one FP16 ulp of the weights, one of O's store)
+// and over the whole output the kernel's error against FP64 stays within 1.25× the reference's.
+#include "core/ground_truth.h"
+#include "core/metrics.h"
+#include "core/data/generators.h"
+#include "core/registry.h"
+#include "kernels/common/device.h"
+#include "kernels/flash2/flash2_host.h"
+#include "kernels/flash2/flash2_sm90.h"
+#include "tests/catch.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+
+namespace attnlab {
+namespace {
+
+constexpr double kU16 = 0x1p-11;
+
+uint64_t fresh_seed() { return uint64_t(std::chrono::steady_clock::now().time_since_epoch().count()); }
+
+// The kernel generations this GPU runs: mma.sync always, wgmma where the sm_90a kernel can run (its
+// decode cases force one KV split, a shape the automatic choice gives to mma.sync).
+std::vector<kernels::KernelPath> paths_here() {
+  std::vector<kernels::KernelPath> paths{kernels::KernelPath::warp_mma};
+  if (kernels::warpgroup_mma_available()) paths.push_back(kernels::KernelPath::warpgroup_mma);
+  else WARN("no sm_90a kernel on this GPU: only the mma.sync kernel is tested");
+  return paths;
+}
+
+void check_case(const kernels::DeviceInfo& dev, int64_t d, int64_t n, bool causal, bool gqa, Phase phase,
+                uint64_t seed, kernels::KernelPath path) {
+  Problem p;
+  p.batch = 2, p.q_heads = 4, p.kv_heads = gqa ? 1 : 4, p.head_dim = d, p.kv_len = n;
+  p.q_len = phase == Phase::decode ? 1 : n;
+  p.causal = causal, p.phase = phase;
+  const QKV in = data::generate(p, "normal", ParamValues::defaults(data::find_generator("normal")->params), seed);
+  const TensorF64 truth = attention_fp64(p, in);
+  const VariantSpec& f = *find_variant("flash2");
+  const ReferenceOutput ref = f.reference(p, in, ParamValues::defaults(f.params), {});
+  const kernels::Flash2Output out = kernels::flash2_once(p, kernels::upload_fp16(in), dev.sm_count, path);
+  INFO(fmt::format("{} d={} N={} causal={} gqa={} {} seed={} splits={}", kernels::to_string(out.path), d, n, causal,
+                   gqa, to_string(phase), seed, out.splits));
+  REQUIRE(out.path == path);
+  double max_v = 0;
+  for (float x : in.v.values()) max_v = std::max(max_v, double(std::abs(x)));
+  int64_t bad = 0;
+  for (int64_t i = 0; i < out.o.size(); ++i) {
+    const double r = ref.o.data()[i], k = out.o.data()[i];
+    if (std::abs(k - r) > 2 * kU16 * (max_v + std::abs(r)) && bad++ < 3) FAIL_CHECK(fmt::format("o[{}] = {} vs {}", i, k, r));
+  }
+  CHECK(bad == 0);
+  const std::vector<double>& ref_lse = ref.probes.at("lse").values;
+  for (size_t i = 0; i < out.lse.size(); ++i)
+    if (std::abs(out.lse[i] - ref_lse[i]) > 1e-4 * (1 + std::abs(ref_lse[i])) && bad++ < 3)
+      FAIL_CHECK(fmt::format("lse[{}] = {} vs {}", i, out.lse[i], ref_lse[i]));
+  const double err_k = compare_to_truth(out.o, truth).rel_l2, err_r = compare_to_truth(ref.o, truth).rel_l2;
+  INFO(fmt::format("rel_l2 kernel {:.3e} reference {:.3e}", err_k, err_r));
+  CHECK(err_k <= 1.25 * err_r + 1e-6);
+}
+
+TEST_CASE("flash2 kernel equals the flash2 reference within FP32 rounding", "[gpu][kernels]") {
+  const kernels::DeviceInfo dev = kernels::probe_device();
+  if (!dev.usable) ATTNLAB_SKIP(dev.reason);
+  const uint64_t seed = fresh_seed();
+  for (kernels::KernelPath path : paths_here())
+    for (int64_t d : {64, 128})
+      for (int64_t n : {1, 100, 1024, 4097})
+        for (bool causal : {false, true})
+          for (bool gqa : {false, true})
+            for (Phase phase : {Phase::prefill, Phase::decode})
+              check_case(dev, d, n, causal, gqa, phase, seed + n + d, path);
+}
+
+TEST_CASE("flash2 kernel: rows that see no key are zero with logsumexp −∞", "[gpu][kernels]") {
+  const kernels::DeviceInfo dev = kernels::probe_device();
+  if (!dev.usable) ATTNLAB_SKIP(dev.reason);
+  Problem p;
+  p.batch = 1, p.q_heads = 2, p.kv_heads = 1, p.q_len = 200, p.kv_len = 70, p.head_dim = 64, p.causal = true;
+  const QKV in = data::generate(p, "normal", ParamValues::defaults(data::find_generator("normal")->params), fresh_seed());
+  for (kernels::KernelPath path : paths_here()) {
+    const kernels::Flash2Output out = kernels::flash2_once(p, kernels::upload_fp16(in), dev.sm_count, path);
+    INFO(kernels::to_string(out.path));
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t r = 0; r < 200; ++r) {
+        const bool sees = p.visible_keys(r) > 0;
+        CHECK(std::isinf(out.lse[size_t(h * 200 + r)]) != sees);
+        if (!sees)
+          for (int64_t c = 0; c < 64; ++c) CHECK(out.o.at(0, h, r, c) == 0.0f);
+      }
+  }
+}
+
+}  // namespace
+}  // namespace attnlab
+
+namespace attnlab {
+namespace {
+
+// Small shapes for compute-sanitizer (memcheck, racecheck): ragged causal GQA prefill at both head dims,
+// a split-KV decode that goes through the combine kernel, and the wgmma kernel's three-stage pipeline
+// (300 keys: three tiles, the last ragged).
+TEST_CASE("flash2 kernel: small shapes for the sanitizers", "[gpu][sanitize]") {
+  const kernels::DeviceInfo dev = kernels::probe_device();
+  if (!dev.usable) ATTNLAB_SKIP(dev.reason);
+  for (int64_t d : {64, 128}) {
+    check_case(dev, d, 100, true, true, Phase::prefill, 5, kernels::KernelPath::warp_mma);
+    check_case(dev, d, 600, false, false, Phase::decode, 6, kernels::KernelPath::warp_mma);
+    if (kernels::warpgroup_mma_available()) check_case(dev, d, 300, true, true, Phase::prefill, 7, kernels::KernelPath::warpgroup_mma);
+  }
+}
+
+}  // namespace
+}  // namespace attnlab
