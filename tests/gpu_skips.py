@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """The [gpu] tests are CTest tests of their own, reported as skipped with a reason where they cannot run.
 
-Usage: gpu_skips.py BUILD_DIR SOURCE_DIR. Checks, from CTest's own list of tests (ctest --show-only=json-v1):
+Usage: gpu_skips.py BUILD_DIR SOURCE_DIR. Checks, from CTest's own list of tests (the CTestTestfile.cmake files
+CMake writes; not `ctest --show-only`, which would replace the running ctest's LastTest.log, where
+skip_reasons.py reads why each test was skipped):
   - every test file with a [gpu] case has a `<file>:gpu` test that selects the [gpu] cases, labelled gpu,
     with SKIP_RETURN_CODE set, and its other cases stay in `<file>`, which never has a skip code;
   - a `:gpu` test run here exits with that code and prints "skipped: <reason>" in device_reason.h's words
     where there is no usable GPU, and passes (exit 0) where there is one;
   - a selection whose cases all ran is not reported as skipped (exit 0 with the skip code asked for).
 """
-import json
 import os
 import re
 import subprocess
@@ -23,14 +24,32 @@ def fail(message):
     sys.exit(1)
 
 
+QUOTED = r'"((?:[^"\\]|\\.)*)"'
+
+
+def ctest_tests(build):
+    """{name: {"command": [...], "properties": {...}}} from every CTestTestfile.cmake under build."""
+    tests = {}
+    for root, _, files in os.walk(build):
+        if "CTestTestfile.cmake" not in files:
+            continue
+        for line in open(os.path.join(root, "CTestTestfile.cmake"), encoding="utf-8"):
+            added = re.match(r"add_test\(\[=\[(.+?)\]=\] (.*)\)$", line.strip())
+            if added:
+                tests.setdefault(added.group(1), {"properties": {}})["command"] = re.findall(QUOTED, added.group(2))
+            props = re.match(r"set_tests_properties\(\[=\[(.+?)\]=\] PROPERTIES (.*)\)$", line.strip())
+            if props:
+                pairs = re.findall(r"(\w+) " + QUOTED, props.group(2))
+                tests.setdefault(props.group(1), {"properties": {}})["properties"].update(pairs)
+    return tests
+
+
 def properties(test):
-    return {p["name"]: p["value"] for p in test.get("properties", [])}
+    return test["properties"]
 
 
 def main(build, source):
-    listing = json.loads(subprocess.run(["ctest", "--show-only=json-v1"], cwd=build, check=True,
-                                        capture_output=True, text=True).stdout)
-    tests = {t["name"]: t for t in listing["tests"]}
+    tests = ctest_tests(build)
 
     gpu_files = set()
     for root, _, files in os.walk(os.path.join(source, "tests")):
@@ -49,7 +68,7 @@ def main(build, source):
     for name in sorted(gpu_tests):
         props = properties(tests[name])
         command = tests[name]["command"]
-        if str(props.get("SKIP_RETURN_CODE")) != "77" or "gpu" not in props.get("LABELS", []):
+        if props.get("SKIP_RETURN_CODE") != "77" or "gpu" not in props.get("LABELS", "").split(";"):
             fail(f"{name}: SKIP_RETURN_CODE 77 and the label gpu expected, got {props}")
         if not any(arg.endswith("[gpu]~[.]") for arg in command) or "--skip-exit-code" not in command:
             fail(f"{name}: should select its file's [gpu] cases with --skip-exit-code: {command}")

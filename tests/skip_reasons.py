@@ -10,16 +10,19 @@ from collections import OrderedDict
 
 
 def skipped_tests(log_text):
-    """(test name, [reasons]) for each test in the log whose output names a skip."""
-    blocks = re.split(r"^-{58}\n(?=\d+/\d+ Testing: )", log_text, flags=re.M)
-    for block in blocks:
-        name = re.search(r"^\d+/\d+ Test: (.+)$", block, flags=re.M)
+    """(test name, [reasons]) for each test in the log whose output names a skip.
+
+    Each test's record starts with "<i>/<n> Test: <name>" and holds its output between "Output:" and
+    "<end of output>"."""
+    starts = list(re.finditer(r"^\d+/\d+ Test: (.+)$", log_text, flags=re.M))
+    for i, start in enumerate(starts):
+        block = log_text[start.end():starts[i + 1].start() if i + 1 < len(starts) else len(log_text)]
         output = re.search(r"^Output:\n-+\n(.*?)<end of output>", block, flags=re.M | re.S)
-        if not name or not output:
+        if not output:
             continue
         reasons = re.findall(r"skipped: (.+)$", output.group(1), flags=re.M)
         if reasons:
-            yield name.group(1).strip(), reasons
+            yield start.group(1).strip(), reasons
 
 
 def main(argv):
