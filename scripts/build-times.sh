@@ -6,7 +6,8 @@
 #   `make test`), each .ci/run stage's minutes, and the ten slowest translation units of each build folder
 #   (ninja's log: wall seconds of each compile, with the other core busy too).
 # A benchmark, not a test. Usage: scripts/build-times.sh [--stage STAGE] [--keep]
-#   --stage test   run `make test` alone (the newcomer's command), not the whole of .ci/run
+#   --stage test      run `make test` alone (the newcomer's command), not the whole of .ci/run
+#   --stage sanitize  run `make test-sanitize` alone (CI's second stage), from its own fresh clone
 #   --keep         keep the clone (its path is printed); by default it is removed
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -15,10 +16,10 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --stage) stage=${2:-}; shift 2 ;;
     --keep) keep=1; shift ;;
-    *) echo "build-times.sh: unknown argument $1 (--stage test|ci, --keep)" >&2; exit 2 ;;
+    *) echo "build-times.sh: unknown argument $1 (--stage test|sanitize|ci, --keep)" >&2; exit 2 ;;
   esac
 done
-case "$stage" in test|ci) ;; *) echo "build-times.sh: --stage must be test or ci, not '$stage'" >&2; exit 2 ;; esac
+case "$stage" in test|sanitize|ci) ;; *) echo "build-times.sh: --stage must be test, sanitize or ci, not '$stage'" >&2; exit 2 ;; esac
 
 work=$(mktemp -d /tmp/attnlab-build-times.XXXXXX)
 [ "$keep" = 1 ] || trap 'rm -rf "$work"' EXIT
@@ -30,9 +31,10 @@ echo "build-times: $(git log -1 --format='%h %s' | cut -c1-80)"
 echo "build-times: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
 
 start=$SECONDS
-if [ "$stage" = test ]; then
-  CI=true make test >"$work/log.txt" 2>&1 || { tail -40 "$work/log.txt"; echo "build-times: make test failed (log above)" >&2; exit 1; }
-  echo "ci: make test took $((SECONDS - start)) s" >>"$work/log.txt"
+if [ "$stage" != ci ]; then
+  target=$([ "$stage" = test ] && echo test || echo test-sanitize)
+  CI=true make $target >"$work/log.txt" 2>&1 || { tail -40 "$work/log.txt"; echo "build-times: make $target failed (log above)" >&2; exit 1; }
+  echo "ci: make $target took $((SECONDS - start)) s" >>"$work/log.txt"
 else
   CI=true bash .ci/run >"$work/log.txt" 2>&1 || { tail -40 "$work/log.txt"; echo "build-times: .ci/run failed (log above)" >&2; exit 1; }
 fi
