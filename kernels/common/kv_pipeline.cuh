@@ -24,6 +24,9 @@
 
 namespace attnlab::kernels {
 
+// The tiles kv_pipeline keeps in shared memory: it loads tile j + 2 while tiles j and j + 1 are read.
+inline constexpr int kKvPipelineStages = 3;
+
 template <class LoadQ, class LoadKv, class IssueScores, class IssuePv, class Softmax, class PackP, class FinishPv,
           class PinScores, class PinPv>
 struct KvSteps {

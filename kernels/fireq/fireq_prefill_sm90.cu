@@ -114,9 +114,8 @@ struct FireqTile {
   static constexpr size_t kSlotBytes = size_t(kStageBytes) + kBetaBytes;
   static constexpr size_t kFixedBytes = size_t(kQBytes) + size_t(kBr) * 4 + 1024 +
                                         (Int4 ? size_t(Int4Staging<D>::kSlots) * Int4Staging<D>::kBytes + kFireqScales * 16 : 0);
-  static constexpr size_t kSmemLimit = 227 * 1024;
   // The ring: the traits' 6 slots where they fit; the INT4 mode at d = 128 holds 4 (a converting ring needs 4).
-  static constexpr int kStages = std::min<int>(kTraits.stages, int((kSmemLimit - kFixedBytes) / kSlotBytes));
+  static constexpr int kStages = ring_slots(kTraits.stages, kFixedBytes, kSlotBytes);
   static constexpr size_t kSmemBytes = kFixedBytes + size_t(kStages) * kSlotBytes;
   static_assert(kTraits.arch == 90 && !kTraits.decode_only, "the prefill row of the traits table");
   static_assert(find_kernel_traits("fireq", D, 80, true)->decode_only, "decode keeps the decode kernel's row");

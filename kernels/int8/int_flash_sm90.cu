@@ -54,15 +54,13 @@ struct IntHopperTile {
   static constexpr int kScaleBytes = 1024;                        // s_K (kBc floats), keeps stages 1024-aligned
   static constexpr int kStageBytes = kKBytes + kVBytes + kScaleBytes;
   static constexpr int kLoadedBytes = kKBytes + kVBytes + kBc * 4;  // what one tile's TMA loads write
-  static constexpr size_t kSmemLimit = 227 * 1024;
   // The producer's ring: the traits' 6 slots where they fit beside Q (half INT8 at d = 128: 4); the cp.async
   // pipeline: kv_pipeline.cuh's 3.
-  static constexpr int kStages =
-      Producer ? std::min<int>(kTraits.stages, int((kSmemLimit - kQBytes - 1024) / kStageBytes)) : 3;
+  static constexpr int kStages = Producer ? ring_slots(kTraits.stages, kQBytes + 1024, kStageBytes) : kKvPipelineStages;
   static constexpr size_t kSmemBytes = size_t(kQBytes) + size_t(kStages) * kStageBytes + 1024;  // + alignment
   static_assert(kBr == 128 && kTraits.warps == 8, "two warpgroups of 64 query rows");
   static_assert(kBc == 128 && kBc * 4 <= kScaleBytes, "S is one m64n128 accumulator; Vᵀ rows are one swizzle row");
-  static_assert(kSmemBytes + 2 * kStages * sizeof(uint64_t) <= kSmemLimit, "the ring and its mbarriers fit");
+  static_assert(kSmemBytes + 2 * kStages * sizeof(uint64_t) <= kSm90SmemPerCta, "the ring and its mbarriers fit");
   static_assert(kLoadedBytes <= kStageBytes, "a tile's loads fill its slot");
 };
 
