@@ -60,6 +60,10 @@ struct VariantResult {
   std::optional<ModelResult> model;
 };
 
+// The reason of a backend the experiment did not ask for: no reason to show a user (views/ and the CLI leave
+// these out where they say why a backend did not run).
+inline constexpr const char* kNotRequested = "not requested";
+
 struct SkippedBackend {
   std::string variant;  // empty when the whole backend did not run
   std::string backend;

@@ -98,7 +98,7 @@ Results Runner::run(const Experiment& e, const RunControl& control) const {
     if (name == "reference") continue;
     auto it = std::find_if(backends_.begin(), backends_.end(), [&](const auto& b) { return b->name() == name; });
     if (!e.wants(name)) {
-      r.environment.skipped.push_back({"", name, "not requested"});
+      r.environment.skipped.push_back({"", name, kNotRequested});
       // The machine's GPU is still named (a status line reading "no GPU" on a GPU server misleads).
       if (it != backends_.end() && (*it)->unavailable().empty())
         if (const std::string gpu = (*it)->device_name(); !gpu.empty()) r.environment.gpu = gpu;
@@ -112,7 +112,7 @@ Results Runner::run(const Experiment& e, const RunControl& control) const {
       if (const std::string gpu = (*it)->device_name(); !gpu.empty()) r.environment.gpu = gpu;
     }
   }
-  if (!e.wants("reference")) r.environment.skipped.push_back({"", "reference", "not requested"});
+  if (!e.wants("reference")) r.environment.skipped.push_back({"", "reference", kNotRequested});
   // Device memory, like host memory, is checked from the shapes before anything runs.
   for (Backend* b : active)
     for (const VariantRequest& v : e.variants)

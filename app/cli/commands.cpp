@@ -125,7 +125,7 @@ int run_command(const RunOptions& o) {
   if (!o.save.empty()) fmt::print("saved {}\n", report::write_results_folder(r, o.save, save_rule).string());
   print_table(o.baseline.empty() ? views::results_table(r) : views::with_time_ratio(views::results_table(r), o.baseline));
   for (const auto& s : r.environment.skipped)
-    if (s.reason != "not requested")
+    if (s.reason != kNotRequested)
       fmt::print("{}{}: not run: {}\n", s.backend, s.variant.empty() ? "" : " (" + s.variant + ")", s.reason);
   return 0;
 }

@@ -102,8 +102,7 @@ std::string render_html(const Results& r, const std::vector<const Results*>& tou
       p.value("batch", 0), p.value("q_heads", 0), p.value("kv_heads", 0), p.value("q_len", 0), p.value("kv_len", 0),
       p.value("head_dim", 0), p.value("causal", false) ? "causal" : "not causal", escape_html(p.value("phase", "")));
   // What ran comes first: a backend that did not run, and why, is read before any number.
-  std::string ran;
-  for (const auto& b : r.environment.ran) ran += (ran.empty() ? "" : ", ") + b;
+  const std::string ran = views::ran_line(r.environment);
   out += fmt::format("<p class=\"ran\">Ran: {} · GPU: {}", escape_html(ran.empty() ? "nothing" : ran),
                      escape_html(views::gpu_line(r.environment)));
   if (const std::string not_run = views::not_run_line(r.environment); !not_run.empty())

@@ -130,14 +130,20 @@ Table params_table(const Results& r) {
 std::string gpu_line(const Environment& env) {
   if (env.gpu) return *env.gpu;
   for (const auto& s : env.skipped)
-    if (s.backend == "kernel" && s.variant.empty() && s.reason != "not requested") return "none — " + s.reason;
+    if (s.backend == "kernel" && s.variant.empty() && s.reason != kNotRequested) return "none — " + s.reason;
   return "none";
+}
+
+std::string ran_line(const Environment& env) {
+  std::string line;
+  for (const auto& b : env.ran) line += (line.empty() ? "" : ", ") + b;
+  return line;
 }
 
 std::string not_run_line(const Environment& env) {
   std::string line;
   for (const auto& s : env.skipped)
-    if (s.variant.empty() && s.reason != "not requested") line += (line.empty() ? "" : "; ") + s.backend + ": " + s.reason;
+    if (s.variant.empty() && s.reason != kNotRequested) line += (line.empty() ? "" : "; ") + s.backend + ": " + s.reason;
   return line;
 }
 

@@ -53,6 +53,8 @@ Table skipped_table(const Results& r);
 // asked for and could not run, "none — " and the reason (device_reason.h's words: "no CUDA GPU found (no
 // NVIDIA driver is installed)", "the driver is older than the runtime (…)", …); or "none".
 std::string gpu_line(const Environment& env);
+// The backends that ran, "reference, model"; "" when none.
+std::string ran_line(const Environment& env);
 // The whole-backend skips, "kernel: <reason>", joined by "; " (those not requested left out); "" when none.
 std::string not_run_line(const Environment& env);
 

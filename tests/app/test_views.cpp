@@ -158,6 +158,7 @@ TEST_CASE("what ran comes first: the GPU named, or why the kernels did not run, 
   r.environment.gpu.reset();
   r.environment.ran = {"reference", "model"};
   r.environment.skipped = {{"", "kernel", "no CUDA GPU found (no NVIDIA driver is installed)"}};
+  CHECK(ran_line(r.environment) == "reference, model");
   CHECK(gpu_line(r.environment) == "none — no CUDA GPU found (no NVIDIA driver is installed)");
   CHECK(not_run_line(r.environment) == "kernel: no CUDA GPU found (no NVIDIA driver is installed)");
   const std::string html = report::render_html(r);

@@ -35,8 +35,7 @@ void draw_status_line(AppState& s) {
   }
   if (s.results) {
     const auto& env = s.results->environment;
-    std::string ran;
-    for (const auto& b : env.ran) ran += (ran.empty() ? "" : ", ") + b;
+    const std::string ran = views::ran_line(env);
     if (s.results_from.empty()) {
       ImGui::Text("ran: %s · GPU: %s · %d threads", ran.c_str(), s.device.c_str(), env.threads);
     } else {  // computed elsewhere: say where, and on what
