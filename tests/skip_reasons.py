@@ -20,7 +20,9 @@ def skipped_tests(log_text):
         output = re.search(r"^Output:\n-+\n(.*?)<end of output>", block, flags=re.M | re.S)
         if not output:
             continue
-        reasons = re.findall(r"skipped: (.+)$", output.group(1), flags=re.M)
+        # Catch2 wraps a message at 80 columns: its continuation lines keep the message's indent.
+        reasons = [" ".join(m.group(1).split()) for m in
+                   re.finditer(r"skipped: (.+(?:\n  \S.*)*)", output.group(1))]
         if reasons:
             yield start.group(1).strip(), reasons
 

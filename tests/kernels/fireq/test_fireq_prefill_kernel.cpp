@@ -231,11 +231,8 @@ void check_case(Mode mode, int64_t d, int64_t nq, int64_t nkv, bool causal, int6
         CHECK(differing(out, kernels::fireq_prefill_once(p, dev_in, true, ping_pong, producer)) == 0);
 }
 
-std::string wgmma_refusal() {
-  const kernels::DeviceInfo dev = kernels::probe_device();
-  const std::string why = kernels::warpgroup_mma_refusal(dev);
-  return why.empty() ? why : why + ": the fireq prefill kernel is FP8 wgmma only";
-}
+// "" where the kernel (FP8 wgmma only) can run; else device_reason.h's words, e.g. "sm_90a needed (…)".
+std::string wgmma_refusal() { return kernels::warpgroup_mma_refusal(kernels::probe_device()); }
 
 // The shapes of either mode: d 64/128, MHA and GQA, causal or not, ragged N, early rows that see no key, G = 8.
 void check_shapes(Mode mode, uint64_t seed) {

@@ -106,7 +106,7 @@ void check_case(int64_t d, int64_t nq, int64_t nkv, bool causal, int64_t kv_head
 
 TEST_CASE("flash3_fp8 kernel equals the flash3_fp8 reference up to rare E4M3 flips of P", "[gpu][kernels][fp8]") {
   const kernels::DeviceInfo dev = kernels::probe_device();
-  if (const std::string why = kernels::warpgroup_mma_refusal(dev); !why.empty()) ATTNLAB_SKIP(why + ": the flash3_fp8 kernel is FP8 wgmma only");
+  if (const std::string why = kernels::warpgroup_mma_refusal(dev); !why.empty()) ATTNLAB_SKIP(why);
   const uint64_t seed = fresh_seed();
   for (int64_t d : {64, 128})
     for (int64_t n : {100, 1024, 4097})
@@ -133,7 +133,7 @@ TEST_CASE("TMA tensor maps: a swizzle width the hardware has no mode for is refu
 
 TEST_CASE("flash3_fp8 kernel: small shapes for the sanitizers", "[gpu][sanitize]") {
   const kernels::DeviceInfo dev = kernels::probe_device();
-  if (const std::string why = kernels::warpgroup_mma_refusal(dev); !why.empty()) ATTNLAB_SKIP(why + ": the flash3_fp8 kernel is FP8 wgmma only");
+  if (const std::string why = kernels::warpgroup_mma_refusal(dev); !why.empty()) ATTNLAB_SKIP(why);
   for (int64_t d : {64, 128}) check_case(d, 200, 300, true, 2, 7);
 }
 
