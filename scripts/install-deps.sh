@@ -24,7 +24,7 @@ packages=(
   python3-nbclient python3-nbformat python3-ipykernel python3-matplotlib python3-tqdm
   # `make fuzz` / `make fuzz-regress`: clang with libFuzzer and the sanitizer runtimes, llvm-symbolizer for
   # readable stacks. Clang 16, not bookworm's default 14: 14 cannot capture a structured binding in a
-  # lambda (C++20), which the sources do. `make test-sanitize` uses GCC's libasan/libubsan (g++ brings them).
+  # lambda (C++20), which the sources do. `make test-sanitize` builds with the same clang (Makefile says why).
   clang-16 libclang-rt-16-dev llvm-16
   # scripts/gui-bundle.sh (the GUI carried to a GPU server): xz for the archive, ldd for the library closure
   xz-utils libc-bin

@@ -1,6 +1,6 @@
 // A main for the fuzz targets that replays given inputs once each, without libFuzzer: the sanitizer build
-// (GCC, AddressSanitizer + UndefinedBehaviorSanitizer, `make test-sanitize`) links every target with it, so
-// CI replays seeds/ and regressions/ in the build it already has instead of a third, clang one (`make fuzz`
+// (AddressSanitizer + UndefinedBehaviorSanitizer without libFuzzer, `make test-sanitize`) links every target with it, so
+// CI replays seeds/ and regressions/ in the build it already has instead of a third, libFuzzer one (`make fuzz`
 // still fuzzes with libFuzzer in build-fuzz). What libFuzzer's replay checks, this checks too: a sanitizer
 // report or a signal ends the process; an exception other than InputError escapes LLVMFuzzerTestOneInput
 // and terminates it; -timeout=S (seconds per input) and -rss_limit_mb=M (peak resident memory) are taken
