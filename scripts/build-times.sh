@@ -48,7 +48,7 @@ compile_seconds() { awk 'NR > 1 && $4 ~ /\.(o|gch)$/ { s += ($2 - $1) / 1000 } E
 echo
 echo "stage                      minutes"
 grep -E '^ci: make .* took [0-9]+ s$' "$work/log.txt" | while read -r _ _ name rest; do
-  secs=${rest##* took }; secs=${secs% s}
+  secs=${rest##*took }; secs=${secs% s}
   name=${name%% *}
   if [ "$name" = test ] && [ -f build/.ninja_log ]; then
     b=$(build_seconds build/.ninja_log)

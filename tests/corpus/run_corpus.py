@@ -24,7 +24,9 @@ A case is a folder tests/corpus/<kind>/<name>/ holding case.json and any input f
 Each case runs in a fresh scratch folder holding a copy of its files, so no case can touch the repository.
 Contract checked for exit 2: stderr is exactly one line, starting "attnlab: error:", at most 700 characters.
 Exit 1 is checked likewise with "attnlab: internal error:" when "exit" is 1.
-Usage: run_corpus.py ATTNLAB_BINARY CORPUS_DIR [SCRATCH_DIR] [-k SUBSTRING]
+Usage: run_corpus.py ATTNLAB_BINARY CORPUS_DIR [SCRATCH_DIR] [-k SUBSTRING] [--time-scale F]
+--time-scale multiplies every case's timeout_s: the limits are set for an optimized build, and a binary built
+with sanitizers runs the same work several times slower (tests/CMakeLists.txt gives the measured factor).
 """
 import hashlib
 import json
@@ -92,7 +94,7 @@ def argument(value, work):
     return "".join(out)
 
 
-def run_case(binary, case_dir, scratch):
+def run_case(binary, case_dir, scratch, time_scale=1.0):
     with open(os.path.join(case_dir, "case.json")) as f:
         case = json.load(f)
     work = os.path.join(scratch, "work")
@@ -107,7 +109,7 @@ def run_case(binary, case_dir, scratch):
     env = dict(os.environ)
     env.update({k: substitute(v, work) for k, v in case.get("env", {}).items()})
     argv = [binary] + [argument(a, work) for a in case["args"]]
-    timeout = case.get("timeout_s", 30)
+    timeout = case.get("timeout_s", 30) * time_scale
     out_path, err_path = os.path.join(scratch, "stdout"), os.path.join(scratch, "stderr")
     with open(out_path, "wb") as out, open(err_path, "wb") as errf:
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=errf)
@@ -120,7 +122,7 @@ def run_case(binary, case_dir, scratch):
         if time.monotonic() > deadline:
             proc.kill()
             os.wait4(proc.pid, 0)
-            return [f"did not finish in {timeout} s (a hang)"]
+            return [f"did not finish in {timeout:g} s (a hang)"]
         time.sleep(0.02)
     proc.returncode = os.waitstatus_to_exitcode(status)
     with open(err_path, "rb") as f:
@@ -172,6 +174,11 @@ def main():
         i = args.index("-k")
         pattern = args[i + 1]
         del args[i:i + 2]
+    time_scale = 1.0
+    if "--time-scale" in args:
+        i = args.index("--time-scale")
+        time_scale = float(args[i + 1])
+        del args[i:i + 2]
     binary, corpus = os.path.abspath(args[0]), os.path.abspath(args[1])
     scratch_root = os.path.abspath(args[2]) if len(args) > 2 else tempfile.mkdtemp(prefix="attnlab-corpus-")
     os.makedirs(scratch_root, exist_ok=True)
@@ -182,7 +189,7 @@ def main():
     for c in cases:
         scratch = tempfile.mkdtemp(dir=scratch_root)
         try:
-            problems = run_case(binary, os.path.join(corpus, c), scratch)
+            problems = run_case(binary, os.path.join(corpus, c), scratch, time_scale)
         except Exception as e:  # a broken case is a failure, not a crash of the runner
             problems = [f"case could not run: {e}"]
         finally:
