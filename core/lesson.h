@@ -20,8 +20,8 @@ struct Experiment;
 
 // The panels a step may point at, in the GUI grid's order: the GUI's windows and the report's sections
 // share these names (every chart view's `panel` is one of them).
-inline const std::vector<std::string> kPanels = {"Results", "Block scales", "Channel outliers", "Head priority",
-                                                 "SAS",     "HBM traffic",  "Tile stepper"};
+inline const std::vector<std::string> kPanels = {"Results", "Data",         "Block scales", "Channel outliers",
+                                                 "Head priority", "SAS", "HBM traffic",  "Tile stepper"};
 
 struct LessonStep {
   std::string text;    // what to look at and why, in plain prose

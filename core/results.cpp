@@ -58,8 +58,10 @@ json results_json(const Results& r, SidecarPlan* plan) {
     }
     variants.push_back(std::move(jv));
   }
-  return {{"schema", kResultsSchema}, {"problem", r.problem}, {"config", r.config},
-          {"environment", env}, {"variants", variants}};
+  json out = {{"schema", kResultsSchema}, {"problem", r.problem}, {"config", r.config},
+              {"environment", env}, {"variants", variants}};
+  if (!r.data_probes.empty()) out["data"] = {{"probes", probes_json(r.data_probes, plan, "data", "inputs")}};
+  return out;
 }
 
 }  // namespace
@@ -85,6 +87,8 @@ Results results_from_json(const json& j, const ResultsSource& src) {
   r.environment.ground_truth = env.value("ground_truth", true);  // files from before the field: always computed
   for (const auto& s : env.value("skipped", json::array()))
     r.environment.skipped.push_back({s.value("variant", ""), s.at("backend"), s.at("reason")});
+  if (j.contains("data") && j["data"].is_object())
+    r.data_probes = probes_from(j["data"].value("probes", json::object()), src, "data", "inputs");
   for (const auto& jv : j.at("variants")) {
     VariantResult v;
     v.id = jv.at("id");

@@ -85,6 +85,9 @@ struct Results {
   nlohmann::json problem;  // as in the config, completed with defaults
   Environment environment;
   std::vector<VariantResult> variants;
+  // What the inputs do to attention, per head (core/data/attention_stats.h: attn.*), for generated and loaded
+  // data alike; empty when no data was read (a model-only run) and in files from before it was recorded.
+  Probes data_probes;
 };
 
 // Every probe array inline (a valid schema /2 document at any size; Python's attnlab.run, tests).

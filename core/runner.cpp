@@ -1,5 +1,6 @@
 #include "core/runner.h"
 
+#include "core/data/attention_stats.h"
 #include "core/data/generators.h"
 #include "core/data/loaders.h"
 #include "core/error.h"
@@ -133,6 +134,7 @@ Results Runner::run(const Experiment& e, const RunControl& control) const {
                          in.v.shape() != e.problem.kv_shape()))
     throw std::invalid_argument("Runner::run: the given inputs do not have the problem's shapes");
   const InputMagnitudes magnitudes = measure_inputs(in);
+  r.data_probes = data::attention_statistics(e.problem, in);
   check_input_range(e, magnitudes);
   // The generator rotates Q and K by RoPE as its last step: the same draws without it are K before RoPE,
   // whose channel ranges the variants that record channel ranges get beside their own (post-RoPE) ones.

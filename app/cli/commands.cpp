@@ -11,6 +11,7 @@
 #include "app/views/sweep.h"
 #include "app/views/table.h"
 #include "core/config.h"
+#include "core/data/generators.h"
 #include "core/error.h"
 #include "core/json_input.h"
 #include "core/sweep.h"
@@ -354,6 +355,22 @@ int presets_command() {
     if (j.contains("title") && !j["title"].is_string())
       fail_input(echo_path(f.string()) + ".title", "expected a string");
     fmt::print("{:<36} {}\n", echo_path(fs::relative(f, root).string()), echo(j.value("title", ""), 300));
+  }
+  return 0;
+}
+
+// The generators' registry (core/data/generators.h) as text: each parameter's default, range and help — for
+// llm_like the paper each default comes from.
+int generators_command() {
+  for (const auto& g : data::generator_registry()) {
+    fmt::print("{}: {}\n", g.name, g.help);
+    const nlohmann::json defaults = ParamValues::defaults(g.params).to_json();
+    for (const ParamSpec& row : g.params) {
+      const std::string range = row.type == ParamType::boolean ? "true or false"
+                                : row.type == ParamType::choice ? fmt::format("{}", fmt::join(row.choices, ", "))
+                                                                : fmt::format("[{:g}, {:g}]", row.min, row.max);
+      fmt::print("  {:<18} {:<10} {:<16} {}\n", row.name, defaults[row.name].dump(), range, row.help);
+    }
   }
   return 0;
 }

@@ -61,6 +61,7 @@ struct BenchOptions {
 int bench_command(const BenchOptions& o);
 
 int presets_command();
+int generators_command();  // the data generators' parameters: default, range, help (with its source)
 int gpus_command();  // the GPU specs the cost model knows
 
 // Where the presets live: $ATTNLAB_CONFIGS, else the source tree's configs/.

@@ -112,6 +112,8 @@ int main(int argc, char** argv) {
 
   auto* gpus_cmd = app.add_subcommand("gpus", "list the GPU specifications the cost model knows (sim/specs)");
   auto* presets_cmd = app.add_subcommand("presets", "list the example experiments and lessons in configs/");
+  auto* generators_cmd =
+      app.add_subcommand("generators", "list the data generators and their parameters, each with its source");
 
   try {
     app.parse(argc, argv);
@@ -125,7 +127,7 @@ int main(int argc, char** argv) {
     return input_error(e.what());
   }
   if (app.get_subcommands().empty())
-    return input_error("a command is required: run, report, sweep, bench, calibrate, capacity, gpus or presets; "
+    return input_error("a command is required: run, report, sweep, bench, calibrate, capacity, gpus, presets or generators; "
                        "attnlab --help says what each does");
   for (const auto& [command, option] : required)
     if (*command && option->count() == 0)
@@ -140,6 +142,7 @@ int main(int argc, char** argv) {
     if (*capacity_cmd) return capacity_command(capacity);
     if (*calibrate_cmd) return calibrate_command(calibrate);
     if (*presets_cmd) return presets_command();
+    if (*generators_cmd) return generators_command();
     return input_error("no command ran");
   } catch (const attnlab::InputError& e) {
     return input_error(e.what());

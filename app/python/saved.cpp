@@ -91,6 +91,12 @@ py::dict results_to_python(const Results& r, const nlohmann::json& saved, bool d
     }
     variants[i] = jv;
   }
+  // The inputs' attention statistics (attn.*), as the variants' probes: r["data"]["probes"][name]["array"].
+  if (!r.data_probes.empty() && out.contains("data")) {
+    const auto data = lazy_dict_class()(out["data"]).cast<py::dict>();
+    add_arrays(data, r.data_probes, deferred);
+    out["data"] = data;
+  }
   return out;
 }
 

@@ -3,6 +3,7 @@
 #include "app/report/svg.h"
 #include "app/report/tour.h"
 #include "app/views/chart.h"
+#include "app/views/data_views.h"
 #include "app/views/table.h"
 
 #include <fmt/format.h>
@@ -108,6 +109,9 @@ std::string render_html(const Results& r, const std::vector<const Results*>& tou
   if (const std::string not_run = views::not_run_line(r.environment); !not_run.empty())
     out += fmt::format(" · <strong>not run</strong>: {}", escape_html(not_run));
   out += "</p>\n";
+  // And which data: a number on synthetic data is read as such (the generator and every parameter it ran with).
+  if (const std::string data = views::data_line(r); !data.empty())
+    out += fmt::format("<p class=\"data\">{}</p>\n", escape_html(data));
   if (r.config.contains("lesson") && !tour.empty()) out += tour_html(parse_lesson(r.config["lesson"], "lesson"), tour);
   out += table_html(views::results_table(r));
   out += views_html(views::chart_views(r, kPageHeatmapCols));

@@ -2,6 +2,7 @@
 #include "app/views/chart.h"
 
 #include "app/views/breakdown_views.h"
+#include "app/views/data_views.h"
 #include "app/views/measured_views.h"
 #include "app/views/probe_views.h"
 #include "app/views/roofline_views.h"
@@ -25,6 +26,8 @@ std::vector<View> chart_views(const Results& r, int64_t max_heatmap_cols, int64_
   // Panel order (chart.h): scales, channels, priority, SAS, then speedup, traffic and roofline, then the trace.
   auto trace = std::stable_partition(out.begin(), out.end(), [](const View& v) { return v.panel != "Tile stepper"; });
   out.insert(trace, std::make_move_iterator(traffic.begin()), std::make_move_iterator(traffic.end()));
+  std::vector<View> data = data_views(r);  // the Data panel first: what the inputs do to attention
+  out.insert(out.begin(), std::make_move_iterator(data.begin()), std::make_move_iterator(data.end()));
   return merge_shared(std::move(out));
 }
 

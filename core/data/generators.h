@@ -5,11 +5,8 @@
 //   uniform    i.i.d. U[low, high).
 //   student_t  i.i.d. scale · t_ν: heavy tails (ν = 3 has infinite kurtosis), the hard case for
 //              absmax scaling.
-//   llm_like   N(0, 1) plus the structure of real activations: a few large-magnitude key channels per
-//              KV head that the group's query heads share (TurboAttention Fig. 4), head-to-head
-//              differences in range (the basis of TurboAttention's head priority), values without
-//              channel outliers, then RoPE on q and k (FireQ §3.2.1: the outliers are placed
-//              pre-RoPE and RoPE spreads each over its channel pair (i, i + d/2)).
+//   llm_like   the structure of real LLM activations, each property from a published measurement and each
+//              one switchable: core/data/llm_like.h.
 //
 // Determinism: every (tensor, batch entry, head) draws from its own stream, keyed by a hash of
 // (seed, tensor id, b, h) (core/data/random.h), and the per-head outlier plan from streams keyed by
@@ -40,7 +37,7 @@ const GeneratorSpec* find_generator(const std::string& name);
 // Fills q (p.q_shape()), k and v (p.kv_shape()). Deterministic in (name, params, seed, shapes).
 // `params` must hold the generator's parameters (ParamValues::parse / defaults of its rows).
 // InputError: "data.generator" for an unknown name, "data.high" when low ≥ high, "problem.head_dim"
-// when llm_like applies RoPE to an odd head dimension.
+// when llm_like applies RoPE to an odd head dimension (llm_like.h lists its own).
 QKV generate(const Problem& p, const std::string& name, const ParamValues& params, uint64_t seed);
 
 // The RoPE positions llm_like uses: keys 0 … kv_len − 1; queries kv_len − q_len … kv_len − 1, so the
@@ -49,26 +46,13 @@ std::vector<int64_t> key_positions(const Problem& p);
 std::vector<int64_t> query_positions(const Problem& p);
 
 // Stream ids hashed into every stream key (fixed forever: changing one changes every data set).
-enum class StreamId : uint64_t { q = 0, k = 1, v = 2, key_outliers = 3, query_outliers = 4 };
+enum class StreamId : uint64_t {
+  q = 0, k = 1, v = 2, key_outliers = 3, query_outliers = 4,
+  sink_direction = 5, recent_direction = 6, head_kinds = 7, value_mean = 8,  // llm_like's plan (llm_like.h)
+};
 
-// llm_like's outliers, exposed so tests and reports can say which channels were made large.
-// Pre-RoPE, outlier channel c of a head holds magnitude · sign · (offset + kOutlierNoise · z), z the
-// head's N(0, 1) draw for that element.
-inline constexpr double kOutlierNoise = 0.5;
-struct OutlierChannel {
-  int64_t index = 0;    // channel in [0, d); at most one per RoPE pair (i, i + d/2)
-  double sign = 1.0;    // ±1
-  double offset = 1.0;  // in [0.6, 1.0]
-};
-struct HeadOutliers {
-  double magnitude = 0.0;                // 0 when the head has none
-  std::vector<OutlierChannel> channels;  // sorted by index
-};
-struct OutlierPlan {
-  std::vector<HeadOutliers> key;    // one per KV head (shared by every batch entry)
-  std::vector<HeadOutliers> query;  // one per query head; the channels of its KV head
-};
-OutlierPlan llm_like_outlier_plan(const Problem& p, const ParamValues& params, uint64_t seed);
+// InputError naming the problem field when a shape is negative or kv_heads does not divide q_heads.
+void check_generator_shapes(const Problem& p);
 
 }  // namespace attnlab::data
 

@@ -46,14 +46,14 @@ TEST_CASE("bench_table: one row per kernel timing, model over measured", "[views
   CHECK(std::isnan(row[9].value));  // no serving loop ran: a dash
   CHECK(row[9].text == kNoNumber);
   with.model.reset();
-  const auto no_model = bench_table({Results{r.config, r.problem, r.environment, {with}}}).rows[0];
+  const auto no_model = bench_table({Results{r.config, r.problem, r.environment, {with}, {}}}).rows[0];
   CHECK(std::isnan(no_model[8].value));
   CHECK(no_model[7].text == kNoNumber);  // no model ran: a dash, not "nan"
   CHECK(no_model[8].text == kNoNumber);
   // A kernel that ran the serving loop: step / attend from its decode.steps probe.
   with.kernel->probes["decode.steps"] = labelled({"steps", "step_ms", "attend_ms", "step_over_attend"},
                                                  {256, 2.2, 2.0, 1.1}, "", "");
-  const Table s = bench_table({Results{r.config, r.problem, r.environment, {with}}});
+  const Table s = bench_table({Results{r.config, r.problem, r.environment, {with}, {}}});
   CHECK(s.rows[0][9].value == 1.1);
   CHECK(s.rows[0][9].text == "1.100");
 }

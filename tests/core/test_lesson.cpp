@@ -74,7 +74,7 @@ TEST_CASE("lessons: a malformed step is refused naming the file, the step and th
   const Case cases[] = {
       {{{"text", text}}, "lesson.steps[2].panel: missing"},
       {{{"panel", "SAS"}}, "lesson.steps[2].text: missing"},
-      {{{"text", text}, {"panel", "Roofs"}}, "lesson.steps[2].panel: unknown panel 'Roofs' (known: Results, Block scales"},
+      {{{"text", text}, {"panel", "Roofs"}}, "lesson.steps[2].panel: unknown panel 'Roofs' (known: Results, Data, Block scales"},
       {{{"text", text}, {"panel", "SAS"}, {"set", {{"turbo.n_rr", -3}}}},
        "lesson.steps[2].set.turbo.n_rr: no listed variant declares a parameter 'turbo.n_rr'"},
       {{{"text", text}, {"panel", "SAS"}, {"set", {{"turbo.n_r", 5}}}}, "lesson.steps[2].set.turbo.n_r"},

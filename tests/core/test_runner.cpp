@@ -1,5 +1,6 @@
 // The Runner: Results carry every requested backend or the reason it did not run; JSON round-trips;
 // progress, cancel and the memory guard behave; flash2's online-softmax trace is self-consistent.
+#include "core/data/attention_stats.h"
 #include "core/data/generators.h"
 #include "core/error.h"
 #include "core/runner.h"
@@ -127,6 +128,26 @@ TEST_CASE("Results survive a JSON round trip", "[runner][results]") {
   CHECK(to_json(results_from_json(j)) == j);
   CHECK(to_json(results_from_json(json::parse(j.dump()))) == j);
   CHECK_THROWS_AS(results_from_json(json{{"schema", "other/2"}}), InputError);
+}
+
+TEST_CASE("every run records what its inputs do to attention, and results.json keeps it", "[runner][results]") {
+  const Experiment e = small_experiment();
+  const Results r = Runner().run(e);
+  const Probes expected = data::attention_statistics(e.problem, experiment_inputs(e));
+  REQUIRE(r.data_probes.size() == 4);
+  for (const char* name : {"attn.entropy", "attn.sink_share", "attn.recent_mass", "attn.logit_range"}) {
+    INFO(name);
+    REQUIRE(r.data_probes.count(name) == 1);
+    CHECK(r.data_probes.at(name).shape == std::vector<int64_t>{e.problem.batch, e.problem.q_heads});
+    CHECK(std::equal(r.data_probes.at(name).values.begin(), r.data_probes.at(name).values.end(),
+                     expected.at(name).values.begin()));
+  }
+  const json j = to_json(r);
+  REQUIRE(j.contains("data"));
+  CHECK(results_from_json(j).data_probes.size() == 4);
+  json old = j;  // a file from before the statistics: none, and nothing else missing
+  old.erase("data");
+  CHECK(results_from_json(old).data_probes.empty());
 }
 
 TEST_CASE("by default the trace follows the last row block, the one with the longest causal KV loop", "[runner][probes]") {

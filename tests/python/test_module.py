@@ -53,6 +53,8 @@ def without_timing(results):
                 ref.pop(key, None)
             for probe in ref.get("probes", {}).values():
                 probe.pop("array", None)
+    for probe in r.get("data", {}).get("probes", {}).values():  # the inputs' attention statistics
+        probe.pop("array", None)
     return r
 
 
@@ -119,6 +121,13 @@ class RoundTrip(unittest.TestCase):
                 np.testing.assert_array_equal(probe["array"].ravel(),
                                               np.array(probe["values"], dtype=np.float64), err_msg=name)
         self.assertIn("lse", r["variants"][0]["reference"])  # flash2 keeps it
+        # The inputs' attention statistics, per (batch, query head), as arrays too.
+        stats = r["data"]["probes"]
+        self.assertEqual(sorted(stats), ["attn.entropy", "attn.logit_range", "attn.recent_mass", "attn.sink_share"])
+        for name, probe in stats.items():
+            self.assertEqual(probe["array"].shape, (1, 4), name)
+            self.assertTrue(np.all((probe["array"] >= 0)), name)
+        self.assertTrue(np.all(stats["attn.sink_share"]["array"] <= 1))
 
     def test_kernel_backend_ran_or_says_why_not(self):
         # The GUI's status line and the report's first line give the same reason (views::gpu_line).

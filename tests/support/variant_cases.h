@@ -27,9 +27,10 @@ inline Problem sweep_problem(int64_t d, int64_t n, bool causal, bool gqa, Phase 
   return p;
 }
 
-// Inputs from generator `gen` with its default parameters.
-inline QKV generated(const Problem& p, const std::string& gen, uint64_t seed) {
-  return data::generate(p, gen, ParamValues::defaults(data::find_generator(gen)->params), seed);
+// Inputs from generator `gen` with its default parameters, or those of `given` ({"sink_heads": 0.0}).
+inline QKV generated(const Problem& p, const std::string& gen, uint64_t seed,
+                     const nlohmann::json& given = nlohmann::json::object()) {
+  return data::generate(p, gen, ParamValues::parse(data::find_generator(gen)->params, given, "data"), seed);
 }
 
 using ParamSettings = std::initializer_list<std::pair<const char*, nlohmann::json>>;

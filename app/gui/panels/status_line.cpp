@@ -2,6 +2,7 @@
 // The error wraps at the window's width (it names a field and a rule, often longer than one line) and the
 // window grows to show it whole (status_line_height).
 #include "app/gui/panels.h"
+#include "app/views/data_views.h"
 
 #include <fmt/format.h>
 #include <imgui.h>
@@ -37,7 +38,8 @@ void draw_status_line(AppState& s) {
     const auto& env = s.results->environment;
     const std::string ran = views::ran_line(env);
     if (s.results_from.empty()) {
-      ImGui::Text("ran: %s · GPU: %s · %d threads", ran.c_str(), s.device.c_str(), env.threads);
+      ImGui::Text("ran: %s · GPU: %s · %d threads · %s", ran.c_str(), s.device.c_str(), env.threads,
+                  views::data_line(*s.results, false).c_str());
     } else {  // computed elsewhere: say where, and on what
       ImGui::Text("results from %s · computed by %s on %s (%s, %d threads, attnlab %s)", s.results_from.c_str(),
                   ran.c_str(), s.device.c_str(), env.cpu.c_str(), env.threads, env.version.c_str());

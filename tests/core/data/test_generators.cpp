@@ -1,11 +1,10 @@
 // Synthetic data generators (core/data/generators.h) and their portable random numbers
-// (core/data/random.h): reproducibility (seed, thread count, pinned golden bits), moments, the
-// llm_like structure (outlier key channels pre-RoPE, no value outliers, RoPE consistency) and the
-// bad-input paths.
+// (core/data/random.h): reproducibility (seed, thread count, pinned golden bits), moments and the
+// bad-input paths. llm_like's structure has its own file, test_llm_like.cpp.
 #include "core/data/generators.h"
+#include "core/data/llm_like.h"
 #include "core/data/random.h"
 #include "core/error.h"
-#include "core/rope.h"
 #include "tests/catch.h"
 
 #include <nlohmann/json.hpp>
@@ -106,15 +105,6 @@ double median(std::vector<double> x) {
   return x[x.size() / 2];
 }
 
-// max over tokens of |x| for every channel of head (b, h).
-std::vector<double> channel_absmax(const Tensor& t, int64_t b, int64_t h) {
-  std::vector<double> out(static_cast<size_t>(t.shape().dim), 0.0);
-  for (int64_t n = 0; n < t.shape().len; ++n)
-    for (int64_t c = 0; c < t.shape().dim; ++c)
-      out[c] = std::max(out[c], std::fabs(double(t.at(b, h, n, c))));
-  return out;
-}
-
 // The message of the InputError `fn` throws, or "" when it throws none.
 template <class F>
 std::string input_error(F&& fn) {
@@ -137,13 +127,7 @@ TEST_CASE("generators: the registry declares four generators with valid defaults
   }
   CHECK(names == kNames);
   CHECK(find_generator("gaussian") == nullptr);
-  const auto llm = ParamValues::defaults(find_generator("llm_like")->params);
-  CHECK(llm.integer("outlier_channels") == 4);
-  CHECK(llm.real("outlier_scale") == 10.0);
-  CHECK(llm.real("outlier_spread") == 0.5);
-  CHECK(llm.flag("query_outliers"));
-  CHECK(llm.flag("rope"));
-  CHECK(llm.real("rope_base") == 10000.0);
+  // llm_like's defaults and their sources: test_llm_like.cpp.
 }
 
 TEST_CASE("generators: same seed gives the same bytes, another seed different ones", "[data]") {
@@ -203,18 +187,21 @@ TEST_CASE("generators: golden values pin the bits across machines", "[data]") {
   const float student_v[4] = {-0x1.a4ad86p-5f, -0x1.435aa8p-1f, -0x1.5cbc5cp+0f, 0x1.860594p-3f};
   for (int i = 0; i < 4; ++i) CHECK(t.v.data()[i] == student_v[i]);
 
-  // llm_like defaults: key head 0 has outlier channels 1, 12, 13, 15 (magnitude ≈ 14.0); token 5
-  // (position 5) after RoPE — channel 9 carries most of channel 1's outlier, rotated by 5·θ_1 ≈ π/2.
+  // llm_like defaults (core/data/llm_like.h): d 16 has 8 RoPE pairs, the band's quarter is pairs 6 and 7, so key
+  // head 0 has two outlier channels there; token 5 (position 5) after RoPE. The query row is the sink or local
+  // head's, its component solved on the last row (llm_like.cpp): it pins the solver too.
   const QKV l = gen(p, "llm_like", 1);
-  const auto plan = llm_like_outlier_plan(p, params_of("llm_like"), 1);
-  REQUIRE(plan.key[0].channels.size() == 4);
-  CHECK(plan.key[0].channels[0].index == 1);
-  CHECK(plan.key[0].channels[1].index == 12);
-  CHECK(plan.key[0].channels[2].index == 13);
-  CHECK(plan.key[0].channels[3].index == 15);
-  const float llm_k[8] = {0x1.5dcc8ep-1f, -0x1.f813fap+2f, 0x1.3ea8bcp-2f, 0x1.86226cp+0f,
-                          -0x1.c2accp+3f, -0x1.eaec14p+3f, -0x1.ff5826p-2f, -0x1.07cd4ep-1f};
+  const auto plan = llm_like_plan(p, params_of("llm_like"), 1);
+  REQUIRE(plan.key[0].channels.size() == 2);
+  CHECK(plan.key[0].channels[0].index == 14);
+  CHECK(plan.key[0].channels[1].index == 15);
+  CHECK(plan.kinds == std::vector<HeadKind>{HeadKind::local, HeadKind::sink});
+  const float llm_k[8] = {0x1.811e36p+0f, -0x1.e02654p-2f, 0x1.c9f68p-2f,   0x1.787f28p+0f,
+                          0x1.0fc28ep-2f, 0x1.71adecp-1f,  -0x1.1cbc0ep+3f, 0x1.054fbcp+3f};
   for (int c = 0; c < 8; ++c) CHECK(l.k.at(0, 0, 5, 8 + c) == llm_k[c]);
+  const float sink_q[8] = {0x1.161accp-1f,  -0x1.b30f4p-1f,  0x1.471dd6p-4f, -0x1.1a300ap-5f,
+                           0x1.5b36bcp-7f, 0x1.48b66cp-3f, -0x1.dc9cfap-2f, 0x1.b09062p+0f};
+  for (int c = 0; c < 8; ++c) CHECK(l.q.at(0, 1, 3, c) == sink_q[c]);
 }
 
 TEST_CASE("generators: normal has the requested mean and standard deviation", "[data]") {
@@ -327,151 +314,6 @@ TEST_CASE("random: the portable elementary functions agree with the C library", 
   double s = 1, c = 0;
   portable_sincos(0.0, s, c);
   CHECK((s == 0.0 && c == 1.0));
-}
-
-TEST_CASE("generators: llm_like puts large key channels pre-RoPE and none in values", "[data]") {
-  const int64_t d = 64, kv_heads = 4;
-  const Problem p = make_problem(2, 8, kv_heads, 512, 1024, d);
-  const double scale = 10.0, spread = 0.5;
-  const json given = {{"rope", false}, {"outlier_scale", scale}, {"outlier_spread", spread}};
-  const QKV x = gen(p, "llm_like", 17, given);
-  const OutlierPlan plan = llm_like_outlier_plan(p, params_of("llm_like", given), 17);
-
-  REQUIRE(plan.key.size() == size_t(kv_heads));
-  REQUIRE(plan.query.size() == size_t(p.q_heads));
-  std::vector<double> magnitudes;
-  for (int64_t h = 0; h < kv_heads; ++h) {
-    const HeadOutliers& ho = plan.key[h];
-    REQUIRE(ho.channels.size() == 4);
-    CHECK(ho.magnitude >= scale * (1 - spread));
-    CHECK(ho.magnitude <= scale * (1 + spread));
-    magnitudes.push_back(ho.magnitude);
-    std::vector<int64_t> pairs;
-    for (const auto& oc : ho.channels) pairs.push_back(oc.index % (d / 2));
-    std::sort(pairs.begin(), pairs.end());
-    CHECK(std::adjacent_find(pairs.begin(), pairs.end()) == pairs.end());  // one per RoPE pair
-
-    for (int64_t b = 0; b < p.batch; ++b) {
-      INFO("KV head " << h << ", batch " << b);
-      const auto k = channel_absmax(x.k, b, h), v = channel_absmax(x.v, b, h);
-      const double k_median = median(k), v_median = median(v);
-      // Outlier channels: |x| ≥ M·(offset + 0.5·z_max) ≥ 5·(0.6 + 1.5) against a median channel's
-      // ≈ 3.3 — at least (1 − spread)·outlier_scale/2 × the median, the Fig. 4 picture.
-      std::vector<bool> is_outlier(d, false);
-      for (const auto& oc : ho.channels) {
-        is_outlier[oc.index] = true;
-        CHECK(k[oc.index] >= (1 - spread) * scale / 2 * k_median);
-      }
-      // The other key channels and all value channels are plain N(0, 1) maxima: within 3× the median.
-      for (int64_t c = 0; c < d; ++c)
-        if (!is_outlier[c]) CHECK(k[c] < 3 * k_median);
-      CHECK(*std::max_element(v.begin(), v.end()) < 3 * v_median);
-    }
-  }
-  // Heads differ in range (TurboAttention's head priority needs something to rank).
-  CHECK(*std::max_element(magnitudes.begin(), magnitudes.end()) >
-        1.2 * *std::min_element(magnitudes.begin(), magnitudes.end()));
-
-  // Query heads share their KV head's channels, at sqrt of its magnitude.
-  for (int64_t qh = 0; qh < p.q_heads; ++qh) {
-    const HeadOutliers& kh = plan.key[p.kv_head_of(qh)];
-    const HeadOutliers& qo = plan.query[qh];
-    REQUIRE(qo.channels.size() == kh.channels.size());
-    CHECK(qo.magnitude == std::sqrt(kh.magnitude));
-    const auto q = channel_absmax(x.q, 0, qh);
-    const double q_median = median(q);
-    for (size_t j = 0; j < qo.channels.size(); ++j) {
-      CHECK(qo.channels[j].index == kh.channels[j].index);
-      CHECK(q[qo.channels[j].index] >= std::sqrt((1 - spread) * scale) / 2 * q_median);
-    }
-  }
-
-  // Without query outliers the queries are plain N(0, 1).
-  const QKV plain_q = gen(p, "llm_like", 17, {{"rope", false}, {"query_outliers", false}});
-  const auto q = channel_absmax(plain_q.q, 0, 0);
-  CHECK(*std::max_element(q.begin(), q.end()) < 3 * median(q));
-  // Outliers change nothing but their own channels: the rest of k is the same draw either way.
-  const QKV none = gen(p, "llm_like", 17, {{"rope", false}, {"outlier_channels", 0}});
-  bool rest_same = true;
-  for (int64_t n = 0; n < p.kv_len; ++n)
-    for (int64_t c = 0; c < d; ++c) {
-      bool outlier = false;
-      for (const auto& oc : plan.key[1].channels) outlier = outlier || oc.index == c;
-      if (!outlier) rest_same = rest_same && none.k.at(1, 1, n, c) == x.k.at(1, 1, n, c);
-    }
-  CHECK(rest_same);
-  CHECK(same_bytes(none.v, x.v));
-}
-
-TEST_CASE("generators: llm_like clamps outlier_channels to one per RoPE pair", "[data]") {
-  const Problem p = make_problem(1, 2, 2, 4, 8, 16);
-  const OutlierPlan plan = llm_like_outlier_plan(p, params_of("llm_like", {{"outlier_channels", 64}}), 3);
-  for (const auto& ho : plan.key) {
-    REQUIRE(ho.channels.size() == 8);  // head_dim / 2
-    for (int64_t i = 0; i < 8; ++i)    // exactly one of i, i + 8
-      CHECK(std::count_if(ho.channels.begin(), ho.channels.end(),
-                          [&](const OutlierChannel& oc) { return oc.index % 8 == i; }) == 1);
-  }
-  const OutlierPlan none = llm_like_outlier_plan(p, params_of("llm_like", {{"outlier_channels", 0}}), 3);
-  for (const auto& ho : none.key) CHECK(ho.channels.empty());
-}
-
-TEST_CASE("generators: llm_like with RoPE is RoPE applied to the rope = false data", "[data]") {
-  for (bool decode : {false, true}) {
-    const int64_t d = 32;
-    Problem p = make_problem(1, 4, 2, decode ? 1 : 20, 48, d);
-    if (decode) p.phase = Phase::decode;
-    const QKV with = gen(p, "llm_like", 23, {{"rope_base", 500000.0}});
-    const QKV without = gen(p, "llm_like", 23, {{"rope", false}, {"rope_base", 500000.0}});
-    CHECK(same_bytes(with.v, without.v));
-
-    // Positions: keys 0 … kv_len − 1, queries the last q_len of them.
-    CHECK(key_positions(p).front() == 0);
-    CHECK(key_positions(p).back() == p.kv_len - 1);
-    CHECK(query_positions(p).front() == p.kv_len - p.q_len);
-    CHECK(query_positions(p).back() == p.kv_len - 1);
-
-    // Same bits as apply_rope on the rope = false tensors at those positions.
-    Tensor q = without.q, k = without.k;
-    apply_rope(q, query_positions(p), 500000.0);
-    apply_rope(k, key_positions(p), 500000.0);
-    CHECK(same_bytes(q, with.q));
-    CHECK(same_bytes(k, with.k));
-
-    // And the q·k products match RoPE evaluated independently here (std::pow, std::cos, std::sin) at
-    // query position kv_len − q_len + i and key position j: one float rounding per rotated element,
-    // so within 1e-6·|q||k|.
-    auto rotated = [&](const Tensor& t, int64_t h, int64_t n, int64_t pos) {
-      std::vector<double> r(static_cast<size_t>(d));
-      for (int64_t i = 0; i < d / 2; ++i) {
-        const double th = double(pos) * std::pow(500000.0, -2.0 * double(i) / double(d));
-        const double a = t.at(0, h, n, i), b = t.at(0, h, n, i + d / 2);
-        r[i] = a * std::cos(th) - b * std::sin(th);
-        r[i + d / 2] = b * std::cos(th) + a * std::sin(th);
-      }
-      return r;
-    };
-    double worst = 0;
-    for (int64_t qh = 0; qh < p.q_heads; ++qh) {
-      const int64_t kh = p.kv_head_of(qh);
-      for (int64_t i = 0; i < p.q_len; ++i) {
-        const auto qr = rotated(without.q, qh, i, p.kv_len - p.q_len + i);
-        for (int64_t j = 0; j < p.kv_len; ++j) {
-          const auto kr = rotated(without.k, kh, j, j);
-          double ref = 0, got = 0, qn = 0, kn = 0;
-          for (int64_t c = 0; c < d; ++c) {
-            ref += qr[c] * kr[c];
-            got += double(with.q.at(0, qh, i, c)) * double(with.k.at(0, kh, j, c));
-            qn += qr[c] * qr[c];
-            kn += kr[c] * kr[c];
-          }
-          worst = std::max(worst, std::fabs(got - ref) / std::sqrt(qn * kn));
-        }
-      }
-    }
-    INFO("decode " << decode);
-    CHECK(worst <= 1e-6);
-  }
 }
 
 TEST_CASE("generators: bad parameters are InputErrors naming the field", "[data]") {

@@ -331,13 +331,13 @@ TEST_CASE("fireq: without smoothing the outlier keys of llm_like cost accuracy t
           "[variants][fireq]") {
   // Mean rel_l2 over 4 seeds (4 outlier plans), decode at N = 512 and prefill (causal) at N = 256, d = 128,
   // MHA: 32 KV heads per mode and phase.
-  // Asserted on llm_like keys with queries free of outliers (query_outliers = false), where the scores
-  // depend on every key channel. With llm_like's default query outliers on the same channels, the scores
-  // are dominated by those few channels, and their INT4 step is the token's max|k|/7 with or without
-  // smoothing (after RPN + CRS the outlier channels are still each token's largest, ~1/8 against the
-  // regular channels' typical ~1/30): smoothing refines only the channels that matter less, and the
-  // ordering depends on the draw (measured: mean over these 4 seeds, decode N = 512, none 0.41 vs
-  // rpn_crs 0.20; one seed at N = 1024, 0.62 vs 0.65). That case is printed, not asserted.
+  // FireQ §3.2.1's claim, asserted as an ordering: smoothing lowers the error (RPN + CRS below none) and CRS on the
+  // outlier pairs adds to RPN alone. Measured on llm_like's defaults (outlier channels of consistent sign in the
+  // low-frequency pairs, sink and local heads), mean over these 4 seeds: decode none 0.143 → rpn_crs 0.093 with
+  // outlier-free queries, 0.317 → 0.224 with the default query outliers; prefill 0.178 → 0.097 and 0.281 → 0.206.
+  // (On the earlier llm_like, whose outlier channels varied by half their size from token to token, smoothing
+  // halved the first and did not reliably help the second.) The part of the gain the outliers cause is asserted
+  // in tests/core/data/test_llm_like_findings.cpp, with the outliers switched off.
   for (bool query_outliers : {false, true})
     for (Phase phase : {Phase::decode, Phase::prefill}) {
       const std::vector<std::string> modes = query_outliers ? std::vector<std::string>{"none", "rpn_crs"}
@@ -356,10 +356,8 @@ TEST_CASE("fireq: without smoothing the outlier keys of llm_like cost accuracy t
       std::string line;
       for (size_t m = 0; m < modes.size(); ++m) line += fmt::format(" {} {:.3e}", modes[m], mean[m]);
       WARN(fmt::format("fireq {} llm_like (query outliers {}) mean rel_l2:{}", to_string(phase), query_outliers, line));
-      if (!query_outliers) {
-        CHECK(mean.back() < 0.5 * mean.front());  // RPN + CRS at least halves the unsmoothed error
-        CHECK(mean.back() <= mean[1]);            // and CRS on the outlier pairs adds to RPN alone
-      }
+      CHECK(mean.back() < mean.front());                   // RPN + CRS lowers the unsmoothed error
+      if (!query_outliers) CHECK(mean.back() <= mean[1]);  // and CRS on the outlier pairs adds to RPN alone
     }
 }
 

@@ -13,7 +13,10 @@
 //     rows. ℓ sums the unrounded P̃ (FA3), so the rounding does not cancel in O = ΣP̃₈V/ℓ either.
 //     Assertion: kFp8 = 1.5 (measured worst over the sweep: 1.13, normal, N = 1024; 1.34 on uniform
 //     data, not in the sweep). Q and K's E4M3 errors dominate simple_fp8 on these data, so this bound
-//     alone is loose about P; the sharp check is the next one.
+//     alone is loose about P; the sharp check is the next one. On llm_like's long rows it does not hold: its
+//     sink heads put half of a row's weight on the first key, so the running max is the sink's and most other
+//     weights e^{S−m} fall below 2⁻¹⁰ and flush to 0 (measured ratio up to 2.11, N = 1024). There the sharp
+//     check, which rounds the weights the same way, is the yardstick alone.
 //   Sharper yardstick for the long rows (N ≥ 257), simple_fp8p: simple_fp8 with the weights rounded as
 //     flash3_fp8 rounds them, round_fp8(e^{S−m}) against the row's final max m, normalized by the sum of
 //     the unrounded e^{S−m}. E4M3's relative rounding does not depend on the scale outside the subnormal
@@ -131,7 +134,7 @@ void check_sweep(Phase phase, const std::string& gen, double& e4m3_sum, double& 
           const double p16 = compare_to_truth(run(p, in, params({{"p_format", "fp16"}})).o, truth).rel_l2;
           INFO(fmt::format("{} {} d={} N={} causal={} gqa={}: rel_l2 e4m3 {:.3e} p_fp16 {:.3e} simple_fp8 {:.3e}", gen,
                            to_string(phase), d, n, causal, gqa, e4m3, p16, simple));
-          CHECK(e4m3 <= kFp8 * simple);
+          if (gen == "normal" || n < 257) CHECK(e4m3 <= kFp8 * simple);
           CHECK(p16 <= kP16 * simple + kU16);
           if (n >= 257) {
             const double sharp = compare_to_truth(simple_fp8p(p, s8), truth).rel_l2;

@@ -17,8 +17,10 @@
 //               Assertion on normal data: kFull = 2.5 (measured worst over the sweep: 1.88, N = 1024).
 //               A P quantized to half as many levels (R = 63) raises the ratio to 3.25 (measured) and fails.
 //               On rows dominated by one key, ΣⱼPⱼ² ≈ 127² and the ratio grows to √N·σ_v/max|V| (≈ 7 at
-//               N = 1024): llm_like's outlier channels make such rows, so there the factor is
-//               kFullLlm = 3.5 (measured worst: 2.52, d = 64, N = 1024, GQA). The sharp check is the next one.
+//               N = 1024): llm_like's sink heads make such rows (half of a row's weight on the first key), and
+//               there the measured ratio reaches that limit (7.15, d = 64, N = 1024, GQA): simple8, which leaves
+//               P's rounding out, is no yardstick for them, and llm_like's long rows (kv_len ≥ 257) are held to
+//               the sharp check below alone. Its shorter rows keep kFullLlm = 3.5.
 //   half INT8   P̃ rounded to FP16 (≤ 2⁻¹¹ relative per weight, random: ≈ 3·10⁻⁴ of |o| in rms) and the
 //               FP16 store of O (≤ 2⁻¹¹ relative per element, so ≤ 2⁻¹¹ in rel_l2 by the triangle
 //               inequality). Assertion: rel_l2 ≤ 1.05·rel_l2(simple_half) + 2⁻¹¹ (measured ratio ≤ 1.01
@@ -173,7 +175,7 @@ void check_sweep(const std::string& gen, double& full_sum, double& half_sum) {
     INFO(fmt::format("{} d={} q_len={} kv_len={} causal={} gqa={}: rel_l2 full {:.3e} (simple8 {:.3e}, simple8p "
                      "{:.3e}) half {:.3e} (simple_half {:.3e})",
                      gen, c.d, c.q_len, c.kv_len, c.causal, c.gqa, full, e8, e8p, half, eh));
-    CHECK(full <= (gen == "normal" ? kFull : kFullLlm) * e8);
+    if (gen == "normal" || !sharp) CHECK(full <= (gen == "normal" ? kFull : kFullLlm) * e8);
     CHECK(half <= kHalf * eh + kU16);
     if (sharp) {
       CHECK(full <= kOnline * e8p + kU16);

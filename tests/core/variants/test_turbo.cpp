@@ -9,9 +9,13 @@
 //   - SAS instead of exp (max relative error 1.0e-3 over [n_r, 0], plus the zeroed mass below n_r, plus
 //     the SAS(0) = 0.9996 tilt per tile);
 //   - FP32 arithmetic and the FP16 store of O (≤ 2⁻¹¹ relative, negligible here).
-// Measured over the sweep below (normal and llm_like, d 64/96/128, N up to 1024, causal, GQA, prefill
-// and decode with 70 buffered tokens): rel_l2(turbo) / rel_l2(simple8) ≤ 1.75. The assertion allows
-// kFactor = 2.5 (plus 10⁻³ absolute for the tiny N where both are at FP16 level).
+// Measured over the sweep below (d 64/96/128, N up to 1024, causal, GQA, prefill and decode with 70 buffered
+// tokens) on normal data: rel_l2(turbo) / rel_l2(simple8) ≤ 1.75. The assertion allows kFactor = 2.5 (plus
+// 10⁻³ absolute for the tiny N where both are at FP16 level). On llm_like, whose sink heads put half of a row's
+// weight on the first key, P̃'s rounding in the sink's tile is what dominates: as test_int_flash.cpp derives
+// for P rounded to 127 levels, on rows dominated by one key its share grows to √N·σ_v/max|V| ≈ 7 times V's
+// INT8 error at N = 1024, so there the factor is kFactorLlm = √(1 + 7²) ≈ 7.1 (measured worst: 4.48 prefill,
+// 3.22 decode, N = 1024).
 #include "core/ground_truth.h"
 #include "core/metrics.h"
 #include "core/data/generators.h"
@@ -34,7 +38,7 @@ namespace attnlab {
 using namespace variants;
 namespace {
 
-constexpr double kFactor = 2.5;
+constexpr double kFactor = 2.5, kFactorLlm = 7.1;
 
 Problem problem_for(int64_t d, int64_t n, bool causal, bool gqa, Phase phase) {
   return test::sweep_problem(d, n, causal, gqa, phase);
@@ -103,18 +107,18 @@ void check_sweep(Phase phase, const std::string& gen) {
           const Metrics simple = compare_to_truth(s8f, truth);
           INFO(fmt::format("{} {} d={} N={} causal={} gqa={}: rel_l2 turbo {:.3e} simple8 {:.3e}", gen,
                            to_string(phase), d, n, causal, gqa, mine.rel_l2, simple.rel_l2));
-          CHECK(mine.rel_l2 <= kFactor * simple.rel_l2 + 1e-3);
+          CHECK(mine.rel_l2 <= (gen == "normal" ? kFactor : kFactorLlm) * simple.rel_l2 + 1e-3);
           if (simple.rel_l2 > 1e-4) worst = std::max(worst, mine.rel_l2 / simple.rel_l2);
         }
   WARN(fmt::format("turbo {} {}: worst rel_l2 / simple8 = {:.2f}", gen, to_string(phase), worst));
 }
 
-TEST_CASE("turbo prefill within 2.5x of INT8 quantize-then-FP64, normal and llm_like", "[variants][turbo]") {
+TEST_CASE("turbo prefill within 2.5x (normal) and 7.1x (llm_like) of INT8 quantize-then-FP64", "[variants][turbo]") {
   check_sweep(Phase::prefill, "normal");
   check_sweep(Phase::prefill, "llm_like");
 }
 
-TEST_CASE("turbo decode (8-bit cache plus decode buffer) within 2.5x of INT8 quantize-then-FP64", "[variants][turbo]") {
+TEST_CASE("turbo decode (8-bit cache plus decode buffer) within 2.5x (normal) and 7.1x (llm_like) of INT8 quantize-then-FP64", "[variants][turbo]") {
   check_sweep(Phase::decode, "normal");
   check_sweep(Phase::decode, "llm_like");
 }
