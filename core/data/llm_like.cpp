@@ -31,8 +31,10 @@ constexpr double kValueTokenScaleSquare = 1.0 + 0.25 / 12.0;
 // vector least, so a query's alignment with the sink key survives every distance (Jin et al. §3: the
 // low-frequency pairs carry what does not depend on position).
 constexpr int64_t kSinkPairs = 4;
-// The largest query component the solver tries, in units of a normal channel (a share beyond reach stays at it).
-constexpr double kMaxAmplitude = 1e4;
+// The largest query component the solver tries, in units of a normal channel: 64 is six times a d = 128 query's
+// own norm, a logit change of up to ~64 — far past any share a parameter can ask for on data where the share
+// grows with it, and small enough that a share beyond reach (the target stays unmet) leaves FP16-safe values.
+constexpr double kMaxAmplitude = 64;
 
 int64_t head_kind_count(double share, int64_t heads) { return std::llround(share * double(heads)); }
 
@@ -87,9 +89,9 @@ double solve_amplitude(const std::vector<double>& base, const std::vector<double
   if (share_at(base, gain, first, last, 0.0) >= target) return 0.0;
   double lo = 0.0, hi = 1.0;
   while (share_at(base, gain, first, last, hi) < target) {
-    lo = hi;
-    hi *= 2.0;
     if (hi >= kMaxAmplitude) return kMaxAmplitude;
+    lo = hi;
+    hi = std::min(2.0 * hi, kMaxAmplitude);
   }
   for (int i = 0; i < 60; ++i) {
     const double mid = 0.5 * (lo + hi);
@@ -149,7 +151,7 @@ GeneratorSpec llm_like_spec() {
                        "DuoAttention's streaming heads, arXiv:2410.10819); 0: none"),
        ParamSpec::real("local_mass", 0.5, 0.0, 0.99,
                        "in a local head, the share of the last query's attention within its last 64 keys (at "
-                       "least: the data alone may give more)"),
+                       "least: the data alone may give more; RoPE makes it: with rope false none)"),
        ParamSpec::real("value_mean", 0.3, 0.0, 0.95,
                        "cosine similarity of two tokens' values: a common component, as contextual representations "
                        "share a direction (anisotropy, Ethayarajh, EMNLP 2019); 0: zero-mean values"),
@@ -354,7 +356,9 @@ void generate_llm_like(const Problem& p, const ParamValues& params, uint64_t see
     parallel_for(p.batch * p.q_heads, [&](int64_t bh) {
       const int64_t b = bh / p.q_heads, qh = bh % p.q_heads, kvh = p.kv_head_of(qh);
       const HeadKind kind = plan.kinds[qh];
-      if (kind == HeadKind::diffuse) return;
+      // Without RoPE nothing in q·k depends on the distance: a local head has no recent keys to prefer, and
+      // attends as the data alone makes it.
+      if (kind == HeadKind::diffuse || (kind == HeadKind::local && !rope)) return;
       const std::vector<double>& u = kind == HeadKind::sink ? plan.sink_direction[kvh] : plan.recent_direction[kvh];
       float* q = out.q.data() + out.q.offset(b, qh);
       const int64_t last = p.q_len - 1, position = keys - 1;

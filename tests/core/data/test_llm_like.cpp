@@ -224,6 +224,26 @@ TEST_CASE("llm_like: each property is gone when its parameter switches it off", 
   for (double r : stats.at("attn.recent_mass").values) CHECK(r < 0.3);
 }
 
+TEST_CASE("llm_like: without RoPE local heads get no component, and no query grows without bound", "[data]") {
+  // RoPE's decay is what makes a local head; without it the solver could only push the query along a direction
+  // every key shares. A share beyond reach stops at the solver's cap (64 units), never at values FP16 cannot hold.
+  const Problem p = make_problem(1, 8, 2, 1, 512, 64);
+  const QKV with = llm(p, 6), without = llm(p, 6, {{"rope", false}});
+  const LlmLikePlan plan = llm_like_plan(p, llm_params(), 6);
+  const Probes stats = attention_statistics(p, without);
+  for (int64_t h = 0; h < p.q_heads; ++h) {
+    INFO("head " << h << " (" << head_kind_name(plan.kinds[h]) << ")");
+    if (plan.kinds[h] == HeadKind::local) CHECK(stats.at("attn.recent_mass").values[size_t(h)] < 0.3);
+  }
+  for (const QKV* x : {&with, &without})
+    for (float v : x->q.values()) REQUIRE(std::fabs(v) < 100.0f);
+  // An unreachable share (0.99 on the sink when the sink key is no better aligned than the rest: no sink pairs
+  // left once every pair holds an outlier) stays finite too.
+  const Problem tiny = make_problem(1, 2, 1, 1, 256, 16);
+  const QKV t = llm(tiny, 2, {{"outlier_band", 1.0}, {"outlier_channels", 8}, {"sink_share", 0.99}});
+  for (float v : t.q.values()) REQUIRE(std::fabs(v) < 100.0f);
+}
+
 TEST_CASE("llm_like: values share a common component of cosine value_mean", "[data]") {
   // cos(v_i, v_j) over token pairs ≈ |μ|²/(|μ|² + E|t·z|²) = value_mean in expectation; a head's |μ|² is ρ²·χ²_d,
   // whose relative spread √(2/d) = 0.18 at d 64 moves one head's cosine by ±c(1 − c)·0.18 ≈ ±0.04: the mean over
