@@ -1,9 +1,6 @@
 # attnlab_local_gpu_architecture(<var>): the CUDA architecture of this machine's first GPU as CMake's
-# CUDA_ARCHITECTURES spells it ("90a-real" for compute capability 9.0: the wgmma kernels need the a-suffixed
-# target; "80-real", "89-real", …), or "90a-real" where no GPU answers (no nvidia-smi, no driver, no device).
-# "-real": machine code (SASS) alone, no PTX beside it. PTX is for a driver to compile for a GPU the build did not
-# target, and an a-suffixed PTX runs on its own architecture only: it bought nothing and cost nvcc a second code
-# path (fireq_prefill_sm90.cu: 91.5 s with it, 70.1 s without, on the 2-core machine).
+# CUDA_ARCHITECTURES spells it ("90a" for compute capability 9.0: the wgmma kernels need the a-suffixed
+# target; "80", "89", …), or "90a" where no GPU answers (no nvidia-smi, no driver, no device).
 function(attnlab_local_gpu_architecture out)
   set(architecture "90a")
   find_program(ATTNLAB_NVIDIA_SMI nvidia-smi)
@@ -18,5 +15,5 @@ function(attnlab_local_gpu_architecture out)
       endif()
     endif()
   endif()
-  set(${out} "${architecture}-real" PARENT_SCOPE)
+  set(${out} "${architecture}" PARENT_SCOPE)
 endfunction()

@@ -18,7 +18,7 @@ mkdir -p "$out"
 log="$out/session.log"
 step() { echo; echo "== $*" | tee -a "$log"; }
 step configure and build
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNLAB_CUDA_ARCHITECTURES=90a-real >>"$log" 2>&1 ||
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNLAB_CUDA_ARCHITECTURES=90a >>"$log" 2>&1 ||
   { tail -30 "$log"; exit 1; }
 cmake --build build-gpu -j "$(nproc)" --target attnlab attnlab_tests >"$out/build.log" 2>&1 ||
   { grep -E "error" -A5 "$out/build.log" | head -60; exit 1; }
