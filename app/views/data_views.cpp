@@ -60,12 +60,10 @@ std::vector<View> data_views(const Results& r) {
   t.title = "Attention statistics across heads, beside real models";
   t.columns = {{"statistic", "statistic", ""}, {"unit", "unit", ""}, {"min", "min", ""}, {"median", "median", ""},
                {"max", "max", ""}, {"published", "real models (source)", ""}};
-  for (const ProbeArray* a : {sink, recent, entropy, range}) {
+  for (const char* name : {"attn.sink_share", "attn.recent_mass", "attn.entropy", "attn.logit_range"}) {
+    const ProbeArray* a = find(p, name);
     std::vector<double> v(a->values.begin(), a->values.end());
     std::sort(v.begin(), v.end());
-    const std::string name = a == sink ? "attn.sink_share" : a == recent ? "attn.recent_mass"
-                             : a == entropy                     ? "attn.entropy"
-                                                                : "attn.logit_range";
     const auto pub = kPublished.find(name);
     t.rows.push_back({{name, NAN}, {a->unit, NAN}, number_cell(v.front(), "{:.3g}"), number_cell(v[v.size() / 2], "{:.3g}"),
                       number_cell(v.back(), "{:.3g}"), {pub == kPublished.end() ? "-" : pub->second, NAN}});

@@ -1,6 +1,5 @@
 #include "core/data/attention_stats.h"
 
-#include "core/data/llm_like.h"
 #include "core/parallel.h"
 
 #include <algorithm>

@@ -18,6 +18,9 @@
 
 namespace attnlab::data {
 
+// The recent window attn.recent_mass sums over, in keys (llm_like's local_mass targets the same).
+inline constexpr int64_t kRecentWindow = 64;
+
 // Gu et al.'s threshold for a sink head (the views draw it beside attn.sink_share).
 inline constexpr double kSinkHeadThreshold = 0.3;
 

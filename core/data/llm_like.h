@@ -27,6 +27,7 @@
 // one that sees every key under a causal mask) → component added to the head's queries → RoPE on Q.
 #pragma once
 
+#include "core/data/attention_stats.h"  // kRecentWindow: local_mass is measured as attn.recent_mass is
 #include "core/data/generators.h"
 
 #include <cstdint>
@@ -40,9 +41,6 @@ GeneratorSpec llm_like_spec();
 // What kind each query head is (llm_like's head mix: sink_heads and local_heads are shares of the query heads).
 enum class HeadKind { sink, local, diffuse };
 const char* head_kind_name(HeadKind k);
-
-// The recent window local_mass is measured over, in keys (the attention statistics use the same window).
-inline constexpr int64_t kRecentWindow = 64;
 
 // One outlier channel of a head, pre-RoPE: magnitude · sign · (offset + outlier_noise · z), z the head's
 // N(0, 1) draw for that element.

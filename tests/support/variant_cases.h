@@ -27,10 +27,28 @@ inline Problem sweep_problem(int64_t d, int64_t n, bool causal, bool gqa, Phase 
   return p;
 }
 
+// Any shape, non-causal; q_len 1 is a decode step.
+inline Problem problem(int64_t batch, int64_t q_heads, int64_t kv_heads, int64_t q_len, int64_t kv_len, int64_t d) {
+  Problem p;
+  p.batch = batch;
+  p.q_heads = q_heads;
+  p.kv_heads = kv_heads;
+  p.q_len = q_len;
+  p.kv_len = kv_len;
+  p.head_dim = d;
+  if (q_len == 1) p.phase = Phase::decode;
+  return p;
+}
+
+// Generator `gen`'s parameters: its defaults with `given` applied through a config's validation ("data.<name>").
+inline ParamValues generator_params(const std::string& gen, const nlohmann::json& given = nlohmann::json::object()) {
+  return ParamValues::parse(data::find_generator(gen)->params, given, "data");
+}
+
 // Inputs from generator `gen` with its default parameters, or those of `given` ({"sink_heads": 0.0}).
 inline QKV generated(const Problem& p, const std::string& gen, uint64_t seed,
                      const nlohmann::json& given = nlohmann::json::object()) {
-  return data::generate(p, gen, ParamValues::parse(data::find_generator(gen)->params, given, "data"), seed);
+  return data::generate(p, gen, generator_params(gen, given), seed);
 }
 
 using ParamSettings = std::initializer_list<std::pair<const char*, nlohmann::json>>;

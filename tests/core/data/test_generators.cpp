@@ -6,6 +6,7 @@
 #include "core/data/random.h"
 #include "core/error.h"
 #include "tests/catch.h"
+#include "tests/support/variant_cases.h"
 
 #include <nlohmann/json.hpp>
 
@@ -24,22 +25,9 @@ using nlohmann::json;
 
 const std::vector<std::string> kNames = {"normal", "uniform", "student_t", "llm_like"};
 
-Problem make_problem(int64_t batch, int64_t q_heads, int64_t kv_heads, int64_t q_len, int64_t kv_len,
-                     int64_t head_dim) {
-  Problem p;
-  p.batch = batch;
-  p.q_heads = q_heads;
-  p.kv_heads = kv_heads;
-  p.q_len = q_len;
-  p.kv_len = kv_len;
-  p.head_dim = head_dim;
-  return p;
-}
-
 ParamValues params_of(const std::string& gen, const json& given = json::object()) {
-  const GeneratorSpec* spec = find_generator(gen);
-  REQUIRE(spec != nullptr);
-  return ParamValues::parse(spec->params, given, "data");
+  REQUIRE(find_generator(gen) != nullptr);
+  return test::generator_params(gen, given);
 }
 
 QKV gen(const Problem& p, const std::string& name, uint64_t seed, const json& given = json::object()) {
@@ -131,7 +119,7 @@ TEST_CASE("generators: the registry declares four generators with valid defaults
 }
 
 TEST_CASE("generators: same seed gives the same bytes, another seed different ones", "[data]") {
-  const Problem p = make_problem(2, 4, 2, 16, 24, 32);
+  const Problem p = test::problem(2, 4, 2, 16, 24, 32);
   for (const auto& name : kNames) {
     INFO(name);
     const QKV a = gen(p, name, 7), b = gen(p, name, 7), c = gen(p, name, 8);
@@ -149,7 +137,7 @@ TEST_CASE("generators: same seed gives the same bytes, another seed different on
 }
 
 TEST_CASE("generators: the thread count does not change the bytes", "[data]") {
-  const Problem p = make_problem(2, 8, 2, 33, 65, 64);
+  const Problem p = test::problem(2, 8, 2, 33, 65, 64);
   for (const auto& name : kNames) {
     INFO(name);
     QKV one, two, five;
@@ -176,7 +164,7 @@ TEST_CASE("generators: golden values pin the bits across machines", "[data]") {
   // floating-point contraction off, so every machine and standard library must reproduce them bit
   // for bit. A failure here means data sets (and every result computed from a seed) changed: either
   // a portability bug or an intentional change of the generators that must be announced.
-  const Problem p = make_problem(1, 2, 1, 4, 8, 16);
+  const Problem p = test::problem(1, 2, 1, 4, 8, 16);
 
   const QKV n = gen(p, "normal", 1);
   const float normal_q[4] = {-0x1.f1a0c6p+0f, 0x1.400dc2p-1f, 0x1.bb92b4p-2f, -0x1.c38848p-5f};
@@ -207,7 +195,7 @@ TEST_CASE("generators: golden values pin the bits across machines", "[data]") {
 TEST_CASE("generators: normal has the requested mean and standard deviation", "[data]") {
   // 2·256·128 = 131072 samples per tensor. Standard errors: mean σ/√n, standard deviation ≈ σ/√(2n);
   // tolerances are 5 standard errors.
-  const Problem p = make_problem(1, 2, 2, 256, 256, 128);
+  const Problem p = test::problem(1, 2, 2, 256, 256, 128);
   for (double mean : {0.0, 3.0}) {
     for (double sd : {1.0, 2.5}) {
       const QKV d = gen(p, "normal", 5, {{"mean", mean}, {"std", sd}});
@@ -229,7 +217,7 @@ TEST_CASE("generators: normal has the requested mean and standard deviation", "[
 }
 
 TEST_CASE("generators: uniform stays within [low, high] and fills it evenly", "[data]") {
-  const Problem p = make_problem(1, 2, 2, 256, 256, 128);
+  const Problem p = test::problem(1, 2, 2, 256, 256, 128);
   const double low = -2.0, high = 5.0;
   const QKV d = gen(p, "uniform", 3, {{"low", low}, {"high", high}});
   for (const Tensor* t : {&d.q, &d.k, &d.v}) {
@@ -246,7 +234,7 @@ TEST_CASE("generators: uniform stays within [low, high] and fills it evenly", "[
 }
 
 TEST_CASE("generators: student_t has heavy tails", "[data]") {
-  const Problem p = make_problem(1, 2, 2, 256, 256, 128);  // 131072 samples per tensor
+  const Problem p = test::problem(1, 2, 2, 256, 256, 128);  // 131072 samples per tensor
   const std::vector<float> normal = gen(p, "normal", 2).k.values();
   const std::vector<float> t3 = gen(p, "student_t", 2, {{"nu", 3.0}}).k.values();
   // P(|Z| > 4) = 6.3e-5, P(|t_3| > 4) = 0.028: the tail fraction separates them by orders of magnitude.
@@ -333,7 +321,7 @@ TEST_CASE("generators: bad parameters are InputErrors naming the field", "[data]
   CHECK(parse_error("llm_like", {{"rope_base", 1.0}}).find("data.rope_base") != std::string::npos);
 
   // low < high is checked when generating (the rows cannot express it).
-  const Problem p = make_problem(1, 1, 1, 4, 4, 16);
+  const Problem p = test::problem(1, 1, 1, 4, 4, 16);
   for (const json& given : {json{{"low", 1.0}, {"high", 1.0}}, json{{"low", 2.0}, {"high", -2.0}}}) {
     const std::string msg = input_error([&] { gen(p, "uniform", 1, given); });
     CHECK(msg.find("data.high") != std::string::npos);

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/rope.h"
 #include "tests/catch.h"
+#include "tests/support/variant_cases.h"
 
 #include <nlohmann/json.hpp>
 
@@ -21,24 +22,12 @@ namespace {
 
 using nlohmann::json;
 
-Problem make_problem(int64_t batch, int64_t q_heads, int64_t kv_heads, int64_t q_len, int64_t kv_len, int64_t d) {
-  Problem p;
-  p.batch = batch;
-  p.q_heads = q_heads;
-  p.kv_heads = kv_heads;
-  p.q_len = q_len;
-  p.kv_len = kv_len;
-  p.head_dim = d;
-  if (q_len == 1) p.phase = Phase::decode;
-  return p;
-}
+using test::problem;
 
-ParamValues llm_params(const json& given = json::object()) {
-  return ParamValues::parse(find_generator("llm_like")->params, given, "data");
-}
+ParamValues llm_params(const json& given = json::object()) { return test::generator_params("llm_like", given); }
 
 QKV llm(const Problem& p, uint64_t seed, const json& given = json::object()) {
-  return generate(p, "llm_like", llm_params(given), seed);
+  return test::generated(p, "llm_like", seed, given);
 }
 
 // max over tokens of |x| for every channel of head (b, h).
@@ -79,7 +68,7 @@ TEST_CASE("llm_like: the defaults are the cited ones", "[data]") {
 
 TEST_CASE("llm_like: large key channels in the low-frequency band, in queries too, none in values", "[data]") {
   const int64_t d = 64, half = d / 2, kv_heads = 4;
-  const Problem p = make_problem(2, 8, kv_heads, 256, 1024, d);
+  const Problem p = problem(2, 8, kv_heads, 256, 1024, d);
   const double scale = 10.0, spread = 0.5;
   // Sinks and local heads off: the keys are N(0, 1) plus the outliers, whose size this checks.
   const json given = {{"rope", false}, {"sink_heads", 0.0}, {"local_heads", 0.0}};
@@ -133,7 +122,7 @@ TEST_CASE("llm_like: large key channels in the low-frequency band, in queries to
 TEST_CASE("llm_like: outlier_band 1 draws from every pair, the draws of the generator before the band", "[data]") {
   // Before the band existed, seed 1 on this problem gave key head 0 the channels 1, 12, 13, 15 (a golden value
   // of test_generators.cpp then): the band's Fisher–Yates over all pairs makes the same draws.
-  Problem p = make_problem(1, 2, 1, 4, 8, 16);
+  Problem p = problem(1, 2, 1, 4, 8, 16);
   const LlmLikePlan plan = llm_like_plan(p, llm_params({{"outlier_band", 1.0}, {"outlier_channels", 4}}), 1);
   REQUIRE(plan.key[0].channels.size() == 4);
   CHECK(plan.key[0].channels[0].index == 1);
@@ -149,7 +138,7 @@ TEST_CASE("llm_like: every new property off is the generator before them, bit fo
   // The golden keys the generator made before the band, the sinks, the local heads and the values' mean existed
   // (4 outlier channels of noise 0.5 anywhere, RoPE base 10000; test_generators.cpp pinned them then): a lesson
   // can show the earlier data, and what each property changes, from the same seed.
-  const Problem p = make_problem(1, 2, 1, 4, 8, 16);
+  const Problem p = problem(1, 2, 1, 4, 8, 16);
   const json before = {{"outlier_band", 1.0}, {"outlier_noise", 0.5}, {"outlier_channels", 4}, {"sink_heads", 0.0},
                        {"local_heads", 0.0}, {"value_mean", 0.0},      {"rope_base", 10000.0}};
   const QKV l = llm(p, 1, before);
@@ -159,7 +148,7 @@ TEST_CASE("llm_like: every new property off is the generator before them, bit fo
 }
 
 TEST_CASE("llm_like: the head kinds come in the stated counts", "[data]") {
-  const Problem p = make_problem(1, 32, 8, 1, 16, 32);
+  const Problem p = problem(1, 32, 8, 1, 16, 32);
   auto count = [](const LlmLikePlan& plan, HeadKind k) { return std::count(plan.kinds.begin(), plan.kinds.end(), k); };
   const LlmLikePlan d = llm_like_plan(p, llm_params(), 5);
   CHECK(count(d, HeadKind::sink) == 16);
@@ -183,7 +172,7 @@ TEST_CASE("llm_like: sink heads put sink_share on the first key, local heads loc
   // which moves a logit by ~1e-7·|q||k|/√d ≈ 1e-5: the shares hold to 1e-3.
   for (const bool decode : {true, false}) {
     for (const uint64_t seed : {1, 2, 3}) {
-      const Problem p = make_problem(2, 8, 2, decode ? 1 : 512, 2048, 128);
+      const Problem p = problem(2, 8, 2, decode ? 1 : 512, 2048, 128);
       const json given = {{"sink_share", 0.6}, {"local_mass", 0.4}};
       const QKV x = llm(p, seed, given);
       const LlmLikePlan plan = llm_like_plan(p, llm_params(given), seed);
@@ -210,7 +199,7 @@ TEST_CASE("llm_like: sink heads put sink_share on the first key, local heads loc
 }
 
 TEST_CASE("llm_like: each property is gone when its parameter switches it off", "[data]") {
-  const Problem p = make_problem(1, 8, 2, 1, 1024, 64);
+  const Problem p = problem(1, 8, 2, 1, 1024, 64);
   const json off = {{"sink_heads", 0.0}, {"local_heads", 0.0}, {"value_mean", 0.0}, {"outlier_channels", 0}};
   const LlmLikePlan plan = llm_like_plan(p, llm_params(off), 4);
   CHECK(plan.sink_tokens == 0);
@@ -227,7 +216,7 @@ TEST_CASE("llm_like: each property is gone when its parameter switches it off", 
 TEST_CASE("llm_like: without RoPE local heads get no component, and no query grows without bound", "[data]") {
   // RoPE's decay is what makes a local head; without it the solver could only push the query along a direction
   // every key shares. A share beyond reach stops at the solver's cap (64 units), never at values FP16 cannot hold.
-  const Problem p = make_problem(1, 8, 2, 1, 512, 64);
+  const Problem p = problem(1, 8, 2, 1, 512, 64);
   const QKV with = llm(p, 6), without = llm(p, 6, {{"rope", false}});
   const LlmLikePlan plan = llm_like_plan(p, llm_params(), 6);
   const Probes stats = attention_statistics(p, without);
@@ -239,7 +228,7 @@ TEST_CASE("llm_like: without RoPE local heads get no component, and no query gro
     for (float v : x->q.values()) REQUIRE(std::fabs(v) < 100.0f);
   // An unreachable share (0.99 on the sink when the sink key is no better aligned than the rest: no sink pairs
   // left once every pair holds an outlier) stays finite too.
-  const Problem tiny = make_problem(1, 2, 1, 1, 256, 16);
+  const Problem tiny = problem(1, 2, 1, 1, 256, 16);
   const QKV t = llm(tiny, 2, {{"outlier_band", 1.0}, {"outlier_channels", 8}, {"sink_share", 0.99}});
   for (float v : t.q.values()) REQUIRE(std::fabs(v) < 100.0f);
 }
@@ -252,7 +241,7 @@ TEST_CASE("llm_like: values share a common component of cosine value_mean", "[da
     double sum = 0;
     int heads = 0;
     for (const uint64_t seed : {1, 2, 3}) {
-      const Problem p = make_problem(1, 8, 8, 1, 512, 64);
+      const Problem p = problem(1, 8, 8, 1, 512, 64);
       const QKV x = llm(p, seed, {{"value_mean", c}, {"sink_heads", 0.0}});
       for (int64_t h = 0; h < p.kv_heads; ++h) {
         double cos_sum = 0;
@@ -279,7 +268,7 @@ TEST_CASE("llm_like: values share a common component of cosine value_mean", "[da
 }
 
 TEST_CASE("llm_like: sink tokens' values are scaled by sink_value_scale", "[data]") {
-  const Problem p = make_problem(1, 2, 1, 1, 64, 32);
+  const Problem p = problem(1, 2, 1, 1, 64, 32);
   const QKV full = llm(p, 9, {{"sink_value_scale", 1.0}}), small = llm(p, 9, {{"sink_value_scale", 0.25}});
   for (int64_t c = 0; c < p.head_dim; ++c) CHECK(small.v.at(0, 0, 0, c) == static_cast<float>(0.25 * double(full.v.at(0, 0, 0, c))) );
   for (int64_t c = 0; c < p.head_dim; ++c) CHECK(small.v.at(0, 0, 1, c) == full.v.at(0, 0, 1, c));
@@ -288,7 +277,7 @@ TEST_CASE("llm_like: sink tokens' values are scaled by sink_value_scale", "[data
 TEST_CASE("llm_like: RoPE on keys is apply_rope on the rope = false keys", "[data]") {
   // K does not depend on the query components, so its rotation is checkable bit for bit; Q is (with sinks and
   // local heads off, so nothing is solved in either space).
-  const Problem p = make_problem(1, 4, 2, 20, 48, 32);
+  const Problem p = problem(1, 4, 2, 20, 48, 32);
   const QKV with = llm(p, 23), without = llm(p, 23, {{"rope", false}});
   Tensor k = without.k;
   apply_rope(k, key_positions(p), 500000.0);

@@ -12,6 +12,7 @@
 #include "core/quant/head_priority.h"
 #include "core/quant/quantize.h"
 #include "tests/catch.h"
+#include "tests/support/variant_cases.h"
 
 #include <nlohmann/json.hpp>
 
@@ -28,21 +29,9 @@ using nlohmann::json;
 constexpr int64_t kHeads = 8, kTokens = 2048, kDim = 128;
 const uint64_t kSeeds[] = {1, 2, 3};
 
-Problem decode_problem() {
-  Problem p;
-  p.batch = 1;
-  p.q_heads = p.kv_heads = kHeads;
-  p.q_len = 1;
-  p.kv_len = kTokens;
-  p.head_dim = kDim;
-  p.phase = Phase::decode;
-  return p;
-}
+Problem decode_problem() { return test::problem(1, kHeads, kHeads, 1, kTokens, kDim); }
 
-QKV llm(uint64_t seed, const json& given) {
-  return generate(decode_problem(), "llm_like", ParamValues::parse(find_generator("llm_like")->params, given, "data"),
-                  seed);
-}
+QKV llm(uint64_t seed, const json& given) { return test::generated(decode_problem(), "llm_like", seed, given); }
 
 // softmax(q·kᵀ/√d)·v of one query row in FP64; q is (d), k and v (n, d).
 std::vector<double> attend(const float* q, const float* k, const float* v, int64_t n, int64_t d) {
