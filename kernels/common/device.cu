@@ -18,6 +18,7 @@ std::string kernels_built_for() { return ATTNLAB_CUDA_ARCHITECTURES_BUILT; }
 DeviceInfo probe_device() {
   DeviceQuery q;
   q.built_for = kernels_built_for();
+  q.build_check = ATTNLAB_KERNELS_BUILD_CHECK != 0;
   if (cudaRuntimeGetVersion(&q.runtime_version) != cudaSuccess) q.runtime_version = CUDART_VERSION;
   if (cudaDriverGetVersion(&q.driver_version) != cudaSuccess) q.driver_version = 0;
   cudaDeviceProp prop{};

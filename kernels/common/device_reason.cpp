@@ -18,6 +18,12 @@ std::string unusable_reason(const DeviceQuery& q) {
   if (!q.count_error.empty()) return fmt::format("no CUDA GPU found ({})", q.count_error);
   if (q.device_count == 0) return "no CUDA GPU found";
   if (q.sm_major < 8) return fmt::format("sm_80 or newer needed (this GPU is sm_{}{})", q.sm_major, q.sm_minor);
+  // A GPU-less configure compiles the kernels as a build check (CMakeLists.txt): unoptimized PTX would run, JIT
+  // compiled, at a fraction of the speed, and every time measured with it would be false.
+  if (q.build_check)
+    return fmt::format("this build's kernels are a build check, not fit to run (configured without a GPU: PTX for {0}, "
+                       "unoptimized): configure on the GPU's machine or with -DATTNLAB_CUDA_ARCHITECTURES={1}{2}{3}",
+                       q.built_for, q.sm_major, q.sm_minor, q.sm_major == 9 && q.sm_minor == 0 ? "a" : "");
   if (!q.has_kernel_image)
     return fmt::format("no kernels for this GPU's sm_{0}{1} in this build (compiled for {2}): configure with "
                        "-DATTNLAB_CUDA_ARCHITECTURES={0}{1}{3}",

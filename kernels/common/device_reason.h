@@ -16,6 +16,7 @@ struct DeviceQuery {
   int sm_major = 0, sm_minor = 0;   // device 0's compute capability
   bool has_kernel_image = true;     // this binary holds code that runs on device 0
   std::string built_for;            // the architectures the kernels were compiled for ("90a", "80;89;90a")
+  bool build_check = false;         // the kernels were compiled as a build check (PTX without optimization)
 };
 
 // "" when device 0 can run the kernels; otherwise one line naming the first thing missing:
@@ -23,6 +24,8 @@ struct DeviceQuery {
 //   "the driver is older than the runtime (the driver supports CUDA 12.2, this build's runtime is CUDA 13.0)"
 //   "no CUDA GPU found" / "no CUDA GPU found (cudaErrorNoDevice)"
 //   "sm_80 or newer needed (this GPU is sm_75)"
+//   "this build's kernels are a build check, not fit to run (configured without a GPU: PTX for 90a, unoptimized):
+//    configure on the GPU's machine or with -DATTNLAB_CUDA_ARCHITECTURES=90a"
 //   "no kernels for this GPU's sm_89 in this build (compiled for 90a): configure with -DATTNLAB_CUDA_ARCHITECTURES=89"
 std::string unusable_reason(const DeviceQuery& q);
 

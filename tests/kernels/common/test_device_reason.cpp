@@ -48,6 +48,15 @@ TEST_CASE("device reason: each missing thing named, the first one first", "[kern
   hopper_on_ampere_build.built_for = "80", hopper_on_ampere_build.has_kernel_image = false;
   CHECK(kernels::unusable_reason(hopper_on_ampere_build) ==
         "no kernels for this GPU's sm_90 in this build (compiled for 80): configure with -DATTNLAB_CUDA_ARCHITECTURES=90a");
+
+  // A GPU-less configure's kernels on a GPU (the build folder carried over): refused, never run or timed.
+  kernels::DeviceQuery build_check = h100();
+  build_check.build_check = true;
+  CHECK(kernels::unusable_reason(build_check) ==
+        "this build's kernels are a build check, not fit to run (configured without a GPU: PTX for 90a, unoptimized): "
+        "configure on the GPU's machine or with -DATTNLAB_CUDA_ARCHITECTURES=90a");
+  build_check.device_count = 0;  // without a GPU the missing GPU is what is named
+  CHECK(kernels::unusable_reason(build_check) == "no CUDA GPU found");
 }
 
 TEST_CASE("device reason: the wgmma kernels need sm_90a, on the GPU and in the build", "[kernels]") {
@@ -64,7 +73,8 @@ TEST_CASE("device reason: this machine's answer is usable or one of the reasons'
   CHECK(dev.usable == dev.reason.empty());
   if (!dev.usable) {
     const bool worded = dev.reason.rfind("no CUDA GPU found", 0) == 0 || dev.reason.rfind("the driver is older", 0) == 0 ||
-                        dev.reason.rfind("sm_80 or newer needed", 0) == 0 || dev.reason.rfind("no kernels for this GPU", 0) == 0;
+                        dev.reason.rfind("sm_80 or newer needed", 0) == 0 || dev.reason.rfind("no kernels for this GPU", 0) == 0 ||
+                        dev.reason.rfind("this build's kernels are a build check", 0) == 0;
     CHECK(worded);
   }
   CHECK(!kernels::kernels_built_for().empty());
