@@ -10,7 +10,7 @@
 #include <fstream>
 
 namespace attnlab::cli {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 namespace fs = std::filesystem;
 

@@ -13,7 +13,7 @@
 #include <cmath>
 
 namespace attnlab::views {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 const View* find(const std::vector<View>& all, const std::string& id) {
   const auto it = std::find_if(all.begin(), all.end(), [&](const View& v) { return v.id == id; });
@@ -142,7 +142,7 @@ TEST_CASE("view_as_table: long-form rows for heatmaps, lines and bars", "[views]
 }  // namespace attnlab::views
 
 namespace attnlab::views {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 // The tile stepper's data at each step, from the sample's trace (2 steps × 3 rows) and its model details.
 TEST_CASE("stepper_view: rows, rescale flags, bytes per step, tile scales, the model's tile", "[views]") {

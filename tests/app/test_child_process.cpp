@@ -17,7 +17,7 @@
 #include <thread>
 
 namespace attnlab::report {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 namespace fs = std::filesystem;
 

@@ -15,7 +15,7 @@
 #include <variant>
 
 namespace attnlab::views {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 ProbeArray per_head(std::vector<double> v) {
   ProbeArray a;

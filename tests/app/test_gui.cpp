@@ -17,7 +17,7 @@
 #include <vector>
 
 namespace attnlab {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 namespace fs = std::filesystem;
 

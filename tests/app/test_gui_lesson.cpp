@@ -10,7 +10,7 @@
 #include <thread>
 
 namespace attnlab::gui {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 // Polls until no run is under way and the last one's outcome was taken (a cancelled step's outcome starts
 // the shown step's run), at most a minute.

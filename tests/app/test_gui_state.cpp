@@ -12,7 +12,7 @@
 #include <variant>
 
 namespace attnlab::gui {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 namespace fs = std::filesystem;
 

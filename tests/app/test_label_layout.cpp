@@ -7,7 +7,7 @@
 #include <vector>
 
 namespace attnlab::views {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 struct Box {
   double x0, y0, x1, y1;

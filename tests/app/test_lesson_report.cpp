@@ -11,7 +11,7 @@
 #include <string>
 
 namespace attnlab {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 TEST_CASE("lesson report: every step's text in order, each with the view of its panel for its run", "[report]") {
   const Experiment e = load_experiment("configs/lessons/sas.json");

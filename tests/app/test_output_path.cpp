@@ -20,7 +20,7 @@
 #include <string>
 
 namespace attnlab::report {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 namespace fs = std::filesystem;
 using test::input_error;

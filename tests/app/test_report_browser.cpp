@@ -13,7 +13,7 @@
 #include <sstream>
 
 namespace attnlab::report {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 namespace fs = std::filesystem;
 

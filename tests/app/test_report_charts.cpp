@@ -17,7 +17,7 @@
 #include <sstream>
 
 namespace attnlab::report {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 namespace fs = std::filesystem;
 

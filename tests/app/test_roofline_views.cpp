@@ -17,7 +17,7 @@
 #include <regex>
 
 namespace attnlab::views {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 const Series& series(const LineChart& c, const std::string& name) {
   const auto it = std::find_if(c.series.begin(), c.series.end(), [&](const Series& s) { return s.name == name; });

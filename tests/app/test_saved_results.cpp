@@ -24,9 +24,9 @@
 #include <fstream>
 
 namespace fs = std::filesystem;
-using namespace attnlab;
 
-namespace {
+namespace attnlab {
+namespace ATTNLAB_FILE_LOCAL {
 
 // The bound DESIGN.md states for results.json, and the one for index.html (report.cpp's heatmaps are
 // binned to kPageHeatmapCols columns; no per-token array reaches the page).
@@ -98,7 +98,6 @@ Results with_one_sidecar() {
   return r;
 }
 
-}  // namespace
 
 TEST_CASE("saved results: B4 H16 N16384 keeps results.json under 2 MB, arrays in sidecars, read back exactly and lazily",
           "[results][report]") {
@@ -242,3 +241,6 @@ TEST_CASE("gui state: saved results with a missing sidecar keep what was shown a
   CHECK(s.results_from == "tests/data/h100-fig6-decode/results.json");  // still showing the last good results
   CHECK(s.results->environment.gpu == "NVIDIA H100 80GB HBM3");
 }
+
+}  // namespace
+}  // namespace attnlab

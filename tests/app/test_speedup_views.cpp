@@ -18,7 +18,7 @@
 #include <memory>
 
 namespace attnlab::views {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 const View* find_view(const std::vector<View>& all, const std::string& id) {
   const auto it = std::find_if(all.begin(), all.end(), [&](const View& v) { return v.id == id; });

@@ -20,7 +20,7 @@
 #include <regex>
 
 namespace attnlab::views {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 TEST_CASE("bench_table: one row per kernel timing, model over measured", "[views]") {
   Problem p;
@@ -151,7 +151,7 @@ TEST_CASE("results_table: a timing-only run's metric cells say that no truth was
 }  // namespace attnlab::views
 
 namespace attnlab::views {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 TEST_CASE("what ran comes first: the GPU named, or why the kernels did not run, at the top of the report", "[views]") {
   Results r = test::small_results();

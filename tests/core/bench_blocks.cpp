@@ -20,7 +20,7 @@
 #include <vector>
 
 namespace attnlab {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 // A (tokens, channels) head with channel outliers, like the K of an LLM layer: 4096 × 128 = 2 MiB of
 // FP32, larger than L1/L2 per core, so the figures include streaming the input.

@@ -30,7 +30,7 @@
 #include <vector>
 
 namespace attnlab {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 constexpr double kU32 = 0x1p-24;  // unit roundoff of FP32
 constexpr double kU64 = 0x1p-53;  // unit roundoff of FP64

@@ -17,7 +17,7 @@
 #include <string>
 
 namespace attnlab {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 using nlohmann::json;
 using test::input_error;

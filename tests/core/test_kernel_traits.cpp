@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 namespace attnlab {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 TEST_CASE("kernel_generation: flash2 takes wgmma for unsplit prefill on compute capability 9.0", "[kernels-rule]") {
   CHECK(kernel_generation("flash2", 128, 90, 4096, false, 0, 64) == 90);
@@ -85,7 +85,7 @@ TEST_CASE("the cost model's shared memory for flash3_fp8 is its kernel's tiles, 
 }  // namespace attnlab
 
 namespace attnlab {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 // The `kernel` parameter's values and the generations they pin come from one table
 // (core/variants/kernel_param.h), which the kernel backend and the cost model both read.

@@ -13,7 +13,7 @@
 #include <string>
 
 namespace attnlab {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 using nlohmann::json;
 namespace fs = std::filesystem;

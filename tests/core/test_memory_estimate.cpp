@@ -48,7 +48,7 @@
 #endif
 
 namespace attnlab {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 using nlohmann::json;
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 namespace attnlab {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 double exp_neg(double x) { return std::exp(-x); }
 

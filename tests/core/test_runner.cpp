@@ -16,7 +16,7 @@
 #include <vector>
 
 namespace attnlab {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 using nlohmann::json;
 

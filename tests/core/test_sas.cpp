@@ -17,7 +17,7 @@
 #include <vector>
 
 namespace attnlab::sas {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 constexpr double kU16 = 0x1p-11;  // FP16 unit roundoff
 constexpr double kU32 = 0x1p-24;  // FP32 unit roundoff

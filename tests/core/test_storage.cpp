@@ -5,7 +5,7 @@
 #include "tests/catch.h"
 
 namespace attnlab {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 TensorStorage progressive(int bits) {  // TurboAttention's layout: codes per block, s_int and z_int, s_K
   return {int_format(bits), kPerBlock, {{"s_int", kInt8, {kPerBlock, 1}}, {"z_int", kInt8, {kPerBlock, 1}},

@@ -17,7 +17,7 @@
 #include <cstdint>
 
 namespace attnlab::sim {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 using test::request;
 

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 namespace attnlab::sim {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 using test::request;
 

@@ -20,7 +20,7 @@
 #include <set>
 
 namespace attnlab::sim {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 namespace fs = std::filesystem;
 using nlohmann::json;

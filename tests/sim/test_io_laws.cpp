@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 namespace attnlab {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 QKV inputs(const Problem& p) {
   return data::generate(p, "normal", ParamValues::defaults(data::find_generator("normal")->params), 3);
@@ -88,7 +88,7 @@ TEST_CASE("flash HBM traffic falls as the row block (on-chip memory M) grows: Θ
 }  // namespace attnlab
 
 namespace attnlab {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 TEST_CASE("backward IO laws: standard moves Θ(N²) through P, dP, dS; FlashBackward Θ(N²d²/M)", "[sim][io]") {
   const auto sum = [](const sim::TensorBytes& b) {

@@ -21,7 +21,7 @@
 #include <sstream>
 
 namespace attnlab::sim {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 // One CSV line's fields; "…" quotes a field that holds commas, "" inside it is one quote.
 std::vector<std::string> csv_fields(const std::string& line) {

@@ -18,7 +18,7 @@
 #include <tuple>
 
 namespace attnlab::sim {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 Problem bench_prefill(int64_t n, int64_t d, bool causal) {
   Problem p;

@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 
 namespace attnlab::sim {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 double bytes_of(const Work& w, const std::string& t) { return w.bytes.count(t) ? w.bytes.at(t) : 0.0; }
 

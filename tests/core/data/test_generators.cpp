@@ -19,7 +19,7 @@
 #include <vector>
 
 namespace attnlab::data {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 using nlohmann::json;
 

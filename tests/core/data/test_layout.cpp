@@ -14,7 +14,7 @@
 #include <fstream>
 
 namespace attnlab::data {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 using namespace attnlab::test;
 using nlohmann::json;

@@ -18,7 +18,7 @@
 #include <vector>
 
 namespace attnlab::data {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 using nlohmann::json;
 

@@ -11,7 +11,7 @@
 #include <random>
 
 namespace attnlab::data {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 using namespace attnlab::test;
 using nlohmann::json;

@@ -10,10 +10,9 @@
 #include <fstream>
 
 namespace fs = std::filesystem;
-using namespace attnlab;
-using namespace attnlab::data;
 
-namespace {
+namespace attnlab::data {
+namespace ATTNLAB_FILE_LOCAL {
 
 fs::path scratch(const std::string& name) {
   const fs::path dir = fs::path(ATTNLAB_TEST_TMP) / "npy_array";
@@ -44,7 +43,6 @@ bool has_all(const std::string& message, std::initializer_list<const char*> part
   return true;
 }
 
-}  // namespace
 
 TEST_CASE("npy header: NumPy's dict, a 1-D shape as (n,), the data 64-byte aligned", "[data]") {
   // np.save of np.zeros(3) begins with these bytes (HEADER_LEN 118 = 'v': 10 + 118 = 128).
@@ -114,3 +112,6 @@ TEST_CASE("npy reader: a missing, truncated, padded or foreign file is one Input
   put(text, "{\"schema\": 1}");
   CHECK(has_all(error_of(text), {"text.npy", "bad magic"}));
 }
+
+}  // namespace
+}  // namespace attnlab::data

@@ -10,7 +10,7 @@
 #include <cstdint>
 
 namespace attnlab::fireq {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 using Table = std::array<float, 16>;  // [c + 8], c = −8 … 7
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 namespace attnlab::fireq {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 constexpr double kU = 0x1p-24;                // FP32 unit roundoff
 constexpr double kT = kUnderflowThreshold;    // 7·2⁻⁹

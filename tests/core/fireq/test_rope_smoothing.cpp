@@ -17,7 +17,7 @@
 #include <vector>
 
 namespace attnlab::fireq {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 constexpr double kU = 0x1p-24;      // FP32 unit roundoff
 constexpr double kBase = 10000.0;   // RoPE base (Llama 2); Llama 3 uses 500000, also swept below

@@ -11,7 +11,7 @@
 #include <vector>
 
 namespace attnlab {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 

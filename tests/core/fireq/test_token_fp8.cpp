@@ -7,7 +7,7 @@
 #include <vector>
 
 namespace attnlab::fireq {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 TEST_CASE("Eq. 2 per block of tokens: one BF16 β over the block's tokens and channels", "[fireq]") {
   // Two tokens of d = 2. One block: β = bf16(7/448) = 2⁻⁶ exactly (7/448 = 1/64), x̂ = x·64.

@@ -12,7 +12,7 @@
 #include <vector>
 
 namespace attnlab::formats {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 namespace attnlab::formats {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 uint32_t next_pattern(uint64_t& s) {  // xorshift64*, enough to cover FP32 bit patterns uniformly
   s ^= s >> 12, s ^= s << 25, s ^= s >> 27;

@@ -10,7 +10,7 @@
 #include <vector>
 
 namespace attnlab::formats {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 TEST_CASE("packing puts element i at bit (i*bits) mod 8 of byte i*bits/8", "[formats]") {
   const std::vector<uint8_t> int4 = {1, 2};

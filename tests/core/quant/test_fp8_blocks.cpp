@@ -11,7 +11,7 @@
 #include <vector>
 
 namespace attnlab::quant {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 TEST_CASE("fp8_block_codes: one absmax scale per block of rows, codes of x / s", "[quant][fp8]") {
   // 5 rows × 3 columns in blocks of 2 rows: blocks {0,1}, {2,3}, {4}. Block 1 is all zero (scale 1), block 2

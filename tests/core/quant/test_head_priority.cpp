@@ -16,7 +16,7 @@
 #include <vector>
 
 namespace attnlab::quant {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 using test::input_error;
 

@@ -20,7 +20,7 @@
 #include <vector>
 
 namespace attnlab::quant {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 constexpr double kU32 = 0x1p-24, kU16 = 0x1p-11;
 

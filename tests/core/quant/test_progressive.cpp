@@ -18,7 +18,7 @@
 #include <vector>
 
 namespace attnlab::quant {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 constexpr double kU32 = 0x1p-24, kU64 = 0x1p-53;
 

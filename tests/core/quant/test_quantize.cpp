@@ -23,7 +23,7 @@
 #include <vector>
 
 namespace attnlab::quant {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 constexpr double kU32 = 0x1p-24;
 

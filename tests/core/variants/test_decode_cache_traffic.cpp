@@ -14,7 +14,7 @@
 #include <algorithm>
 
 namespace attnlab {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 double kv_cache_read(const ReferenceOutput& out) {
   const ProbeArray& hbm = out.probes.at("hbm_bytes");

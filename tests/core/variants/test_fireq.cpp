@@ -57,7 +57,7 @@
 #include <string>
 
 namespace attnlab {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 constexpr double kU32 = 0x1p-24;
 constexpr double kFactor = 2.0;

@@ -29,7 +29,7 @@
 #include <vector>
 
 namespace attnlab {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 constexpr int64_t kN = 29, kD = 64, kBc = 16;
 

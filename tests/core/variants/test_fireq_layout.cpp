@@ -14,7 +14,7 @@
 #include <set>
 
 namespace attnlab {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 namespace L = fireq_layout;
 

@@ -20,7 +20,7 @@
 #include <vector>
 
 namespace attnlab {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 const std::vector<double>& lse_of(const ReferenceOutput& out) { return out.probes.at("lse").values; }
 

@@ -47,7 +47,7 @@
 #include <string>
 
 namespace attnlab {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 constexpr double kU16 = 0x1p-11;
 constexpr double kFp8 = 1.5, kP16 = 1.05, kOnline = 1.15;

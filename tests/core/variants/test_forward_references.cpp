@@ -28,7 +28,7 @@
 #include <cmath>
 
 namespace attnlab {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 constexpr double kU32 = 0x1p-24, kU16 = 0x1p-11;
 

@@ -52,7 +52,7 @@
 #include <string>
 
 namespace attnlab {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 constexpr double kU16 = 0x1p-11;
 constexpr double kFull = 2.5, kFullLlm = 3.5, kHalf = 1.05, kOnline = 1.15;

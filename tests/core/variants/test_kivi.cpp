@@ -47,7 +47,7 @@
 #include <string>
 
 namespace attnlab {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 constexpr double kU32 = 0x1p-24, kU16 = 0x1p-11;
 constexpr double kFactor = 1.05, kAbs = 4 * kU16;

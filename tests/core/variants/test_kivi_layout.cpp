@@ -21,7 +21,7 @@
 #include <set>
 
 namespace attnlab {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 namespace L = kivi_layout;
 

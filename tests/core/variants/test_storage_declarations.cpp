@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 namespace attnlab {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 TEST_CASE("every registered variant declares its storage and has storage cases", "[storage]") {
   for (const VariantSpec& v : variant_registry()) {

@@ -35,8 +35,8 @@
 #include <string>
 
 namespace attnlab {
+namespace ATTNLAB_FILE_LOCAL {
 using namespace variants;
-namespace {
 
 constexpr double kFactor = 2.5, kFactorLlm = 7.1;
 

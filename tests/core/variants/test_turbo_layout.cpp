@@ -21,7 +21,7 @@
 #include <set>
 
 namespace attnlab {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 using variants::turbo_detail::DecodeSettings;
 using variants::turbo_detail::HeadCache;

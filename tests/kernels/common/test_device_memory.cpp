@@ -15,7 +15,7 @@
 #include <string>
 
 namespace attnlab {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 // What f throws as `E`, or "" when it throws nothing (another exception escapes and fails the test).
 template <class E>

@@ -7,7 +7,7 @@
 #include <string>
 
 namespace attnlab {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 // An H100 with a driver as new as the runtime, and a build that holds its kernels.
 kernels::DeviceQuery h100() {

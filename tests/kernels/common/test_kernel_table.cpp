@@ -17,7 +17,7 @@
 #include <string>
 
 namespace attnlab {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 Experiment experiment(int64_t d, int64_t q_len, const nlohmann::json& variant) {
   return parse_experiment({{"problem", {{"batch", 1}, {"q_heads", 2}, {"kv_heads", 2}, {"q_len", q_len},

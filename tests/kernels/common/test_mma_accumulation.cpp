@@ -17,7 +17,7 @@
 #include <cmath>
 
 namespace attnlab {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 // The largest k ≤ 23 such that 1 + 2⁻ᵏ comes out of the MMA exactly (23: FP32's own width; 0: not even 1 + ½).
 int smallest_power_kept(bool small_is_the_running_sum) {

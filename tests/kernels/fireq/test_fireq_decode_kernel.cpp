@@ -54,7 +54,7 @@
 #include <vector>
 
 namespace attnlab {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 // Addends of one k32 step's sums (item 1): sm_89's FP8 MMA 33, sm_90's two FP16 MMAs 34 — the larger.
 constexpr double kAddendsPerStep = 34;

@@ -75,7 +75,7 @@
 #include <vector>
 
 namespace attnlab {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 // The kernel's K/V reads: the INT4 cache, or App. D's FP8 with β_K per key or per KV tile (fp8_k_scale).
 enum class Mode { int4, fp8_token, fp8_tile };

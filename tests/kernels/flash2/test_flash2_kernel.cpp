@@ -24,7 +24,7 @@
 #include <cmath>
 
 namespace attnlab {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 constexpr double kU16 = 0x1p-11;
 
@@ -106,7 +106,7 @@ TEST_CASE("flash2 kernel: rows that see no key are zero with logsumexp −∞", 
 }  // namespace attnlab
 
 namespace attnlab {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 // Small shapes for compute-sanitizer (memcheck, racecheck): ragged causal GQA prefill at both head dims,
 // a split-KV decode that goes through the combine kernel, and the wgmma kernel's three-stage pipeline

@@ -46,7 +46,7 @@
 #include <utility>
 
 namespace attnlab {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 uint64_t fresh_seed() { return uint64_t(std::chrono::steady_clock::now().time_since_epoch().count()); }
 

@@ -45,9 +45,9 @@
 #include <string>
 
 namespace attnlab {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
-#define GPU_OR_SKIP(dev)                                          \
+#define DEVICE_OR_SKIP(dev)                                       \
   const kernels::DeviceInfo dev = kernels::probe_device();        \
   do {                                                            \
     if (!dev.usable) ATTNLAB_SKIP(dev.reason); \
@@ -144,7 +144,7 @@ void check_case(const kernels::DeviceInfo& dev, const Case& c, uint64_t seed, st
 }
 
 TEST_CASE("kivi decode kernel equals the kivi reference within FP16 P̃ rounding and FP32 order", "[gpu][kernels][kivi]") {
-  GPU_OR_SKIP(dev);
+  DEVICE_OR_SKIP(dev);
   uint64_t seed = 20250601;
   for (int64_t d : {64, 128})
     for (int bits : {2, 4})
@@ -154,7 +154,7 @@ TEST_CASE("kivi decode kernel equals the kivi reference within FP16 P̃ rounding
 }
 
 TEST_CASE("kivi decode kernel: other groups, no residual, outlier channels", "[gpu][kernels][kivi]") {
-  GPU_OR_SKIP(dev);
+  DEVICE_OR_SKIP(dev);
   uint64_t seed = 9100;
   for (int64_t d : {64, 128})
     for (int bits : {2, 4}) {
@@ -168,7 +168,7 @@ TEST_CASE("kivi decode kernel: other groups, no residual, outlier channels", "[g
 // partial last quantized tile (Q = 160) and a partial residual tile (140 tokens), one chain and three (the
 // merge kernel; a chain that crosses from quantized to residual tiles).
 TEST_CASE("kivi decode kernel: small shapes for the sanitizers", "[gpu][sanitize]") {
-  GPU_OR_SKIP(dev);
+  DEVICE_OR_SKIP(dev);
   uint64_t seed = 31;
   for (int64_t d : {64, 128})
     for (int bits : {2, 4}) check_case(dev, Case{d, 8, 2, 300, bits}, seed++, {1, 3});

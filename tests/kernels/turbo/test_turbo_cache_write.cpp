@@ -24,7 +24,7 @@
 #include <cmath>
 
 namespace attnlab {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 using variants::turbo_detail::device_image;
 using variants::turbo_detail::DeviceImage;

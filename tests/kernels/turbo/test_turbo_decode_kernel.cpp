@@ -45,7 +45,7 @@
 #include <cstring>
 
 namespace attnlab {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 using variants::turbo_detail::device_image;
 using variants::turbo_detail::DeviceImage;

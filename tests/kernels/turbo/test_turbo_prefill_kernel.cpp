@@ -35,7 +35,7 @@
 #include <cstring>
 
 namespace attnlab {
-namespace {
+namespace ATTNLAB_FILE_LOCAL {
 
 using test::turbo;
 
