@@ -41,6 +41,17 @@
 //     each one correctly rounded FP32 product.
 //   - l. 13's INT32 product is converted to FP32 and then added to the rescaled Oᵢ (one FP32 addition
 //     per element): the integer accumulator of the tile, then the FP32 accumulator of the row block.
+//     That is the default (pv_accumulation = per_tile). The option across_tiles keeps Pᵢ⁽ʲ⁾Vⱼ in the INT32
+//     accumulator across tiles while row r's running max holds: the integers add exactly, and the sum is
+//     flushed into the FP32 Oᵢ — converted once (round to nearest even), added once — when the row's max
+//     moves, before that tile's rescale (Oᵢ = e^{m⁽ʲ⁻¹⁾ − m⁽ʲ⁾}·(Oᵢ + float(acc))), before every tile j with
+//     j mod K = 0, j > 0, K = ⌊(2³¹ − 1)/(127·r_p·B_c)⌋ (so the INT32 sum cannot overflow: each tile adds at
+//     most 127·r_p·B_c in magnitude; K = 1040 at B_c = 128), and after the last tile. A row's "max moves"
+//     when some visible score of the tile exceeds its running max. It is exact where per_tile rounds once a
+//     tile, and it is the order the wgmma kernel runs fastest (its per-tile INT32 → FP32 conversion and add of
+//     the D/2 accumulator registers become a rare flush). Not the default: Alg. 1 l. 13 adds per tile, and the
+//     mma.sync kernel (the default B_c = 64's) computes that. Half-INT8 has no INT32 product: the option
+//     does not apply there.
 //   - l. 16 in the order written: (Oᵢ / ℓᵢ)·S_V, two FP32 operations per element; O stored in FP16.
 //   - Alg. 1 is self-attention with one N; here q_len and kv_len may differ, causal masks are aligned
 //     bottom-right (core/problem.h) with the tiles above the diagonal skipped as in FlashAttention-2,
@@ -81,13 +92,31 @@ struct Settings {
   int64_t block_r, block_c;
   float r_p;     // R of l. 11
   bool v_fp16;   // half-INT8: V in FP16, P̃ in FP16
+  bool pv_across_tiles;  // full INT8: P·V summed in INT32 while a row's max holds (the head comment)
 
   explicit Settings(const ParamValues& v)
       : block_r(v.integer("block_r")),
         block_c(v.integer("block_c")),
         r_p(static_cast<float>(v.integer("r_p"))),
-        v_fp16(v.flag("v_fp16")) {}
+        v_fp16(v.flag("v_fp16")),
+        pv_across_tiles(!v_fp16 && v.choice("pv_accumulation") == "across_tiles") {}
 };
+
+// across_tiles: the tiles an INT32 sum of P·V may hold before it is flushed — each tile adds at most
+// 127·r_p·B_c in magnitude (|V codes| ≤ 127, P ∈ [0, r_p], B_c keys), and the sum must stay below 2³¹.
+int64_t pv_flush_tiles(float r_p, int64_t block_c) {
+  return int64_t((2147483647.0) / (127.0 * double(r_p) * double(block_c)));
+}
+
+// across_tiles: the pending INT32 sums of `rows` (exact integers, held in doubles) into the FP32 G — one
+// conversion (round to nearest even) and one FP32 addition per element, the kernel's flush.
+template <class Rows>
+void flush_pending(RowMatrix<float>& G, RowMatrix<double>& pending, const Rows& rows) {
+  for (const int64_t r : rows) {
+    G.row(r) += pending.row(r).cast<float>();
+    pending.row(r).setZero();
+  }
+}
 
 // Alg. 1 l. 11 as the exponential of the online softmax: P = rne(R·exp(S − m)) ∈ [0, R]. The rescale
 // factor e^{m_old − m_new} of l. 12–13 stays the plain FP32 exp.
@@ -149,11 +178,15 @@ void attend(const Problem& p, const Tensor::ConstMap& q, const KvHead& kv, const
 
   OnlineSoftmax state;
   RowMatrix<float> S, PV;
+  RowMatrix<double> pending;  // across_tiles: Σ Pᵢ⁽ʲ⁾Vⱼ since the row's last flush, exact integers
+  const int64_t flush_tiles = pv_flush_tiles(s.r_p, Bc);
+  std::vector<int64_t> flushed;
   for (int64_t i = 0; i < Tr; ++i) {  // l. 4: one CTA per (batch, head, row block) on the GPU
     const int64_t row0 = i * Br, rows = std::min(Br, p.q_len - row0);
     const auto Qi = Q.middleRows(row0, rows);  // l. 5: Qᵢ and S_Qᵢ
     const float* s_qi = rec.s_q.data() + row0;
     state.reset(rows, d);  // l. 6
+    if (s.pv_across_tiles) pending.setZero(rows, d);
     // Causal: the last row of the block sees the most keys; tiles past it are skipped entirely.
     const int64_t tiles = (p.visible_keys(row0 + rows - 1) + Bc - 1) / Bc;
     double bytes = rows * d * kI8 + rows * kF32;
@@ -171,6 +204,15 @@ void attend(const Problem& p, const Tensor::ConstMap& q, const KvHead& kv, const
         for (int64_t c = 0; c < cols; ++c) row[c] = ((sq * row[c]) * s_kj[c]) * softmax_scale;
       }
       auto visible = [&](int64_t r) { return std::clamp<int64_t>(p.visible_keys(row0 + r) - col0, 0, cols); };
+      if (s.pv_across_tiles) {  // flush the rows whose max moves (all rows every K tiles) before the rescale
+        flushed.clear();
+        for (int64_t r = 0; r < rows; ++r) {
+          const int64_t vis = visible(r);
+          const bool moves = vis > 0 && S.row(r).head(vis).maxCoeff() > state.m[r];
+          if (moves || (j > 0 && j % flush_tiles == 0)) flushed.push_back(r);
+        }
+        flush_pending(state.G, pending, flushed);
+      }
       state.step(S, visible, exp_fn);  // l. 10–12 (S now holds P, masked entries 0); Oᵢ rescaled
       if (s.v_fp16) formats::round_fp16_inplace(S.data(), S.size());  // P̃ enters the FP16 product
       for (int64_t r = 0; r < rows; ++r) {
@@ -182,7 +224,10 @@ void attend(const Problem& p, const Tensor::ConstMap& q, const KvHead& kv, const
         state.G.noalias() += S * Vj;  // FP16 operands, FP32 accumulate
       } else {
         PV.noalias() = S * Vj;  // l. 13: Pᵢ⁽ʲ⁾Vⱼ, exact INT32
-        state.G += PV;          //        added to the rescaled Oᵢ in FP32
+        if (s.pv_across_tiles)
+          pending += PV.cast<double>();  // kept in INT32 while the row's max holds
+        else
+          state.G += PV;  // added to the rescaled Oᵢ in FP32
       }
       if (i == trace_block) {
         rec.trace_tile.push_back(double(j));
@@ -190,6 +235,11 @@ void attend(const Problem& p, const Tensor::ConstMap& q, const KvHead& kv, const
         rec.trace_l.insert(rec.trace_l.end(), state.l.data(), state.l.data() + rows);
         rec.trace_bytes.push_back(bytes);
       }
+    }
+    if (s.pv_across_tiles) {  // the last flush
+      flushed.resize(size_t(rows));
+      for (int64_t r = 0; r < rows; ++r) flushed[size_t(r)] = r;
+      flush_pending(state.G, pending, flushed);
     }
     auto Oi = o.middleRows(row0, rows);
     float* lse_i = lse + row0;
@@ -334,6 +384,10 @@ VariantSpec int_flash() {
       ParamSpec::integer("block_c", 64, 16, 256, "B_c: keys per KV tile; ≤ 256 keeps the INT32 P·V exact in FP32"),
       ParamSpec::integer("r_p", 127, 1, 127, "R of Alg. 1 l. 11: P = round(R·exp(S − m)) in [0, R]"),
       ParamSpec::boolean("v_fp16", false, "half-INT8 (§4): V in FP16, P̃ in FP16, no S_V"),
+      ParamSpec::choice("pv_accumulation", "per_tile", {"per_tile", "across_tiles"},
+                        "l. 13's INT32 P·V: converted and added to the FP32 O every tile (Alg. 1), or kept in INT32 "
+                        "while a row's max holds and flushed when it moves (exact; the wgmma kernel's faster order). "
+                        "Full INT8 only"),
       kernel_generation_param(),
       ParamSpec::choice("kv_loads", "tma_producer", {"tma_producer", "cp_async"},
                         "the wgmma kernel's K/V loads: a producer warpgroup's TMA copies (FlashAttention-3 §3.1's warp "

@@ -327,6 +327,7 @@ cudaError_t int_flash_forward(const IntFlashArgs& a, cudaStream_t stream) {
     if (!warpgroup_mma_available() || !int_flash_sm90_supports(a.head_dim)) return cudaErrorNotSupported;
     return int_flash_sm90_forward(a, stream);
   }
+  if (a.pv_across_tiles) return cudaErrorNotSupported;  // this kernel adds P·V per tile (Alg. 1 l. 13)
   switch (a.head_dim) {
     case 64: return a.v_fp16 ? launch<64, true>(a, stream) : launch<64, false>(a, stream);
     case 128: return a.v_fp16 ? launch<128, true>(a, stream) : launch<128, false>(a, stream);

@@ -42,6 +42,10 @@ struct IntFlashArgs {
   // same numbers either way, bit for bit.
   bool tma_producer = true;
   bool ping_pong = true;  // with the producer: the two warpgroups' MMA issues alternate (kv_ring.cuh). Same bits.
+  // The wgmma path, full INT8: P·V kept in INT32 across tiles while a row's max holds (the reference's
+  // pv_accumulation = across_tiles, other numbers than the default per_tile). Not with scores or v_fp16; the
+  // mma.sync path answers cudaErrorNotSupported.
+  bool pv_across_tiles = false;
   float scale = 0;
   // automatic = mma.sync (B_c 64): the variant's default block_c, which int_flash's codes depend on (kernels/PERF.md,
   // "int_flash wgmma v2", found on the way); wgmma (B_c 128) when asked for, as the backend does where block_c = 128.

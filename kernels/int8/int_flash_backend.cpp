@@ -56,6 +56,11 @@ void add_gpu_scales(Probes& probes, const Problem& p, const IntFlashInputs& in) 
   if (!in.v_fp16) probes["scales.v"] = variants::per_head(p, p.kv_heads, s_v, "S_V per (batch, KV head), computed on the GPU");
 }
 
+// The reference's pv_accumulation = across_tiles (full INT8; half INT8 has no INT32 product to keep).
+bool across_tiles(const VariantRequest& v) {
+  return !v.params.flag("v_fp16") && v.params.choice("pv_accumulation") == "across_tiles";
+}
+
 }  // namespace
 
 std::string int_flash_cannot_run(const VariantRequest& v, const Experiment& e, const DeviceInfo&) {
@@ -63,7 +68,11 @@ std::string int_flash_cannot_run(const VariantRequest& v, const Experiment& e, c
   if (!int_flash_supports(d)) return fmt::format("no int_flash kernel for head_dim {} (compiled: 64, 128)", d);
   if (v.params.integer("r_p") != 127) return "the kernel implements Alg. 1's R = 127 (r_p = 127)";
   KernelPath path;
-  return int_flash_path(v, e.problem, path);
+  if (std::string why = int_flash_path(v, e.problem, path); !why.empty()) return why;
+  if (across_tiles(v) && path != KernelPath::warpgroup_mma)
+    return "pv_accumulation = across_tiles runs on the wgmma kernel (block_c 128 on an sm_90a GPU); the mma.sync "
+           "kernel adds P·V per tile";
+  return "";
 }
 
 void int_flash_run(const Experiment& e, const VariantRequest& v, const QKV& in, const TensorF64& truth,
@@ -81,13 +90,15 @@ void int_flash_run(const Experiment& e, const VariantRequest& v, const QKV& in, 
   while (sets.size() < copies) sets.push_back(upload_int8(p, in, half));
   // The wgmma kernel's loads, from the variant's kv_loads. Not yet through core/producer_loads.h: kProducerLoads has
   // no int_flash row until wgmma v3 is measured (kernels/PERF.md), so the cost model still schedules v2's loads.
-  const IntFlashLoads loads{.tma_producer = v.params.choice("kv_loads") == "tma_producer"};
+  const IntFlashSchedule loads{.tma_producer = v.params.choice("kv_loads") == "tma_producer",
+                               .pv_across_tiles = across_tiles(v)};
   const IntFlashOutput once = int_flash_once(p, sets[0], path, false, loads);
   std::vector<IntFlashArgs> args;
   for (const auto& s : sets) {
     args.push_back(int_flash_args(p, s, o.as<__half>(), lse.as<float>()));
     args.back().path = once.path;
     args.back().tma_producer = loads.tma_producer;
+    args.back().pv_across_tiles = loads.pv_across_tiles;
   }
   const auto ms = time_launches([&](size_t c) { ATTNLAB_CUDA(int_flash_forward(args[c], nullptr)); }, copies);
   into.kernel = result_of(p, once.o, once.lse, truth, ms, double(sets[0].bytes() + o.bytes() + lse.bytes()));

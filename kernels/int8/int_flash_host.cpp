@@ -70,11 +70,11 @@ IntFlashArgs int_flash_args(const Problem& p, const IntFlashInputs& in, __half* 
 }
 
 IntFlashOutput int_flash_once(const Problem& p, const IntFlashInputs& in, KernelPath path, bool dump_scores,
-                              IntFlashLoads loads) {
+                              IntFlashSchedule schedule) {
   const PoisonedOutput out_dev(p);
   IntFlashArgs a = int_flash_args(p, in, out_dev.o(), out_dev.lse());
   a.path = path;
-  a.tma_producer = loads.tma_producer, a.ping_pong = loads.ping_pong;
+  a.tma_producer = schedule.tma_producer, a.ping_pong = schedule.ping_pong, a.pv_across_tiles = schedule.pv_across_tiles;
   const size_t n_scores = dump_scores ? size_t(p.batch * p.q_heads * p.q_len * p.kv_len) : 0;
   DeviceBuffer scores(n_scores * sizeof(int32_t));
   if (dump_scores) {

@@ -36,11 +36,12 @@ struct IntFlashOutput {
   KernelPath path = KernelPath::warp_mma;  // the kernel generation that ran
   std::vector<int32_t> scores;             // (B, Hq, Nq, Nkv) INT32 Q·Kᵀ when asked for
 };
-// The wgmma path's K/V loads and schedule (int_flash.h's tma_producer and ping_pong; the mma.sync path ignores them).
-struct IntFlashLoads {
-  bool tma_producer = true, ping_pong = true;
+// The wgmma path's K/V loads and schedule (int_flash.h's tma_producer and ping_pong; the mma.sync path ignores them),
+// and its P·V accumulation (pv_across_tiles; the mma.sync path refuses it).
+struct IntFlashSchedule {
+  bool tma_producer = true, ping_pong = true, pv_across_tiles = false;
 };
 IntFlashOutput int_flash_once(const Problem& p, const IntFlashInputs& in, KernelPath path = KernelPath::automatic,
-                              bool dump_scores = false, IntFlashLoads loads = {});
+                              bool dump_scores = false, IntFlashSchedule schedule = {});
 
 }  // namespace attnlab::kernels

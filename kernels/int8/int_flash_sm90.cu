@@ -11,7 +11,10 @@
 //   l. 16  O = (O / ℓ)·s_V → FP16
 // 8-bit wgmma reads B K-major only, so V arrives transposed (Vᵀ: d × keys, key-contiguous), with int_flash.h's
 // 16-key permutation: a wgmma's A fragment per warp is mma.m16n8k32's, so the codes pack exactly as there.
-// P·V_j accumulates in its own INT32 registers (fresh per tile) and is added to the FP32 O once it lands.
+// P·V_j accumulates in its own INT32 registers (fresh per tile) and is added to the FP32 O once it lands — or, with
+// pv_across_tiles (the reference's pv_accumulation = across_tiles), stays there across tiles while a row's running max
+// holds: a thread flushes a row's sum into O (cvt.rn.f32.s32 and one FP32 add per element, then the rescale) when the
+// row's max moves, every kFlushTiles tiles (the INT32 sum's bound) and after the last tile.
 // Half-INT8 (v_fp16): S as above, P̃ = 2^{S − m} in FP32, ℓ from it, P̃ rounded to FP16 for an FP16 wgmma
 // with V (keys × d) read MN-major, as flash2_sm90.cu does; O accumulates there directly.
 // Q and K rows are d bytes: the 128-byte swizzle at d = 128, the 64-byte one at d = 64 (wgmma.cuh); Vᵀ rows
@@ -66,7 +69,8 @@ struct IntHopperTile {
 
 // Dump: also write the INT32 scores to a.scores (a test-only instantiation; the timed kernel has none of it).
 // Producer, PingPong: the K/V loads and schedule (the head comment); the maps are read by the producer only.
-template <int D, bool VHalf, bool Dump, bool Producer, bool PingPong>
+// Across: P·V in INT32 across tiles (the head comment; full INT8 only).
+template <int D, bool VHalf, bool Dump, bool Producer, bool PingPong, bool Across>
 __global__ void __launch_bounds__(IntHopperTile<D, VHalf, Producer>::kThreads, 1)
     int_flash_sm90_kernel(IntFlashArgs a, const __grid_constant__ CUtensorMap k_map,
                           const __grid_constant__ CUtensorMap v_map, const __grid_constant__ CUtensorMap sk_map) {
@@ -75,6 +79,10 @@ __global__ void __launch_bounds__(IntHopperTile<D, VHalf, Producer>::kThreads, 1
   constexpr int kBc = T::kBc;
   constexpr float kLog2e = 1.4426950408889634f;
   constexpr float kR = 127.f;  // Alg. 1: INT8 maximum R, the scale of P's codes
+  static_assert(!(Across && VHalf), "half INT8 accumulates P̃·V in FP32: there is no INT32 sum to keep");
+  // Across: tiles an INT32 sum may hold — each adds at most 127·127·B_c in magnitude (1040 at B_c = 128), the
+  // reference's pv_flush_tiles.
+  constexpr int kFlushTiles = int(2147483647.0 / (127.0 * 127.0 * kBc));
   extern __shared__ char smem_raw[];
   char* smem = smem_raw + ((1024u - (smem_addr(smem_raw) & 1023u)) & 1023u);
   char* sQ = smem;
@@ -136,6 +144,8 @@ __global__ void __launch_bounds__(IntHopperTile<D, VHalf, Producer>::kThreads, 1
   float p_real[VHalf ? kBc / 2 : 1];  // half-INT8: P̃ in FP32
   int p_code[VHalf ? 1 : kBc / 2];    // full INT8: P's codes
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+  bool moved[2] = {true, true};  // Across: the rows whose running max the last softmax moved
+  int pending_tiles = 0;         // Across: tiles added since the last flush of every row
 
   auto issue_scores = [&](int j) {
 #pragma unroll
@@ -146,8 +156,8 @@ __global__ void __launch_bounds__(IntHopperTile<D, VHalf, Producer>::kThreads, 1
     for (int ks = 0; ks < kSteps; ++ks) {
       if constexpr (VHalf && D == 128) wgmma_m64n128k16_f16_rs_tb(o, p[ks], desc_v(j, ks), j > 0 || ks > 0);
       else if constexpr (VHalf) wgmma_m64n64k16_f16_rs_tb(o, p[ks], desc_v(j, ks), j > 0 || ks > 0);
-      else if constexpr (D == 128) wgmma_m64n128k32_s8_rs(acc, p[ks], desc_v(j, ks), ks > 0);
-      else wgmma_m64n64k32_s8_rs(acc, p[ks], desc_v(j, ks), ks > 0);
+      else if constexpr (D == 128) wgmma_m64n128k32_s8_rs(acc, p[ks], desc_v(j, ks), ks > 0 || (Across && j > 0));
+      else wgmma_m64n64k32_s8_rs(acc, p[ks], desc_v(j, ks), ks > 0 || (Across && j > 0));
     }
   };
   // Lines 9–12 for tile j on si: scores, masks, running max, P into p_real / p_code, ℓ; returns α per row.
@@ -171,7 +181,9 @@ __global__ void __launch_bounds__(IntHopperTile<D, VHalf, Producer>::kThreads, 1
     if (col0 + kBc > visible_keys(row0, a.q_len, a.kv_len, a.causal))  // the diagonal, the ragged end
       mask_invisible<kBc>(s, col0, rows0, t, a.q_len, a.kv_len, a.causal);
     float shift[2];
+    const float m_before[2] = {m[0], m[1]};
     update_running_max<kBc>(s, 1.f, m, l, alpha, shift);  // s is already in scaled log₂ units
+    if constexpr (Across) moved[0] = m[0] != m_before[0], moved[1] = m[1] != m_before[1];
     if constexpr (VHalf) {
 #pragma unroll
       for (int n = 0; n < kBc / 8; ++n)
@@ -196,9 +208,25 @@ __global__ void __launch_bounds__(IntHopperTile<D, VHalf, Producer>::kThreads, 1
       for (int i = 0; i < 2; ++i) l[i] += float(int(row_sum[i] - uint32_t(kBc / 4) * uint32_t(kMagicBits)));
     }
   };
-  // After P·V_j has landed: O += float(P·V_j) (full INT8), then O ·= α of the next tile.
+  // After P·V_j has landed: O += float(P·V_j) (full INT8), then O ·= α of the next tile. Across: only the rows
+  // whose max moves are flushed (every row after the last tile, rescale false, and every kFlushTiles tiles); a
+  // flushed row's INT32 sum may exceed the 1.5·2²³ conversion's 2²² range, so it takes cvt.rn.f32.s32.
   auto finish_tile = [&](const float (&alpha)[2], bool rescale) {
-    if constexpr (!VHalf) {
+    if constexpr (Across) {
+      const bool every = !rescale || ++pending_tiles == kFlushTiles;
+      if (every) pending_tiles = 0;
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+        if (every || moved[i]) {
+#pragma unroll
+          for (int n = 0; n < D / 8; ++n)
+#pragma unroll
+            for (int c = 0; c < 2; ++c) {
+              o[4 * n + 2 * i + c] += __int2float_rn(acc[4 * n + 2 * i + c]);
+              acc[4 * n + 2 * i + c] = 0;
+            }
+        }
+    } else if constexpr (!VHalf) {
 #pragma unroll
       for (int e = 0; e < D / 2; ++e) o[e] += exact_float(acc[e]);
     }
@@ -286,10 +314,10 @@ cudaError_t tensor_maps(const IntFlashArgs& a, int d, int tile, CUtensorMap& k_m
   return e == cudaSuccess ? key_scale_tensor_map(sk_map, a.s_k, heads, a.kv_pad, tile) : e;
 }
 
-template <int D, bool VHalf, bool Dump, bool Producer, bool PingPong>
+template <int D, bool VHalf, bool Dump, bool Producer, bool PingPong, bool Across>
 cudaError_t launch(const IntFlashArgs& a, cudaStream_t stream) {
   using T = IntHopperTile<D, VHalf, Producer>;
-  auto* kernel = int_flash_sm90_kernel<D, VHalf, Dump, Producer, PingPong>;
+  auto* kernel = int_flash_sm90_kernel<D, VHalf, Dump, Producer, PingPong, Across>;
   CUtensorMap k_map{}, v_map{}, sk_map{};  // unread without the producer
   if constexpr (Producer)
     if (const cudaError_t e = tensor_maps(a, D, T::kBc, k_map, v_map, sk_map); e != cudaSuccess) return e;
@@ -303,16 +331,19 @@ cudaError_t launch(const IntFlashArgs& a, cudaStream_t stream) {
 }
 
 // The loads and schedule `a` asks for (tma_producer, ping_pong: the head comment).
-template <int D, bool VHalf, bool Dump>
+template <int D, bool VHalf, bool Dump, bool Across = false>
 cudaError_t launch_loads(const IntFlashArgs& a, cudaStream_t stream) {
-  if (!a.tma_producer) return launch<D, VHalf, Dump, false, false>(a, stream);
-  return a.ping_pong ? launch<D, VHalf, Dump, true, true>(a, stream) : launch<D, VHalf, Dump, true, false>(a, stream);
+  if (!a.tma_producer) return launch<D, VHalf, Dump, false, false, Across>(a, stream);
+  return a.ping_pong ? launch<D, VHalf, Dump, true, true, Across>(a, stream)
+                     : launch<D, VHalf, Dump, true, false, Across>(a, stream);
 }
 
+// The score dump (tests) is compiled for the per-tile accumulation only: the scores do not depend on it.
 template <int D>
 cudaError_t launch_d(const IntFlashArgs& a, cudaStream_t stream) {
   if (a.scores) return a.v_fp16 ? launch_loads<D, true, true>(a, stream) : launch_loads<D, false, true>(a, stream);
-  return a.v_fp16 ? launch_loads<D, true, false>(a, stream) : launch_loads<D, false, false>(a, stream);
+  if (a.v_fp16) return launch_loads<D, true, false>(a, stream);
+  return a.pv_across_tiles ? launch_loads<D, false, false, true>(a, stream) : launch_loads<D, false, false>(a, stream);
 }
 
 }  // namespace
@@ -320,7 +351,8 @@ cudaError_t launch_d(const IntFlashArgs& a, cudaStream_t stream) {
 bool int_flash_sm90_supports(int head_dim) { return head_dim == 64 || head_dim == 128; }
 
 cudaError_t int_flash_sm90_forward(const IntFlashArgs& a, cudaStream_t stream) {
-  if (!int_flash_sm90_supports(a.head_dim) || a.kv_pad % 16 != 0 || a.kv_pad < a.kv_len || (a.v_fp16 && a.v16 == nullptr))
+  if (!int_flash_sm90_supports(a.head_dim) || a.kv_pad % 16 != 0 || a.kv_pad < a.kv_len || (a.v_fp16 && a.v16 == nullptr) ||
+      (a.pv_across_tiles && (a.v_fp16 || a.scores)))
     return cudaErrorInvalidValue;
   return a.head_dim == 64 ? launch_d<64>(a, stream) : launch_d<128>(a, stream);
 }

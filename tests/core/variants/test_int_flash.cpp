@@ -214,7 +214,10 @@ TEST_CASE("int_flash within stated factors of INT8 quantize-then-FP64, normal an
 //                ≥ 10⁻⁴ away from a rounding tie, so any exp accurate to a few FP32 ulps (Eigen's
 //                vectorized one, ≈ 3·10⁻⁵ absolute on 127·e) gives the same integer;
 //                ℓ = α·ℓ + float(Σ P)
-//   l. 13        O_c = α·O_c, then O_c + float(Σⱼ Pⱼ·Vⱼ_c) (the INT32 product, exact)
+//   l. 13        O_c = α·O_c, then O_c + float(Σⱼ Pⱼ·Vⱼ_c) (the INT32 product, exact); under
+//                pv_accumulation = across_tiles the products add in int64 and are flushed — O_c + float(sum),
+//                then α·O_c — when the row's max moves, before tile j with j mod K = 0 (K from the INT32 bound,
+//                computed here again) and after the row's last tile
 //   l. 16        O = (O/ℓ)·s_V, then FP16.
 // The result must equal int_flash's output bit for bit.
 struct Emulated {
@@ -235,7 +238,8 @@ float absmax_scale(const float* x, int64_t n) {
   return a / 127.0f;
 }
 
-Emulated emulate(const Problem& p, const QKV& in, int64_t Bc) {
+Emulated emulate(const Problem& p, const QKV& in, int64_t Bc, bool across_tiles = false) {
+  const int64_t flush_tiles = int64_t(2147483647.0 / (127.0 * 127.0 * double(Bc)));  // |Σ| < 2³¹
   const int64_t d = p.head_dim;
   const float scale = static_cast<float>(p.scale());
   const float* qx = in.q.data();
@@ -262,6 +266,10 @@ Emulated emulate(const Problem& p, const QKV& in, int64_t Bc) {
     const int64_t vis = p.visible_keys(r);
     float m = -std::numeric_limits<float>::infinity(), l = 0;
     std::vector<float> O(static_cast<size_t>(d), 0.0f);
+    std::vector<int64_t> pending(static_cast<size_t>(d), 0);
+    auto flush = [&] {
+      for (int64_t c = 0; c < d; ++c) O[c] = O[c] + float(pending[c]), pending[c] = 0;
+    };
     for (int64_t col0 = 0; col0 < vis; col0 += Bc) {  // the KV tiles this row sees
       const int64_t cols = std::min(Bc, vis - col0);
       std::vector<float> S(static_cast<size_t>(cols));
@@ -273,6 +281,8 @@ Emulated emulate(const Problem& p, const QKV& in, int64_t Bc) {
         tile_max = std::max(tile_max, S[j]);
       }
       const float m_new = std::max(m, tile_max);
+      const int64_t j = col0 / Bc;
+      if (across_tiles && (m_new > m || (j > 0 && j % flush_tiles == 0))) flush();
       const float alpha = std::isinf(m) ? 0.0f : std::exp(m - m_new);
       int64_t sum_p = 0;
       std::vector<int64_t> P(static_cast<size_t>(cols));
@@ -288,10 +298,14 @@ Emulated emulate(const Problem& p, const QKV& in, int64_t Bc) {
         int64_t pv = 0;
         for (int64_t j = 0; j < cols; ++j) pv += P[j] * V[(col0 + j) * d + c];
         O[c] = alpha * O[c];
-        O[c] = O[c] + float(pv);
+        if (across_tiles)
+          pending[c] += pv;
+        else
+          O[c] = O[c] + float(pv);
       }
       m = m_new;
     }
+    if (across_tiles) flush();
     for (int64_t c = 0; c < d; ++c)
       e.o[r * d + c] = l > 0 ? formats::round_fp16((O[c] / l) * s_v) : 0.0f;
   }
@@ -328,6 +342,48 @@ TEST_CASE("int_flash equals a from-first-principles integer emulation of Alg. 1,
     int64_t differ = 0;
     for (int64_t i = 0; i < o.size(); ++i) differ += o.data()[i] != e.o[i];
     CHECK(differ == 0);
+  }
+}
+
+// pv_accumulation = across_tiles (core/variants/int_flash.cpp): the same emulation with the integers kept across tiles.
+// The tiny cases move the max inside the tiles; the long one (one query over 8 322·16 + 40 keys at B_c = 16) crosses
+// the INT32 bound's flush at tile 8 322 — its keys are all equal, so every weight is exactly 127 (no exp rounding
+// to guard against) and its max never moves after the first tile. Its V is +1 on the first half of the keys and −1
+// on the second (with a small ripple), so O's sum climbs past 10⁹ and falls back near 0: per_tile's FP32 O rounds
+// once per tile on the way (by up to 64 near 10⁹), which the small result shows in FP16, and across_tiles' exact
+// integers do not — the two must differ there, or the choice changed nothing.
+TEST_CASE("int_flash across_tiles equals the integer emulation with the same flush rule, bit for bit",
+          "[variants][int_flash]") {
+  struct Case {
+    int64_t q_len, kv_len, block_c;
+    bool causal, equal_keys;
+  };
+  for (const Case t : {Case{3, 40, 16, false, false}, Case{3, 40, 16, true, false}, Case{5, 300, 32, true, false},
+                       Case{1, 8322 * 16 + 40, 16, false, true}}) {
+    Problem p;
+    p.batch = 1, p.q_heads = 1, p.kv_heads = 1, p.head_dim = 16;
+    p.q_len = t.q_len, p.kv_len = t.kv_len, p.causal = t.causal;
+    QKV in = handmade(p);
+    if (t.equal_keys) {
+      for (int64_t i = 0; i < in.k.size(); ++i) in.k.data()[i] = in.k.data()[i % p.head_dim];
+      for (int64_t n = 0; n < p.kv_len; ++n)
+        for (int64_t c = 0; c < p.head_dim; ++c)
+          in.v.at(0, 0, n, c) = (2 * n < p.kv_len ? 1.0f : -1.0f) + 0.01f * std::sin(0.37f * float(n) + float(c));
+    }
+    const Emulated e = emulate(p, in, t.block_c, true);
+    INFO(fmt::format("q_len={} kv_len={} B_c={} causal={}: rounding margin {:.2e}", t.q_len, t.kv_len, t.block_c,
+                     t.causal, e.margin));
+    REQUIRE(e.margin > 1e-4);
+    const Tensor across = run(p, in, params({{"block_c", t.block_c}, {"block_r", 16}, {"pv_accumulation", "across_tiles"}})).o;
+    int64_t differ = 0;
+    for (int64_t i = 0; i < across.size(); ++i) differ += across.data()[i] != e.o[i];
+    CHECK(differ == 0);
+    if (t.equal_keys) {
+      const Tensor per_tile = run(p, in, params({{"block_c", t.block_c}, {"block_r", 16}})).o;
+      int64_t changed = 0;
+      for (int64_t i = 0; i < across.size(); ++i) changed += across.data()[i] != per_tile.data()[i];
+      CHECK(changed > 0);
+    }
   }
 }
 

@@ -18,6 +18,7 @@
 #include "core/quant/quantize.h"
 #include "core/registry.h"
 #include "kernels/common/device.h"
+#include "kernels/common/kernel_table.h"
 #include "kernels/int8/int_flash_host.h"
 #include "kernels/int8/int_flash_sm90.h"
 #include "tests/catch.h"
@@ -47,16 +48,18 @@ std::vector<kernels::KernelPath> paths_for(int64_t d) {
 
 // The wgmma path's loads (int_flash.h): the default (TMA producer, ping-pong), the producer alone, and wgmma v2's
 // cp.async pipeline. The mma.sync path has one.
-std::vector<kernels::IntFlashLoads> loads_for(kernels::KernelPath path) {
-  if (path != kernels::KernelPath::warpgroup_mma) return {kernels::IntFlashLoads{}};
+std::vector<kernels::IntFlashSchedule> loads_for(kernels::KernelPath path) {
+  if (path != kernels::KernelPath::warpgroup_mma) return {kernels::IntFlashSchedule{}};
   return {{.tma_producer = true, .ping_pong = true}, {.tma_producer = true, .ping_pong = false},
           {.tma_producer = false, .ping_pong = false}};
 }
-std::string describe(const kernels::IntFlashLoads& loads) {
+std::string describe(const kernels::IntFlashSchedule& loads) {
   return loads.tma_producer ? (loads.ping_pong ? "TMA producer, ping-pong" : "TMA producer") : "cp.async pipeline";
 }
 
-void check_case(int64_t d, int64_t n, bool causal, bool gqa, uint64_t seed, bool half, kernels::KernelPath path) {
+// across: pv_accumulation = across_tiles in the reference and the kernel (the wgmma path, full INT8).
+void check_case(int64_t d, int64_t n, bool causal, bool gqa, uint64_t seed, bool half, kernels::KernelPath path,
+                bool across = false) {
   Problem p;
   p.batch = 2, p.q_heads = 4, p.kv_heads = gqa ? 1 : 4, p.head_dim = d, p.q_len = n, p.kv_len = n, p.causal = causal;
   const QKV in = data::generate(p, "normal", ParamValues::defaults(data::find_generator("normal")->params), seed);
@@ -64,13 +67,15 @@ void check_case(int64_t d, int64_t n, bool causal, bool gqa, uint64_t seed, bool
   const VariantSpec& f = *find_variant("int_flash");
   ParamValues params = ParamValues::defaults(f.params);
   params.set(f.params, "v_fp16", half, "test");
+  params.set(f.params, "pv_accumulation", across ? "across_tiles" : "per_tile", "test");
   // The codes use the running max after each B_c-key tile: the reference runs at the kernel's B_c.
   const int arch = path == kernels::KernelPath::warpgroup_mma ? 90 : 80;
   params.set(f.params, "block_c", int64_t(find_kernel_traits("int_flash", int(d), arch)->block_c), "test");
   const ReferenceOutput ref = f.reference(p, in, params, {});
-  const kernels::IntFlashOutput out = kernels::int_flash_once(p, kernels::upload_int8(p, in, half), path);
-  INFO(fmt::format("{} d={} N={} causal={} gqa={} half={} seed={}", kernels::to_string(out.path), d, n, causal, gqa,
-                   half, seed));
+  const kernels::IntFlashOutput out =
+      kernels::int_flash_once(p, kernels::upload_int8(p, in, half), path, false, {.pv_across_tiles = across});
+  INFO(fmt::format("{} d={} N={} causal={} gqa={} half={} across_tiles={} seed={}", kernels::to_string(out.path), d, n,
+                   causal, gqa, half, across, seed));
   REQUIRE(out.path == path);
   double max_v = 0;
   for (float x : in.v.values()) max_v = std::max(max_v, double(std::abs(x)));
@@ -164,7 +169,7 @@ TEST_CASE("int_flash kernel: INT32 scores equal Q_int·K_intᵀ exactly", "[gpu]
   for (int64_t d : {64, 128})
     for (kernels::KernelPath path : paths_for(d))
       for (bool half : {false, true})
-        for (const kernels::IntFlashLoads& loads : loads_for(path)) {
+        for (const kernels::IntFlashSchedule& loads : loads_for(path)) {
           Problem p;
           p.batch = 2, p.q_heads = 4, p.kv_heads = 2, p.head_dim = d, p.q_len = 300, p.kv_len = 300, p.causal = true;
           const uint64_t seed = fresh_seed();
@@ -224,10 +229,10 @@ void check_loads_agree(int64_t d, int64_t nq, int64_t nkv, bool causal, int64_t 
   p.batch = 2, p.q_heads = q_heads, p.kv_heads = kv_heads, p.head_dim = d, p.q_len = nq, p.kv_len = nkv;
   p.causal = causal;
   const QKV in = data::generate(p, "llm_like", ParamValues::defaults(data::find_generator("llm_like")->params), seed);
-  const std::vector<kernels::IntFlashLoads> loads = loads_for(kernels::KernelPath::warpgroup_mma);
+  const std::vector<kernels::IntFlashSchedule> loads = loads_for(kernels::KernelPath::warpgroup_mma);
   for (bool half : {false, true}) {
     const kernels::IntFlashInputs dev_in = kernels::upload_int8(p, in, half);
-    auto run = [&](const kernels::IntFlashLoads& l) {
+    auto run = [&](const kernels::IntFlashSchedule& l) {
       return kernels::int_flash_once(p, dev_in, kernels::KernelPath::warpgroup_mma, false, l);
     };
     const kernels::IntFlashOutput first = run(loads[0]);
@@ -257,6 +262,60 @@ TEST_CASE("int_flash wgmma: the TMA producer and ping-pong give the cp.async pip
 TEST_CASE("int_flash wgmma: the three loads agree on small shapes, for the sanitizers", "[gpu][sanitize]") {
   if (const std::string why = wgmma_refusal(); !why.empty()) ATTNLAB_SKIP(why);
   for (int64_t d : {64, 128}) check_loads_agree(d, 200, 300, true, 4, 2, 16);
+}
+
+// pv_accumulation = across_tiles: the wgmma kernel keeps P·V in INT32 while a row's max holds, as the reference does
+// (core/variants/int_flash.cpp). The flushes happen at the same tiles in both — where a row's max moves — except
+// where a score ties the running max within the ≤ 2 ulp by which the kernel's S differs (int_flash_sm90.cu, l. 9):
+// then one side flushes once more, one FP32 rounding of O, far inside the P-code flip's bound above.
+TEST_CASE("int_flash wgmma across_tiles equals the across_tiles reference up to rare P-code flips", "[gpu][kernels]") {
+  if (const std::string why = wgmma_refusal(); !why.empty()) ATTNLAB_SKIP(why);
+  const uint64_t seed = fresh_seed();
+  for (int64_t d : {64, 128})
+    for (int64_t n : {100, 1024, 4097})
+      for (bool causal : {false, true})
+        for (bool gqa : {false, true})
+          check_case(d, n, causal, gqa, seed + n + d, false, kernels::KernelPath::warpgroup_mma, true);
+}
+
+// The INT32 sum is flushed every 1 040 tiles (at B_c 128; int_flash_sm90.cu's kFlushTiles): one query block over
+// 1 040·128 + 300 keys, all keys equal (every weight 127, the max set by the first tile and never moved) and V = +1
+// (every code 127), so each tile adds 127·127·128 = 2 064 512 to every element and 1 041 tiles would pass 2³¹ − 1.
+// Flushed in time, O = (127·127·N / (127·N))·s_V = 1 to FP32 rounding; overflowed, it is negative.
+TEST_CASE("int_flash wgmma across_tiles: the INT32 sum is flushed before it can overflow", "[gpu][kernels]") {
+  if (const std::string why = wgmma_refusal(); !why.empty()) ATTNLAB_SKIP(why);
+  Problem p;
+  p.batch = 1, p.q_heads = 1, p.kv_heads = 1, p.head_dim = 64, p.q_len = 64, p.kv_len = 1040 * 128 + 300;
+  QKV in{Tensor(p.q_shape()), Tensor(p.kv_shape()), Tensor(p.kv_shape())};
+  for (int64_t i = 0; i < in.q.size(); ++i) in.q.data()[i] = std::sin(0.3f * float(i));
+  for (int64_t i = 0; i < in.k.size(); ++i) in.k.data()[i] = std::cos(0.7f * float(i % p.head_dim));
+  for (int64_t i = 0; i < in.v.size(); ++i) in.v.data()[i] = 1.0f;
+  const kernels::IntFlashOutput out = kernels::int_flash_once(p, kernels::upload_int8(p, in, false),
+                                                              kernels::KernelPath::warpgroup_mma, false,
+                                                              {.pv_across_tiles = true});
+  int64_t bad = 0;
+  for (int64_t i = 0; i < out.o.size(); ++i)
+    if (std::abs(out.o.data()[i] - 1.0f) > 0x1p-10 && bad++ < 3) FAIL_CHECK(fmt::format("o[{}] = {}", i, out.o.data()[i]));
+  CHECK(bad == 0);
+}
+
+// The mma.sync kernel adds P·V per tile: across_tiles is refused there, with the reason, not run as per_tile.
+TEST_CASE("int_flash: across_tiles is refused where the mma.sync kernel would run it", "[gpu][kernels]") {
+  const kernels::DeviceInfo dev = kernels::probe_device();
+  if (!dev.usable) ATTNLAB_SKIP(dev.reason);
+  const VariantSpec& f = *find_variant("int_flash");
+  VariantRequest v{"int_flash", ParamValues::defaults(f.params), ""};
+  v.params.set(f.params, "pv_accumulation", "across_tiles", "test");  // block_c 64: the mma.sync kernel's width
+  Experiment e;
+  e.problem.batch = 1, e.problem.q_heads = 1, e.problem.kv_heads = 1, e.problem.head_dim = 64;
+  e.problem.q_len = 256, e.problem.kv_len = 256;
+  CHECK(kernels::int_flash_cannot_run(v, e, dev).find("across_tiles runs on the wgmma kernel") != std::string::npos);
+  Problem p = e.problem;
+  const QKV in = data::generate(p, "normal", ParamValues::defaults(data::find_generator("normal")->params), 3);
+  const kernels::IntFlashInputs dev_in = kernels::upload_int8(p, in, false);
+  kernels::IntFlashArgs a = kernels::int_flash_args(p, dev_in, nullptr, nullptr);
+  a.path = kernels::KernelPath::warp_mma, a.pv_across_tiles = true;
+  CHECK(kernels::int_flash_forward(a, nullptr) == cudaErrorNotSupported);
 }
 
 TEST_CASE("Vᵀ key permutation is a permutation of each 16-key group", "[kernels]") {
