@@ -5,6 +5,7 @@
 // Experiment is complete (every default filled in) and consistent.
 #pragma once
 
+#include "core/gpu_names.h"
 #include "core/lesson.h"
 #include "core/params.h"
 #include "core/probes.h"
@@ -47,7 +48,9 @@ struct Experiment {
   DataSpec data;
   std::vector<VariantRequest> variants;
   std::vector<std::string> backends = {"reference"};
-  std::string gpu_model = "h100-sxm5";
+  // The spec the cost model predicts for (sim/specs/<id>.json, or a path); "auto": the GPU the kernels run on
+  // (core/gpu_names.h), h100-sxm5 where none is found.
+  std::string gpu_model = kAutoGpuModel;
   bool model_l2_reuse = true;  // "model": {"l2_reuse": …}: K/V re-reads of one head hit L2 (sim/cost_model.h)
   ProbeRequest probe;
   std::vector<SweepAxis> sweep;  // optional: the grid `attnlab sweep` runs when given no --vary (≤ 2 axes)

@@ -78,6 +78,9 @@ struct Environment {
   std::vector<std::string> ran;  // backends that ran for at least one variant
   std::vector<SkippedBackend> skipped;
   bool ground_truth = true;  // false: a timing-only run (attnlab bench) computed no FP64 truth, no metrics
+  // The spec the cost model predicted for (the config's gpu_model resolved: core/gpu_names.h), and why it is not
+  // this machine's GPU where it is not ("" otherwise). Empty in files from before it was recorded.
+  std::string model_gpu, model_gpu_note;
 };
 
 struct Results {

@@ -114,10 +114,16 @@ Results Runner::run(const Experiment& e, const RunControl& control) const {
     }
   }
   if (!e.wants("reference")) r.environment.skipped.push_back({"", "reference", kNotRequested});
+  // The model predicts for this machine's GPU unless the config pins another (core/gpu_names.h); the backends get
+  // the experiment with gpu_model resolved.
+  const ModelGpu model_gpu = model_gpu_for(e.gpu_model, r.environment.gpu);
+  Experiment resolved = e;
+  resolved.gpu_model = model_gpu.id;
+  if (e.wants("model")) r.environment.model_gpu = model_gpu.id, r.environment.model_gpu_note = model_gpu.note;
   // Device memory, like host memory, is checked from the shapes before anything runs.
   for (Backend* b : active)
     for (const VariantRequest& v : e.variants)
-      if (b->cannot_run(v, e).empty()) b->check_fits(v, e);
+      if (b->cannot_run(v, resolved).empty()) b->check_fits(v, resolved);
 
   const double steps = 2.0 + double(e.variants.size()) * (1.0 + double(active.size()));
   double done = 0;
@@ -184,11 +190,11 @@ Results Runner::run(const Experiment& e, const RunControl& control) const {
     }
     for (Backend* b : active) {
       advance(v.id + ": " + b->name());
-      if (const std::string why = b->cannot_run(v, e); !why.empty()) {
+      if (const std::string why = b->cannot_run(v, resolved); !why.empty()) {
         r.environment.skipped.push_back({v.id, b->name(), why});
         continue;
       }
-      b->run(e, v, in, truth, vr);
+      b->run(resolved, v, in, truth, vr);
       if (vr.kernel && vr.kernel->output) {
         if (control.on_output) control.on_output(index, b->name(), *vr.kernel->output);
         vr.kernel->output.reset();

@@ -55,14 +55,6 @@ double GpuSpec::efficiency_of(Unit u) const {
   return it == efficiency.end() ? 1.0 : it->second;
 }
 
-std::string spec_id_for_device(const std::string& device_name) {
-  static const std::pair<const char*, const char*> kNames[] = {
-      {"H100", "h100-sxm5"}, {"H200", "h200"}, {"A100", "a100-sxm4-80gb"}, {"4090", "rtx-4090"}, {"L40S", "l40s"}};
-  for (const auto& [needle, id] : kNames)
-    if (device_name.find(needle) != std::string::npos) return id;
-  return "";
-}
-
 std::string specs_dir() {
   if (const char* env = std::getenv("ATTNLAB_SPECS")) return env;
   return std::string(ATTNLAB_SOURCE_DIR) + "/sim/specs";

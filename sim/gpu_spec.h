@@ -3,6 +3,7 @@
 // factors `attnlab calibrate` fits from kernel timings (sim/calibrate.h) and the model then applies.
 #pragma once
 
+#include "core/gpu_names.h"  // spec_id_for_device: a device name → its spec id
 #include "sim/data_fields.h"
 
 #include <nlohmann/json.hpp>
@@ -55,9 +56,6 @@ struct GpuSpec {
   double peak(Unit u) const;
   double efficiency_of(Unit u) const;  // measured factor, 1 when uncalibrated
 };
-
-// The spec id of a GPU the runtime names ("NVIDIA H100 80GB HBM3" → "h100-sxm5"); "" when none matches.
-std::string spec_id_for_device(const std::string& device_name);
 
 // The folder of spec files: $ATTNLAB_SPECS, else the source tree's sim/specs.
 std::string specs_dir();

@@ -26,7 +26,7 @@ struct Measurement {
 };
 
 // The measurements file `attnlab bench --out` writes: every kernel timing in `runs`, with the spec id of the
-// GPU that ran them (sim/gpu_spec.h spec_id_for_device; "" when unknown).
+// GPU that ran them (core/gpu_names.h spec_id_for_device; "" when unknown).
 nlohmann::json measurements_json(const std::vector<Results>& runs);
 
 // Every field of a measurements file and of one measurement (data_fields.h); unknown fields are refused.

@@ -36,7 +36,7 @@ namespace {
 
 // Inputs only a backend reads, checked before anything runs: the GPU the model predicts for.
 void check_backend_inputs(const Experiment& e) {
-  if (e.wants("model")) sim::load_gpu_spec(e.gpu_model);
+  if (e.wants("model") && e.gpu_model != kAutoGpuModel) sim::load_gpu_spec(e.gpu_model);
 }
 
 Results run_experiment(const Experiment& e) {
@@ -89,6 +89,7 @@ std::string configs_dir() {
 
 void override_gpu(Experiment& e, const std::string& gpu) {
   if (gpu.empty()) return;
+  if (gpu == kAutoGpuModel) return void(e.gpu_model = gpu);
   try {  // an unknown name fails here, listing the known ones; the message names the option given
     sim::load_gpu_spec(gpu);
   } catch (const InputError& err) {

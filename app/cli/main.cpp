@@ -57,7 +57,8 @@ int main(int argc, char** argv) {
       ->check(not_empty("a folder path"));
   run_cmd->add_option("--backend", run.backends, "backends to run (reference, kernel, model); overrides the config")
       ->check(not_empty("a backend"));
-  run_cmd->add_option("--gpu", run.gpu, "the GPU the cost model predicts for (attnlab gpus lists them)")->check(gpu_id());
+  run_cmd->add_option("--gpu", run.gpu, "the GPU the cost model predicts for: auto (the config's default: this machine's GPU) or an id "
+                     "(attnlab gpus lists them)")->check(gpu_id());
   run_cmd->add_option("--baseline", run.baseline, "add a column: each time over this variant's reference time")
       ->check(not_empty("a variant label or id"));
 
@@ -71,7 +72,7 @@ int main(int argc, char** argv) {
   report_cmd->add_option("--out", report.out,
                          "report folder: new, empty, or one attnlab wrote (replaced atomically; default out/report)")
       ->check(not_empty("a folder path"));
-  report_cmd->add_option("--gpu", report.gpu, "the GPU the cost model predicts for")->check(gpu_id());
+  report_cmd->add_option("--gpu", report.gpu, "the GPU the cost model predicts for: auto or an id")->check(gpu_id());
   report_cmd->add_flag("--pdf", report.pdf, "also print index.html to report.pdf with headless Chromium");
 
   SweepOptions sweep;
@@ -83,7 +84,7 @@ int main(int argc, char** argv) {
       ->check(not_empty("PATH=v1,v2,…"));
   sweep_cmd->add_option("--csv", sweep.csv_out, "CSV output (default out/sweep/<config name>.csv)")->check(not_empty("a file path"));
   sweep_cmd->add_option("--backend", sweep.backends, "backends to run; overrides the config")->check(not_empty("a backend"));
-  sweep_cmd->add_option("--gpu", sweep.gpu, "the GPU the cost model predicts for")->check(gpu_id());
+  sweep_cmd->add_option("--gpu", sweep.gpu, "the GPU the cost model predicts for: auto or an id")->check(gpu_id());
 
   CapacityOptions capacity;
   auto* capacity_cmd = app.add_subcommand("capacity", "KV-cache bytes per token, max batch and decode throughput per variant");

@@ -74,7 +74,9 @@ py::list predict(const py::object& config, const py::object& gpu) {
   const std::string gpu_arg = gpu.is_none() ? "" : id_or_path(gpu, "--gpu", cli::check_gpu_id);
   Experiment e = experiment_from(config, std::nullopt);
   cli::override_gpu(e, gpu_arg);
-  // As `attnlab run` checks the model's GPU before it runs: refused here, not skipped variant by variant.
+  // No kernel runs here: "auto" is the fallback spec (core/gpu_names.h). As `attnlab run` checks the model's GPU
+  // before it runs: refused here, not skipped variant by variant.
+  e.gpu_model = model_gpu_for(e.gpu_model, std::nullopt).id;
   sim::load_gpu_spec(e.gpu_model);
 
   sim::ModelBackend backend;
@@ -160,7 +162,7 @@ without the data (no operands are generated; the reference and kernel backends d
 config: a dict in the config-file form (README.md) or the path of a config file; its "backends" list
     is ignored, its "model" section ({"l2_reuse": bool}) applies.
 gpu: a GPU id (attnlab.gpus()) or the path of a spec .json, as `attnlab run --gpu`; None keeps the
-    config's gpu_model (default h100-sxm5).
+    config's gpu_model (default "auto": h100-sxm5 here, where no kernel runs).
 
 Returns a list with one dict per variant, in the config's order: results.json's entry for it — id,
 label, params, and model {gpu, time_ms, bound (the resource that bounds the time: "memory" or a unit),

@@ -1,6 +1,7 @@
 #include "app/views/bench.h"
 
 #include "app/views/measured_views.h"
+#include "core/gpu_names.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -27,6 +28,9 @@ Table bench_table(const std::vector<Results>& runs) {
       if (!v.kernel) continue;
       const KernelResult& k = *v.kernel;
       const double model = v.model ? v.model->time_ms : kNoValue;
+      // The ratio only where the model predicted for the GPU that ran (core/gpu_names.h): across two GPUs it is
+      // no model error, and the cell says why.
+      const bool same = v.model && same_gpu(v.model->gpu, r.environment.gpu);
       // The serving loop's time per token (append, flush, attend) over the attention alone, where it ran.
       const auto steps = k.probes.find("decode.steps");
       const double step_ratio = steps != k.probes.end() && steps->second.values.size() >= 4 ? steps->second.values[3] : kNoValue;
@@ -34,7 +38,9 @@ Table bench_table(const std::vector<Results>& runs) {
                         number_cell(k.median_ms, "{:.4f}"), number_cell(k.p10_ms, "{:.4f}"),
                         number_cell(k.p90_ms, "{:.4f}"), number_cell(k.tops, "{:.1f}"),
                         number_cell(k.hbm_gbps, "{:.0f}"), number_cell(model, "{:.4f}"),
-                        number_cell(model / k.median_ms, "{:.2f}"), number_cell(step_ratio, "{:.3f}")});
+                        !v.model || same ? number_cell(model / k.median_ms, "{:.2f}")
+                                         : Cell{fmt::format("— (model for {})", v.model->gpu), kNoValue},
+                        number_cell(step_ratio, "{:.3f}")});
     }
   return t;
 }

@@ -1,6 +1,8 @@
 // attnlab views: predicted against measured time, per kernel (measured_views.h).
 #include "app/views/measured_views.h"
 
+#include "core/gpu_names.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -28,6 +30,8 @@ std::vector<View> model_vs_measured_views(const std::vector<Results>& runs) {
   for (const Results& r : runs)
     for (const VariantResult& v : r.variants) {
       if (!v.model || !v.kernel || !(v.model->time_ms > 0) || !(v.kernel->median_ms > 0)) continue;
+      // A prediction for one GPU against a measurement on another is no model error (core/gpu_names.h).
+      if (!same_gpu(v.model->gpu, r.environment.gpu)) continue;
       pairs.push_back({v.label, shape_label(r.problem), v.model->time_ms, v.kernel->median_ms,
                        model_error_percent(v.model->time_ms, v.kernel->median_ms)});
       shapes.insert(pairs.back().shape);

@@ -128,7 +128,9 @@ Table params_table(const Results& r) {
 }
 
 std::string gpu_line(const Environment& env) {
-  if (env.gpu) return *env.gpu;
+  // Where the model predicted for another GPU than this one, or for a spec standing in for one without its own,
+  // the line says so (core/gpu_names.h): its numbers are not this GPU's.
+  if (env.gpu) return env.model_gpu_note.empty() ? *env.gpu : *env.gpu + " (" + env.model_gpu_note + ")";
   for (const auto& s : env.skipped)
     if (s.backend == "kernel" && s.variant.empty() && s.reason != kNotRequested) return "none — " + s.reason;
   return "none";

@@ -51,7 +51,8 @@ Table skipped_table(const Results& r);
 
 // The GPU as the status line and the report's first lines name it: its name; or, where the kernel backend was
 // asked for and could not run, "none — " and the reason (device_reason.h's words: "no CUDA GPU found (no
-// NVIDIA driver is installed)", "the driver is older than the runtime (…)", …); or "none".
+// NVIDIA driver is installed)", "the driver is older than the runtime (…)", …); or "none". Where the cost model
+// predicted for another GPU (Environment::model_gpu_note), the note follows the name in parentheses.
 std::string gpu_line(const Environment& env);
 // The backends that ran, "reference, model"; "" when none.
 std::string ran_line(const Environment& env);

@@ -151,6 +151,11 @@ TEST_CASE("model vs measured: every (variant, shape) with both times and the err
   // chart_views has it for a run with both backends, and nothing without a kernel.
   const std::vector<View> all = chart_views(b);
   CHECK(std::count_if(all.begin(), all.end(), [](const View& v) { return v.id == "model_vs_measured"; }) == 1);
+  // Predictions for another GPU than the one measured: no model error is drawn (core/gpu_names.h).
+  Results elsewhere = a;
+  elsewhere.environment.gpu = "NVIDIA H200";
+  CHECK(model_vs_measured_views({elsewhere}).empty());
+  CHECK(model_vs_measured_views({elsewhere, b}).size() == 1);  // b's own pairs still drawn
   for (auto& v : b.variants) v.kernel.reset();
   CHECK(model_vs_measured_views({b}).empty());
 }

@@ -8,6 +8,7 @@
 #include "app/views/chart.h"
 #include "app/views/table.h"
 #include "core/config.h"
+#include "core/gpu_names.h"
 #include "core/probes.h"
 #include "tests/catch.h"
 #include "tests/support/sample_results.h"
@@ -32,7 +33,8 @@ TEST_CASE("bench_table: one row per kernel timing, model over measured", "[views
   with.kernel = KernelResult{};
   with.kernel->median_ms = 2.0, with.kernel->tops = 137.5;
   with.model = ModelResult{};
-  with.model->time_ms = 1.5;
+  with.model->time_ms = 1.5, with.model->gpu = "h100-sxm5";
+  r.environment.gpu = "NVIDIA H100 80GB HBM3";
   VariantResult without;
   without.id = without.label = "turbo";  // reference only: no row
   r.variants = {with, without};
@@ -45,6 +47,13 @@ TEST_CASE("bench_table: one row per kernel timing, model over measured", "[views
   CHECK(row[8].value == 0.75);
   CHECK(std::isnan(row[9].value));  // no serving loop ran: a dash
   CHECK(row[9].text == kNoNumber);
+  // A prediction for another GPU than the one measured: no ratio, and the cell says for which GPU it was.
+  Results other = r;
+  other.environment.gpu = "NVIDIA H200";
+  const auto across = bench_table({other}).rows[0];
+  CHECK(std::isnan(across[8].value));
+  CHECK(across[8].text == "— (model for h100-sxm5)");
+  CHECK(across[7].value == 1.5);  // the prediction itself is still shown
   with.model.reset();
   const auto no_model = bench_table({Results{r.config, r.problem, r.environment, {with}, {}}}).rows[0];
   CHECK(std::isnan(no_model[8].value));
@@ -174,6 +183,13 @@ TEST_CASE("what ran comes first: the GPU named, or why the kernels did not run, 
   r.environment.skipped = {{"fireq", "kernel", "no kernel for this variant yet"}};  // one variant: not the backend
   CHECK(gpu_line(r.environment) == "NVIDIA H100 80GB HBM3");
   CHECK(not_run_line(r.environment).empty());
+  // The model pinned to another GPU (core/gpu_names.h): the line says so, in the report's first lines too.
+  r.environment.gpu = "NVIDIA H200";
+  r.environment.model_gpu = "h100-sxm5";
+  r.environment.model_gpu_note = model_gpu_for("h100-sxm5", r.environment.gpu).note;
+  CHECK(gpu_line(r.environment) == "NVIDIA H200 (the model predicts for h100-sxm5 (gpu_model), the GPU here is the NVIDIA "
+                                   "H200: different GPUs, no model error drawn)");
+  CHECK(report::render_html(r).find("GPU: NVIDIA H200 (the model predicts for h100-sxm5") != std::string::npos);
 }
 
 }  // namespace

@@ -45,6 +45,46 @@ struct FakeModel : Backend {
   }
 };
 
+// A stand-in kernel backend on a named GPU that runs nothing (its device name is what the runner reads).
+struct FakeGpu : Backend {
+  std::string device;
+  explicit FakeGpu(std::string d) : device(std::move(d)) {}
+  std::string name() const override { return "kernel"; }
+  std::string unavailable() const override { return ""; }
+  std::string cannot_run(const VariantRequest&, const Experiment&) const override { return "not in this test"; }
+  void run(const Experiment&, const VariantRequest&, const QKV&, const TensorF64&, VariantResult&) override {}
+  std::string device_name() const override { return device; }
+};
+
+// gpu_model "auto" (the default) reaches the model backend as the spec of the GPU here; a pinned one as itself, and
+// the results say the two GPUs differ (core/gpu_names.h).
+TEST_CASE("the model predicts for the GPU here unless the config pins another", "[runner]") {
+  auto run = [](const std::string& device, const json& edits) {
+    Runner runner;
+    runner.add_backend(std::make_unique<FakeGpu>(device));
+    runner.add_backend(std::make_unique<FakeModel>());
+    return runner.run(small_experiment(edits));
+  };
+  const Results automatic = run("NVIDIA H200", json::object());
+  CHECK(automatic.config["gpu_model"] == "auto");  // the config as given
+  CHECK(automatic.environment.model_gpu == "h200");
+  CHECK(automatic.environment.model_gpu_note.empty());
+  REQUIRE(automatic.variants[1].model.has_value());
+  CHECK(automatic.variants[1].model->gpu == "h200");  // what the model backend was given
+
+  const Results pinned = run("NVIDIA H200", {{"gpu_model", "h100-sxm5"}});
+  CHECK(pinned.environment.model_gpu == "h100-sxm5");
+  CHECK(pinned.variants[1].model->gpu == "h100-sxm5");
+  CHECK(pinned.environment.model_gpu_note.find("different GPUs") != std::string::npos);
+
+  const Results no_spec = run("NVIDIA B200", json::object());
+  CHECK(no_spec.environment.model_gpu == "h100-sxm5");
+  CHECK(no_spec.environment.model_gpu_note.find("the NVIDIA B200 has no spec") == 0);
+  const Results saved = results_from_json(to_json(no_spec));  // recorded in results.json and read back
+  CHECK(saved.environment.model_gpu == "h100-sxm5");
+  CHECK(saved.environment.model_gpu_note == no_spec.environment.model_gpu_note);
+}
+
 TEST_CASE("requested backends that are absent are recorded with a reason", "[runner]") {
   const Results r = Runner().run(small_experiment());
   REQUIRE(r.variants.size() == 2);

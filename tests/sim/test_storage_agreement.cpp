@@ -54,7 +54,7 @@ TEST_CASE("reference, schedule and capacity count the same KV cache for every va
           CHECK(written == Approx(ref).epsilon(1e-12));
           // … and reads K and V once per KV head as kv_in declares them (codes and per-token scales: turbo's FP16,
           // fireq's prefill_kv = fp8 E4M3 + β) — by the pre-pass where there is one, else by the attention.
-          const TensorBytes in = tensor_bytes(*st.kv_in, p.kv_len, p.head_dim);
+          const attnlab::TensorBytes in = tensor_bytes(*st.kv_in, p.kv_len, p.head_dim);
           const double declared = double(p.batch * p.kv_heads) * 2 * in.total();
           double read_in = 0;
           for (const Schedule* l : launches(s)) read_in += bytes_of(l->total(), "kv_in");

@@ -156,6 +156,8 @@ void draw_experiment_panel(AppState& s) {
     ImGui::NewLine();
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 9);
     if (ImGui::BeginCombo("GPU model", e.gpu_model.c_str())) {
+      // "auto": the GPU the kernels run on (core/gpu_names.h); a spec pins the model to that GPU.
+      if (ImGui::Selectable(kAutoGpuModel, e.gpu_model == kAutoGpuModel)) e.gpu_model = kAutoGpuModel;
       for (const auto& g : sim::all_gpu_specs())
         if (ImGui::Selectable(g.id.c_str(), g.id == e.gpu_model)) e.gpu_model = g.id;
       ImGui::EndCombo();
