@@ -101,9 +101,11 @@ inline constexpr ProducerLoads kProducerLoads[] = {
     // fireq prefill (kernels/fireq/fireq_prefill_sm90.cu): the FP8 mode, both loop orders (v6: the two-stage one; v8:
     // the three-stage one too, FireQ App. F Alg. 2's producer); the INT4 mode converts in the consumers.
     {"fireq", 90, {{"kv_loads", "tma_producer"}, {"prefill_kv", "fp8"}, {nullptr, nullptr}}},
-    // int_flash wgmma v3 (kernels/int8/int_flash_sm90.cu) has a producer too (its kv_loads), but no row yet: the model
-    // predicted v2 at 0.71–0.73 of its measured time without one (kernels/PERF.md), and its row comes with v3's
-    // measurement and the refit of issue 35 item 4. Until then the model schedules v2's cp.async loads.
+    // int_flash wgmma v3 (kernels/int8/int_flash_sm90.cu) has a producer too (its kv_loads), but no row yet: with the
+    // shipped H200 spec the model predicts v3 at 1.07–1.11 of its measured time scheduling v2's cp.async loads, and at
+    // 0.76–0.81 with a row here (B 4, H 16, d 128, N 4k–16k, 2026-11-28, kernels/PERF.md "wgmma v4") — the producer's
+    // overlap as flash3_fp8's fit credits it is more than int_flash's issue-bound loop gets. The row comes with the
+    // refit of issue 35 item 4; until then the model schedules v2's loads.
 };
 
 // A warp's stall per issued instruction, in cycles, by what it waits for (Nsight Compute's stall reasons of
