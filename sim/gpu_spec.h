@@ -3,7 +3,6 @@
 // factors `attnlab calibrate` fits from kernel timings (sim/calibrate.h) and the model then applies.
 #pragma once
 
-#include "core/gpu_names.h"  // spec_id_for_device: a device name → its spec id
 #include "sim/data_fields.h"
 
 #include <nlohmann/json.hpp>

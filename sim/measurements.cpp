@@ -2,6 +2,7 @@
 #include "sim/measurements.h"
 
 #include "core/error.h"
+#include "core/gpu_names.h"
 #include "core/registry.h"
 #include "sim/gpu_spec.h"
 

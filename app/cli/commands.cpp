@@ -13,6 +13,7 @@
 #include "core/config.h"
 #include "core/data/generators.h"
 #include "core/error.h"
+#include "core/gpu_names.h"
 #include "core/json_input.h"
 #include "core/sweep.h"
 #include "sim/calibrate.h"

@@ -11,6 +11,7 @@
 #include "app/python/json_to_python.h"
 #include "core/config.h"
 #include "core/error.h"
+#include "core/gpu_names.h"
 #include "core/results.h"
 #include "sim/capacity.h"
 #include "sim/capacity_table.h"

@@ -66,6 +66,7 @@
 // most max(d, B_c) ≤ 256 terms, so each partial sum is an integer of magnitude ≤ 127·127·256 < 2²⁴ and
 // Eigen's FP32 GEMM on integer-valued floats returns the INT32 result of the tensor cores bit for bit.
 // Likewise rowsum P (≤ 256 integers ≤ 127) is exact.
+#include "core/variants/int_flash_accumulation.h"
 #include "core/variants/kernel_param.h"
 #include "core/variants/shared_probes.h"
 #include "core/variants/variants.h"
@@ -99,24 +100,8 @@ struct Settings {
         block_c(v.integer("block_c")),
         r_p(static_cast<float>(v.integer("r_p"))),
         v_fp16(v.flag("v_fp16")),
-        pv_across_tiles(!v_fp16 && v.choice("pv_accumulation") == "across_tiles") {}
+        pv_across_tiles(variants::pv_across_tiles(v)) {}
 };
-
-// across_tiles: the tiles an INT32 sum of P·V may hold before it is flushed — each tile adds at most
-// 127·r_p·B_c in magnitude (|V codes| ≤ 127, P ∈ [0, r_p], B_c keys), and the sum must stay below 2³¹.
-int64_t pv_flush_tiles(float r_p, int64_t block_c) {
-  return int64_t((2147483647.0) / (127.0 * double(r_p) * double(block_c)));
-}
-
-// across_tiles: the pending INT32 sums of `rows` (exact integers, held in doubles) into the FP32 G — one
-// conversion (round to nearest even) and one FP32 addition per element, the kernel's flush.
-template <class Rows>
-void flush_pending(RowMatrix<float>& G, RowMatrix<double>& pending, const Rows& rows) {
-  for (const int64_t r : rows) {
-    G.row(r) += pending.row(r).cast<float>();
-    pending.row(r).setZero();
-  }
-}
 
 // Alg. 1 l. 11 as the exponential of the online softmax: P = rne(R·exp(S − m)) ∈ [0, R]. The rescale
 // factor e^{m_old − m_new} of l. 12–13 stays the plain FP32 exp.
@@ -179,8 +164,7 @@ void attend(const Problem& p, const Tensor::ConstMap& q, const KvHead& kv, const
   OnlineSoftmax state;
   RowMatrix<float> S, PV;
   RowMatrix<double> pending;  // across_tiles: Σ Pᵢ⁽ʲ⁾Vⱼ since the row's last flush, exact integers
-  const int64_t flush_tiles = pv_flush_tiles(s.r_p, Bc);
-  std::vector<int64_t> flushed;
+  const int64_t flush_tiles = pv_flush_tiles(int64_t(s.r_p), Bc);
   for (int64_t i = 0; i < Tr; ++i) {  // l. 4: one CTA per (batch, head, row block) on the GPU
     const int64_t row0 = i * Br, rows = std::min(Br, p.q_len - row0);
     const auto Qi = Q.middleRows(row0, rows);  // l. 5: Qᵢ and S_Qᵢ
@@ -204,14 +188,16 @@ void attend(const Problem& p, const Tensor::ConstMap& q, const KvHead& kv, const
         for (int64_t c = 0; c < cols; ++c) row[c] = ((sq * row[c]) * s_kj[c]) * softmax_scale;
       }
       auto visible = [&](int64_t r) { return std::clamp<int64_t>(p.visible_keys(row0 + r) - col0, 0, cols); };
-      if (s.pv_across_tiles) {  // flush the rows whose max moves (all rows every K tiles) before the rescale
-        flushed.clear();
-        for (int64_t r = 0; r < rows; ++r) {
-          const int64_t vis = visible(r);
-          const bool moves = vis > 0 && S.row(r).head(vis).maxCoeff() > state.m[r];
-          if (moves || (j > 0 && j % flush_tiles == 0)) flushed.push_back(r);
+      // across_tiles: before the rescale, flush the rows whose max moves (every row every K tiles) — the pending
+      // exact integers converted once (round to nearest even) and added once, as the kernel's flush. The row max is
+      // taken here as step() takes it again: the flush must come before step's rescale.
+      for (int64_t r = 0; s.pv_across_tiles && r < rows; ++r) {
+        const int64_t vis = visible(r);
+        const bool moves = vis > 0 && S.row(r).head(vis).maxCoeff() > state.m[r];
+        if (moves || (j > 0 && j % flush_tiles == 0)) {
+          state.G.row(r) += pending.row(r).cast<float>();
+          pending.row(r).setZero();
         }
-        flush_pending(state.G, pending, flushed);
       }
       state.step(S, visible, exp_fn);  // l. 10–12 (S now holds P, masked entries 0); Oᵢ rescaled
       if (s.v_fp16) formats::round_fp16_inplace(S.data(), S.size());  // P̃ enters the FP16 product
@@ -236,11 +222,7 @@ void attend(const Problem& p, const Tensor::ConstMap& q, const KvHead& kv, const
         rec.trace_bytes.push_back(bytes);
       }
     }
-    if (s.pv_across_tiles) {  // the last flush
-      flushed.resize(size_t(rows));
-      for (int64_t r = 0; r < rows; ++r) flushed[size_t(r)] = r;
-      flush_pending(state.G, pending, flushed);
-    }
+    if (s.pv_across_tiles) state.G += pending.cast<float>();  // the last flush, every row
     auto Oi = o.middleRows(row0, rows);
     float* lse_i = lse + row0;
     state.finish(Oi, lse_i);  // l. 16: Oᵢ / ℓᵢ (rows that saw no key: 0, L = −∞)
@@ -371,6 +353,10 @@ Storage storage(const Problem& p, const ParamValues& v) {
 }
 
 }  // namespace
+
+bool pv_across_tiles(const ParamValues& v) {
+  return !v.flag("v_fp16") && v.choice("pv_accumulation") == "across_tiles";
+}
 
 VariantSpec int_flash() {
   VariantSpec v;

@@ -7,6 +7,7 @@
 #include "kernels/common/timing.h"
 
 #include "core/kernel_traits.h"
+#include "core/variants/int_flash_accumulation.h"
 #include "core/variants/kernel_param.h"
 #include "core/variants/shared_probes.h"
 
@@ -56,11 +57,6 @@ void add_gpu_scales(Probes& probes, const Problem& p, const IntFlashInputs& in) 
   if (!in.v_fp16) probes["scales.v"] = variants::per_head(p, p.kv_heads, s_v, "S_V per (batch, KV head), computed on the GPU");
 }
 
-// The reference's pv_accumulation = across_tiles (full INT8; half INT8 has no INT32 product to keep).
-bool across_tiles(const VariantRequest& v) {
-  return !v.params.flag("v_fp16") && v.params.choice("pv_accumulation") == "across_tiles";
-}
-
 }  // namespace
 
 std::string int_flash_cannot_run(const VariantRequest& v, const Experiment& e, const DeviceInfo&) {
@@ -69,7 +65,7 @@ std::string int_flash_cannot_run(const VariantRequest& v, const Experiment& e, c
   if (v.params.integer("r_p") != 127) return "the kernel implements Alg. 1's R = 127 (r_p = 127)";
   KernelPath path;
   if (std::string why = int_flash_path(v, e.problem, path); !why.empty()) return why;
-  if (across_tiles(v) && path != KernelPath::warpgroup_mma)
+  if (variants::pv_across_tiles(v.params) && path != KernelPath::warpgroup_mma)
     return "pv_accumulation = across_tiles runs on the wgmma kernel (block_c 128 on an sm_90a GPU); the mma.sync "
            "kernel adds P·V per tile";
   return "";
@@ -91,7 +87,7 @@ void int_flash_run(const Experiment& e, const VariantRequest& v, const QKV& in, 
   // The wgmma kernel's loads, from the variant's kv_loads. Not yet through core/producer_loads.h: kProducerLoads has
   // no int_flash row until wgmma v3 is measured (kernels/PERF.md), so the cost model still schedules v2's loads.
   const IntFlashSchedule loads{.tma_producer = v.params.choice("kv_loads") == "tma_producer",
-                               .pv_across_tiles = across_tiles(v)};
+                               .pv_across_tiles = variants::pv_across_tiles(v.params)};
   const IntFlashOutput once = int_flash_once(p, sets[0], path, false, loads);
   std::vector<IntFlashArgs> args;
   for (const auto& s : sets) {

@@ -33,6 +33,7 @@
 #include "kernels/int8/int_flash_sm90.h"
 
 #include "core/kernel_traits.h"
+#include "core/variants/int_flash_accumulation.h"
 #include "kernels/common/kv_ring.cuh"
 #include "kernels/common/tensor_map.h"
 #include "kernels/common/tile_softmax.cuh"
@@ -80,9 +81,7 @@ __global__ void __launch_bounds__(IntHopperTile<D, VHalf, Producer>::kThreads, 1
   constexpr float kLog2e = 1.4426950408889634f;
   constexpr float kR = 127.f;  // Alg. 1: INT8 maximum R, the scale of P's codes
   static_assert(!(Across && VHalf), "half INT8 accumulates P̃·V in FP32: there is no INT32 sum to keep");
-  // Across: tiles an INT32 sum may hold — each adds at most 127·127·B_c in magnitude (1040 at B_c = 128), the
-  // reference's pv_flush_tiles.
-  constexpr int kFlushTiles = int(2147483647.0 / (127.0 * 127.0 * kBc));
+  constexpr int kFlushTiles = int(variants::pv_flush_tiles(127, kBc));  // Across: the INT32 sum's bound (1 040)
   extern __shared__ char smem_raw[];
   char* smem = smem_raw + ((1024u - (smem_addr(smem_raw) & 1023u)) & 1023u);
   char* sQ = smem;

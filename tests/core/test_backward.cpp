@@ -15,6 +15,7 @@
 #include "core/ground_truth.h"
 #include "tests/catch.h"
 #include "tests/support/compare.h"
+#include "tests/support/variant_cases.h"
 
 #include <fmt/format.h>
 
@@ -55,13 +56,7 @@ Inputs normal_inputs(const Problem& p, uint64_t seed) {
 }
 
 Problem make_problem(int64_t d, int64_t q_len, int64_t kv_len, bool causal, int64_t kv_heads, Phase phase) {
-  Problem p;
-  p.batch = 2;
-  p.q_heads = 4;
-  p.kv_heads = kv_heads;
-  p.head_dim = d;
-  p.q_len = q_len;
-  p.kv_len = kv_len;
+  Problem p = test::problem(2, 4, kv_heads, q_len, kv_len, d);
   p.causal = causal;
   p.phase = phase;
   validate(p);

@@ -4,6 +4,7 @@
 #include "app/gui/panels.h"
 
 #include "core/data/generators.h"
+#include "core/gpu_names.h"
 #include "core/registry.h"
 #include "sim/gpu_spec.h"
 

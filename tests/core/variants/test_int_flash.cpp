@@ -39,6 +39,7 @@
 #include "core/formats/half.h"
 #include "core/formats/round.h"
 #include "core/quant/quantize.h"
+#include "core/variants/int_flash_accumulation.h"
 #include "core/variants/variants.h"
 #include "tests/catch.h"
 #include "tests/support/input_error.h"
@@ -347,7 +348,7 @@ TEST_CASE("int_flash equals a from-first-principles integer emulation of Alg. 1,
 
 // pv_accumulation = across_tiles (core/variants/int_flash.cpp): the same emulation with the integers kept across tiles.
 // The tiny cases move the max inside the tiles; the long one (one query over 8 322·16 + 40 keys at B_c = 16) crosses
-// the INT32 bound's flush at tile 8 322 — its keys are all equal, so every weight is exactly 127 (no exp rounding
+// the INT32 bound's flush before tile 8 321 — its keys are all equal, so every weight is exactly 127 (no exp rounding
 // to guard against) and its max never moves after the first tile. Its V is +1 on the first half of the keys and −1
 // on the second (with a small ripple), so O's sum climbs past 10⁹ and falls back near 0: per_tile's FP32 O rounds
 // once per tile on the way (by up to 64 near 10⁹), which the small result shows in FP16, and across_tiles' exact
@@ -358,6 +359,12 @@ TEST_CASE("int_flash across_tiles equals the integer emulation with the same flu
     int64_t q_len, kv_len, block_c;
     bool causal, equal_keys;
   };
+  // The shared rule (core/variants/int_flash_accumulation.h), which the wgmma kernel takes too, against the bound
+  // written out: the largest K with K·127·127·B_c ≤ 2³¹ − 1.
+  CHECK(variants::pv_flush_tiles(127, 16) == 8321);
+  CHECK(variants::pv_flush_tiles(127, 128) == 1040);
+  CHECK(1040 * 127 * 127 * 128 <= 2147483647LL);
+  CHECK(1041LL * 127 * 127 * 128 > 2147483647LL);
   for (const Case t : {Case{3, 40, 16, false, false}, Case{3, 40, 16, true, false}, Case{5, 300, 32, true, false},
                        Case{1, 8322 * 16 + 40, 16, false, true}}) {
     Problem p;

@@ -281,7 +281,8 @@ TEST_CASE("int_flash wgmma across_tiles equals the across_tiles reference up to 
 // The INT32 sum is flushed every 1 040 tiles (at B_c 128; int_flash_sm90.cu's kFlushTiles): one query block over
 // 1 040·128 + 300 keys, all keys equal (every weight 127, the max set by the first tile and never moved) and V = +1
 // (every code 127), so each tile adds 127·127·128 = 2 064 512 to every element and 1 041 tiles would pass 2³¹ − 1.
-// Flushed in time, O = (127·127·N / (127·N))·s_V = 1 to FP32 rounding; overflowed, it is negative.
+// Flushed in time, O = (127·127·N / (127·N))·s_V = 1 to FP32 rounding, stored in FP16 (within 2⁻¹⁰, one FP16 ulp
+// above 1); overflowed, the INT32 sum wraps negative and so does O.
 TEST_CASE("int_flash wgmma across_tiles: the INT32 sum is flushed before it can overflow", "[gpu][kernels]") {
   if (const std::string why = wgmma_refusal(); !why.empty()) ATTNLAB_SKIP(why);
   Problem p;
