@@ -149,13 +149,43 @@ Timing timing(const Layout& l, const GpuSpec& g) {
   t.t_rows = l.serial_bytes / bandwidth;
   const double t_kv = t.t_mem - t.t_rows;
   t.unit_ms["hbm"] = t.t_mem * 1e3;
-  const double t_compute = overlapped_compute(t.t_tensor, t.t_simt, l.interleave, l.producer_loads) * l.tail_factor;
+  const double t_overlapped = overlapped_compute(t.t_tensor, t.t_simt, l.interleave, l.producer_loads);
+  const double t_compute = t_overlapped * l.tail_factor;
   t.t_body = t.t_rows + (l.stages >= 2 ? std::max(t_kv, t_compute) : t_kv + t_compute);
+  const double t_waves = l.waves * g.cta_overhead_us * 1e-6, t_launches = l.launches * kLaunchUs * 1e-6;
   t.time_ms = t.t_body * 1e3 + l.waves * g.cta_overhead_us * 1e-3 + l.launches * kLaunchUs * 1e-3;
   if (t_kv + t.t_rows >= t_compute) t.bound = "memory";
   else t.bound = t.t_tensor >= t.t_simt ? t.tensor_unit : t.simt_unit;
   if (t.bound == "issue" && t.issue_rate < 1) t.bound = "latency";
-  for (const Layout& next : l.then) t.time_ms += timing(next, g).time_ms;
+
+  // The same sum term by term. With two or more stages K/V traffic and compute overlap and the larger stands;
+  // compute is the binding unit's time (an issue-bound one split into issue at the peak rate and what latency
+  // adds), the exposed share of the others, and the tail's stretch.
+  const auto add = [&](const std::string& name, double s) {
+    if (s > 0) t.terms.push_back({name, s * 1e3});
+  };
+  add("rows", t.t_rows);
+  const bool kv_stands = l.stages >= 2 && t_kv >= t_compute;
+  if (kv_stands || l.stages < 2) add("kv", t_kv);
+  if (!kv_stands) {
+    const bool tensor_binds = t.t_tensor >= t.t_simt;
+    const double t_unit = std::max(t.t_tensor, t.t_simt);
+    const std::string unit = tensor_binds ? t.tensor_unit : t.simt_unit;
+    if (!tensor_binds && unit == "issue" && t.issue_rate < 1) {
+      add(unit, t_unit * t.issue_rate);  // issue at the peak rate
+      add("latency", t_unit * (1 - t.issue_rate));
+    } else {
+      add(unit, t_unit);
+    }
+    add("overlap", t_overlapped - t_unit);
+    add("tail", t_compute - t_overlapped);
+  }
+  add("waves", t_waves);
+  add("launches", t_launches);
+  double later = 0;
+  for (const Layout& next : l.then) later += timing(next, g).time_ms;
+  t.time_ms += later;
+  add("later", later * 1e-3);
   return t;
 }
 
@@ -191,6 +221,7 @@ Prediction predict(const Schedule& s, const GpuSpec& g, const ModelOptions& o) {
   for (const Timing& n : later)
     for (const auto& [u, ms] : n.unit_ms) pr.unit_ms[u] += ms;
   pr.time_ms = t.time_ms;
+  pr.terms = t.terms;
   pr.bound = t.bound;
   pr.explain.push_back(fmt::format(
       "t_mem {:.4f} ms (of which Q/O {:.4f}), t_tensor {:.4f} ms ({}), t_simt {:.4f} ms ({}), tail ×{:.3f} over "

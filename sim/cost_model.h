@@ -58,6 +58,29 @@ struct ModelOptions {
   bool l2_reuse = true;
 };
 
+// One term of step 5's sum: the terms of a prediction add up to its time_ms exactly (what the breakdown view
+// stacks, so that a reader sees every part of the total: the binding unit, latency, the tail, the fixed costs).
+struct TimeTerm {
+  std::string name;  // kTimeTerms' key, or the binding unit's name (to_string(Unit)) for its own time
+  double ms = 0;
+};
+// The terms' keys and what each is, in the order they stack (bottom first); the binding unit's own time stands
+// between "kv" and "latency".
+struct TimeTermName {
+  const char* key;
+  const char* words;
+};
+inline constexpr TimeTermName kTimeTerms[] = {
+    {"rows", "Q and O traffic (not overlapped)"},
+    {"kv", "K/V traffic (HBM)"},
+    {"latency", "latency: too few warps to issue at the peak rate"},
+    {"overlap", "the other units' work the streams leave exposed"},
+    {"tail", "the last, partial wave (tail)"},
+    {"waves", "fixed cost per wave of CTAs"},
+    {"launches", "kernel launches"},
+    {"later", "the later launches (split-KV merge, …)"},
+};
+
 struct Prediction {
   std::string gpu;
   double time_ms = 0;
@@ -70,6 +93,7 @@ struct Prediction {
   int ctas_per_sm = 0;
   double ctas = 0, waves = 0, tail_factor = 1, occupancy = 0;  // occupancy: resident warps / max warps
   double warps_per_scheduler = 0, issue_rate = 1;  // the latency term (step 2; 1 where it does not apply)
+  std::vector<TimeTerm> terms;                     // time_ms term by term (Timing::terms)
   std::vector<std::string> explain;
 };
 
@@ -105,6 +129,7 @@ struct Timing {
   double issue_rate = 1;  // step 2's factor on the first launch's issue rate (latency_issue_rate)
   std::string tensor_unit = "tensor", simt_unit = "fma_fp32", bound;
   std::map<std::string, double> unit_ms;
+  std::vector<TimeTerm> terms;  // time_ms term by term (they add up to it), zero terms left out
 };
 // The first launch's terms; time_ms includes the later launches'.
 Timing timing(const Layout& l, const GpuSpec& gpu);

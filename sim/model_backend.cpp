@@ -28,6 +28,9 @@ ModelResult model_result(const Experiment& e, const VariantRequest& v, const Mod
                {"launches", 1 + s.then.size()},
                {"block_r", s.block_r},         {"block_c", s.block_c},         {"splits", s.splits},
                {"explain", p.explain}};
+  // The total term by term, in stacking order (an array: the order is part of it).
+  m.details["time_terms_ms"] = nlohmann::json::array();
+  for (const TimeTerm& term : p.terms) m.details["time_terms_ms"].push_back({{"term", term.name}, {"ms", term.ms}});
   // One KV-tile iteration of one CTA as the model counts it: bytes read (K, V, their scales, for a full
   // tile of B_c keys) and operations per unit — what the tile stepper shows beside the reference's trace.
   nlohmann::json tile_bytes = nlohmann::json::object(), tile_ops = nlohmann::json::object();

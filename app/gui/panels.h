@@ -7,8 +7,9 @@
 namespace attnlab::gui {
 
 void draw_experiment_panel(AppState& s);  // problem, data, backends, GPU model, variants, run/cancel
-void draw_status_line(AppState& s);       // backends that ran, device, progress, last error
-// The height the status window needs at `width` to show the whole error (wrapped), at most max_height.
+void draw_status_line(AppState& s);       // backends that ran and did not (why), device, progress, last error
+// The height the status window needs at `width` to show what did not run and the whole error (wrapped), at
+// most max_height.
 float status_line_height(const AppState& s, float width, float max_height);
 void draw_results_table(AppState& s);     // variants × metrics × backends, sortable
 // Every view of one panel ("Block scales", "Channel outliers", "Head priority", "SAS", "HBM traffic").

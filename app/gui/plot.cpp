@@ -249,6 +249,8 @@ void bars(const views::View& v, const views::BarChart& c, float w, float height)
   const float sw = c.grouped ? bw / float(std::max<size_t>(c.stacks.size(), 1)) : bw;  // grouped: side by side
   const ImVec2 mouse = ImGui::GetMousePos();
   std::string tip;
+  std::vector<std::string> values;
+  std::vector<views::LabelRequest> value_at;
   for (size_t i = 0; i < c.bars.size(); ++i) {
     const auto& b = c.bars[i];
     const float x = f.min.x + float(i) * slot + (slot - bw) / 2;
@@ -261,10 +263,10 @@ void bars(const views::View& v, const views::BarChart& c, float w, float height)
       dl->AddRectFilled(a, z, palette(k));
       if (mouse.x >= a.x && mouse.x <= z.x && mouse.y >= a.y && mouse.y <= z.y)
         tip = fmt::format("{}\n{}: {} {}", b.label, c.stacks[k], views::tick_label(b.segments[k]), c.y.unit);
-      if (c.grouped) {
-        const std::string value = views::tick_label(b.segments[k]);
-        const ImVec2 ts = ImGui::CalcTextSize(value.c_str());
-        if (ts.x < sw + 4) dl->AddText(ImVec2(sx + sw / 2 - ts.x / 2, a.y - ts.y), kInk, value.c_str());
+      if (c.grouped) {  // its value over it, placed once every bar is known (views::place_bar_values)
+        values.push_back(views::tick_label(b.segments[k]));
+        const ImVec2 ts = ImGui::CalcTextSize(values.back().c_str());
+        value_at.push_back({sx + sw / 2, a.y, ts.x, ts.y});
       } else {
         base += s;
       }
@@ -274,6 +276,11 @@ void bars(const views::View& v, const views::BarChart& c, float w, float height)
     const float lw = ImGui::CalcTextSize(label.c_str()).x, row = stagger ? float(i % 2) * em : 0.0f;
     dl->AddText(ImVec2(x + bw / 2 - lw / 2, f.max.y + 2 + row), kInk, label.c_str());
   }
+  // Values that would overlap a neighbour's go above it, or are left to the bar's tooltip.
+  const auto places = views::place_bar_values(value_at, {f.min.x, f.min.y, f.max.x, f.max.y}, 1);
+  for (size_t i = 0; i < places.size(); ++i)
+    if (places[i].shown)
+      dl->AddText(ImVec2(float(places[i].x), float(places[i].y - value_at[i].h / 2)), kInk, values[i].c_str());
   std::vector<std::pair<std::string, ImU32>> entries;
   for (size_t k = 0; k < c.stacks.size(); ++k) entries.emplace_back(c.stacks[k], palette(k));
   if (!c.mark_meaning.empty()) entries.emplace_back("outlined: " + c.mark_meaning, kInk);

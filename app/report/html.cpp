@@ -41,7 +41,9 @@ std::string table_element(const views::Table& t) {
     out += "</tr>\n";
   }
   if (t.rows.empty()) out += fmt::format("<tr><td class=\"text\" colspan=\"{}\">none</td></tr>\n", t.columns.size());
-  return out + "</table>\n";
+  out += "</table>\n";
+  if (!t.legend.empty()) out += fmt::format("<p class=\"note legend\">{}</p>\n", escape_html(t.legend));
+  return out;
 }
 
 namespace {
@@ -102,7 +104,8 @@ std::string render_html(const Results& r, const std::vector<const Results*>& tou
       "<p>B={} · H<sub>q</sub>={} · H<sub>kv</sub>={} · N<sub>q</sub>={} · N<sub>kv</sub>={} · d={} · {} · {}</p>\n",
       p.value("batch", 0), p.value("q_heads", 0), p.value("kv_heads", 0), p.value("q_len", 0), p.value("kv_len", 0),
       p.value("head_dim", 0), p.value("causal", false) ? "causal" : "not causal", escape_html(p.value("phase", "")));
-  // What ran comes first: a backend that did not run, and why, is read before any number.
+  // What ran comes first: a backend that did not run, and why, is read before any number — the line, then the
+  // table of every backend asked for (the variants it ran for, each one it did not run for and why).
   const std::string ran = views::ran_line(r.environment);
   out += fmt::format("<p class=\"ran\">Ran: {} · GPU: {}", escape_html(ran.empty() ? "nothing" : ran),
                      escape_html(views::gpu_line(r.environment)));
@@ -112,11 +115,11 @@ std::string render_html(const Results& r, const std::vector<const Results*>& tou
   // And which data: a number on synthetic data is read as such (the generator and every parameter it ran with).
   if (const std::string data = views::data_line(r); !data.empty())
     out += fmt::format("<p class=\"data\">{}</p>\n", escape_html(data));
+  out += "<section class=\"what-ran\">\n" + table_element(views::what_ran_table(r)) + "</section>\n";
   if (r.config.contains("lesson") && !tour.empty()) out += tour_html(parse_lesson(r.config["lesson"], "lesson"), tour);
   out += table_html(views::results_table(r));
   out += views_html(views::chart_views(r, kPageHeatmapCols));
   out += table_html(views::params_table(r));
-  out += table_html(views::skipped_table(r));
   const auto& env = r.environment;
   out += fmt::format("<h2>Environment</h2>\n<table>\n<tr><th>CPU</th><td class=\"text\">{}</td></tr>\n"
                      "<tr><th>GPU</th><td class=\"text\">{}</td></tr>\n<tr><th>threads</th><td>{}</td></tr>\n"

@@ -231,6 +231,8 @@ std::string bar_svg(const views::BarChart& c, const std::string& label, int w, i
   const double slot = (f.x1() - f.x0()) / double(std::max<size_t>(c.bars.size(), 1)), bw = slot * 0.7;
   // Grouped: each segment its own bar of width bw / (segments), from zero, its value written above it.
   const double sw = c.grouped ? bw / double(std::max<size_t>(c.stacks.size(), 1)) : bw;
+  std::vector<std::string> values;
+  std::vector<views::LabelRequest> value_at;
   for (size_t i = 0; i < c.bars.size(); ++i) {
     const auto& b = c.bars[i];
     const double x = f.x0() + double(i) * slot + (slot - bw) / 2;
@@ -244,15 +246,22 @@ std::string bar_svg(const views::BarChart& c, const std::string& label, int w, i
                        sx, y_top, sw, std::max(0.0, y_bottom - y_top), palette(k),
                        b.marked ? " stroke=\"#000\" stroke-width=\"2\"" : "", escape_html(b.label),
                        escape_html(c.stacks.at(k)), num(b.segments[k]));
-      if (c.grouped)
-        s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n", sx + sw / 2, y_top - 3,
-                         num(b.segments[k]));
-      else
+      if (c.grouped) {  // its value over it, placed once every bar is known (views::place_bar_values)
+        values.push_back(num(b.segments[k]));
+        value_at.push_back({sx + sw / 2, y_top, kCharPx * double(utf8_chars(values.back())), kLabelLinePx});
+      } else {
         base += v;
+      }
     }
     s += fmt::format("<text class=\"bar-label\" transform=\"translate({:.1f} {:.1f}) rotate(-35)\" text-anchor=\"end\">{}</text>\n",
                      x + bw / 2, f.y0() + 12, escape_html(names[i]));
   }
+  // Values that would overlap a neighbour's go above it, or are left to the bar's tooltip (<title>).
+  const auto places = views::place_bar_values(value_at, {f.x0(), f.y1(), f.x1(), f.y0()}, 3);
+  for (size_t i = 0; i < places.size(); ++i)
+    if (places[i].shown)
+      s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n", value_at[i].x,
+                       places[i].y + 4, values[i]);
   std::vector<std::pair<std::string, std::string>> entries;
   for (size_t k = 0; k < c.stacks.size(); ++k) entries.emplace_back(c.stacks[k], palette(k));
   if (!c.mark_meaning.empty()) entries.emplace_back("● outlined: " + c.mark_meaning, "#ffffff");

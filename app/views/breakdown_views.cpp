@@ -1,6 +1,8 @@
 // attnlab views: the cost model's time per unit beside the measured time (breakdown_views.h).
 #include "app/views/breakdown_views.h"
 
+#include "sim/cost_model.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -49,9 +51,74 @@ std::string sentence(const VariantResult& v) {
   return s + ".";
 }
 
-}  // namespace
+// The name a term of the model's total stands under: a unit's words for the binding unit's own time, the
+// model's words for the other terms (sim/cost_model.h kTimeTerms).
+std::string term_words(const std::string& term) {
+  if (const char* w = words_of(term)) return std::string(w) + " (binding, its peak rate)";
+  for (const auto& t : sim::kTimeTerms)
+    if (term == t.key) return t.words;
+  return term;
+}
 
-std::vector<View> breakdown_views(const Results& r) {
+// The stacks of the terms view, bottom first: the model's order, the binding units (in kUnits' order) where
+// kTimeTerms leaves their place, between the K/V traffic and latency.
+std::vector<std::string> term_order(const std::vector<const VariantResult*>& shown) {
+  const auto present = [&](const std::string& term) {
+    return std::any_of(shown.begin(), shown.end(), [&](const VariantResult* v) {
+      for (const auto& t : v->model->details["time_terms_ms"])
+        if (t.value("term", "") == term) return true;
+      return false;
+    });
+  };
+  std::vector<std::string> order;
+  for (const auto& t : sim::kTimeTerms) {
+    if (std::string(t.key) == "latency")
+      for (const auto& u : kUnits)
+        if (present(u.unit)) order.push_back(u.unit);
+    if (present(t.key)) order.push_back(t.key);
+  }
+  return order;
+}
+
+// "Where the model's time goes": each variant's predicted time as the stack of the terms that make it — they add
+// up to the total exactly — with the kernel's measured time as a bar beside it.
+std::vector<View> total_terms_view(const Results& r) {
+  std::vector<const VariantResult*> shown;
+  for (const auto& v : r.variants)
+    if (v.model && v.model->details.contains("time_terms_ms") && v.model->details["time_terms_ms"].is_array())
+      shown.push_back(&v);
+  if (shown.empty()) return {};
+  BarChart c;
+  c.y = {"time", "ms"};
+  c.x_label = "variant";
+  const std::vector<std::string> order = term_order(shown);
+  for (const auto& term : order) c.stacks.push_back(term_words(term));
+  const bool measured = std::any_of(shown.begin(), shown.end(), [](const VariantResult* v) { return bool(v->kernel); });
+  if (measured) c.stacks.push_back(kMeasured);
+  for (const VariantResult* v : shown) {
+    Bar b{v->label + (measured ? " (model)" : ""), std::vector<double>(c.stacks.size(), kNone), false};
+    for (const auto& t : v->model->details["time_terms_ms"]) {
+      const auto at = std::find(order.begin(), order.end(), t.value("term", ""));
+      if (at != order.end()) b.segments[size_t(at - order.begin())] = t.value("ms", kNone);
+    }
+    c.bars.push_back(std::move(b));
+    if (v->kernel) {
+      Bar m{v->label + " (measured)", std::vector<double>(c.stacks.size(), kNone), false};
+      m.segments.back() = v->kernel->median_ms;
+      c.bars.push_back(std::move(m));
+    }
+  }
+  const std::string note = fmt::format(
+      "The cost model's time for the {} as the sum it is: the traffic that is not overlapped, then the larger of the "
+      "K/V traffic and the compute — the binding unit's work at its peak rate, what latency adds where too few warps "
+      "issue, the other units' exposed share, the stretch of the last partial wave — then the fixed costs per wave "
+      "and per launch and any later launch{}. The segments add up to the total.",
+      shown.front()->model->gpu, measured ? "; beside it, the kernel's measured time" : "");
+  return {{"model_total", "HBM traffic", "Where the model's time goes: every term of its total, beside the measurement",
+           note, c}};
+}
+
+std::vector<View> unit_views(const Results& r) {
   std::vector<const VariantResult*> shown;
   for (const auto& v : r.variants)
     if (v.model && v.model->details.contains("unit_ms") && v.model->details["unit_ms"].is_object()) shown.push_back(&v);
@@ -86,8 +153,15 @@ std::vector<View> breakdown_views(const Results& r) {
       "rate; instruction issue at the rate its warps per scheduler allow — then the model's total (the binding "
       "unit, the others overlapped, plus the waves' fixed costs){}. {}",
       gpu, measured ? " and the kernel's measured time" : "", fmt::join(sentences, " "));
-  return {{"model_breakdown", "HBM traffic", "Where the model's time goes: each unit alone, the total, the measurement",
-           note, c}};
+  return {{"model_breakdown", "HBM traffic", "Each unit alone as the model counts it, the total, the measurement", note, c}};
+}
+
+}  // namespace
+
+std::vector<View> breakdown_views(const Results& r) {
+  std::vector<View> out = total_terms_view(r);
+  for (auto& v : unit_views(r)) out.push_back(std::move(v));
+  return out;
 }
 
 }  // namespace attnlab::views

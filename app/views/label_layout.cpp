@@ -1,7 +1,9 @@
 // attnlab views: point-label placement (label_layout.h).
 #include "app/views/label_layout.h"
 
+#include <algorithm>
 #include <cstddef>
+#include <functional>
 
 namespace attnlab::views {
 
@@ -35,6 +37,32 @@ std::vector<LabelPlace> place_labels(const std::vector<LabelRequest>& labels, co
         break;
       }
       if (out[i].shown) break;
+    }
+  }
+  return out;
+}
+
+std::vector<LabelPlace> place_bar_values(const std::vector<LabelRequest>& values, const PlotBox& box, double gap,
+                                         int max_raise) {
+  std::vector<LabelPlace> out(values.size());
+  std::vector<Rect> taken;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const LabelRequest& v = values[i];
+    const double left = v.x - v.w / 2, natural = v.y - gap - v.h / 2;
+    // Where it may go, lowest first: its own place, then just above each value placed before it.
+    std::vector<double> centres{natural};
+    for (const Rect& t : taken)
+      if (t.y0 - v.h / 2 < natural) centres.push_back(t.y0 - v.h / 2);
+    std::sort(centres.begin(), centres.end(), std::greater<>());
+    for (const double centre : centres) {
+      if (natural - centre > double(max_raise) * v.h) break;
+      const Rect r{left, centre - v.h / 2, left + v.w, centre + v.h / 2};
+      bool free = r.inside(box);
+      for (const Rect& t : taken) free = free && !r.overlaps(t);
+      if (!free) continue;
+      taken.push_back(r);
+      out[i] = {true, left, centre};
+      break;
     }
   }
   return out;

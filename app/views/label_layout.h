@@ -1,5 +1,5 @@
 // attnlab views: where the point labels of a chart go (the roofline's variant names, beside their model
-// and measured points) so that no two overlap and none leaves the plot — shared by the report's SVG and
+// and measured points; the values over grouped bars) so that no two overlap and none leaves the plot — shared by the report's SVG and
 // the GUI, which measure text differently and so pass each label's size in.
 #pragma once
 
@@ -27,5 +27,13 @@ struct PlotBox {
 // first place that stays inside `box` and overlaps no label placed before it wins. A label with no such
 // place is not shown (its point keeps its tooltip).
 std::vector<LabelPlace> place_labels(const std::vector<LabelRequest>& labels, const PlotBox& box, double gap);
+
+// The values written over the bars of a grouped bar chart (each request: x the bar's centre, y its top): centred
+// over its bar `gap` pixels up, or, where that overlaps a value placed before it, just above the lowest such value
+// that leaves it free — at most `max_raise` text heights above its own place and inside `box`; a value with no
+// free place is not shown (its bar keeps the tooltip). Neighbouring short bars of nearly equal height are where
+// plain centring overlapped.
+std::vector<LabelPlace> place_bar_values(const std::vector<LabelRequest>& values, const PlotBox& box, double gap,
+                                         int max_raise = 2);
 
 }  // namespace attnlab::views

@@ -4,9 +4,12 @@
 #include "core/problem.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <limits>
+#include <map>
+#include <string_view>
 
 namespace attnlab::views {
 
@@ -59,44 +62,104 @@ Cell number_cell(double value, const char* format) {
   return {fmt::format(fmt::runtime(format), value), value};
 }
 
+namespace {
+
+// A machine as a column title names it: the GPU without its vendor's word ("H200", "H100 80GB HBM3").
+std::string short_gpu(const std::string& name) {
+  constexpr std::string_view kVendor = "NVIDIA ";
+  return name.rfind(kVendor, 0) == 0 ? name.substr(kVendor.size()) : name;
+}
+
+// Which backend a results row belongs to, from its backend cell ("model (memory-bound)" is the model's).
+std::string backend_of(const std::string& cell) { return cell.substr(0, cell.find(' ')); }
+
+}  // namespace
+
 Table results_table(const Results& r) {
   Table t;
   t.title = "Results (errors against the FP64 ground truth)";
-  t.columns = {{"variant", "variant", ""},   {"backend", "backend", ""},   {"rel_l2", "rel L2", ""},
-               {"mre", "MRE", ""},           {"cosine", "cosine", ""},     {"max_abs", "max abs", ""},
-               {"time_ms", "time", "ms"},    {"flop_per_s", "rate", ""},   {"kv_cache_bytes", "KV cache", ""}};
+  bool reference = false, kernel = false, model = false;
+  std::string model_gpu;
+  for (const auto& v : r.variants) {
+    reference = reference || v.reference.has_value();
+    kernel = kernel || v.kernel.has_value();
+    if (v.model) model = true, model_gpu = v.model->gpu;
+  }
+  const Environment& env = r.environment;
+  t.columns = {{"variant", "variant", ""}, {"backend", "backend", ""}, {"rel_l2", "rel L2", ""},
+               {"mre", "MRE", ""},         {"cosine", "cosine", ""},   {"max_abs", "max abs", ""}};
+  // One time column per machine: a CPU's milliseconds and a GPU's are not the same quantity.
+  std::vector<std::string> legend;
+  if (reference) {
+    t.columns.push_back({kTimeKeys[0], "time on CPU", "ms"});
+    legend.push_back(fmt::format("time on CPU: the reference on {}, {} threads", env.cpu.empty() ? "this CPU" : env.cpu,
+                                 env.threads));
+  }
+  if (kernel) {
+    const std::string gpu = env.gpu ? short_gpu(*env.gpu) : "GPU";
+    t.columns.push_back({kTimeKeys[1], "time on " + gpu, "ms"});
+    legend.push_back(fmt::format("time on {}: the kernel's median on the {}", gpu, env.gpu.value_or("GPU")));
+  }
+  if (model) {
+    t.columns.push_back({kTimeKeys[2], "predicted for " + model_gpu, "ms"});
+    legend.push_back(fmt::format("predicted for {}: the cost model, not a measurement", model_gpu));
+  }
+  t.columns.push_back({"flop_per_s", "rate", ""});
+  t.columns.push_back({"kv_cache_bytes", "KV cache", ""});
+  const auto time_cells = [&](size_t backend, Cell c) {  // this row's time in its machine's column, the others empty
+    std::vector<Cell> cells;
+    const bool shown[] = {reference, kernel, model};
+    for (size_t b = 0; b < 3; ++b)
+      if (shown[b]) cells.push_back(b == backend ? c : Cell{"", kNoValue});
+    return cells;
+  };
+  const auto row_of = [&](std::vector<Cell> head, std::vector<Cell> times, Cell rate_cell, Cell kv) {
+    head.insert(head.end(), times.begin(), times.end());
+    head.push_back(std::move(rate_cell));
+    head.push_back(std::move(kv));
+    return head;
+  };
   // Rates and sizes carry their unit in each cell (the one that fits); the CSV keeps FLOP/s and bytes.
-  // What a backend does not produce is a dash with the reason: the model predicts time and traffic, not an
-  // output; the cache's size is what the reference's storage accounting records, not a kernel timing.
   const double flops = problem_flops(r.problem);
-  // A metric that is not a number says why: no truth was computed (a timing-only run), or the output
-  // held NaN or Inf.
+  // A metric that is not a number says why where the reason is this row's (its output held NaN or Inf); where
+  // it is the whole run's (a timing-only run computed no truth), the cell is empty and the legend says it once.
   const auto metric = [&](double value, auto format) {
-    if (!r.environment.ground_truth) return none("a timing-only run computes no FP64 truth");
+    if (!env.ground_truth) return Cell{"", kNoValue};
     return std::isfinite(value) ? format(value) : none("the output is not finite");
   };
+  const Cell empty{"", kNoValue};
+  bool kernel_rows = false;
   for (const auto& v : r.variants) {
     if (v.reference) {
       const auto& x = *v.reference;
-      t.rows.push_back({text(v.label), text("reference"), metric(x.metrics.rel_l2, sci), metric(x.metrics.mre, sci),
-                        metric(x.metrics.cosine, cosine), metric(x.metrics.max_abs, sci), fixed(x.time_ms, 1), rate(x.gflops * 1e9),
-                        bytes(double(x.kv_cache_bytes))});
+      t.rows.push_back(row_of({text(v.label), text("reference"), metric(x.metrics.rel_l2, sci),
+                               metric(x.metrics.mre, sci), metric(x.metrics.cosine, cosine),
+                               metric(x.metrics.max_abs, sci)},
+                              time_cells(0, fixed(x.time_ms, 1)), rate(x.gflops * 1e9),
+                              bytes(double(x.kv_cache_bytes))));
     }
     if (v.kernel) {
       const auto& x = *v.kernel;
-      t.rows.push_back({text(v.label), text("kernel"), metric(x.metrics.rel_l2, sci), metric(x.metrics.mre, sci),
-                        metric(x.metrics.cosine, cosine), metric(x.metrics.max_abs, sci), fixed(x.median_ms, 3), rate(x.tops * 1e12),
-                        none(v.reference ? "the reference row gives its size" : "sized by the reference, which did not run")});
+      kernel_rows = true;
+      t.rows.push_back(row_of({text(v.label), text("kernel"), metric(x.metrics.rel_l2, sci), metric(x.metrics.mre, sci),
+                               metric(x.metrics.cosine, cosine), metric(x.metrics.max_abs, sci)},
+                              time_cells(1, fixed(x.median_ms, 3)), rate(x.tops * 1e12), empty));
     }
     if (v.model) {
       const auto& x = *v.model;
-      const char* no_output = "a prediction has no output";
-      t.rows.push_back({text(v.label), text("model (" + x.bound + "-bound)"), none(no_output), none(no_output),
-                        none(no_output), none(no_output), fixed(x.time_ms, 3),
-                        rate(x.time_ms > 0 ? flops / (x.time_ms * 1e-3) : kNoValue),
-                        none("the model counts traffic, not the cache")});
+      t.rows.push_back(row_of({text(v.label), text("model (" + x.bound + "-bound)"), empty, empty, empty, empty},
+                              time_cells(2, fixed(x.time_ms, 3)),
+                              rate(x.time_ms > 0 ? flops / (x.time_ms * 1e-3) : kNoValue), empty));
     }
   }
+  if (!env.ground_truth) legend.push_back("no errors: a timing-only run computes no FP64 truth");
+  if (model) legend.push_back("model rows have no output, so no errors");
+  if (kernel_rows || model) legend.push_back("KV cache: counted by the reference");
+  bool dashes = false;
+  for (const auto& row : t.rows)
+    for (const auto& c : row) dashes = dashes || c.text.rfind(kNoNumber, 0) == 0;
+  if (dashes) legend.push_back(fmt::format("{}: no finite number", kNoNumber));
+  t.legend = fmt::format("{}", fmt::join(legend, " · "));
   return t;
 }
 
@@ -106,13 +169,23 @@ Table with_time_ratio(Table t, const std::string& baseline) {
       if (t.columns[c].key == key) return c;
     return t.columns.size();
   };
-  const size_t variant = col("variant"), backend = col("backend"), time = col("time_ms");
-  double base = kNoValue;
+  const size_t variant = col("variant"), backend = col("backend");
+  const auto time_of = [&](const std::vector<Cell>& row) {  // the row's own time: the one time column it fills
+    for (const char* key : kTimeKeys)
+      if (const size_t c = col(key); c < t.columns.size() && !row[c].text.empty()) return row[c].value;
+    return kNoValue;
+  };
+  std::map<std::string, double> base;  // backend → the baseline's time on it
   for (const auto& row : t.rows)
-    if (row[variant].text == baseline && row[backend].text == "reference") base = row[time].value;
-  if (!(base > 0)) throw InputError(fmt::format("--baseline: no reference row for variant '{}'", echo(baseline)));
+    if (row[variant].text == baseline) base[backend_of(row[backend].text)] = time_of(row);
+  if (base.empty()) throw InputError(fmt::format("--baseline: no row of the variant '{}'", echo(baseline)));
   t.columns.push_back({"time_ratio", "time / " + baseline, ""});
-  for (auto& row : t.rows) row.push_back(fixed(row[time].value / base, 2));
+  for (auto& row : t.rows) {
+    const auto b = base.find(backend_of(row[backend].text));
+    row.push_back(b == base.end() ? Cell{"", kNoValue} : fixed(time_of(row) / b->second, 2));
+  }
+  t.legend += fmt::format("{}time / {}: over {}'s time on the same backend", t.legend.empty() ? "" : " · ", baseline,
+                          baseline);
   return t;
 }
 
@@ -145,16 +218,36 @@ std::string ran_line(const Environment& env) {
 std::string not_run_line(const Environment& env) {
   std::string line;
   for (const auto& s : env.skipped)
-    if (s.variant.empty() && s.reason != kNotRequested) line += (line.empty() ? "" : "; ") + s.backend + ": " + s.reason;
+    if (s.reason != kNotRequested)
+      line += (line.empty() ? "" : "; ") + s.backend + (s.variant.empty() ? "" : " for " + s.variant) + ": " + s.reason;
   return line;
 }
 
-Table skipped_table(const Results& r) {
+Table what_ran_table(const Results& r) {
   Table t;
-  t.title = "Backends that did not run";
-  t.columns = {{"backend", "backend", ""}, {"variant", "variant", ""}, {"reason", "reason", ""}};
-  for (const auto& s : r.environment.skipped)
-    t.rows.push_back({text(s.backend), text(s.variant.empty() ? "all" : s.variant), text(s.reason)});
+  t.title = "What ran";
+  t.columns = {{"backend", "backend", ""}, {"ran_for", "ran for", ""}, {"not_run", "did not run, and why", ""}};
+  constexpr const char* kBackends[] = {"reference", "kernel", "model"};
+  for (const char* backend : kBackends) {
+    const std::string name = backend;
+    std::vector<std::string> ran, not_run;
+    bool asked = false;
+    for (const auto& v : r.variants) {
+      const bool has = name == "reference" ? v.reference.has_value()
+                       : name == "kernel"  ? v.kernel.has_value()
+                                           : v.model.has_value();
+      if (has) ran.push_back(v.label);
+    }
+    for (const auto& s : r.environment.skipped) {
+      if (s.backend != name || s.reason == kNotRequested) continue;
+      asked = true;
+      not_run.push_back(s.variant.empty() ? s.reason : s.variant + ": " + s.reason);
+    }
+    if (ran.empty() && !asked) continue;  // not asked for
+    const bool all = !ran.empty() && ran.size() == r.variants.size();
+    t.rows.push_back({text(name), text(all ? "every variant" : ran.empty() ? "none" : fmt::format("{}", fmt::join(ran, ", "))),
+                      text(not_run.empty() ? "" : fmt::format("{}", fmt::join(not_run, "; ")))});
+  }
   return t;
 }
 

@@ -36,18 +36,31 @@ struct Table {
   std::string title;
   std::vector<Column> columns;
   std::vector<std::vector<Cell>> rows;
+  // One line drawn under the table (CLI, report, GUI; not in the CSV): what its empty cells mean and on which
+  // machine each time column was taken. "" when there is nothing to say.
+  std::string legend = {};
 };
 
 // One row per (variant, backend that ran): errors vs FP64, time, throughput, KV-cache size; rates and
-// sizes in the unit that fits each (461.2 TFLOP/s, 3.0 MiB), a cell a backend cannot fill "— (why)".
+// sizes in the unit that fits each (461.2 TFLOP/s, 3.0 MiB). Times taken on different machines stand in
+// different columns, each titled with its machine (this CPU for the reference, the GPU for the kernel, the GPU
+// the model predicts for), one column per backend that ran. A cell a backend cannot fill by its nature (a
+// prediction has no output to measure errors of; the cache's size is the reference's count) is left empty and
+// the legend says why once.
 Table results_table(const Results& r);
-// results_table plus a column "time / baseline": each row's time over the time of the row whose
-// variant is `baseline` and backend is "reference". Throws InputError when no such row exists.
+// The CSV keys of the time columns, one per backend (results_table's columns; a row fills its backend's).
+inline constexpr const char* kTimeKeys[] = {"time_cpu_ms", "time_gpu_ms", "time_model_ms"};
+// results_table plus a column "time / baseline": each row's time over the time of the baseline variant's row
+// on the same backend — a kernel's time over the baseline's kernel time, a prediction over its prediction; a
+// ratio across machines is never formed (empty where the baseline has no row on that backend). Throws
+// InputError when no row of the variant `baseline` exists.
 Table with_time_ratio(Table t, const std::string& baseline);
 // One row per (variant, parameter): every parameter with defaults filled in.
 Table params_table(const Results& r);
-// One row per backend that did not run (or variant it skipped), with the reason.
-Table skipped_table(const Results& r);
+// What ran, for the first lines of the report: one row per backend the run asked for — the variants it ran
+// for, and each variant (or the whole backend) it did not run for with the reason. Backends not requested are
+// left out.
+Table what_ran_table(const Results& r);
 
 // The GPU as the status line and the report's first lines name it: its name; or, where the kernel backend was
 // asked for and could not run, "none — " and the reason (device_reason.h's words: "no CUDA GPU found (no
@@ -56,7 +69,8 @@ Table skipped_table(const Results& r);
 std::string gpu_line(const Environment& env);
 // The backends that ran, "reference, model"; "" when none.
 std::string ran_line(const Environment& env);
-// The whole-backend skips, "kernel: <reason>", joined by "; " (those not requested left out); "" when none.
+// What did not run, "kernel: <reason>" for a whole backend and "kernel for fireq: <reason>" for one variant,
+// joined by "; " (those not requested left out); "" when everything asked for ran.
 std::string not_run_line(const Environment& env);
 
 }  // namespace attnlab::views

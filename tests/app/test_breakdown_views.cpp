@@ -16,6 +16,7 @@
 #include <cmath>
 #include <filesystem>
 #include <memory>
+#include <tuple>
 
 namespace attnlab::views {
 namespace ATTNLAB_FILE_LOCAL {
@@ -120,6 +121,54 @@ TEST_CASE("model breakdown: a latency-bound kernel's note gives its warps per sc
   CHECK(view->note.find(fmt::format("turbo 4-bit: {:.3g} ms predicted, bound by instruction issue, slowed by latency ({:.2g} "
                                     "warps per scheduler issue {:.0f}% of the peak rate)",
                                     turbo->model->time_ms, warps, 100 * rate)) != std::string::npos);
+}
+
+// "Where the model's time goes" draws every term of the total: the stacked segments of each variant's model bar
+// add up to its predicted time (to rounding), whatever binds — issue slowed by latency (turbo's decode chains),
+// HBM (flash2's decode), the SFU (flash2's prefill) — and the split-KV decode's merge launch and the fixed costs
+// per wave and per launch are among them. The measured time stands beside as its own bar.
+TEST_CASE("model total: the terms of the model's time add up to it, latency and fixed costs drawn", "[views][report]") {
+  for (const auto& [config, path, value] : {std::tuple{"configs/papers/turbo-fig6-decode.json", "problem.kv_len", 4096},
+                                            std::tuple{"configs/papers/turbo-fig6-prefill.json", "problem.len", 1024}}) {
+    INFO(config);
+    const Results r = model_run(config, path, value);
+    const std::vector<View> all = chart_views(r);
+    const View* view = find_view(all, "model_total");
+    REQUIRE(view != nullptr);
+    CHECK(view->title.rfind("Where the model's time goes", 0) == 0);
+    const auto& c = std::get<BarChart>(view->body);
+    CHECK_FALSE(c.grouped);
+    REQUIRE(c.bars.size() == r.variants.size());  // no kernel ran: no measured bars
+    for (size_t i = 0; i < r.variants.size(); ++i) {
+      const VariantResult& v = r.variants[i];
+      INFO(v.label << " bound by " << v.model->bound);
+      double sum = 0;
+      for (double x : c.bars[i].segments)
+        if (std::isfinite(x)) sum += x;
+      CHECK(sum == Approx(v.model->time_ms).epsilon(1e-12));
+      const auto has = [&](const std::string& stack) {
+        const auto it = std::find(c.stacks.begin(), c.stacks.end(), stack);
+        return it != c.stacks.end() && std::isfinite(c.bars[i].segments[size_t(it - c.stacks.begin())]);
+      };
+      CHECK(has("fixed cost per wave of CTAs"));
+      CHECK(has("kernel launches"));
+      if (v.model->bound == "latency") {
+        CHECK(has("latency: too few warps to issue at the peak rate"));
+        CHECK(has("instruction issue (binding, its peak rate)"));
+      }
+      if (v.model->bound == "memory") CHECK(has("K/V traffic (HBM)"));
+    }
+  }
+  // Saved measurements beside the model: each variant's measured time is a bar of its own after its model bar.
+  Results measured = model_run("configs/papers/turbo-fig6-decode.json", "problem.kv_len", 4096);
+  measured.variants[0].kernel = KernelResult{};
+  measured.variants[0].kernel->median_ms = 0.5;
+  const std::vector<View> all = chart_views(measured);
+  const auto& c = std::get<BarChart>(find_view(all, "model_total")->body);
+  REQUIRE(c.bars.size() == measured.variants.size() + 1);
+  CHECK(c.bars[1].label == measured.variants[0].label + " (measured)");
+  CHECK(c.bars[1].segments.back() == 0.5);
+  CHECK(c.stacks.back() == "measured (kernel)");
 }
 
 }  // namespace

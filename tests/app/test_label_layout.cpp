@@ -63,5 +63,33 @@ TEST_CASE("place_labels: a crowd keeps what fits and hides the rest; edges stay 
   check_layout(req, out, plot);
 }
 
+// The values over grouped bars: the model breakdown's neighbouring unit bars are a few pixels wide and often of
+// nearly equal height, where centring every value over its bar wrote them over each other.
+TEST_CASE("place_bar_values: centred over its bar, raised out of a neighbour's way, never overlapping", "[views]") {
+  const PlotBox plot{0, 0, 400, 300};
+  // Three 8-px bars side by side, their tops 2 px apart; each value is 30 px wide and 12 high.
+  const std::vector<LabelRequest> crowded = {{100, 200, 30, 12}, {108, 202, 30, 12}, {116, 198, 30, 12}};
+  const auto out = place_bar_values(crowded, plot, 3);
+  check_layout(crowded, out, plot);
+  REQUIRE(out[0].shown);
+  CHECK(out[0].x == 85);           // centred over its bar
+  CHECK(out[0].y == 200 - 3 - 6);  // gap, then half a text height above the bar's top
+  REQUIRE(out[1].shown);
+  CHECK(out[1].y < out[0].y - 11);  // raised one text height out of the first value's way
+  CHECK(out[2].shown);
+  // A fourth one finds every height taken (at most two raises): not shown, rather than drawn over the others.
+  std::vector<LabelRequest> four = crowded;
+  four.push_back({104, 200, 30, 12});
+  const auto more = place_bar_values(four, plot, 3);
+  check_layout(four, more, plot);
+  CHECK_FALSE(more[3].shown);
+  // Bars far apart keep their values at the first height; a value above the plot's top is not shown.
+  const std::vector<LabelRequest> apart = {{50, 200, 30, 12}, {150, 200, 30, 12}, {250, 5, 30, 12}};
+  const auto spread = place_bar_values(apart, plot, 3);
+  check_layout(apart, spread, plot);
+  CHECK(spread[0].y == spread[1].y);
+  CHECK_FALSE(spread[2].shown);
+}
+
 }  // namespace
 }  // namespace attnlab::views

@@ -8,6 +8,7 @@
 #include "app/views/chart.h"
 #include "app/views/table.h"
 #include "core/config.h"
+#include "core/error.h"
 #include "core/gpu_names.h"
 #include "core/probes.h"
 #include "tests/catch.h"
@@ -134,7 +135,7 @@ TEST_CASE("results_table, with_time_ratio, CSV and report: no metric printed as 
   CHECK(html.find(std::string(">") + kNoNumber + "<") != std::string::npos);
 }
 
-TEST_CASE("results_table: a timing-only run's metric cells say that no truth was computed", "[views]") {
+TEST_CASE("results_table: a timing-only run's metric cells are empty, the legend says why once", "[views]") {
   Results r = test::small_results();
   r.environment.ground_truth = false;
   for (auto& v : r.variants) {
@@ -145,15 +146,128 @@ TEST_CASE("results_table: a timing-only run's metric cells say that no truth was
   CHECK_FALSE(back.environment.ground_truth);
   CHECK(results_from_json(to_json(test::small_results())).environment.ground_truth);
   const Table t = results_table(back);
-  int said = 0;
-  for (const auto& row : t.rows) {
-    if (row[1].text.rfind("model", 0) == 0) continue;
+  int empty = 0;
+  for (const auto& row : t.rows)
     for (size_t c = 2; c <= 5; ++c) {
-      CHECK(row[c].text == std::string(kNoNumber) + " (a timing-only run computes no FP64 truth)");
-      ++said;
+      CHECK(row[c].text.empty());
+      empty += row[c].text.empty();
     }
-  }
-  CHECK(said >= 8);  // at least a reference and a kernel row
+  CHECK(empty == 12);  // a reference, a kernel and a model row
+  CHECK(t.legend.find("no errors: a timing-only run computes no FP64 truth") != std::string::npos);
+}
+
+size_t column_of(const Table& t, const std::string& key) {
+  for (size_t c = 0; c < t.columns.size(); ++c)
+    if (t.columns[c].key == key) return c;
+  FAIL("no column " << key);
+  return 0;
+}
+
+// Times from different machines never share a column: the reference's on this CPU, the kernel's on the GPU, the
+// model's for the GPU it predicts for, each column titled with its machine and each row filling its own. A model
+// row's error cells and a kernel's KV-cache cell are empty (not "— (why)" in every row), the legend says why once.
+TEST_CASE("results_table: one time column per machine, empty cells explained by one legend line", "[views]") {
+  Results r = test::small_results();
+  r.environment.cpu = "Example CPU 9000", r.environment.threads = 2;
+  r.environment.gpu = "NVIDIA H200";
+  r.variants[0].model->gpu = "h200";
+  const Table t = results_table(r);
+  const size_t cpu = column_of(t, "time_cpu_ms"), gpu = column_of(t, "time_gpu_ms"), model = column_of(t, "time_model_ms");
+  CHECK(t.columns[cpu].title == "time on CPU");
+  CHECK(t.columns[gpu].title == "time on H200");
+  CHECK(t.columns[model].title == "predicted for h200");
+  REQUIRE(t.rows.size() == 3);
+  const auto& ref = t.rows[0];
+  const auto& kern = t.rows[1];
+  const auto& pred = t.rows[2];
+  CHECK(ref[cpu].value == 0.0);  // the sample's reference time
+  CHECK(ref[gpu].text.empty());
+  CHECK(ref[model].text.empty());
+  CHECK(kern[gpu].value == 0.002);
+  CHECK(kern[cpu].text.empty());
+  CHECK(kern[model].text.empty());
+  CHECK(pred[model].value == 0.001);
+  CHECK(pred[cpu].text.empty());
+  CHECK(pred[gpu].text.empty());
+  for (size_t c = 2; c <= 5; ++c) CHECK(pred[c].text.empty());
+  CHECK(kern[column_of(t, "kv_cache_bytes")].text.empty());
+  for (const auto& row : t.rows)
+    for (size_t c = 2; c < row.size(); ++c) CHECK(row[c].text.rfind(std::string(kNoNumber) + " (", 0) == std::string::npos);
+  CHECK(t.legend.find("time on CPU: the reference on Example CPU 9000, 2 threads") != std::string::npos);
+  CHECK(t.legend.find("time on H200: the kernel's median on the NVIDIA H200") != std::string::npos);
+  CHECK(t.legend.find("model rows have no output, so no errors") != std::string::npos);
+  CHECK(t.legend.find('\n') == std::string::npos);  // one line
+
+  // A run without a kernel has no GPU column; a reference-only run has the CPU's alone.
+  r.variants[0].kernel.reset();
+  const Table no_kernel = results_table(r);
+  for (const auto& c : no_kernel.columns) CHECK(c.key != "time_gpu_ms");
+  r.variants[0].model.reset();
+  const Table reference_only = results_table(r);
+  CHECK(reference_only.legend.find("model rows") == std::string::npos);
+  for (const auto& c : reference_only.columns) CHECK(c.key != "time_model_ms");
+
+  // The report draws the legend under the table.
+  const std::string html = report::render_html(test::small_results());
+  CHECK(html.find("<p class=\"note legend\">time on CPU: the reference on") != std::string::npos);
+}
+
+// time / baseline divides a row's time by the baseline's time on the same backend: a kernel's time by the
+// baseline's kernel time, never by its CPU reference time.
+TEST_CASE("with_time_ratio: a ratio never crosses machines", "[views]") {
+  Results r = test::small_results();
+  VariantResult fast = r.variants[0];
+  fast.id = "flash2", fast.label = "fast";
+  fast.reference->time_ms = 2, r.variants[0].reference->time_ms = 8;
+  fast.kernel->median_ms = 0.001;                           // turbo's: 0.002
+  fast.model.reset();                                       // no prediction for it
+  r.variants.push_back(fast);
+  const Table t = with_time_ratio(results_table(r), "turbo");
+  const size_t ratio = column_of(t, "time_ratio");
+  REQUIRE(t.rows.size() == 5);  // turbo: reference, kernel, model; fast: reference, kernel
+  CHECK(t.rows[0][ratio].value == 1.0);
+  CHECK(t.rows[3][ratio].value == 0.25);  // 2 / 8 on the CPU
+  CHECK(t.rows[4][ratio].value == 0.5);   // 0.001 / 0.002 on the GPU
+  CHECK(t.legend.find("time / turbo: over turbo's time on the same backend") != std::string::npos);
+  const Table by_fast = with_time_ratio(results_table(r), "fast");
+  CHECK(by_fast.rows[2][ratio].text.empty());  // turbo's prediction: fast has none to divide by
+  CHECK_THROWS_AS(with_time_ratio(results_table(r), "absent"), InputError);
+}
+
+// The report's first section says what ran: the backends, each with the variants it ran for and every variant
+// (or the whole backend) it did not run for, with the reason — before the results table, not at the bottom.
+TEST_CASE("what_ran_table: the report's first section names what did not run and why", "[views][report]") {
+  Results r = test::small_results();
+  VariantResult naive = r.variants[0];
+  naive.id = naive.label = "naive";
+  naive.kernel.reset();
+  r.variants.push_back(naive);
+  r.environment.ran = {"reference", "kernel", "model"};
+  r.environment.skipped = {{"naive", "kernel", "no kernel for this variant"}, {"", "kernel", kNotRequested}};
+  const Table t = what_ran_table(r);
+  REQUIRE(t.rows.size() == 3);
+  CHECK(t.rows[0][0].text == "reference");
+  CHECK(t.rows[0][1].text == "every variant");
+  CHECK(t.rows[1][0].text == "kernel");
+  CHECK(t.rows[1][1].text == "turbo");
+  CHECK(t.rows[1][2].text == "naive: no kernel for this variant");
+  CHECK(not_run_line(r.environment) == "kernel for naive: no kernel for this variant");
+  const std::string html = report::render_html(r);
+  const size_t first = html.find("naive: no kernel for this variant");
+  REQUIRE(first != std::string::npos);
+  CHECK(first < html.find("Results (errors against the FP64 ground truth)"));
+  CHECK(html.find("Backends that did not run") == std::string::npos);  // no second list at the bottom
+
+  // A backend that was not asked for has no row; one that did not run at all has its reason.
+  r.variants[0].kernel.reset();
+  r.environment.ran = {"reference", "model"};
+  r.environment.skipped = {{"", "kernel", "no CUDA GPU found (no NVIDIA driver is installed)"}};
+  const Table none = what_ran_table(r);
+  REQUIRE(none.rows.size() == 3);
+  CHECK(none.rows[1][1].text == "none");
+  CHECK(none.rows[1][2].text == "no CUDA GPU found (no NVIDIA driver is installed)");
+  r.environment.skipped = {{"", "kernel", kNotRequested}};
+  CHECK(what_ran_table(r).rows.size() == 2);
 }
 
 }  // namespace
@@ -182,7 +296,7 @@ TEST_CASE("what ran comes first: the GPU named, or why the kernels did not run, 
   r.environment.gpu = "NVIDIA H100 80GB HBM3";
   r.environment.skipped = {{"fireq", "kernel", "no kernel for this variant yet"}};  // one variant: not the backend
   CHECK(gpu_line(r.environment) == "NVIDIA H100 80GB HBM3");
-  CHECK(not_run_line(r.environment).empty());
+  CHECK(not_run_line(r.environment) == "kernel for fireq: no kernel for this variant yet");
   // The model pinned to another GPU (core/gpu_names.h): the line says so, in the report's first lines too.
   r.environment.gpu = "NVIDIA H200";
   r.environment.model_gpu = "h100-sxm5";

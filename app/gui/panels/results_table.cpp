@@ -1,5 +1,5 @@
 // attnlab gui: the results table (views::results_table: variants × backends × metrics), sortable by any
-// column — numbers by value, text by text.
+// column — numbers by value, text by text — with its legend line under it.
 #include "app/gui/panels.h"
 
 #include <imgui.h>
@@ -14,7 +14,13 @@ void draw_results_table(AppState& s) {
   if (t.columns.empty()) return ImGui::TextUnformatted("no results yet");
   const ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg |
                                 ImGuiTableFlags_ScrollX | ImGuiTableFlags_ScrollY | ImGuiTableFlags_Resizable;
-  if (!ImGui::BeginTable("results", int(t.columns.size()), flags)) return;
+  // The legend (what the empty cells mean, which machine each time column is from) stays under the table: the
+  // table scrolls in what is left above it.
+  const float wrap = ImGui::GetContentRegionAvail().x;
+  const float legend_h = t.legend.empty() ? 0.0f
+                                          : ImGui::CalcTextSize(t.legend.c_str(), nullptr, false, wrap).y +
+                                                ImGui::GetStyle().ItemSpacing.y;
+  if (!ImGui::BeginTable("results", int(t.columns.size()), flags, ImVec2(0, -legend_h))) return;
   for (const auto& c : t.columns)
     ImGui::TableSetupColumn((c.unit.empty() ? c.title : c.title + " (" + c.unit + ")").c_str());
   ImGui::TableSetupScrollFreeze(1, 1);
@@ -40,6 +46,7 @@ void draw_results_table(AppState& s) {
     }
   }
   ImGui::EndTable();
+  if (!t.legend.empty()) ImGui::TextWrapped("%s", t.legend.c_str());
 }
 
 }  // namespace attnlab::gui
