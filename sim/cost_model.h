@@ -71,14 +71,14 @@ struct TimeTermName {
   const char* words;
 };
 inline constexpr TimeTermName kTimeTerms[] = {
-    {"rows", "Q and O traffic (not overlapped)"},
+    {"rows", "Q/O traffic (serial)"},
     {"kv", "K/V traffic (HBM)"},
-    {"latency", "latency: too few warps to issue at the peak rate"},
-    {"overlap", "the other units' work the streams leave exposed"},
-    {"tail", "the last, partial wave (tail)"},
-    {"waves", "fixed cost per wave of CTAs"},
-    {"launches", "kernel launches"},
-    {"later", "the later launches (split-KV merge, …)"},
+    {"latency", "latency (too few warps)"},
+    {"overlap", "other units, not hidden"},
+    {"tail", "tail (last partial wave)"},
+    {"waves", "fixed cost per wave"},
+    {"launches", "launches"},
+    {"later", "later launches (merge)"},
 };
 
 struct Prediction {

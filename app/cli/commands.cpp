@@ -112,7 +112,7 @@ int run_command(const RunOptions& o) {
   override_backends(e, o.backends);
   override_gpu(e, o.gpu);
   const report::OutputRule json_rule{"--json", inputs_of(o.config, e)};
-  if (!o.json_out.empty()) report::check_output_file(o.json_out, json_rule);  // before the run: a refusal costs nothing
+  if (!o.json_out.empty()) report::check_results_file(o.json_out, json_rule);  // before the run: a refusal costs nothing
   const report::OutputRule save_rule{"--save", inputs_of(o.config, e), true};
   if (!o.save.empty()) report::check_output_folder(o.save, save_rule);
   if (!o.baseline.empty()) {  // checked before the run: a typo costs nothing
@@ -198,7 +198,7 @@ int sweep_command(const SweepOptions& o) {
   const fs::path csv = o.csv_out.empty() ? fs::path("out/sweep") / (fs::path(o.config).stem().string() + ".csv")
                                          : fs::path(o.csv_out);
   const report::OutputRule csv_rule{"--csv", inputs_of(o.config, e), o.csv_out.empty()};
-  report::check_output_file(csv, csv_rule);
+  report::check_output_file(csv, csv_rule, report::OutputKind::sweep_csv);
   ProgressBar bar;
   std::vector<Results> results;
   std::vector<std::vector<std::string>> values;
@@ -215,7 +215,7 @@ int sweep_command(const SweepOptions& o) {
   }
   const views::Table t = views::sweep_table(paths, values, results);
   print_table(t);
-  report::write_output_file(csv, report::to_csv(t), csv_rule);
+  report::write_output_file(csv, report::to_csv(t), csv_rule, report::OutputKind::sweep_csv);
   fmt::print("wrote {}\n", csv.string());
   return 0;
 }
@@ -260,6 +260,9 @@ int calibrate_command(const CalibrateOptions& o) {
   const sim::GpuSpec g = sim::load_gpu_spec_file(spec_path);
   if (!file_gpu.empty() && g.id != file_gpu)
     throw InputError(fmt::format("--gpu: '{}' but the measurements were taken on '{}'", echo(g.id), file_gpu));
+  // The spec is read and written: it may be replaced (it loads as a spec), the measurements may not.
+  const report::OutputRule spec_rule{o.gpu.empty() ? echo_path(o.measurements) + ".gpu" : "--gpu", {o.measurements}};
+  if (!o.dry_run) report::check_output_file(spec_path, spec_rule, report::OutputKind::gpu_spec);  // before the fit
   const sim::Calibration c = [&] {
     ProgressBar bar;  // leave-one-out refits N times: long for hundreds of measurements
     return sim::calibrate(g, m, {}, [&](double f, const std::string& stage) { bar.update(f, stage); });
@@ -284,7 +287,8 @@ int calibrate_command(const CalibrateOptions& o) {
   fmt::print("median |error|: before {:.1f}%, after {:.1f}%, leave-one-out {:.1f}%\n", 100 * c.median_error_before,
              100 * c.median_error_after, 100 * c.median_error_loo);
   if (!o.dry_run) {
-    report::write_file_atomically(spec_path, sim::spec_with_calibration(spec_path, c, m.size(), o.measurements));
+    report::write_output_file(spec_path, sim::spec_with_calibration(spec_path, c, m.size(), o.measurements), spec_rule,
+                              report::OutputKind::gpu_spec);
     fmt::print("wrote the factors into {}\n", echo_path(spec_path));
   }
   return 0;
@@ -299,7 +303,7 @@ int bench_command(const BenchOptions& o) {
   if (axes.empty()) points.push_back({{}, e});
   else points = expand_sweep(e, axes, o.vary.empty() ? echo(o.config) + ": sweep" : "--vary");
   const report::OutputRule out_rule{"--out", inputs_of(o.config, e)};
-  if (!o.out.empty()) report::check_output_file(o.out, out_rule);
+  if (!o.out.empty()) report::check_output_file(o.out, out_rule, report::OutputKind::measurements_json);
   Runner runner = make_runner();
   std::vector<Results> runs;
   std::string skipped;
@@ -323,7 +327,8 @@ int bench_command(const BenchOptions& o) {
   }
   print_table(t);
   if (!o.out.empty()) {
-    report::write_output_file(o.out, sim::measurements_json(runs).dump(1) + "\n", out_rule);
+    report::write_output_file(o.out, sim::measurements_json(runs).dump(1) + "\n", out_rule,
+                              report::OutputKind::measurements_json);
     fmt::print("wrote {}\n", o.out);
   }
   return 0;

@@ -146,7 +146,7 @@ int main(int argc, char** argv) {
     try {
       std::vector<fs::path> inputs{config};
       if (!results.empty()) inputs.push_back(report::results_file_of(results));
-      report::check_output_file(screenshot, {"--screenshot", inputs, false});
+      report::check_output_file(screenshot, {"--screenshot", inputs, false}, report::OutputKind::screenshot_png);
     } catch (const InputError& e) {
       std::fprintf(stderr, "attnlab-gui: error: %s\n", one_line(e.what()).c_str());
       return 2;

@@ -241,8 +241,9 @@ void bars(const views::View& v, const views::BarChart& c, float w, float height)
       if (std::isfinite(x)) sum = c.grouped ? std::max(sum, x) : sum + std::max(0.0, x);
     top = std::max(top, sum);
   }
-  if (c.grouped) top *= 1.15;  // room above the tallest bar for its value
-  const auto ys = views::axis_scale(0, top > 0 ? top : 1, f.max.y, f.min.y, false);
+  // Room above the tallest bar for the legend (legend(): 1.1 em an entry and 0.4 em of box) and, grouped, a value.
+  const float reserved = (1.1f * float(names.size()) + 0.4f) * em + (c.grouped ? 1.2f * em : 0.0f);
+  const auto ys = views::axis_scale(0, views::bar_axis_top(top, f.max.y - f.min.y, reserved), f.max.y, f.min.y, false);
   axes(f, {0, 1, f.min.x, f.max.x, false}, ys, {c.x_label, ""}, c.y, false, false, label_rows);
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const float slot = (f.max.x - f.min.x) / float(std::max<size_t>(c.bars.size(), 1)), bw = slot * 0.7f;

@@ -1,6 +1,7 @@
 #include "app/gui/screenshot.h"
 
 #include "app/report/atomic_dir.h"
+#include "app/report/png_text.h"
 #include "core/error.h"
 
 #include <GLFW/glfw3.h>
@@ -20,8 +21,10 @@ std::string write_screenshot(const std::string& path, int width, int height) {
   std::string png;
   const auto append = [](void* out, void* data, int size) { static_cast<std::string*>(out)->append(static_cast<char*>(data), size); };
   if (!stbi_write_png_to_func(append, &png, width, height, 3, pixels.data(), width * 3)) return "could not encode the PNG";
-  try {  // the one output rule of every front end (app/report/output_path.h), written atomically
-    report::write_output_file(path, png, {"--screenshot", {}, false});
+  try {  // the one output rule of every front end (app/report/output_path.h), written atomically; the
+         // Software text marks the PNG as attnlab's, which a later --screenshot may replace
+    report::write_output_file(path, report::with_software_text(png), {"--screenshot", {}, false},
+                              report::OutputKind::screenshot_png);
   } catch (const InputError& e) {
     return e.what();
   }

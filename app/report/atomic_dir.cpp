@@ -68,8 +68,8 @@ void StagedDir::commit() {
   if (parents_) parents_->keep();
 }
 
-void write_output_file(const fs::path& target, const std::string& text, const OutputRule& rule) {
-  const fs::path path = check_output_file(target, rule);
+void write_output_file(const fs::path& target, const std::string& text, const OutputRule& rule, OutputKind kind) {
+  const fs::path path = check_output_file(target, rule, kind);  // again at commit: it may have changed meanwhile
   std::optional<CreatedFolders> folders;
   if (rule.create_folders) folders.emplace(path.parent_path(), rule.where);
   const fs::path tmp = path.parent_path() / fmt::format(".{}.tmp-{}", path.filename().string(), random_suffix());
@@ -90,10 +90,6 @@ void write_output_file(const fs::path& target, const std::string& text, const Ou
     refuse(rule, target, std::string("cannot move the file into place: ") + std::strerror(err));
   }
   if (folders) folders->keep();
-}
-
-void write_file_atomically(const fs::path& path, const std::string& text) {
-  write_output_file(path, text, OutputRule{"output file", {}, false});
 }
 
 }  // namespace attnlab::report

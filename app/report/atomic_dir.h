@@ -36,11 +36,10 @@ class StagedDir {
   bool committed_ = false;
 };
 
-// Writes `text` to `target` (check_output_file) through a temporary file renamed over it; creates the
-// missing folders above it only when the rule allows, and removes them again if the write fails.
-void write_output_file(const std::filesystem::path& target, const std::string& text, const OutputRule& rule);
-
-// write_output_file with "output file" as the place named in messages and no inputs to protect.
-void write_file_atomically(const std::filesystem::path& path, const std::string& text);
+// Writes `text`, output of `kind`, to `target` through a temporary file renamed over it, after checking
+// the target again (check_output_file: new, or attnlab's own output of that kind); creates the missing
+// folders above it only when the rule allows, and removes them again if the write fails.
+void write_output_file(const std::filesystem::path& target, const std::string& text, const OutputRule& rule,
+                       OutputKind kind);
 
 }  // namespace attnlab::report

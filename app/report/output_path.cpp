@@ -129,7 +129,7 @@ fs::path check_output_folder(const fs::path& target, const OutputRule& rule) {
                      kOutputMarker));
 }
 
-fs::path check_output_file(const fs::path& target, const OutputRule& rule) {
+fs::path check_output_file(const fs::path& target, const OutputRule& rule, OutputKind kind) {
   const fs::path path = normal_absolute(target, rule);
   if (!path.has_filename()) refuse(rule, target, "names a folder: give a file path");
   const fs::file_status st = link_status(path, target, rule);
@@ -147,6 +147,9 @@ fs::path check_output_file(const fs::path& target, const OutputRule& rule) {
              fmt::format("is inside '{}', an input of this command: give another file", echo_path(input.string())));
   }
   check_destination(path.parent_path(), target, rule);
+  if (fs::exists(st) && !is_own_output(path, kind))
+    refuse(rule, target,
+           fmt::format("exists and is not {}: give a new file name or remove it; nothing was changed", kind_name(kind)));
   return path;
 }
 

@@ -6,12 +6,16 @@
 // existing non-empty folder without the marker, the working folder or any folder above it (`/`
 // included), $HOME, a folder holding one of the command's inputs, and a symbolic link as the last
 // component (links above it are followed).
-// An output file (--json, --csv, bench --out) may be new or an existing regular file (replaced
-// atomically); refused: a folder, a link, a FIFO or device, one of the command's inputs or a path inside
-// an input folder, and a path whose folder is missing (unless the command creates it: a default path such
-// as out/sweep/).
+// An output file (run --json, sweep --csv, bench --out, the spec calibrate writes, attnlab-gui
+// --screenshot) may be new, or an existing file that is attnlab's own output of the kind the option
+// writes (output_kinds.h: results JSON by its schema, a sweep CSV by its header, a PNG by its Software
+// text, …), which is replaced atomically. Refused: any other existing file (someone's notes.txt), a
+// folder, a link, a FIFO or device, one of the command's inputs or a path inside an input folder, and a
+// path whose folder is missing (unless the command creates it: a default path such as out/sweep/).
 // Every refusal is an InputError "<where>: '<path>': <rule>" with the path echoed (core/error.h).
 #pragma once
+
+#include "app/report/output_kinds.h"
 
 #include <filesystem>
 #include <string>
@@ -32,8 +36,8 @@ struct OutputRule {
 // Checks an output folder; returns its absolute, lexically normal path (what the writer acts on).
 std::filesystem::path check_output_folder(const std::filesystem::path& target, const OutputRule& rule);
 
-// Checks an output file; returns its absolute, lexically normal path.
-std::filesystem::path check_output_file(const std::filesystem::path& target, const OutputRule& rule);
+// Checks an output file that will hold output of `kind`; returns its absolute, lexically normal path.
+std::filesystem::path check_output_file(const std::filesystem::path& target, const OutputRule& rule, OutputKind kind);
 
 // Creates a folder and the missing ones above it; removes every folder it created again (deepest first,
 // only while empty) unless keep() was called: a failure leaves nothing behind.

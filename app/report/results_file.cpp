@@ -23,6 +23,9 @@ void write_bytes(const fs::path& path, const std::string& bytes) {
   if (!f) fail_input(echo_path(path.string()), "write failed (disk full?)");
 }
 
+// run --json FILE's sidecar folder: FILE.arrays beside it.
+fs::path arrays_folder_of(const fs::path& file) { return file.parent_path() / (file.filename().string() + ".arrays"); }
+
 // Each sidecar's .npy into `folder` (one at a time: a run's arrays are never all in memory twice).
 void write_sidecars(const SidecarPlan& plan, const fs::path& folder) {
   for (const Sidecar& s : plan.sidecars()) write_bytes(folder / s.name, sidecar_bytes(s));
@@ -60,15 +63,21 @@ void write_results_into(const Results& r, const fs::path& folder) {
   write_bytes(folder / "results.json", text);
 }
 
+void check_results_file(const fs::path& file, const OutputRule& rule) {
+  check_output_file(file, rule, OutputKind::results_json);
+  check_output_folder(arrays_folder_of(file), rule);  // reached only when FILE names a file
+}
+
 void write_results_file(const Results& r, const fs::path& file, const OutputRule& rule) {
-  SidecarPlan plan(file.filename().string() + ".arrays");
+  check_results_file(file, rule);  // FILE too, before its arrays are committed
+  SidecarPlan plan(arrays_folder_of(file).filename().string());
   const std::string text = to_json(r, plan).dump(1) + "\n";
   if (!plan.sidecars().empty()) {
-    StagedDir arrays(file.parent_path() / plan.dir(), rule);
+    StagedDir arrays(arrays_folder_of(file), rule);
     write_sidecars(plan, arrays.path());
     arrays.commit();
   }
-  write_output_file(file, text, rule);
+  write_output_file(file, text, rule, OutputKind::results_json);
 }
 
 }  // namespace attnlab::report

@@ -25,9 +25,15 @@ Results read_results(const std::filesystem::path& path_or_folder, const std::str
 // folder/arrays/ (created only when there are any).
 void write_results_into(const Results& r, const std::filesystem::path& folder);
 
+// `attnlab run --json FILE` may write FILE (new, or results JSON attnlab wrote) and FILE.arrays beside it
+// (new, empty or a marked attnlab folder): output_path.h's rules, checked before the run. Throws
+// InputError naming rule.where.
+void check_results_file(const std::filesystem::path& file, const OutputRule& rule);
+
 // `attnlab run --json FILE`: FILE, and its large arrays in the folder FILE.arrays beside it (a marked
-// attnlab folder, replaced whole; made only when there are large arrays). The arrays are committed first
-// and FILE last, each atomically, so a results.json never names sidecars that are not there.
+// attnlab folder, replaced whole; made only when there are large arrays). Both are checked again first;
+// the arrays are committed first and FILE last, each atomically, so a results.json never names sidecars
+// that are not there.
 void write_results_file(const Results& r, const std::filesystem::path& file, const OutputRule& rule);
 
 }  // namespace attnlab::report

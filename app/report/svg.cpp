@@ -224,8 +224,10 @@ std::string bar_svg(const views::BarChart& c, const std::string& label, int w, i
       if (std::isfinite(v)) sum = c.grouped ? std::max(sum, v) : sum + std::max(0.0, v);
     top = std::max(top, sum);
   }
-  if (c.grouped) top *= 1.15;  // room above the tallest bar for its value and the legend
-  const Scale ys = scale_of(0, top > 0 ? top : 1, f.y0(), f.y1(), false);
+  // Room above the tallest bar for the legend (14 px an entry, from 6 px down) and, grouped, one line of values.
+  const size_t entries_n = c.stacks.size() + (c.mark_meaning.empty() ? 0 : 1);
+  const double reserved = 6 + 14.0 * double(entries_n) + (c.grouped ? kLabelLinePx + 3 : 0);
+  const Scale ys = scale_of(0, views::bar_axis_top(top, f.y0() - f.y1(), reserved), f.y0(), f.y1(), false);
   const Scale xs{0, 1, f.x0(), f.x1(), false};
   std::string s = open_svg(f, label) + axes(f, xs, ys, {c.x_label, ""}, c.y, false);
   const double slot = (f.x1() - f.x0()) / double(std::max<size_t>(c.bars.size(), 1)), bw = slot * 0.7;

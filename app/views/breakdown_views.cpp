@@ -54,7 +54,7 @@ std::string sentence(const VariantResult& v) {
 // The name a term of the model's total stands under: a unit's words for the binding unit's own time, the
 // model's words for the other terms (sim/cost_model.h kTimeTerms).
 std::string term_words(const std::string& term) {
-  if (const char* w = words_of(term)) return std::string(w) + " (binding, its peak rate)";
+  if (const char* w = words_of(term)) return std::string(w) + " at peak rate";
   for (const auto& t : sim::kTimeTerms)
     if (term == t.key) return t.words;
   return term;

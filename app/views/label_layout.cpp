@@ -42,6 +42,13 @@ std::vector<LabelPlace> place_labels(const std::vector<LabelRequest>& labels, co
   return out;
 }
 
+double bar_axis_top(double top, double plot_px, double reserved_px) {
+  if (!(top > 0)) top = 1;
+  if (!(plot_px > 0)) return top;
+  const double kept = std::clamp(reserved_px, 0.0, 0.6 * plot_px);
+  return top * plot_px / (plot_px - kept);
+}
+
 std::vector<LabelPlace> place_bar_values(const std::vector<LabelRequest>& values, const PlotBox& box, double gap,
                                          int max_raise) {
   std::vector<LabelPlace> out(values.size());

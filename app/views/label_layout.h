@@ -33,6 +33,11 @@ std::vector<LabelPlace> place_labels(const std::vector<LabelRequest>& labels, co
 // that leaves it free — at most `max_raise` text heights above its own place and inside `box`; a value with no
 // free place is not shown (its bar keeps the tooltip). Neighbouring short bars of nearly equal height are where
 // plain centring overlapped.
+// The top of a bar chart's value axis that keeps its tallest bar (value `top`) below `reserved_px` pixels at the top
+// of a plot `plot_px` high — the legend and the values written over bars stand there, over no bar. The reserve is
+// capped at 60% of the plot (a legend taller than that overlaps rather than crushing the bars flat).
+double bar_axis_top(double top, double plot_px, double reserved_px);
+
 std::vector<LabelPlace> place_bar_values(const std::vector<LabelRequest>& values, const PlotBox& box, double gap,
                                          int max_raise = 2);
 

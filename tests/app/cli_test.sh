@@ -192,5 +192,114 @@ done
 "$bin" --help | grep -q "Usage:" || fail "attnlab --help prints no usage"
 "$bin" run --help | grep -q -- "--config" || fail "attnlab run --help does not list --config"
 
+# 11. output files: an existing file is replaced only when attnlab wrote it, as that option's kind (results
+# JSON, sweep CSV, measurements JSON, GPU spec); any other file is refused before anything runs — exit 2,
+# one line, its bytes unchanged (compared by checksum), nothing written beside it.
+foreign_files() {  # writes the foreign files every output option is tried against into $tmp/foreign-files/
+  rm -rf "$tmp/foreign-files" && mkdir -p "$tmp/foreign-files"
+  printf 'my notes\n' >"$tmp/foreign-files/notes.txt"
+  : >"$tmp/foreign-files/empty"
+  printf '\x89PNG\r\n\x1a\n\0\0\0\xff\xfe binary' >"$tmp/foreign-files/binary"
+  printf '{"schema": "someone.else/1", "measurements": []}\n' >"$tmp/foreign-files/other.json"
+  printf 'block_c,variant\n16,mine\n' >"$tmp/foreign-files/other.csv"
+  awk '/^ "schema":/ {exit} {print}' "$tmp/run.json" >"$tmp/foreign-files/truncated.json"  # attnlab's, cut before its schema
+}
+check_file_refused() {  # name, file, expected substring, command…
+  local name=$1 file=$2 want=$3
+  shift 3
+  local before
+  before=$(sha256sum <"$file")
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local code=$?
+  [ "$code" -eq 2 ] || fail "$name: exit code $code, expected 2"
+  [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "$name: stderr is not one line: $(cat "$tmp/err")"
+  grep -q -- "$want" "$tmp/err" || fail "$name: stderr lacks '$want': $(cat "$tmp/err")"
+  [ -s "$tmp/out" ] && fail "$name: something ran before the refusal: $(head -1 "$tmp/out")"
+  [ "$(sha256sum <"$file")" = "$before" ] || fail "$name: the file was changed"
+  ls -a "$(dirname "$file")" | grep -q "\.tmp-" && fail "$name: a temporary file was left behind"
+}
+foreign_files
+[ -s "$tmp/foreign-files/truncated.json" ] || fail "no truncated results to try"
+grep -q '"schema"' "$tmp/foreign-files/truncated.json" && fail "the truncated results still hold the schema"
+for f in "$tmp"/foreign-files/*; do
+  n=$(basename "$f")
+  check_file_refused "run --json over $n" "$f" "^attnlab: error: --json: '.*$n': exists and is not attnlab results JSON: give a new file name or remove it; nothing was changed$" \
+    "$bin" run --config "$tmp/ok.json" --json "$f"
+  [ -e "$f.arrays" ] && fail "run --json over $n: wrote $n.arrays"
+  check_file_refused "sweep --csv over $n" "$f" "^attnlab: error: --csv: .*exists and is not an attnlab sweep CSV" \
+    "$bin" sweep --config "$tmp/sweep.json" --vary data.seed=1,2 --csv "$f"
+  check_file_refused "bench --out over $n" "$f" "^attnlab: error: --out: .*exists and is not attnlab measurements JSON" \
+    "$bin" bench --config "$tmp/ok.json" --out "$f"
+  # calibrate writes into the spec it reads: a file that is not a spec is refused, by name, unchanged.
+  check_file_refused "calibrate --gpu $n" "$f" "^attnlab: error: .*$n" \
+    "$bin" calibrate --measurements "$meas" --gpu "$f"
+done
+# The newcomer's case: notes.txt in the working folder.
+mkdir -p "$tmp/newcomer" && printf 'my notes\n' >"$tmp/newcomer/notes.txt"
+check_file_refused "run --json notes.txt" "$tmp/newcomer/notes.txt" "--json: 'notes.txt': exists and is not attnlab results JSON" \
+  sh -c "cd '$tmp/newcomer' && '$bin' run --config '$tmp/ok.json' --json notes.txt"
+[ "$(ls -A "$tmp/newcomer")" = "notes.txt" ] || fail "run --json notes.txt wrote beside it: $(ls -A "$tmp/newcomer")"
+# run --json FILE's arrays go to FILE.arrays/: a folder attnlab did not make is refused before the run.
+mkdir -p "$tmp/arrays-run.json.arrays" && printf 'mine\n' >"$tmp/arrays-run.json.arrays/mine.txt"
+check_file_refused "run --json beside a foreign FILE.arrays" "$tmp/arrays-run.json.arrays/mine.txt" \
+  "^attnlab: error: --json: .*arrays-run.json.arrays': is a folder attnlab did not create" \
+  "$bin" run --config "$tmp/long.json" --json "$tmp/arrays-run.json"
+[ -e "$tmp/arrays-run.json" ] && fail "run --json beside a foreign FILE.arrays: wrote FILE"
+# The default sweep CSV (out/sweep/<config>.csv) is an output file like --csv.
+printf 'my notes\n' >"$tmp/cwd/out/sweep/c.csv"
+check_file_refused "sweep over a foreign default CSV" "$tmp/cwd/out/sweep/c.csv" "^attnlab: error: --csv: 'out/sweep/c.csv': exists and is not an attnlab sweep CSV" \
+  sh -c "cd '$tmp/cwd' && '$bin' sweep --config c.json --vary data.seed=1,2"
+# attnlab's own previous output of each kind is replaced: a new file renamed over it (a new inode).
+replaced() {  # name, file, command…
+  local name=$1 file=$2
+  shift 2
+  local inode
+  inode=$(stat -c %i "$file")
+  "$@" >/dev/null 2>"$tmp/err" || fail "$name: exited $?: $(cat "$tmp/err")"
+  [ "$(stat -c %i "$file")" != "$inode" ] || fail "$name: attnlab's own previous file was not replaced"
+}
+replaced "run --json over its own results" "$tmp/run.json" "$bin" run --config "$tmp/ok.json" --json "$tmp/run.json"
+grep -q '"schema": "attnlab.results/2"' "$tmp/run.json" || fail "run --json over its own results: no results written"
+replaced "run --json over its own results and arrays" "$tmp/long-run.json" \
+  "$bin" run --config "$tmp/long.json" --json "$tmp/long-run.json"
+[ -f "$tmp/long-run.json.arrays/flash2.reference.lse.npy" ] || fail "run --json over its own arrays: no sidecar"
+replaced "sweep --csv over its own CSV" "$tmp/sweep.csv" \
+  "$bin" sweep --config "$tmp/sweep.json" --vary block_c=16,32 --vary data.seed=1,2 --csv "$tmp/sweep.csv"
+rm -rf "$tmp/cwd/out" && (cd "$tmp/cwd" && "$bin" sweep --config c.json --vary data.seed=1,2 >/dev/null 2>&1)
+replaced "sweep over its own default CSV" "$tmp/cwd/out/sweep/c.csv" \
+  sh -c "cd '$tmp/cwd' && '$bin' sweep --config c.json --vary data.seed=1,2"
+replaced "calibrate over its own spec" "$tmp/specs/h100-sxm5.json" \
+  env ATTNLAB_SPECS="$tmp/specs" "$bin" calibrate --measurements "$meas"
+# bench writes measurements only where a kernel ran; its own previous file (a bench of an H100, shipped)
+# is accepted here and replaced where a GPU is.
+cp "$meas" "$tmp/bench.json"
+"$bin" bench --config "$tmp/ok.json" --out "$tmp/bench.json" >/dev/null 2>"$tmp/err" ||
+  fail "bench --out over its own measurements exited $?: $(cat "$tmp/err")"
+grep -q '"schema": "attnlab.measurements/1"' "$tmp/bench.json" || fail "bench --out: its measurements are gone"
+
+# Inputs (issue 38): the model alone needs no data, at sizes whose data would not fit; gpu_model and --gpu name a
+# spec by id or by a .json path, never a path that climbs anywhere else.
+cat >"$tmp/model-big.json" <<'JSON'
+{"problem": {"batch": 16, "q_heads": 32, "kv_heads": 32, "q_len": 1, "kv_len": 32768, "head_dim": 128,
+ "phase": "decode"}, "variants": [{"id": "flash2"}], "backends": ["reference", "model"]}
+JSON
+ATTNLAB_MAX_MEMORY_GB=1 "$bin" run --config "$tmp/model-big.json" >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] || fail "the reference at B 16, 32 heads, 32k keys under 1 GiB: exit code not 2"
+grep -q "the model backend alone needs no data" "$tmp/err" || fail "the memory refusal does not point at the model: $(cat "$tmp/err")"
+out=$(ATTNLAB_MAX_MEMORY_GB=1 "$bin" run --config "$tmp/model-big.json" --backend model --json "$tmp/model-big-run.json" 2>"$tmp/err") ||
+  fail "a model-only run at B 16, 32 heads, 32k keys was refused: $(cat "$tmp/err")"
+echo "$out" | grep -qE "^flash2 +model" || fail "the model-only run has no flash2 model row: $out"
+grep -q '"data_note"' "$tmp/model-big-run.json" || fail "the model-only run's results.json does not say no data was made"
+for gpu in ../../../../etc/passwd /etc/passwd; do
+  "$bin" run --config "$tmp/ok.json" --backend model --gpu "$gpu" >/dev/null 2>"$tmp/err"
+  [ $? -eq 2 ] || fail "--gpu $gpu: exit code not 2"
+  grep -q "^attnlab: error: --gpu: '$gpu' is neither a GPU id" "$tmp/err" || fail "--gpu $gpu: $(cat "$tmp/err")"
+done
+small 's/"backends"/"gpu_model": "..\/..\/..\/..\/etc\/passwd", "backends"/' >"$tmp/gpu-climbs.json"
+"$bin" run --config "$tmp/gpu-climbs.json" >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] || fail "gpu_model ../../../../etc/passwd: exit code not 2"
+grep -q "^attnlab: error: gpu_model: '../../../../etc/passwd' is neither a GPU id" "$tmp/err" ||
+  fail "gpu_model ../../../../etc/passwd: $(cat "$tmp/err")"
+
 echo "cli: $failures failed"
 [ "$failures" -eq 0 ]

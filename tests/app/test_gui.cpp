@@ -2,18 +2,22 @@
 // --screenshot path runs the experiment, draws every panel once and writes a PNG of the requested size
 // that is not blank; a tiny window does not crash it; a bad config is shown as an error in the window
 // (the status line it prints says so) instead of ending the program.
+#include "app/report/png_text.h"
 #include "tests/catch.h"
 #include "tests/support/run_program.h"
 
 #include <fmt/format.h>
 #include <stb/stb_image.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace attnlab {
@@ -115,18 +119,49 @@ TEST_CASE("attnlab-gui --screenshot: the output rule, checked before anything ru
   CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator()) == 2);  // c.json, link.png
 }
 
-// What did not run is said in the status line, not only in a table: naive has no kernel anywhere, and on a
-// machine without a GPU no kernel runs at all — either way the line names the kernel backend and the reason.
-TEST_CASE("attnlab-gui: the status line says which backends did not run, and why", "[gui]") {
-  const fs::path config = fs::path(ATTNLAB_TEST_TMP) / "gui" / "not-run.json";
-  fs::create_directories(config.parent_path());
-  std::ofstream(config) << R"({"problem": {"batch": 1, "q_heads": 2, "kv_heads": 2, "q_len": 64, "kv_len": 64, "head_dim": 64},
-                               "variants": [{"id": "naive"}, {"id": "flash2"}], "backends": ["reference", "kernel"]})";
-  const Shot s = screenshot({"--config", config.string()}, "1280x800", "not-run");
-  INFO(s.output);
-  REQUIRE(s.exit_code == 0);
-  CHECK(s.output.find("status: results shown") != std::string::npos);
-  CHECK(s.output.find("; not run: kernel") != std::string::npos);
+// A file already at --screenshot is replaced only when it is a PNG attnlab wrote (its tEXt "Software" chunk
+// names attnlab, app/report/png_text.h): someone's notes or picture are refused before a window opens, their
+// bytes unchanged; a screenshot attnlab took before is replaced by a new file.
+TEST_CASE("attnlab-gui --screenshot: someone else's file is refused, attnlab's own PNG replaced", "[gui]") {
+  const fs::path dir = fs::path(ATTNLAB_TEST_TMP) / "gui" / "replace";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const auto read = [](const fs::path& p) {
+    std::ifstream f(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  const std::string picture = std::string("\x89PNG\r\n\x1a\n", 8) + "someone's picture";
+  for (const auto& [name, bytes] : {std::pair<std::string, std::string>{"notes.png", "my notes\n"}, {"picture.png", picture}}) {
+    std::ofstream(dir / name, std::ios::binary) << bytes;
+    const test::ProgramRun run = test::run_program(
+        {ATTNLAB_GUI_BINARY, "--lesson", "online-softmax", "--screenshot", (dir / name).string()}, dir / "refused.log", 60);
+    INFO(name << ": " << run.output);
+    CHECK(run.exit_code == 2);
+    CHECK(run.output.rfind("attnlab-gui: error: --screenshot: ", 0) == 0);
+    CHECK(run.output.find("exists and is not a PNG attnlab wrote") != std::string::npos);
+    CHECK(std::count(run.output.begin(), run.output.end(), '\n') == 1);
+    CHECK(read(dir / name) == bytes);
+  }
+  const fs::path png = dir / "shot.png";
+  ino_t inode = 0;
+  for (int shot = 0; shot < 2; ++shot) {
+    const test::ProgramRun run = test::run_program({"xvfb-run", "-a", "-s", "-screen 0 1920x1200x24", ATTNLAB_GUI_BINARY,
+                                                    "--lesson", "online-softmax", "--size", "320x200", "--screenshot",
+                                                    png.string()},
+                                                   dir / "shot.log", 600);
+    INFO("screenshot " << shot + 1 << ": " << run.output);
+    REQUIRE(run.exit_code == 0);
+    CHECK(report::has_attnlab_software(read(png)));
+    int w = 0, h = 0, channels = 0;  // the text chunk leaves the picture readable
+    unsigned char* p = stbi_load(png.string().c_str(), &w, &h, &channels, 3);
+    CHECK(p != nullptr);
+    stbi_image_free(p);
+    CHECK(w == 320);
+    struct stat st {};
+    REQUIRE(stat(png.c_str(), &st) == 0);
+    if (shot == 1) CHECK(st.st_ino != inode);  // a new file renamed over the first
+    inode = st.st_ino;
+  }
 }
 
 // An error longer than the status line is wide wraps onto more lines instead of running off the window's

@@ -91,5 +91,17 @@ TEST_CASE("place_bar_values: centred over its bar, raised out of a neighbour's w
   CHECK_FALSE(spread[2].shown);
 }
 
+// Bars stay clear of the legend: the tallest bar ends `reserved` pixels below the plot's top, whatever its value.
+TEST_CASE("bar_axis_top: the tallest bar ends below the reserved band; the band is capped", "[views]") {
+  const double plot = 200;
+  for (const double top : {0.025, 1.0, 3e4}) {
+    const double axis = bar_axis_top(top, plot, 50);
+    CHECK(plot * (1 - top / axis) == Approx(50));  // the tallest bar's top, in pixels from the plot's top
+  }
+  CHECK(bar_axis_top(2, plot, 0) == 2);
+  CHECK(plot * (1 - 1 / bar_axis_top(1, plot, 500)) == Approx(120));  // at most 60% of the plot
+  CHECK(bar_axis_top(0, plot, 50) > 0);                              // nothing drawn: still an axis
+}
+
 }  // namespace
 }  // namespace attnlab::views
