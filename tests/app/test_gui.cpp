@@ -164,6 +164,20 @@ TEST_CASE("attnlab-gui --screenshot: someone else's file is refused, attnlab's o
   }
 }
 
+// What did not run is said in the status line, not only in a table: naive has no kernel anywhere, and on a
+// machine without a GPU no kernel runs at all — either way the line names the kernel backend and the reason.
+TEST_CASE("attnlab-gui: the status line says which backends did not run, and why", "[gui]") {
+  const fs::path config = fs::path(ATTNLAB_TEST_TMP) / "gui" / "not-run.json";
+  fs::create_directories(config.parent_path());
+  std::ofstream(config) << R"({"problem": {"batch": 1, "q_heads": 2, "kv_heads": 2, "q_len": 64, "kv_len": 64, "head_dim": 64},
+                               "variants": [{"id": "naive"}, {"id": "flash2"}], "backends": ["reference", "kernel"]})";
+  const Shot s = screenshot({"--config", config.string()}, "1280x800", "not-run");
+  INFO(s.output);
+  REQUIRE(s.exit_code == 0);
+  CHECK(s.output.find("status: results shown") != std::string::npos);
+  CHECK(s.output.find("; not run: kernel") != std::string::npos);
+}
+
 // An error longer than the status line is wide wraps onto more lines instead of running off the window's
 // edge: the red error text spans more than one line's height. At 640 px the status window is 460 px wide
 // (main.cpp: the left column is 180 px), about 60 characters; the unknown variant id alone is 70.
