@@ -77,12 +77,16 @@ std::string axes(const Frame& f, const Scale& xs, const Scale& ys, const views::
 }
 
 std::string legend(const Frame& f, const std::vector<std::pair<std::string, std::string>>& entries) {
+  // As wide as its longest entry (a swatch, a gap, the text), at least 150 px, inside the plot's right edge.
+  size_t longest = 0;
+  for (const auto& e : entries) longest = std::max(longest, utf8_chars(e.first));
+  const double x = f.x1() - std::max(150.0, 20 + kCharPx * double(longest));
   std::string s;
   double y = f.y1() + 6;
   for (const auto& [name, colour] : entries) {
-    s += fmt::format("<rect x=\"{0}\" y=\"{1:.1f}\" width=\"10\" height=\"10\" fill=\"{2}\"/>"
-                     "<text x=\"{3}\" y=\"{4:.1f}\">{5}</text>\n",
-                     f.x1() - 150, y, colour, f.x1() - 136, y + 9, escape_html(name));
+    s += fmt::format("<rect x=\"{0:.1f}\" y=\"{1:.1f}\" width=\"10\" height=\"10\" fill=\"{2}\"/>"
+                     "<text x=\"{3:.1f}\" y=\"{4:.1f}\">{5}</text>\n",
+                     x, y, colour, x + 14, y + 9, escape_html(name));
     y += 14;
   }
   return s;
