@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <limits>
+#include <utility>
 
 namespace attnlab {
 
@@ -191,23 +192,30 @@ ProbeRequest parse_probe(const json& j, const std::string& where) {
 }
 
 // Takes the problem's sizes from the data file's headers (nothing else is read: the runner checks the
-// memory the data needs before loading it); sizes the config also states must agree.
+// memory the data needs before loading it). A size the config also states must agree: a config value that
+// contradicts the file is ambiguous (which did the user mean?), so it is refused, every such field in one line
+// that says to remove them, rather than silently overruled.
 void adopt_file_shapes(Experiment& e, const json& problem_json) {
   const data::QkvShapes t = data::read_qkv_shapes(e.data.file);
+  const std::pair<const char*, int64_t> from_file[] = {{"batch", t.q.batch}, {"q_heads", t.q.heads},
+                                                       {"kv_heads", t.k.heads}, {"q_len", t.q.len},
+                                                       {"kv_len", t.k.len},  {"head_dim", t.q.dim}};
+  std::vector<std::string> stated, in_file;
+  for (const auto& [field, n] : from_file)
+    if (problem_json.is_object() && problem_json.contains(field) && get_int(problem_json, field, 0, "problem") != n) {
+      stated.push_back(fmt::format("{} {}", field, problem_json[field].dump()));
+      in_file.push_back(std::to_string(n));
+    }
+  if (!stated.empty())
+    fail_input("problem", fmt::format("{} {} with {}{}{} in '{}': remove {} from \"problem\" — with a data file the "
+                                      "sizes come from the file",
+                                      fmt::join(stated, ", "), stated.size() == 1 ? "disagrees" : "disagree",
+                                      stated.size() == 1 ? "" : "(", fmt::join(in_file, ", "),
+                                      stated.size() == 1 ? "" : ")", echo_path(e.data.file),
+                                      stated.size() == 1 ? "it" : "them"));
   Problem& p = e.problem;
-  auto agree = [&](const char* field, int64_t from_file) -> int64_t {
-    if (problem_json.is_object() && problem_json.contains(field) &&
-        get_int(problem_json, field, 0, "problem") != from_file)
-      fail_input(std::string("problem.") + field, fmt::format("{} disagrees with {} in {}", problem_json[field].dump(),
-                                                              from_file, echo_path(e.data.file)));
-    return from_file;
-  };
-  p.batch = agree("batch", t.q.batch);
-  p.q_heads = agree("q_heads", t.q.heads);
-  p.kv_heads = agree("kv_heads", t.k.heads);
-  p.q_len = agree("q_len", t.q.len);
-  p.kv_len = agree("kv_len", t.k.len);
-  p.head_dim = agree("head_dim", t.q.dim);
+  p.batch = t.q.batch, p.q_heads = t.q.heads, p.kv_heads = t.k.heads;
+  p.q_len = t.q.len, p.kv_len = t.k.len, p.head_dim = t.q.dim;
   e.problem_from_file = true;
 }
 

@@ -41,7 +41,8 @@ MemoryEstimate estimate_memory(const Experiment& e, int threads, bool ground_tru
 inline constexpr double kMaxMemoryGiB = 1 << 20;
 double memory_limit_bytes();
 
-// Throws InputError("problem: needs about … GiB …") when the estimate exceeds the limit.
+// Throws InputError("problem: needs about … GiB …") when the estimate exceeds the limit. The runner calls it only
+// when a backend that runs needs the data (Backend::needs_data): a model-only run holds none.
 void check_memory(const Experiment& e, bool ground_truth = true);
 
 }  // namespace attnlab

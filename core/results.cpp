@@ -36,6 +36,7 @@ json results_json(const Results& r, SidecarPlan* plan) {
   // not this machine's where it is not.
   if (!r.environment.model_gpu.empty()) env["model_gpu"] = r.environment.model_gpu;
   if (!r.environment.model_gpu_note.empty()) env["model_gpu_note"] = r.environment.model_gpu_note;
+  if (!r.environment.data_note.empty()) env["data_note"] = r.environment.data_note;
   for (const auto& s : r.environment.skipped) {
     json one = {{"backend", s.backend}, {"reason", s.reason}};
     if (!s.variant.empty()) one["variant"] = s.variant;
@@ -91,6 +92,7 @@ Results results_from_json(const json& j, const ResultsSource& src) {
   r.environment.ground_truth = env.value("ground_truth", true);  // files from before the field: always computed
   r.environment.model_gpu = env.value("model_gpu", "");
   r.environment.model_gpu_note = env.value("model_gpu_note", "");
+  r.environment.data_note = env.value("data_note", "");
   for (const auto& s : env.value("skipped", json::array()))
     r.environment.skipped.push_back({s.value("variant", ""), s.at("backend"), s.at("reason")});
   if (j.contains("data") && j["data"].is_object())

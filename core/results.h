@@ -81,7 +81,12 @@ struct Environment {
   // The spec the cost model predicted for (the config's gpu_model resolved: core/gpu_names.h), and why it is not
   // this machine's GPU where it is not ("" otherwise). Empty in files from before it was recorded.
   std::string model_gpu, model_gpu_note;
+  // About the data, where none was generated or read (a model-only run: kNoDataNote); "" otherwise.
+  std::string data_note;
 };
+
+inline constexpr const char* kNoDataNote =
+    "none generated or read: only the model ran, and it needs the problem's shapes alone";
 
 struct Results {
   nlohmann::json config;   // the experiment, complete with defaults
@@ -89,7 +94,8 @@ struct Results {
   Environment environment;
   std::vector<VariantResult> variants;
   // What the inputs do to attention, per head (core/data/attention_stats.h: attn.*), for generated and loaded
-  // data alike; empty when no data was read (a model-only run) and in files from before it was recorded.
+  // data alike; empty when no data was read (a model-only run: environment.data_note says so) and in files from
+  // before it was recorded.
   Probes data_probes;
 };
 

@@ -83,8 +83,6 @@ ReferenceOutput run_reference(const Experiment& e, size_t index, const VariantRe
 }  // namespace
 
 Results Runner::run(const Experiment& e, const RunControl& control) const {
-  check_memory(e, control.ground_truth);  // from the shapes alone: before the data is generated or read
-
   Results r;
   r.config = to_json(e);
   r.problem = r.config["problem"];
@@ -120,7 +118,16 @@ Results Runner::run(const Experiment& e, const RunControl& control) const {
   Experiment resolved = e;
   resolved.gpu_model = model_gpu.id;
   if (e.wants("model")) r.environment.model_gpu = model_gpu.id, r.environment.model_gpu_note = model_gpu.note;
-  // Device memory, like host memory, is checked from the shapes before anything runs.
+  // The data is made (and its memory checked) only for a backend that reads it: the reference, or another that
+  // runs at least one variant and needs the operands. The model alone needs the shapes (a data file's headers,
+  // read when the config was).
+  bool needs_data = e.wants("reference");
+  for (Backend* b : active)
+    for (const VariantRequest& v : e.variants)
+      needs_data = needs_data || (b->needs_data() && b->cannot_run(v, resolved).empty());
+  // Host memory and device memory are checked from the shapes, before the data is generated or read.
+  if (needs_data) check_memory(e, control.ground_truth);
+  else r.environment.data_note = kNoDataNote;
   for (Backend* b : active)
     for (const VariantRequest& v : e.variants)
       if (b->cannot_run(v, resolved).empty()) b->check_fits(v, resolved);
@@ -133,15 +140,22 @@ Results Runner::run(const Experiment& e, const RunControl& control) const {
     done += 1;
   };
 
-  advance(control.inputs ? "given inputs" : e.data.file.empty() ? "generating data" : "loading " + e.data.file);
-  std::optional<QKV> read;  // the experiment's own data; given inputs are used in place, not copied
-  const QKV& in = control.inputs ? *control.inputs : read.emplace(experiment_inputs(e));
-  if (control.inputs && (in.q.shape() != e.problem.q_shape() || in.k.shape() != e.problem.kv_shape() ||
-                         in.v.shape() != e.problem.kv_shape()))
+  if (control.inputs && (control.inputs->q.shape() != e.problem.q_shape() ||
+                         control.inputs->k.shape() != e.problem.kv_shape() ||
+                         control.inputs->v.shape() != e.problem.kv_shape()))
     throw std::invalid_argument("Runner::run: the given inputs do not have the problem's shapes");
-  const InputMagnitudes magnitudes = measure_inputs(in);
-  r.data_probes = data::attention_statistics(e.problem, in);
-  check_input_range(e, magnitudes);
+  advance(!needs_data       ? "no data: the model reads the shapes"
+          : control.inputs  ? "given inputs"
+          : e.data.file.empty() ? "generating data"
+                                : "loading " + e.data.file);
+  std::optional<QKV> read;  // the experiment's own data; given inputs are used in place, not copied
+  const QKV& in = control.inputs ? *control.inputs : needs_data ? read.emplace(experiment_inputs(e)) : read.emplace();
+  InputMagnitudes magnitudes;
+  if (needs_data) {
+    magnitudes = measure_inputs(in);
+    r.data_probes = data::attention_statistics(e.problem, in);
+    check_input_range(e, magnitudes);
+  }
   // The generator rotates Q and K by RoPE as its last step: the same draws without it are K before RoPE,
   // whose channel ranges the variants that record channel ranges get beside their own (post-RoPE) ones.
   // Computed once, when the first such variant has run.
@@ -160,7 +174,7 @@ Results Runner::run(const Experiment& e, const RunControl& control) const {
     return *pre_rope;
   };
   advance("FP64 ground truth");
-  const TensorF64 truth = control.ground_truth ? attention_fp64(e.problem, in) : TensorF64();
+  const TensorF64 truth = control.ground_truth && needs_data ? attention_fp64(e.problem, in) : TensorF64();
 
   auto mark_ran = [&](const std::string& name) {
     if (std::find(r.environment.ran.begin(), r.environment.ran.end(), name) == r.environment.ran.end())

@@ -31,7 +31,11 @@ class Backend {
   // Throws InputError when this variant's problem cannot fit the backend's device (the GPU's free memory),
   // before any data is generated or read; called for each variant the backend can run.
   virtual void check_fits(const VariantRequest& /*v*/, const Experiment& /*e*/) const {}
-  // Fills its part of `into` (kernel or model).
+  // Whether it reads the operands (Q, K, V) and the FP64 truth; false for one that needs the problem's shapes
+  // alone (the cost model): a run whose backends all need none generates or reads no data, computes no truth
+  // and checks no host memory for them.
+  virtual bool needs_data() const { return true; }
+  // Fills its part of `into` (kernel or model); `in` and `truth` are empty when no backend of the run needs data.
   virtual void run(const Experiment& e, const VariantRequest& v, const QKV& in, const TensorF64& truth,
                    VariantResult& into) = 0;
   virtual std::string device_name() const { return ""; }  // the GPU, for environment.gpu
@@ -61,7 +65,9 @@ class Runner {
   void add_backend(std::unique_ptr<Backend> backend);
   // Throws InputError for bad data files, a problem too large for this machine (checked from the shapes
   // before any data is generated or read), inputs beyond the FP32 range (core/input_range.h) or a variant
-  // that overflows on them (named); Cancelled when asked.
+  // that overflows on them (named); Cancelled when asked. A run where no backend that runs needs data (the
+  // model alone: Backend::needs_data) generates and reads none — the given inputs are not looked at either —,
+  // leaves Results::data_probes empty and says so in environment.data_note.
   Results run(const Experiment& e, const RunControl& control = {}) const;
 
  private:

@@ -79,7 +79,12 @@ std::vector<LlmConfig> all_llms() {
 }
 
 LlmConfig load_llm(const std::string& id_or_path, const std::string& where) {
-  return parse_llm(data_file_path(id_or_path, models_dir(), "model", where));
+  const std::string path = data_file_path(id_or_path, models_dir(), "model", where);
+  try {
+    return parse_llm(path);
+  } catch (const InputError& err) {  // the file's own errors name the file and its field; this names the option
+    throw InputError(where + ": " + err.what());
+  }
 }
 
 CacheFormat cache_format(const LlmConfig& m, const VariantRequest& v) {

@@ -34,8 +34,8 @@ struct LlmConfig {
 std::string models_dir();  // $ATTNLAB_MODELS, else the source tree's sim/models
 // Every field of a model file, declared (sim/data_fields.h); unknown fields are refused.
 const FieldTable& llm_fields();
-// The model named by an id (models_dir()/<id>.json) or a path to a .json file; errors name `where` and
-// list the known ids, or name the file and the field.
+// The model named by an id (models_dir()/<id>.json) or a path to a .json file (sim/data_fields.h's rule);
+// every error names `where` first, then lists the known ids, or names the file and the field.
 LlmConfig load_llm(const std::string& id_or_path, const std::string& where = "--model");
 std::vector<LlmConfig> all_llms();
 

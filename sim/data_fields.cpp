@@ -229,10 +229,23 @@ std::string source_of(const json& j, const std::string& name) {
 
 bool is_file_id(std::string_view s) {
   if (s.empty() || s.size() > kMaxIdBytes || s[0] == '.' || s[0] == '-') return false;
+  if (s.find("..") != std::string_view::npos) return false;
   return std::all_of(s.begin(), s.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
            c == '-';
   });
+}
+
+DataFileName data_file_name(std::string_view arg) {
+  constexpr std::string_view kJson = ".json";
+  if (arg.size() > kJson.size() && arg.substr(arg.size() - kJson.size()) == kJson) return DataFileName::path;
+  return is_file_id(arg) ? DataFileName::id : DataFileName::neither;
+}
+
+std::string neither_id_nor_path(std::string_view arg, const std::string& what) {
+  return fmt::format("'{}' is neither a {} id (1 to {} letters, digits, '.', '_', '-'; no '/' or \"..\") nor a path "
+                     "to a .json file",
+                     echo(arg), what, kMaxIdBytes);
 }
 
 std::vector<std::string> file_ids(const std::string& dir) {
@@ -247,13 +260,11 @@ std::vector<std::string> file_ids(const std::string& dir) {
 
 std::string data_file_path(const std::string& arg, const std::string& dir, const std::string& what,
                            const std::string& where) {
-  const bool is_path = arg.find('/') != std::string::npos ||
-                       (arg.size() > 5 && arg.compare(arg.size() - 5, 5, ".json") == 0);
-  if (is_path) return arg;
-  if (!is_file_id(arg))
-    fail_input(where, fmt::format("'{}' is neither a {} id (1 to {} letters, digits, '.', '_', '-') nor a path to "
-                                  "a .json file",
-                                  echo(arg), what, kMaxIdBytes));
+  switch (data_file_name(arg)) {
+    case DataFileName::path: return arg;
+    case DataFileName::neither: fail_input(where, neither_id_nor_path(arg, what));
+    case DataFileName::id: break;
+  }
   const fs::path file = fs::path(dir) / (arg + ".json");
   std::error_code ec;
   const fs::file_status st = fs::symlink_status(file, ec);

@@ -65,13 +65,23 @@ double number(const nlohmann::json& j, const std::string& name);
 std::string source_of(const nlohmann::json& j, const std::string& name);
 
 // An id names a data file without being a path: 1–64 bytes of letters, digits, '.', '_', '-', not starting
-// with '.' or '-' ("h100-sxm5", "llama-3-8b").
+// with '.' or '-', and no ".." ("h100-sxm5", "llama-3-8b").
 bool is_file_id(std::string_view s);
 inline constexpr std::size_t kMaxIdBytes = 64;
 
-// Where the data file named by `arg` lies: a path when `arg` ends in ".json" or holds a '/', else
-// `dir`/<arg>.json when `arg` is an id. Anything else (a 300-character name, a newline, "..") is refused
-// as "<where>: …", naming `what` ("GPU", "model"); an id with no file is refused listing the ids in `dir`.
+// How a --gpu, --model or gpu_model value names its data file — the one rule, for the readers below and the
+// command line's parse-time checks (app/cli/value_checks.h): a value ending in ".json" is a path (of the user's
+// own file, anywhere); any other value is an id, looked up in the tool's own folder, and must be one
+// (is_file_id: no '/', no "..", so an id never leaves that folder); anything else is neither.
+enum class DataFileName { id, path, neither };
+DataFileName data_file_name(std::string_view arg);
+// The rule a value that is neither broke, as "<where>: " + this: "'<value>' is neither a <what> id (…) nor a
+// path to a .json file".
+std::string neither_id_nor_path(std::string_view arg, const std::string& what);
+
+// Where the data file named by `arg` lies (data_file_name's rule): `arg` itself when it is a path, else
+// `dir`/<arg>.json. A value that is neither is refused as "<where>: …", naming `what` ("GPU", "model"); an id
+// with no file is refused listing the ids in `dir`.
 std::string data_file_path(const std::string& arg, const std::string& dir, const std::string& what,
                            const std::string& where);
 

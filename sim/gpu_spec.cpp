@@ -209,7 +209,12 @@ std::string gpu_spec_path(const std::string& id_or_path, const std::string& wher
 }
 
 GpuSpec load_gpu_spec(const std::string& id_or_path, const std::string& where) {
-  return load_gpu_spec_file(gpu_spec_path(id_or_path, where));
+  const std::string path = gpu_spec_path(id_or_path, where);
+  try {
+    return load_gpu_spec_file(path);
+  } catch (const InputError& err) {  // the file's own errors name the file and its field; this names the option
+    throw InputError(where + ": " + err.what());
+  }
 }
 
 }  // namespace attnlab::sim

@@ -65,8 +65,11 @@ const FieldTable& gpu_spec_fields();
 // the file and the field.
 GpuSpec load_gpu_spec_file(const std::string& path);
 // The file of a GPU named by an id ("h100-sxm5": specs_dir()/h100-sxm5.json) or a path ("my/gpu.json",
-// "gpu.json"); an unknown id or a name that is neither fails as "<where>: …", listing the known ids.
+// "gpu.json"), by sim/data_fields.h's rule (data_file_name); an unknown id or a name that is neither fails as
+// "<where>: …", listing the known ids.
 std::string gpu_spec_path(const std::string& id_or_path, const std::string& where = "gpu_model");
+// The spec there, read and validated; every error names `where` first ("gpu_model: '<path>': not valid JSON …",
+// "--gpu: <path>.sm_count: …").
 GpuSpec load_gpu_spec(const std::string& id_or_path, const std::string& where = "gpu_model");
 // Every spec in specs_dir(), sorted by id.
 std::vector<GpuSpec> all_gpu_specs();

@@ -16,6 +16,7 @@ class ModelBackend : public Backend {
   std::string name() const override { return "model"; }
   std::string unavailable() const override { return ""; }
   std::string cannot_run(const VariantRequest& v, const Experiment& e) const override;
+  bool needs_data() const override { return false; }  // the problem's shapes and the variant's parameters alone
   void run(const Experiment& e, const VariantRequest& v, const QKV& in, const TensorF64& truth,
            VariantResult& into) override;
 

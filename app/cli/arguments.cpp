@@ -1,6 +1,7 @@
 #include "app/cli/arguments.h"
 
 #include "core/error.h"
+#include "sim/data_fields.h"
 
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -50,19 +51,27 @@ CLI::Validator not_empty(const std::string& expected) {
   return CLI::Validator([expected](std::string& v) { return v.empty() ? "is empty: give " + expected : std::string(); }, "");
 }
 
-// An id or a path (sim/data_fields.h's rule: a value with '/' or ending in .json names a file).
-static bool names_a_file(const std::string& v) {
-  return v.find('/') != std::string::npos || (v.size() > 5 && v.compare(v.size() - 5, 5, ".json") == 0);
+// An id or a path, by sim/data_fields.h's rule (data_file_name): a path must end in .json and be a readable
+// file; an id is looked up when the file is read (an unknown one lists the known ids there). A value with a '/'
+// that does not end in .json ("../../etc/passwd") is neither, and is never read.
+static std::string check_data_file_name(const std::string& value, const std::string& what, const std::string& id_words,
+                                        const std::string& listed) {
+  switch (sim::data_file_name(value)) {
+    case sim::DataFileName::path: return check_input_file(value);
+    case sim::DataFileName::id: return "";
+    case sim::DataFileName::neither: break;
+  }
+  if (value.find('/') == std::string::npos)
+    if (std::string why = check_name(value, id_words, listed); !why.empty()) return why;
+  return sim::neither_id_nor_path(value, what) + "; " + listed;
 }
 
 std::string check_gpu_id(const std::string& value) {
-  return names_a_file(value) ? check_input_file(value)
-                             : check_name(value, "a GPU id", "attnlab gpus lists them, or give a spec .json");
+  return check_data_file_name(value, "GPU", "a GPU id", "attnlab gpus lists them, or give a spec .json");
 }
 
 std::string check_model_id(const std::string& value) {
-  return names_a_file(value) ? check_input_file(value)
-                             : check_name(value, "a model name", "sim/models/ lists them, or give a model .json");
+  return check_data_file_name(value, "model", "a model name", "sim/models/ lists them, or give a model .json");
 }
 
 CLI::Validator gpu_id() {

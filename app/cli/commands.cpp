@@ -91,11 +91,7 @@ std::string configs_dir() {
 void override_gpu(Experiment& e, const std::string& gpu) {
   if (gpu.empty()) return;
   if (gpu == kAutoGpuModel) return void(e.gpu_model = gpu);
-  try {  // an unknown name fails here, listing the known ones; the message names the option given
-    sim::load_gpu_spec(gpu);
-  } catch (const InputError& err) {
-    throw InputError(std::string("--gpu: ") + err.what());
-  }
+  sim::load_gpu_spec(gpu, "--gpu");  // an unknown id fails here, listing the known ones; every error names --gpu
   e.gpu_model = gpu;
 }
 
@@ -255,13 +251,14 @@ int calibrate_command(const CalibrateOptions& o) {
   const std::vector<sim::Measurement> m = sim::load_measurements(o.measurements, &file_gpu);
   if (o.gpu.empty() && file_gpu.empty()) throw InputError("--gpu: not given and the measurements file names no GPU");
   // The spec the factors are written into: --gpu (an id or a path), else the file's GPU id (never a path).
-  const std::string spec_path = o.gpu.empty() ? sim::gpu_spec_path(file_gpu, echo_path(o.measurements) + ".gpu")
-                                              : sim::gpu_spec_path(o.gpu, "--gpu");
-  const sim::GpuSpec g = sim::load_gpu_spec_file(spec_path);
+  const std::string gpu = o.gpu.empty() ? file_gpu : o.gpu;
+  const std::string gpu_where = o.gpu.empty() ? echo_path(o.measurements) + ".gpu" : "--gpu";
+  const std::string spec_path = sim::gpu_spec_path(gpu, gpu_where);
+  const sim::GpuSpec g = sim::load_gpu_spec(gpu, gpu_where);
   if (!file_gpu.empty() && g.id != file_gpu)
     throw InputError(fmt::format("--gpu: '{}' but the measurements were taken on '{}'", echo(g.id), file_gpu));
   // The spec is read and written: it may be replaced (it loads as a spec), the measurements may not.
-  const report::OutputRule spec_rule{o.gpu.empty() ? echo_path(o.measurements) + ".gpu" : "--gpu", {o.measurements}};
+  const report::OutputRule spec_rule{gpu_where, {o.measurements}};
   if (!o.dry_run) report::check_output_file(spec_path, spec_rule, report::OutputKind::gpu_spec);  // before the fit
   const sim::Calibration c = [&] {
     ProgressBar bar;  // leave-one-out refits N times: long for hundreds of measurements

@@ -17,8 +17,9 @@ std::string check_input_file(const std::string& value);
 std::string check_name(const std::string& value, const std::string& what, const std::string& listed);
 // A whole number within the range of a 64-bit integer.
 std::string check_whole_number(const std::string& value);
-// --gpu and --model: a value with '/' or ending in .json names a file (check_input_file), anything else an
-// id (check_name), as sim/data_fields.h reads them. The Python module checks its arguments with these too.
+// --gpu and --model: a value ending in .json names a file (check_input_file), any other value must be an id
+// (check_name), as sim/data_fields.h reads them (data_file_name); a path that does not end in .json is neither.
+// The Python module checks its arguments with these too.
 std::string check_gpu_id(const std::string& value);
 std::string check_model_id(const std::string& value);
 

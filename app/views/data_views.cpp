@@ -72,7 +72,9 @@ std::vector<View> data_views(const Results& r) {
   return out;
 }
 
-std::string data_line(const Results& r, bool with_parameters) {
+namespace {
+
+std::string named_data(const Results& r, bool with_parameters) {
   const nlohmann::json data = r.config.value("data", nlohmann::json::object());
   if (data.contains("file")) return fmt::format("data from {}", echo_path(data["file"].is_string() ? data["file"].get<std::string>() : data["file"].dump()));
   if (!data.contains("generator")) return "";
@@ -81,6 +83,15 @@ std::string data_line(const Results& r, bool with_parameters) {
     if (with_parameters && k != "generator" && k != "seed") params.push_back(fmt::format("{} {}", k, v.dump()));
   return fmt::format("synthetic data: {} (seed {}{}{})", data["generator"].get<std::string>(), data.value("seed", 0),
                      params.empty() ? "" : "; ", fmt::join(params, ", "));
+}
+
+}  // namespace
+
+// A model-only run made none of that data: the line says so (Environment::data_note).
+std::string data_line(const Results& r, bool with_parameters) {
+  const std::string named = named_data(r, with_parameters);
+  if (named.empty() || r.environment.data_note.empty()) return named;
+  return named + " — " + r.environment.data_note;
 }
 
 }  // namespace attnlab::views

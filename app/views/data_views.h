@@ -15,6 +15,7 @@ std::vector<View> data_views(const Results& r);
 // ("synthetic data: llm_like (seed 1; sink_heads 0.5, …)" / "data from q.npy …"): what a reader of any result
 // must know first (the report's header, the GUI's status line).
 // with_parameters false: the generator and seed alone (the GUI's one status line; its Experiment panel shows the rest).
+// A model-only run, which made no data, adds its note ("… — none generated or read: only the model ran, …").
 std::string data_line(const Results& r, bool with_parameters = true);
 
 }  // namespace attnlab::views

@@ -436,7 +436,9 @@ VariantSpec fireq() {
                         "cp.async (the INT4 mode always copies with cp.async); the reference's numbers do not depend on "
                         "it"),
       ParamSpec::integer("block_r", 128, 16, 256, "B_r: query rows per block (one CTA each)"),
-      ParamSpec::integer("block_c", 64, 16, 256, "B_c: keys per KV tile of the inner loop"),
+      // 128: the sm_90a prefill kernel's KV tile (its V scale block), so the defaults run on it; the decode kernel
+      // takes any B_c (its 64-key tiles and chains set their own running maxima: kernels/fireq/fireq_decode.cu).
+      ParamSpec::integer("block_c", 128, 16, 256, "B_c: keys per KV tile of the inner loop"),
   };
   v.validate = validate;
   v.reference = run;

@@ -1,6 +1,7 @@
 #include "kernels/common/device.h"
 
 #include "kernels/common/device_reason.h"
+#include "kernels/common/kernel_path.h"
 
 #include <cuda_runtime.h>
 
@@ -46,6 +47,7 @@ DeviceInfo probe_device() {
   info.sm_count = prop.multiProcessorCount;
   info.memory_gib = double(prop.totalGlobalMem) / double(1ull << 30);
   info.smem_per_block_optin = int(prop.sharedMemPerBlockOptin);
+  info.warpgroup_mma = warpgroup_mma_available();
   return info;
 }
 

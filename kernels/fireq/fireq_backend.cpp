@@ -62,7 +62,7 @@ std::string fireq_cannot_run(const VariantRequest& v, const Experiment& e, const
   const Problem& p = e.problem;
   if (device.sm_major * 10 + device.sm_minor < 89) return "the fireq kernel needs FP8 tensor cores (sm_89 or newer)";
   if (p.phase == Phase::decode) return fireq_kernel_refusal(v.params, p.head_dim, p.group());
-  if (!warpgroup_mma_available()) return "the fireq prefill kernel is FP8 wgmma only (an sm_90a GPU)";
+  if (!device.warpgroup_mma) return "the fireq prefill kernel is FP8 wgmma only (an sm_90a GPU)";
   return fireq_prefill_refusal(v.params, p.head_dim, three_stage(v));
 }
 

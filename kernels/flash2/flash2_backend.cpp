@@ -15,10 +15,10 @@
 
 namespace attnlab::kernels {
 
-std::string flash2_cannot_run(const VariantRequest& v, const Experiment& e, const DeviceInfo&) {
+std::string flash2_cannot_run(const VariantRequest& v, const Experiment& e, const DeviceInfo& device) {
   const int d = static_cast<int>(e.problem.head_dim);
   if (!flash2_supports(d)) return fmt::format("no flash2 kernel for head_dim {} (compiled: 64, 128)", d);
-  if (variants::pinned_generation(v.params) == 90 && !warpgroup_mma_available())
+  if (variants::pinned_generation(v.params) == 90 && !device.warpgroup_mma)
     return "kernel = wgmma needs a compute-capability-9.0 GPU and a build for sm_90a";
   return "";
 }

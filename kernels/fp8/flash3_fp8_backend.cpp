@@ -18,10 +18,10 @@
 
 namespace attnlab::kernels {
 
-std::string flash3_fp8_cannot_run(const VariantRequest& v, const Experiment& e, const DeviceInfo&) {
+std::string flash3_fp8_cannot_run(const VariantRequest& v, const Experiment& e, const DeviceInfo& device) {
   const int d = static_cast<int>(e.problem.head_dim);
   if (!flash3_fp8_supports(d)) return fmt::format("no flash3_fp8 kernel for head_dim {} (compiled: 64, 128)", d);
-  if (!warpgroup_mma_available())
+  if (!device.warpgroup_mma)
     return "the flash3_fp8 kernel needs FP8 warpgroup MMA: a compute-capability-9.0 GPU and a build for sm_90a";
   if (v.params.integer("block_r") != kFlash3Fp8Block || v.params.integer("block_c") != kFlash3Fp8Block)
     return fmt::format("the flash3_fp8 kernel's scale blocks are its {0}-row tiles: set block_r and block_c to {0}",

@@ -23,10 +23,10 @@ namespace {
 
 // int_flash's generation by core/kernel_traits.h's rule (the cost model's too). Returns "" and sets
 // `path`, or why no kernel computes the variant's function.
-std::string int_flash_path(const VariantRequest& v, const Problem& p, KernelPath& path) {
+std::string int_flash_path(const VariantRequest& v, const Problem& p, const DeviceInfo& device, KernelPath& path) {
   const int d = static_cast<int>(p.head_dim), bc = static_cast<int>(v.params.integer("block_c"));
   const int pinned = variants::pinned_generation(v.params);
-  const int arch = warpgroup_mma_available() ? 90 : 80;
+  const int arch = device.warpgroup_mma ? 90 : 80;
   switch (kernel_generation("int_flash", d, arch, long(p.q_len), false, pinned, bc)) {
     case 90: return path = KernelPath::warpgroup_mma, "";
     case 80: return path = KernelPath::warp_mma, "";
@@ -59,12 +59,12 @@ void add_gpu_scales(Probes& probes, const Problem& p, const IntFlashInputs& in) 
 
 }  // namespace
 
-std::string int_flash_cannot_run(const VariantRequest& v, const Experiment& e, const DeviceInfo&) {
+std::string int_flash_cannot_run(const VariantRequest& v, const Experiment& e, const DeviceInfo& device) {
   const int d = static_cast<int>(e.problem.head_dim);
   if (!int_flash_supports(d)) return fmt::format("no int_flash kernel for head_dim {} (compiled: 64, 128)", d);
   if (v.params.integer("r_p") != 127) return "the kernel implements Alg. 1's R = 127 (r_p = 127)";
   KernelPath path;
-  if (std::string why = int_flash_path(v, e.problem, path); !why.empty()) return why;
+  if (std::string why = int_flash_path(v, e.problem, device, path); !why.empty()) return why;
   if (variants::pv_across_tiles(v.params) && path != KernelPath::warpgroup_mma)
     return "pv_accumulation = across_tiles runs on the wgmma kernel (block_c 128 on an sm_90a GPU); the mma.sync "
            "kernel adds P·V per tile";
@@ -72,12 +72,12 @@ std::string int_flash_cannot_run(const VariantRequest& v, const Experiment& e, c
 }
 
 void int_flash_run(const Experiment& e, const VariantRequest& v, const QKV& in, const TensorF64& truth,
-                   const DeviceInfo&, VariantResult& into) {
+                   const DeviceInfo& device, VariantResult& into) {
   const Problem& p = e.problem;
   const size_t rows = size_t(p.batch * p.q_heads * p.q_len);
   DeviceBuffer o(size_t(p.q_shape().count()) * sizeof(__half)), lse(rows * sizeof(float));
   KernelPath path = KernelPath::warp_mma;
-  if (const std::string why = int_flash_path(v, p, path); !why.empty()) throw std::runtime_error(why);
+  if (const std::string why = int_flash_path(v, p, device, path); !why.empty()) throw std::runtime_error(why);
   // Alg. 1's storage format: INT8 Q, K, V and FP32 scales in HBM before the kernel starts.
   std::vector<IntFlashInputs> sets;
   const bool half = v.params.flag("v_fp16");

@@ -114,7 +114,7 @@ void turbo_prefill_run(const Experiment& e, const VariantRequest& v, const QKV& 
 std::string turbo_cannot_run(const VariantRequest& v, const Experiment& e, const DeviceInfo& dev) {
   const Problem& p = e.problem;
   if (p.phase == Phase::prefill) {
-    if (dev.sm_major != 9) return "the turbo prefill kernel is sm_90a (warpgroup MMA): it needs a Hopper GPU";
+    if (!dev.warpgroup_mma) return "the turbo prefill kernel is sm_90a (warpgroup MMA): it needs a Hopper GPU";
     return turbo_prefill_cannot_run(p, v.params);
   }
   if (!turbo_decode_supports(int(p.head_dim), int(p.group())))

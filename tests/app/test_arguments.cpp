@@ -51,6 +51,24 @@ TEST_CASE("check_name: GPU and model names", "[cli]") {
   for (const char* bad : {"", ".hidden", "..", "../specs/h100", "a/b", "a b", "é"}) CHECK_FALSE(check_name(bad, "a GPU id", "").empty());
 }
 
+TEST_CASE("check_gpu_id, check_model_id: an id, or a path to a .json file, nothing else", "[cli]") {
+  const fs::path dir = fs::path(ATTNLAB_TEST_TMP) / "arguments_ids";
+  fs::create_directories(dir);
+  std::ofstream(dir / "mine.json") << "{}";
+  CHECK(check_gpu_id("h100-sxm5").empty());
+  CHECK(check_gpu_id("auto").empty());
+  CHECK(check_gpu_id((dir / "mine.json").string()).empty());  // read, and checked as a spec, later
+  CHECK(has(check_gpu_id((dir / "missing.json").string()), "No such file"));
+  // A path that does not end in .json is neither: refused here, before anything is opened.
+  for (const char* climbs : {"../../../../etc/passwd", "/etc/passwd", "specs/../../x"}) {
+    CHECK(has(check_gpu_id(climbs), "is neither a GPU id"));
+    CHECK(has(check_gpu_id(climbs), "nor a path to a .json file"));
+    CHECK(has(check_model_id(climbs), "is neither a model id"));
+  }
+  CHECK(has(check_gpu_id("a..b"), "is neither a GPU id"));  // a name that passes check_name but is no id
+  CHECK(has(check_model_id("a b"), "is not a model name"));
+}
+
 TEST_CASE("check_whole_number: digits within 64 bits", "[cli]") {
   for (const char* good : {"0", "4096", "-3", "+7", "9223372036854775807"}) CHECK(check_whole_number(good).empty());
   for (const char* bad : {"", "abc", "12abc", "1e3", "1.5", " 1", "+", "-"}) CHECK(has(check_whole_number(bad), "not a whole number"));

@@ -79,6 +79,9 @@ TEST_CASE("data line: synthetic data says so, with its generator, seed and param
   CHECK(line < html.find("<table"));  // read before any number
   r.config["data"] = {{"file", "acts/layer8.safetensors"}};
   CHECK(data_line(r) == "data from acts/layer8.safetensors");
+  // A model-only run made none of it, and the line says so (Environment::data_note).
+  r.environment.data_note = kNoDataNote;
+  CHECK(data_line(r) == std::string("data from acts/layer8.safetensors — ") + kNoDataNote);
 }
 
 }  // namespace

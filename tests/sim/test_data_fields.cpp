@@ -190,15 +190,26 @@ TEST_CASE("measurement file fields: schema and gpu of the wrong type, huge and u
 TEST_CASE("data file names: ids, paths, and names that are neither", "[sim][fields][bad-input]") {
   CHECK(is_file_id("h100-sxm5"));
   CHECK(is_file_id("llama-3.1_8b"));
-  const std::vector<std::string> bad_ids = {"", ".hidden", "-x", "a/b", "a b", "h1\n00", std::string(65, 'a'), ".."};
+  const std::vector<std::string> bad_ids = {"", ".hidden", "-x", "a/b", "a b", "h1\n00", std::string(65, 'a'), "..", "a..b"};
   for (const std::string& bad : bad_ids) {
     INFO(bad);
     CHECK(!is_file_id(bad));
   }
   const std::string dir = specs_dir();
   CHECK(data_file_path("h100-sxm5", dir, "GPU", "--gpu") == dir + "/h100-sxm5.json");
-  CHECK(data_file_path("my/gpu", dir, "GPU", "--gpu") == "my/gpu");
+  CHECK(data_file_path("my/gpu.json", dir, "GPU", "--gpu") == "my/gpu.json");
   CHECK(data_file_path("gpu.json", dir, "GPU", "--gpu") == "gpu.json");
+  // A path must end in .json; an id has no '/' and no "..": nothing else is read, wherever it points.
+  for (const char* neither : {"my/gpu", "../../../../etc/passwd", "/etc/passwd", "..", "a..b", "../specs/h100-sxm5"}) {
+    INFO(neither);
+    CHECK(data_file_name(neither) == DataFileName::neither);
+    const std::string why = test::input_error([&] { data_file_path(neither, dir, "GPU", "gpu_model"); });
+    CHECK(test::starts(why, "gpu_model"));
+    CHECK(why.find("is neither a GPU id") != std::string::npos);
+    CHECK(why.find("nor a path to a .json file") != std::string::npos);
+  }
+  CHECK(data_file_name("h100-sxm5") == DataFileName::id);
+  CHECK(data_file_name("../mine/h100-sxm5.json") == DataFileName::path);
   const std::string unknown = test::input_error([&] { data_file_path("h900", dir, "GPU", "--gpu"); });
   CHECK(test::starts(unknown, "--gpu"));
   CHECK(unknown.find("h100-sxm5") != std::string::npos);  // the known ids are listed
@@ -206,6 +217,28 @@ TEST_CASE("data file names: ids, paths, and names that are neither", "[sim][fiel
   CHECK(test::starts(long_name, "--gpu"));
   CHECK(long_name.size() < 300);  // echoed cut, not whole
   CHECK(long_name.find("is neither a GPU id") != std::string::npos);
+}
+
+TEST_CASE("a GPU spec or model file's errors name the field or option that named it", "[sim][fields][bad-input]") {
+  const fs::path dir = fs::path(ATTNLAB_TEST_TMP) / "named_files";
+  fs::create_directories(dir);
+  const std::string text = (dir / "passwd.json").string();
+  std::ofstream(text) << "root:x:0:0:root:/root:/bin/bash\n";  // a file that is no spec, under a .json name
+  for (const std::string where : {"gpu_model", "--gpu"}) {
+    const std::string why = test::input_error([&] { load_gpu_spec(text, where); });
+    CHECK(test::starts(why, where));
+    CHECK(why.find(where + ": " + echo_path(text) + ": not valid JSON") == 0);
+  }
+  CHECK(test::input_error([&] { load_llm(text, "--model"); }).find("--model: " + echo_path(text) + ": not valid JSON") == 0);
+  // A field's error, through a spec that is valid JSON: "<where>: <path>.<field>: <rule>".
+  json spec = read(specs_dir() + "/h100-sxm5.json");
+  spec["sm_count"]["value"] = 0.5;
+  const std::string file = (dir / "h100-sxm5.json").string();
+  std::ofstream(file) << spec.dump();
+  CHECK(test::input_error([&] { load_gpu_spec(file); }).find("gpu_model: " + echo_path(file) + ".sm_count: ") == 0);
+  // The climbing path of the issue: refused by its name, never opened.
+  CHECK(test::starts(test::input_error([] { load_gpu_spec("../../../../etc/passwd"); }), "gpu_model"));
+  CHECK(test::starts(test::input_error([] { load_llm("../../../../etc/passwd", "--model"); }), "--model"));
 }
 
 }  // namespace

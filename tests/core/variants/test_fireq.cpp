@@ -398,22 +398,23 @@ TEST_CASE("fireq: probes have the documented shapes and the cache its documented
   CHECK(f8.kv_cache_bytes == i4.kv_cache_bytes);
   CHECK(f8.probes.at("kv_cache.bytes").values == i4.probes.at("kv_cache.bytes").values);
   // The same K/V rows read per row block, at twice INT4's bytes per element, 2 bytes of β_K per K row and 2
-  // of β_V per V tile: row block i (B_r = 128) reads ⌈min(N, 128(i + 1))/64⌉ tiles (causal, B_c = 64).
+  // of β_V per V tile: row block i (B_r = 128) reads ⌈min(N, 128(i + 1))/B_c⌉ tiles (causal; B_c the default, 128).
+  const int64_t Bc = params({}).integer("block_c");
   const std::vector<double>& h8 = f8.probes.at("hbm_bytes").values;
   const std::vector<double>& h4 = i4.probes.at("hbm_bytes").values;
   for (size_t i : {1, 2}) CHECK(h8[i] == 2 * h4[i]);
   const double kv_rows = h4[1] / double(d / 2), q_rows = double(p.batch * p.q_heads * p.q_len);
   double kv_tiles = 0;
-  for (int64_t row0 = 0; row0 < n; row0 += 128) kv_tiles += double((std::min(n, row0 + 128) + 63) / 64);
+  for (int64_t row0 = 0; row0 < n; row0 += 128) kv_tiles += double((std::min(n, row0 + 128) + Bc - 1) / Bc);
   kv_tiles *= double(p.batch * p.q_heads);
   CHECK(h8[3] == q_rows * 2 + kv_rows * 2 + kv_tiles * 2);
   const ProbeArray& bv = f8.probes.at("scales.v");
-  const int64_t tiles = (n + 63) / 64;  // ⌈300/64⌉ = 5, the last of 44 tokens
+  const int64_t tiles = (n + Bc - 1) / Bc;  // ⌈300/128⌉ = 3, the last of 44 tokens
   CHECK(bv.shape == std::vector<int64_t>{p.batch, p.kv_heads, tiles});
   for (int64_t h = 0; h < kv; ++h)
     for (int64_t j = 0; j < tiles; ++j) {  // β_V,j = bf16(max|v| over tile j/448), recomputed from V
       const auto V = in.v.head(h / p.kv_heads, h % p.kv_heads);
-      const float amax = V.middleRows(j * 64, std::min<int64_t>(64, n - j * 64)).cwiseAbs().maxCoeff();
+      const float amax = V.middleRows(j * Bc, std::min<int64_t>(Bc, n - j * Bc)).cwiseAbs().maxCoeff();
       CHECK(bv.values[size_t(h * tiles + j)] == double(formats::round_bf16(amax / 448.0f)));
     }
   // Every β_K lies below E4M3's smallest subnormal 2⁻⁹ (|k̃| ≤ 1/8 after smoothing): an E4M3 scale would

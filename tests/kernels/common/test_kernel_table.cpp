@@ -1,11 +1,10 @@
 // The kernel table (kernels/common/kernel_table.h): one row per kernel family, each naming a registered variant
 // that has tile rows in core/kernel_traits.h and the other way round; the rows' cannot_run answers what
-// the backend answered before the table, on a device described by hand (no GPU needed; where warpgroup MMA
-// is available — an H100 with the sm_90a build — the wgmma answers differ, and so do the expectations).
+// the backend answered before the table, on a device described by hand (no GPU needed: the rows read whether
+// warpgroup MMA runs from the DeviceInfo, which says no for the sm_80 described here).
 #include "core/config.h"
 #include "core/kernel_traits.h"
 #include "core/registry.h"
-#include "kernels/common/kernel_path.h"
 #include "kernels/common/kernel_table.h"
 #include "kernels/turbo/turbo_decode.h"
 #include "tests/catch.h"
@@ -55,7 +54,7 @@ TEST_CASE("kernel table: one row per kernel family, each a registered variant wi
 }
 
 TEST_CASE("kernel table: the rows' reasons for problems no kernel computes", "[kernels]") {
-  const bool wgmma = kernels::warpgroup_mma_available();
+  const bool wgmma = ampere().warpgroup_mma;
   CHECK(reason({{"id", "flash2"}}) == "");
   CHECK(reason({{"id", "flash2"}}, 64) == "");
   CHECK(reason({{"id", "flash2"}}, 96) == "no flash2 kernel for head_dim 96 (compiled: 64, 128)");

@@ -6,7 +6,7 @@
 // §3.1.1's table: the first case checks every table entry the kernel can build (128 scales × 16 codes)
 // against fireq::int4_fp8_lut, byte for byte. Every FP8 product is exact.
 // What differs, and by how much (with one chain, the kernel's 64-token tiles are the reference's B_c = 64
-// tiles in the same order, so both take the same running max after each tile):
+// tiles in the same order — the cases set block_c to 64 — so both take the same running max after each tile):
 //   1. S's accumulator. A tensor core aligns an MMA's addends to the largest before it adds and keeps a limited
 //      width: Hopper's FP8 path about 14 significant bits (the finding of tests/kernels/fp8/test_flash3_fp8_kernel.cpp),
 //      its FP16 path at least as many (tests/kernels/common/test_mma_accumulation.cpp: 2⁻²³ on an H100), so each addend
@@ -37,6 +37,7 @@
 #include "core/metrics.h"
 #include "core/data/generators.h"
 #include "core/registry.h"
+#include "core/variants/fireq_layout.h"
 #include "kernels/common/cuda_check.h"
 #include "kernels/common/device.h"
 #include "kernels/fireq/fireq_decode.h"
@@ -95,7 +96,10 @@ void check_case(int64_t d, int64_t n, int64_t q_heads, int64_t kv_heads, int cha
   const QKV in = data::generate(p, generator, ParamValues::defaults(data::find_generator(generator)->params), seed);
   const TensorF64 truth = attention_fp64(p, in);
   const VariantSpec& f = *find_variant("fireq");
-  const ParamValues params = ParamValues::defaults(f.params);
+  // B_c as the kernel's tiles (the default, 128, is the prefill kernel's), so that one chain takes the reference's
+  // running maxima (the head comment's items hold tile for tile).
+  ParamValues params = ParamValues::defaults(f.params);
+  params.set(f.params, "block_c", fireq_layout::kTile, "test");
   const ReferenceOutput ref = f.reference(p, in, params, {});
   const kernels::FireqHostInputs host = kernels::fireq_host_inputs(p, in, params);
   const kernels::FireqDeviceInputs dev_in = kernels::upload_fireq(p, host);
