@@ -160,7 +160,7 @@ Raises ValueError when a spec file is malformed (the CLI's message).)");
         R"(The cost model's prediction for each variant of an experiment: the model backend of `attnlab run`,
 without the data (no operands are generated; the reference and kernel backends do not run).
 
-config: a dict in the config-file form (README.md) or the path of a config file; its "backends" list
+config: a dict in the config-file form (docs/configs.md) or the path of a config file; its "backends" list
     is ignored, its "model" section ({"l2_reuse": bool}) applies.
 gpu: a GPU id (attnlab.gpus()) or the path of a spec .json, as `attnlab run --gpu`; None keeps the
     config's gpu_model (default "auto": h100-sxm5 here, where no kernel runs).

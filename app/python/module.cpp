@@ -40,7 +40,7 @@ PYBIND11_MODULE(attnlab, m) {
         R"(Runs an experiment with the backends of `attnlab run` (reference, model, kernel when built and a
 GPU is present).
 
-config: a dict in the config-file form (README.md) or the path of a config file.
+config: a dict in the config-file form (docs/configs.md) or the path of a config file.
 q, k, v: optional NumPy arrays, float32 or float16, q (B, H, N, d), k and v (B, H_kv, N_kv, d); they
     replace the config's data and fix the problem's shapes.
 progress: True (default) for a tqdm progress bar when tqdm is installed; a callable(fraction, stage),

@@ -1,5 +1,5 @@
 // attnlab report: may the tool write here? The one rule every command applies to the paths it writes
-// (README, "Outputs never destroy inputs"), checked before any work starts and again at commit time.
+// (docs/results.md, "Outputs never destroy inputs"), checked before any work starts and again at commit time.
 //
 // An output folder (report --out) is replaced whole, so it must be a folder attnlab made itself (the
 // marker file kOutputMarker inside), an empty folder, or a path that does not exist yet. Refused: an

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The hostile-input corpus: every case is one attnlab invocation with its expected exit code and the words
-its one stderr line must contain (README, "Bad input").
+its one stderr line must contain (docs/input-contract.md).
 
 A case is a folder tests/corpus/<kind>/<name>/ holding case.json and any input files:
   {

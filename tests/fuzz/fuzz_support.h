@@ -1,6 +1,6 @@
 // attnlab fuzzing: what every libFuzzer target (tests/fuzz/<target>.cpp) shares.
 //
-// The rule each target enforces is the input contract (README, "Bad input"): an input is either
+// The rule each target enforces is the input contract (docs/input-contract.md): an input is either
 // accepted or refused with an InputError. Anything else is a finding, and libFuzzer reports it as a
 // crash: a sanitizer report, a signal, any other exception escaping (std::terminate), a hang
 // (-timeout), an allocation beyond -rss_limit_mb, or a broken invariant (check() below) — an accepted
