@@ -1,7 +1,16 @@
 #!/usr/bin/env bash
 # Installs, only when missing, every Debian package that attnlab's build, tests and tools need.
 # Idempotent: a second run installs nothing. Uses sudo when not root. Fails loudly.
+#   --notebooks  also Debian's Jupyter Notebook, to open notebooks/ in a browser (make test runs them headless
+#                without it, so make and CI never ask for it: it brings some 40 packages)
 set -euo pipefail
+notebooks=0
+for arg in "$@"; do
+  case "$arg" in
+    --notebooks) notebooks=1 ;;
+    *) echo "install-deps: unknown argument '$arg' (--notebooks adds Jupyter Notebook)" >&2; exit 2 ;;
+  esac
+done
 
 # One line per package, grouped by what needs it.
 packages=(
@@ -29,6 +38,10 @@ packages=(
   # scripts/gui-bundle.sh (the GUI carried to a GPU server): xz for the archive, ldd for the library closure
   xz-utils libc-bin
 )
+# `jupyter notebook` (notebooks/README.md): the notebook server and the `jupyter` command (jupyter-core)
+if [ "$notebooks" = 1 ]; then
+  packages+=(jupyter-notebook)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

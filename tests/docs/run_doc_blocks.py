@@ -1,18 +1,21 @@
 #!/usr/bin/env python3
-"""Runs the code blocks of README.md and docs/*.md that are marked runnable, and checks the docs' links.
+"""Runs the code blocks of README.md, docs/*.md and notebooks/README.md that are marked runnable, and checks
+their links.
 
 A fenced block whose info string holds the word `runnable` is run: ```sh runnable with bash -euo pipefail,
 ```python runnable with the Python the module was built for (/usr/bin/python3 unless --python says
 otherwise). Each block runs alone, in a fresh temporary working folder holding links to the repository's
-configs/ and sim/ and a link `build` to the build folder, so a block reads as a user types it from the
-repository root (`build/bin/attnlab run --config configs/default.json`); the build's Python module is on
-PYTHONPATH. A block may not call `make` (blocks stay seconds long: small configs, the model backend), and
-each has a time limit. A failure names the block (file:line), its exit code and the end of its output.
+configs/, sim/ and notebooks/ and a link `build` to the build folder, so a block reads as a user types it
+from the repository root (`build/bin/attnlab run --config configs/default.json`); the build's Python
+module is on PYTHONPATH. A block may not call `make` (blocks stay seconds long: small configs, the model
+backend), and each has a time limit. A failure names the block (file:line), its exit code and the end of
+its output.
 
 Every relative link of those files must name a file or folder of the repository, and a `#fragment` into a
 Markdown file one of its headings (GitHub's anchors).
 
 Usage: run_doc_blocks.py BUILD_DIR [--repo DIR] [--python EXE] [--timeout S] [--keep] [FILE.md ...]
+(default files: README.md, docs/*.md, notebooks/README.md)
 Exit code 0 when every block passed and every link resolves, 1 otherwise.
 """
 import argparse
@@ -27,12 +30,16 @@ import tempfile
 import time
 import unicodedata
 
-# What a block's working folder holds: the repository's folders a block reads, and `build`.
+# What a block's working folder holds: links to the repository's folders a block reads, and `build`; and
+# folders a block may cd into, made of links to their files, so that `..` from inside them is the working
+# folder (`cd notebooks && source ../build/env.sh`).
 LINKED_FOLDERS = ("configs", "sim")
+FOLDERS_OF_LINKS = ("notebooks",)
 LANGUAGES = {"sh": "bash", "bash": "bash", "python": "python"}
 FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 CALLS_MAKE = re.compile(r"(^|[;&|(]|\bthen|\bdo)\s*make\b", re.MULTILINE)
-LINK = re.compile(r"(?<!!)\[[^\]]*\]\((?P<target>[^)\s]+)(?:\s+\"[^\"]*\")?\)|!\[[^\]]*\]\((?P<image>[^)\s]+)\)")
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\((?P<target>[^)\s]+)(?:\s+\"[^\"]*\")?\)"  # [text](target "title")
+                  r"|!\[[^\]]*\]\((?P<image>[^)\s]+)\)")                             # ![alt](image)
 
 
 class Block:
@@ -117,7 +124,7 @@ def link_failures(path, root):
             elif not str(resolved).startswith(str(root)):
                 failures.append(f"{shown(path, root)}:{number}: link to '{target}' leaves the repository")
             elif fragment and resolved.suffix == ".md" and fragment not in heading_anchors(resolved):
-                failures.append(f"{shown(path, root)}:{number}: link to '{target}': no heading with that anchor")
+                failures.append(f"{shown(path, root)}:{number}: link to '{target}': no heading has that anchor")
     return failures
 
 
@@ -125,6 +132,10 @@ def working_folder(root, build):
     folder = pathlib.Path(tempfile.mkdtemp(prefix="attnlab-doc-"))
     for name in LINKED_FOLDERS:
         (folder / name).symlink_to(root / name, target_is_directory=True)
+    for name in FOLDERS_OF_LINKS:
+        (folder / name).mkdir()
+        for entry in (root / name).iterdir():
+            (folder / name / entry.name).symlink_to(entry)
     (folder / "build").symlink_to(build, target_is_directory=True)
     return folder
 
@@ -138,12 +149,13 @@ def run_block(block, root, build, python, timeout, keep):
     if language == "bash" and CALLS_MAKE.search(block.text):
         return f"{where}: a runnable block may not call make (blocks stay fast; the build is the suite's own)"
     folder = working_folder(root, build)
-    script = pathlib.Path(tempfile.mkdtemp(prefix="attnlab-doc-block-")) / ("block.py" if language == "python" else "block.sh")
+    script_name = "block.py" if language == "python" else "block.sh"
+    script = pathlib.Path(tempfile.mkdtemp(prefix="attnlab-doc-block-")) / script_name
     script.write_text(block.text, encoding="utf-8")
     command = [python, str(script)] if language == "python" else ["bash", "-euo", "pipefail", str(script)]
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(build / "python") + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    env.pop("DISPLAY", None)  # a block that draws says so (xvfb-run); none opens a window on the tester's screen
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(build / "python"), env.get("PYTHONPATH")) if p)
+    env.pop("DISPLAY", None)  # no window on the tester's screen: a block that draws uses xvfb-run
     env.pop("WAYLAND_DISPLAY", None)
     started = time.monotonic()
     # Its own process group, so that a block past its time is stopped with everything it started.
@@ -171,7 +183,8 @@ def run_block(block, root, build, python, timeout, keep):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("build", type=pathlib.Path, help="the build folder (holds bin/attnlab and python/)")
-    parser.add_argument("files", nargs="*", type=pathlib.Path, help="Markdown files (default: README.md, docs/*.md)")
+    parser.add_argument("files", nargs="*", type=pathlib.Path,
+                        help="Markdown files (default: README.md, docs/*.md, notebooks/README.md)")
     parser.add_argument("--repo", type=pathlib.Path, default=pathlib.Path(__file__).resolve().parents[2])
     parser.add_argument("--python", default="/usr/bin/python3", help="the interpreter of python blocks")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds each block may take")
@@ -181,7 +194,8 @@ def main():
     if not (build / "bin" / "attnlab").is_file():
         print(f"run_doc_blocks: {build}/bin/attnlab is missing: build first", file=sys.stderr)
         return 1
-    files = [f.resolve() for f in args.files] or [root / "README.md"] + sorted((root / "docs").glob("*.md"))
+    files = [f.resolve() for f in args.files] or \
+        [root / "README.md"] + sorted((root / "docs").glob("*.md")) + [root / "notebooks" / "README.md"]
     failures, runnable = [], 0
     for path in files:
         failures += link_failures(path, root)
