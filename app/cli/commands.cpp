@@ -72,6 +72,7 @@ void print_table(const views::Table& t) {
     }
     fmt::print("\n");
   }
+  if (!t.legend.empty()) fmt::print("{}\n", t.legend);
 }
 
 // The files a run reads, which no output may overwrite or hold: the config and its data file or folder.
@@ -115,17 +116,17 @@ int run_command(const RunOptions& o) {
     const bool listed = std::any_of(e.variants.begin(), e.variants.end(), [&](const VariantRequest& v) {
       return (v.label.empty() ? v.id : v.label) == o.baseline;
     });
-    if (!listed || !e.wants("reference"))
-      throw InputError(fmt::format("--baseline: '{}' is not a listed variant (label or id) with the reference backend",
-                                   echo(o.baseline)));
+    if (!listed)
+      throw InputError(fmt::format("--baseline: '{}' is not a listed variant (label or id)", echo(o.baseline)));
   }
   const Results r = run_experiment(e);
   if (!o.json_out.empty()) report::write_results_file(r, o.json_out, json_rule);
   if (!o.save.empty()) fmt::print("saved {}\n", report::write_results_folder(r, o.save, save_rule).string());
+  // What ran first: a backend that did not run, and why, is read before any number.
+  fmt::print("ran: {} · GPU: {}\n", views::ran_line(r.environment), views::gpu_line(r.environment));
+  if (const std::string not_run = views::not_run_line(r.environment); !not_run.empty())
+    fmt::print("not run: {}\n", not_run);
   print_table(o.baseline.empty() ? views::results_table(r) : views::with_time_ratio(views::results_table(r), o.baseline));
-  for (const auto& s : r.environment.skipped)
-    if (s.reason != kNotRequested)
-      fmt::print("{}{}: not run: {}\n", s.backend, s.variant.empty() ? "" : " (" + s.variant + ")", s.reason);
   return 0;
 }
 

@@ -17,6 +17,7 @@
 #include "app/report/output_path.h"
 #include "app/report/results_file.h"
 #include "app/views/stepper.h"
+#include "app/views/table.h"
 #include "core/error.h"
 
 #include <CLI/CLI.hpp>
@@ -210,7 +211,9 @@ int main(int argc, char** argv) {
         const std::string from = !state.results                ? ""
                                  : state.results_from.empty() ? "; GPU: " + state.device
                                                               : " from " + state.results_from + ", computed on " + state.device;
-        std::printf("status: %s%s%s\n", state.results ? "results shown" : "no results", from.c_str(),
+        const std::string not_run = state.results ? views::not_run_line(state.results->environment) : "";
+        std::printf("status: %s%s%s%s\n", state.results ? "results shown" : "no results", from.c_str(),
+                    not_run.empty() ? "" : ("; not run: " + not_run).c_str(),
                     state.error.empty() ? "" : ("; error: " + state.error).c_str());
         if (state.lesson_steps() > 0) {
           const LessonStep& shown = state.lesson_base->lesson->steps[size_t(state.lesson_step)];

@@ -25,6 +25,11 @@ echo "$out" | grep -q "^flash2 .*reference" || fail "run table has no flash2 ref
 echo "$out" | grep -q "^naive .*reference" || fail "run table has no naive row"
 grep -q '"schema": "attnlab.results/2"' "$tmp/run.json" || fail "results.json lacks the schema"
 grep -q '"reason"' "$tmp/run.json" || fail "results.json does not say why kernel/model did not run"
+# What did not run comes first: naive has no kernel anywhere (and here no GPU runs any), said before the table.
+not_run=$(echo "$out" | grep -n "^not run: .*kernel" | cut -d: -f1 | head -1)
+header=$(echo "$out" | grep -n "^variant " | cut -d: -f1 | head -1)
+[ -n "$not_run" ] && [ -n "$header" ] && [ "$not_run" -lt "$header" ] || fail "run does not say what did not run before its table: $out"
+echo "$out" | grep -q "^time on CPU: the reference on " || fail "run's table has no legend line naming the CPU: $out"
 
 # 2. report: index.html, results.json, results.csv; the printed path exists.
 path=$("$bin" report --config "$tmp/ok.json" --out "$tmp/report") || fail "report exited $?"
