@@ -41,6 +41,11 @@ inline constexpr KernelTraits kKernelTraits[] = {
     {"flash2",      128, 80,  128, 64,  4,    2,     255, 128},
     {"flash2",      64,  90,  128, 128, 8,    3,     168, 1},
     {"flash2",      128, 90,  128, 128, 8,    3,     213, 1},
+    // flash2 decode (kernels/flash2/flash2_decode.cu): B_r = the ≤ 8 query heads of one KV head (the MMA's N columns),
+    // B_c = 32 tokens; one warp per CTA running one chain, 3 tiles in its ring (d 128: 51 KB, so 4 CTAs on an H100's
+    // SM, 3 on an A100's, 1 on an RTX 4090's; d 64: 27 KB); chains from decode_splits over the warps the GPU holds.
+    {"flash2",      64,  80,  8,   32,  1,    3,     72,  128, true, true},
+    {"flash2",      128, 80,  8,   32,  1,    3,     96,  128, true, true},
     {"int_flash",   64,  80,  128, 64,  4,    2,     215, 1},
     {"int_flash",   128, 80,  128, 64,  4,    2,     255, 1},
     // int_flash wgmma (kernels/int8/int_flash_sm90.cu) v3: a TMA producer warpgroup fills a six-tile ring (half INT8 at
@@ -165,11 +170,9 @@ inline constexpr DecodeIssue kDecodeIssue[] = {
     // "other": math-pipe throttle 0.86 / 0.84, dispatch 0.15 / 0.14, branch and fetch 0.04 each, MIO throttle 0.01.
     {"fireq", 128, 1, 4, 1596.8, {0.93, 0.21, 0.03, 0, 1.10}}, {"fireq", 128, 2, 4, 1615.7, {0.93, 0.21, 0.10, 0, 1.07}},
     {"fireq", 128, 4, 4, 1615.7, {0.93, 0.21, 0.10, 0, 1.07}}, {"fireq", 128, 8, 4, 1615.7, {0.93, 0.21, 0.10, 0, 1.07}},
-    // Our FP16 decode (kernels/flash2/flash2.cu, the mma.sync prefill kernel at q_len 1): one CTA per query head
-    // computes a whole B_r-row block, so its count is the same at every group (294.9 M warp instructions at
-    // B 4, H 32, N 32768 with 32, 8 and 4 KV heads: 1125.1 per warp and 64-key tile; the stall likewise);
-    // bits 16: FP16 K/V (sim/measurements/h100-ncu-decode-stalls-2026-11-26.csv).
-    {"flash2", 128, 1, 16, 1125.1, {1.96, 0.26, 0.04, 0.05, 0.18}},
+    // flash2's decode kernel (kernels/flash2/flash2_decode.cu) has no measured row yet: the model counts its work by
+    // the format's formula and the spec's L̄. (The row of the prefill kernel at q_len 1, which decode ran on before,
+    // is in sim/measurements/h100-ncu-decode-stalls-2026-11-26.csv.)
 };
 
 // The measured row for (variant, d, group, bits): the group rounded up to the kernels' power of two, and
@@ -267,9 +270,13 @@ constexpr int kernel_arch(int gpu_arch, long q_len, int splits) {
 }
 
 // The row of (variant, d) for kernel generation `arch` (kernel_arch), falling back to the arch-80 row
-// where the variant has no kernel of that generation. Decode-only rows answer only when `decode`.
+// where the variant has no kernel of that generation. Decode-only rows answer only when `decode`, and then
+// first: a variant with a decode kernel of its own (flash2) runs decode on it.
 constexpr const KernelTraits* find_kernel_traits(std::string_view variant, int head_dim, int arch = 80,
                                                  bool decode = false) {
+  if (decode)
+    for (const auto& t : kKernelTraits)
+      if (t.decode_only && variant == t.variant && head_dim == t.head_dim) return &t;
   const KernelTraits* fallback = nullptr;
   for (const auto& t : kKernelTraits) {
     if (variant != t.variant || head_dim != t.head_dim || (t.decode_only && !decode)) continue;

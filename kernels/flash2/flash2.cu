@@ -277,6 +277,7 @@ cudaError_t launch(const Flash2Args& a, cudaStream_t stream) {
 bool flash2_supports(int head_dim) { return find_kernel_traits("flash2", head_dim) != nullptr; }
 
 int flash2_splits(const Flash2Args& a, int sm_count) {
+  if (flash2_decode_takes(a) && a.path != KernelPath::warpgroup_mma) return flash2_decode_chains(a, sm_count);
   const KernelTraits* t = find_kernel_traits("flash2", a.head_dim);
   if (!t) return 1;
   const long blocks = long((a.q_len + t->block_r - 1) / t->block_r) * a.batch * a.q_heads;
@@ -292,6 +293,7 @@ size_t flash2_workspace_bytes(const Flash2Args& a) {
 
 KernelPath flash2_resolved_path(const Flash2Args& a) {
   if (a.path != KernelPath::automatic) return a.path;
+  if (flash2_decode_takes(a)) return KernelPath::warp_mma;  // the decode kernel is an mma.sync one
   const int g = kernel_generation("flash2", a.head_dim, warpgroup_mma_available() ? 90 : 80, a.q_len, a.splits > 1, 0, 0);
   return g == 90 ? KernelPath::warpgroup_mma : KernelPath::warp_mma;
 }
@@ -302,6 +304,7 @@ cudaError_t flash2_forward(const Flash2Args& a, cudaStream_t stream) {
     if (!warpgroup_mma_available() || a.splits != 1) return cudaErrorNotSupported;
     return flash2_sm90_forward(a, stream);
   }
+  if (flash2_decode_takes(a)) return flash2_decode(a, stream);
   switch (a.head_dim) {
     case 64: return launch<64>(a, stream);
     case 128: return launch<128>(a, stream);

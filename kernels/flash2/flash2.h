@@ -4,9 +4,9 @@
 // softmax in FP32, P̃ rounded to FP16 for P̃V, O accumulated in FP32 and stored in FP16, the logsumexp
 // in FP32. Tiles come from core/kernel_traits.h (the cost model reads the same row). One CTA per
 // (query row block, batch·head[, KV split]); under causal masking (bottom-right aligned, problem.h) a
-// CTA stops at the last tile its rows see. Decode (few query rows, few heads) splits the KV sequence
-// over CTAs with FlashAttention-2's rule (decode_splits) and merges the partial results in a second
-// kernel: O = Σₛ e^{Lₛ − L}·Oₛ, L = log Σₛ e^{Lₛ}.
+// CTA stops at the last tile its rows see. Decode runs on a kernel of its own (flash2_decode_takes); where the
+// prefill kernel has few query rows and heads it splits the KV sequence over CTAs with FlashAttention-2's rule
+// (decode_splits) and merges the partial results in a second kernel: O = Σₛ e^{Lₛ − L}·Oₛ, L = log Σₛ e^{Lₛ}.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -28,12 +28,19 @@ struct Flash2Args {
   int batch = 0, q_heads = 0, kv_heads = 0, q_len = 0, kv_len = 0, head_dim = 0;
   bool causal = false;
   float scale = 0;            // softmax scale (1/√d by default)
-  int splits = 1;             // KV splits (flash2_splits); > 1 needs `workspace`
+  int splits = 1;             // KV splits (flash2_splits; the decode kernel's chains per pair); > 1 needs `workspace`
   float* workspace = nullptr; // flash2_workspace_bytes(args) bytes when splits > 1
   KernelPath path = KernelPath::automatic;
 };
 
 bool flash2_supports(int head_dim);  // a compiled kernel exists for this d (64 and 128)
+
+// Decode (kernels/flash2/flash2_decode.cu): one query token per head and at most 8 query heads per KV head run on
+// the grouped decode kernel — every K/V tile read once for the group, `splits` warp chains per (batch, KV head)
+// merged by their logsumexp — unless the warpgroup generation is pinned.
+bool flash2_decode_takes(const Flash2Args& a);
+int flash2_decode_chains(const Flash2Args& a, int sm_count);  // decode_splits over the warps the GPU holds
+cudaError_t flash2_decode(const Flash2Args& a, cudaStream_t stream);
 
 // The KV splits the kernel uses for this problem on a GPU with `sm_count` SMs (core/kernel_traits.h).
 int flash2_splits(const Flash2Args& a, int sm_count);

@@ -26,9 +26,10 @@ Flash2Args flash2_args(const Problem& p, const Flash2Inputs& inputs, __half* o, 
   return a;
 }
 
-Flash2Output flash2_once(const Problem& p, const Flash2Inputs& inputs, int sm_count, KernelPath path) {
+Flash2Output flash2_once(const Problem& p, const Flash2Inputs& inputs, int sm_count, KernelPath path, int splits) {
   const PoisonedOutput out_dev(p);
   Flash2Args a = flash2_args(p, inputs, out_dev.o(), out_dev.lse(), sm_count);
+  if (splits > 0) a.splits = splits;
   if (path == KernelPath::warpgroup_mma) a.splits = 1;  // the warpgroup kernel does not split the keys
   DeviceBuffer workspace(flash2_workspace_bytes(a));
   a.workspace = workspace.as<float>();

@@ -31,8 +31,9 @@ struct Flash2Output {
 // Arguments for problem p on `inputs` writing to `o`/`lse`, with the split rule for `sm_count` SMs.
 Flash2Args flash2_args(const Problem& p, const Flash2Inputs& inputs, __half* o, float* lse, int sm_count);
 
-// One launch with poisoned outputs; throws std::runtime_error if any output stays unwritten (NaN).
+// One launch with poisoned outputs; throws std::runtime_error if any output stays unwritten (NaN). `splits` > 0
+// replaces the split rule's count (the tests' one-chain and many-chain decodes).
 Flash2Output flash2_once(const Problem& p, const Flash2Inputs& inputs, int sm_count,
-                         KernelPath path = KernelPath::automatic);
+                         KernelPath path = KernelPath::automatic, int splits = 0);
 
 }  // namespace attnlab::kernels

@@ -35,6 +35,7 @@
 #include "core/kernel_traits.h"
 #include "core/variants/kivi_layout.h"
 #include "kernels/common/chain_merge.cuh"
+#include "kernels/common/decode_chain.cuh"
 #include "kernels/common/mma.cuh"
 
 #include <cuda_fp16.h>
@@ -57,8 +58,7 @@ constexpr int kT = 64;                // tokens per tile
 constexpr int kMT = kT / 16;          // 16-token m-tiles (Q·Kᵀ) or k-steps (P·V) per tile
 constexpr int kRows = 8;              // query heads per KV head the MMA's N columns hold
 constexpr int kMaxChains = 128;       // flash2's decode_splits_max
-constexpr unsigned kFull = 0xffffffffu;
-constexpr float kLog2e = 1.4426950408889634f;
+using decode_chain::Chain;
 constexpr float kTwo23 = 8388608.0f;  // 2²³
 static_assert(layout::kTile == kT, "the kernel's tile is the layout's slot");
 
@@ -83,21 +83,6 @@ struct Tiles {
         residual(int(layout::slots_for(c.residual_tokens))),
         total(quantized + residual) {}
 };
-
-// One chain's online-softmax state. Lane (g, t) holds query heads 2t and 2t + 1 (i = 0, 1): the running
-// max m (scaled, log₂ units), its partial ℓ over the tokens it holds, and Oᵀ's accumulators for channels
-// 16·mi + g (registers 0, 1) and 16·mi + g + 8 (registers 2, 3).
-template <int D>
-struct Chain {
-  float m[2], l[2];
-  float o[D / 16][4];
-};
-
-__device__ __forceinline__ uint32_t transpose8x8(uint32_t x) {  // an 8×8 b16 fragment, transposed (sm_75+)
-  uint32_t y;
-  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(y) : "r"(x));
-  return y;
-}
 
 // q = byte i of x, as a float: the byte under the exponent bits of 2²³ (one PRMT), 2²³ subtracted (exact).
 __device__ __forceinline__ float code_float(uint32_t x, int i) {
@@ -223,58 +208,6 @@ __device__ __forceinline__ void pv_residual(const __half* vr, const uint32_t (&p
     }
 }
 
-// The online softmax of one tile (flash2's kernel, with tokens along the accumulator's rows): tokens ≥
-// valid masked, m_new = max(m, max S·scale·log₂e), P̃ = 2^{S·scale·log₂e − m_new}, ℓ and O rescaled by
-// 2^{m_old − m_new}. Returns P̃ in FP16 as the B fragments (k = tokens, n = heads) of the P·V product:
-// the accumulator's 8×8 blocks (token rows, head columns) transposed by movmatrix.
-template <int D>
-__device__ __forceinline__ void softmax_tile(float (&s)[kMT][4], int valid, float scale_log2, Chain<D>& ch,
-                                             uint32_t (&pb)[kMT][2]) {
-  const int g = (threadIdx.x % 32) / 4;
-  if (valid < kT) {
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e)
-        if (16 * mt + g + 8 * (e / 2) >= valid) s[mt][e] = -INFINITY;
-  }
-  float mx[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-  for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) mx[e % 2] = fmaxf(mx[e % 2], s[mt][e]);
-  float alpha[2], shift[2];
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-#pragma unroll
-    for (int x = 4; x < 32; x *= 2) mx[i] = fmaxf(mx[i], __shfl_xor_sync(kFull, mx[i], x));  // over the 8 g
-    const float m_new = fmaxf(ch.m[i], mx[i] * scale_log2);
-    shift[i] = m_new == -INFINITY ? 0.f : m_new;  // a head that has seen nothing yet stays empty
-    alpha[i] = ch.m[i] == -INFINITY ? 0.f : ex2(ch.m[i] - m_new);
-    ch.m[i] = m_new;
-    ch.l[i] *= alpha[i];
-  }
-#pragma unroll
-  for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      s[mt][e] = ex2(fmaf(s[mt][e], scale_log2, -shift[e % 2]));  // −∞ → 0
-      ch.l[e % 2] += s[mt][e];
-    }
-  // Once the running maxima settle, α = 1 for every head of the warp: skipping the multiply is exact.
-  if (__any_sync(kFull, alpha[0] != 1.f || alpha[1] != 1.f)) {
-#pragma unroll
-    for (int mi = 0; mi < D / 16; ++mi)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) ch.o[mi][e] *= alpha[e % 2];
-  }
-#pragma unroll
-  for (int mt = 0; mt < kMT; ++mt) {
-    pb[mt][0] = transpose8x8(pack_half2(s[mt][0], s[mt][1]));  // tokens 2t, 2t+1 of head g
-    pb[mt][1] = transpose8x8(pack_half2(s[mt][2], s[mt][3]));  // tokens 2t+8, 2t+9
-  }
-}
-
 // Stage quantized slot `slot` of `pair` (codes, s and z in FP16) with 16-byte cp.async.
 template <int D, int BITS>
 __device__ __forceinline__ void load_stage(uint8_t* stage, const KiviCacheArgs& c, const WarpSmem& ws, int pair,
@@ -316,16 +249,11 @@ __device__ void run_chain(const KiviDecodeArgs& a, int pair, int chain, uint8_t*
   const int q_end = min(last, tiles.quantized);
   const int shift = __ffs(c.group) - 5;  // log₂(g / 16): m-tile mt lies in key group mt >> shift of its slot
   const int vgroups = int(layout::v_groups(D, c.group));
-  const float scale_log2 = a.scale * kLog2e;
+  const float scale_log2 = a.scale * decode_chain::kLog2e;
   float* params = reinterpret_cast<float*>(mine + kStages * ws.stage_bytes);  // K's s,z then V's, FP32
 
   Chain<D> ch;
-#pragma unroll
-  for (int i = 0; i < 2; ++i) ch.m[i] = -INFINITY, ch.l[i] = 0.f;
-#pragma unroll
-  for (int mi = 0; mi < D / 16; ++mi)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) ch.o[mi][e] = 0.f;
+  ch.start();
 
 #pragma unroll
   for (int st = 0; st < kStages - 1; ++st) {
@@ -344,7 +272,7 @@ __device__ void run_chain(const KiviDecodeArgs& a, int pair, int chain, uint8_t*
     float s[kMT][4] = {};
     scores_quantized<D, BITS>(stage, params, shift, qf, s);
     uint32_t pb[kMT][2];
-    softmax_tile<D>(s, min(kT, c.quantized_tokens - j * kT), scale_log2, ch, pb);
+    decode_chain::softmax_tile<D, kMT>(s, min(kT, c.quantized_tokens - j * kT), scale_log2, ch, pb);
     pv_quantized<D, BITS>(stage + ws.code_bytes, params + ws.k_param_halves, shift, vgroups, pb, ch);
     __syncwarp();
   }
@@ -355,38 +283,13 @@ __device__ void run_chain(const KiviDecodeArgs& a, int pair, int chain, uint8_t*
     float s[kMT][4] = {};
     scores_residual<D>(c.k_residual + at, qf, s);
     uint32_t pb[kMT][2];
-    softmax_tile<D>(s, min(kT, c.residual_tokens - r * kT), scale_log2, ch, pb);
+    decode_chain::softmax_tile<D, kMT>(s, min(kT, c.residual_tokens - r * kT), scale_log2, ch, pb);
     pv_residual<D>(c.v_residual + at, pb, ch);
   }
 
-  // ℓ over the 8 lanes of a head, O = G/ℓ, L = m + log ℓ (natural units): the output (one chain) or this
-  // chain's normalized part for the merge.
-  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int group = a.q_heads / a.kv_heads, b = pair / a.kv_heads, kvh = pair % a.kv_heads;
-  const size_t rows_total = size_t(a.batch) * a.q_heads;
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-#pragma unroll
-    for (int x = 4; x < 32; x *= 2) ch.l[i] += __shfl_xor_sync(kFull, ch.l[i], x);
-    const int head = 2 * t + i;
-    if (head >= group) continue;
-    const size_t row = size_t(b) * a.q_heads + size_t(kvh) * group + head;
-    const bool empty = !(ch.l[i] > 0.f);
-    const float lse = empty ? -INFINITY : (ch.m[i] + log2f(ch.l[i])) / kLog2e;
-#pragma unroll
-    for (int mi = 0; mi < D / 16; ++mi)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int channel = 16 * mi + g + 8 * h;
-        const float x = empty ? 0.f : ch.o[mi][2 * h + i] / ch.l[i];
-        if (a.chains == 1) a.o[row * D + channel] = __float2half_rn(x);
-        else a.workspace[(size_t(chain) * rows_total + row) * D + channel] = x;
-      }
-    if (g == 0) {
-      if (a.chains == 1) a.lse[row] = lse;
-      else a.workspace[size_t(a.chains) * rows_total * D + size_t(chain) * rows_total + row] = lse;
-    }
-  }
+  decode_chain::store<D>(ch, group, size_t(b) * a.q_heads + size_t(kvh) * group,
+                         {a.o, a.lse, a.workspace, a.chains, chain, size_t(a.batch) * a.q_heads});
 }
 
 // CTAs per SM the register budget is held to (ptxas -v, no spills): d = 128 takes 226 registers (two CTAs,
@@ -397,20 +300,13 @@ constexpr int kMinBlocks = D == 128 ? 2 : 3;
 template <int D, int BITS>
 __global__ void __launch_bounds__(kWarps * 32, kMinBlocks<D>) kivi_chains_kernel(const KiviDecodeArgs a) {
   extern __shared__ __align__(16) uint8_t smem[];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int warp = threadIdx.x / 32;
   const int id = blockIdx.x * kWarps + warp, pair = id / a.chains, chain = id % a.chains;
   if (pair >= a.cache.pairs) return;  // no CTA-wide barrier follows
   const WarpSmem ws(D, BITS, a.cache.group);
-  // Qᵀ as the B operand (k = channels, n = heads): head g of the group, channels 2t.. and 2t + 8.. of
-  // each k-step; columns past the group are 0 (their scores are computed, never stored).
   const int group = a.q_heads / a.kv_heads, b = pair / a.kv_heads, kvh = pair % a.kv_heads;
   uint32_t qf[D / 16][2];
-  const __half* q = a.q + (size_t(b) * a.q_heads + size_t(kvh) * group + g) * D;
-#pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk) {
-    qf[kk][0] = g < group ? __ldg(reinterpret_cast<const unsigned*>(q + 16 * kk + 2 * t)) : 0u;
-    qf[kk][1] = g < group ? __ldg(reinterpret_cast<const unsigned*>(q + 16 * kk + 2 * t + 8)) : 0u;
-  }
+  decode_chain::load_query<D>(a.q + (size_t(b) * a.q_heads + size_t(kvh) * group) * D, group, qf);
   run_chain<D, BITS>(a, pair, chain, smem + warp * ws.warp_bytes, qf);
 }
 

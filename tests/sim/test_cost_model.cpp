@@ -544,9 +544,14 @@ TEST_CASE("every kernel on the H100, both generations, prefill and decode: withi
   // datasheet's factors); the worst rows int_flash (wgmma) at N 16384 (−14.0%) and flash3_fp8 causal at 4k
   // (+12.8%: the model has no term for its ring and ping-pong, and predicts all six 9–13% slow). (Before turbo's GQA stall was measured at the benchmark's shape, its 4-bit
   // row was +23–29%.)
+  // Its two FP16 decode rows (B 16, N 32k, 32/32 and 32/8 heads) timed the prefill kernel at q_len 1, which decode
+  // no longer runs on (kernels/flash2/flash2_decode.cu): the model now predicts the decode kernel, so they are set
+  // aside until that kernel's own rows are measured.
   std::string gpu;
-  const auto m = load_measurements(std::string(ATTNLAB_SOURCE_DIR) + "/sim/measurements/h100-all-kernels-2026-11-26.json", &gpu);
+  auto m = load_measurements(std::string(ATTNLAB_SOURCE_DIR) + "/sim/measurements/h100-all-kernels-2026-11-26.json", &gpu);
   REQUIRE(m.size() == 84);
+  std::erase_if(m, [](const Measurement& x) { return x.variant.id == "flash2" && x.problem.phase == Phase::decode; });
+  REQUIRE(m.size() == 82);
   const GpuSpec spec = load_gpu_spec(gpu);
   const Calibration c = calibrate(spec, m);
   WARN(fmt::format("median |error| before {:.1f}%, after {:.1f}%, leave-one-out {:.1f}%", 100 * c.median_error_before,
@@ -576,15 +581,19 @@ TEST_CASE("the H200 predicted with the H100's factors, no re-fit: within 10% (me
   // GQA 4:1 (+10.8%; −83% before the model ran it as the kernel does) and flash3_fp8 v5 (+8 to +11%, as on the
   // H100: no term for its ring and ping-pong). The issue asks for these errors reported, not bounded: no
   // worst-row assertion.
+  // Its FP16 decode rows timed the prefill kernel at q_len 1, which decode no longer runs on: set aside, as above.
   std::string gpu;
-  const auto m = load_measurements(std::string(ATTNLAB_SOURCE_DIR) + "/sim/measurements/h200-kernels-2026-11-26.json", &gpu);
+  auto m = load_measurements(std::string(ATTNLAB_SOURCE_DIR) + "/sim/measurements/h200-kernels-2026-11-26.json", &gpu);
   REQUIRE(gpu == "h200");
   REQUIRE(m.size() == 48);
+  std::erase_if(m, [](const Measurement& x) { return x.variant.id == "flash2" && x.problem.phase == Phase::decode; });
+  REQUIRE(m.size() == 46);
   const GpuSpec spec = load_gpu_spec(gpu);
   std::vector<double> errors;
   for (const auto& x : m) errors.push_back(std::abs(predict(make_schedule(x.problem, x.variant, spec), spec).time_ms / x.median_ms - 1));
   std::sort(errors.begin(), errors.end());
-  const double median = (errors[23] + errors[24]) / 2;
+  const double median = errors.size() % 2 ? errors[errors.size() / 2]
+                                          : (errors[errors.size() / 2 - 1] + errors[errors.size() / 2]) / 2;
   WARN(fmt::format("H200 from the H100's factors: median |error| {:.1f}%, worst {:.1f}%", 100 * median, 100 * errors.back()));
   CHECK(median <= 0.10);
 }

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# GPU calls for flash2's grouped decode kernel (kernels/flash2/flash2_decode.cu), run from the repository root on the
+# GPU machine with .peers/tools/peer_bench.py carried (../shared/peers/peer_bench.py: ../shared does not travel).
+# Two steps, each well inside one call's 10 minutes; the machine keeps build-gpu/ between calls made close together:
+#   STEP=build  build attnlab for sm_90a, the flash2 and kivi [gpu] tests (kivi shares the chain code:
+#               kernels/common/decode_chain.cuh), compute-sanitizer memcheck and racecheck on flash2's [sanitize] cases
+#   STEP=bench  attnlab bench over B 1/4/16 × N 4k–32k (BATCHES, LENS) at MHA 32/32, GQA 32/8 and 40/10 (d 128; d 64 at
+#               32/8), then
+#               PyTorch SDPA (cuDNN, FlashAttention-2) on the same shapes in the same call (peer_bench.py --ours) and
+#               the device-to-device copy bandwidth: ours over cuDNN, and each kernel's bytes over its time against copy
+#   STEP=fig6   TurboAttention Fig. 6 re-measured: attnlab bench on configs/papers/turbo-fig6-decode.json (turbo 4-bit,
+#               the 2/4-bit mix, kivi 2-bit and our FP16 decode at 40/10 heads, B 4, N 4k–32k), SDPA on the same shapes,
+#               and the preset's report (its bars over our FP16 decode)
+set -u
+# Only 8 files come back from $OUT: the logs and JSON are written to a work folder and packed into one archive there.
+out=/tmp/decode-session
+rm -rf "$out" && mkdir -p "$out"
+trap 'tar czf "${OUT:-/tmp}/decode-session-${STEP:-build}.tgz" -C "$out" .' EXIT
+step() { echo; echo "== $*"; }
+case "${STEP:-build}" in
+build)
+  step configure and build attnlab
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNLAB_CUDA_ARCHITECTURES=90a >"$out/configure.log" 2>&1 ||
+    { tail -30 "$out/configure.log"; exit 1; }
+  start=$SECONDS
+  cmake --build build-gpu -j 14 --target attnlab attnlab_tests >"$out/build.log" 2>&1 ||
+    { grep -E "error" -A5 "$out/build.log" | head -80; exit 1; }
+  echo "built in $((SECONDS - start)) s"
+  nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
+  step "flash2 and kivi [gpu] tests (gpu-tests.log)"
+  (cd build-gpu && ctest -R "test_flash2_kernel:gpu|test_kivi_decode_kernel:gpu|test_kernel_table:gpu" --output-on-failure -j 1) \
+    >"$out/gpu-tests.log" 2>&1
+  echo "ctest exit $?"; grep -E "tests passed|Passed|Failed|\*\*\*|FAILED|with expansion" -A2 "$out/gpu-tests.log" | tail -30
+  step "compute-sanitizer memcheck and racecheck on [#test_flash2_kernel][sanitize] (sanitize.log)"
+  for tool in memcheck racecheck; do
+    compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/bin/attnlab_tests -# "[#test_flash2_kernel][sanitize]" \
+      >>"$out/sanitize.log" 2>&1
+    echo "$tool exit $?"
+  done
+  grep -E "ERROR SUMMARY|RACECHECK SUMMARY|test cases" "$out/sanitize.log" | tail -6
+  ;;
+bench)
+  ours=()
+  for shape in "32 32 128" "32 8 128" "40 10 128" "32 8 64"; do
+    set -- $shape
+    tag="h$1-$2-d$3"
+    python3 - "$1" "$2" "$3" >"$out/config-$tag.json" <<'PY'
+import json, sys
+c = json.load(open("configs/bench-flash2-decode.json"))
+c["problem"].update(q_heads=int(sys.argv[1]), kv_heads=int(sys.argv[2]), head_dim=int(sys.argv[3]))
+print(json.dumps(c))
+PY
+    step "attnlab bench $tag"
+    build-gpu/bin/attnlab bench --config "$out/config-$tag.json" --vary "problem.batch=${BATCHES:-1,4,16}" \
+      --vary "problem.kv_len=${LENS:-4096,8192,16384,32768}" --out "$out/ours-$tag.json" >"$out/bench-$tag.log" 2>&1
+    echo "exit $?"; grep -vE "^\s*$" "$out/bench-$tag.log" | tail -14
+    ours+=(--ours "$out/ours-$tag.json")
+  done
+  step "SDPA on the same shapes (peers.log)"
+  PYTHONUNBUFFERED=1 python3 .peers/tools/peer_bench.py "${ours[@]}" --out "$out/peers.json" >"$out/peers.log" 2>&1
+  echo "peer_bench exit $?"; grep -vE '^\{' "$out/peers.log" | tail -60
+  step "device-to-device copy bandwidth"
+  python3 - <<'PY' | tee "$out/copy.txt"
+import torch, statistics
+n = 2 << 30
+a = torch.empty(n, dtype=torch.uint8, device="cuda"); b = torch.empty_like(a)
+ts = []
+for i in range(25):
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record(); b.copy_(a); e.record(); torch.cuda.synchronize()
+    if i >= 5: ts.append(s.elapsed_time(e))
+ms = statistics.median(ts)
+print(f"copy {torch.cuda.get_device_name()}: {2 * n / ms / 1e6:.1f} GB/s (read + write of {n >> 20} MiB, median of 20)")
+PY
+  ;;
+fig6)
+  step "attnlab bench configs/papers/turbo-fig6-decode.json"
+  build-gpu/bin/attnlab bench --config configs/papers/turbo-fig6-decode.json --out "$out/ours-fig6.json" >"$out/bench-fig6.log" 2>&1
+  echo "exit $?"; grep -vE "^\s*$" "$out/bench-fig6.log" | tail -20
+  step "SDPA on the same shapes (peers-fig6.log)"
+  PYTHONUNBUFFERED=1 python3 .peers/tools/peer_bench.py --ours "$out/ours-fig6.json" --out "$out/peers-fig6.json" \
+    >"$out/peers-fig6.log" 2>&1
+  echo "peer_bench exit $?"; grep -vE '^\{' "$out/peers-fig6.log" | tail -24
+  step "the preset's report"
+  build-gpu/bin/attnlab report --config configs/papers/turbo-fig6-decode.json --out "$out/fig6" >"$out/fig6.log" 2>&1
+  echo "exit $?"; cat "$out/fig6/views/speedup.csv" 2>/dev/null
+  ;;
+esac

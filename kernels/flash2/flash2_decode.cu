@@ -1,0 +1,208 @@
+// attnlab kernels: flash2's decode — FlashAttention-2's forward for one query token per head, the query heads of
+// one KV head served by every K/V tile loaded (grouped-query attention: the group's G ≤ 8 heads are the MMA's N
+// columns), the keys split into warp chains sized to fill the GPU (flash-decoding), the chains merged by their
+// logsumexp. Computes what core/variants/flash2.cpp emulates (flash2.h states the contract).
+//
+// Why a kernel of its own: the prefill kernel at q_len 1 gives each query head its own CTA of B_r = 128 rows, one
+// of them real, so every KV head's tiles are read once per query head of its group — G times the bytes of the
+// problem (issue 36: 6.6× cuDNN's time at 32/8 heads).
+//
+// Work split (the kivi and fireq decode kernels' design on FP16 K/V): one warp runs one chain, a contiguous run
+// of one (batch, KV head)'s kT-token tiles, staged through its own kStages-deep cp.async ring. A CTA is one warp:
+// its ring (51 KB at d 128) then fits every GPU's per-CTA shared memory, and the SM holds as many as fit (4 on an
+// H100 or H200, 3 on an A100, 1 on an RTX 4090). Per tile, with mma.m16n8k16:
+//   Sᵀ = K·Qᵀ          tokens × heads; K by ldmatrix (A), Qᵀ in registers (B: channels × heads, loaded once)
+//   P̃ = 2^{S·scale·log₂e − m}   the online softmax of flash2's kernel, in FP32, ex2 on the SFU
+//   Oᵀ += Vᵀ·P̃ᵀ       channels × heads; Vᵀ by transposing ldmatrix (A), P̃ᵀ in FP16 (B) moved from the score
+//                       accumulator by movmatrix
+// With C > 1 chains per pair each chain leaves its normalized O and logsumexp and chain_merge.cuh's pass merges
+// them: O = Σ_c e^{L_c − L}·O_c, L = log Σ_c e^{L_c}. C is decode_splits over the warps the GPU holds at once.
+//
+// Against the reference (as flash2's prefill kernel and its split-KV decode): FP32 summation order, ex2.approx
+// against exp, and P̃'s FP16 rounding taken against a chain's running max instead of the reference's — each P̃
+// within 2⁻¹¹ of the same real number (tests/kernels/flash2/ derive the bound).
+#include "kernels/flash2/flash2.h"
+
+#include "core/kernel_traits.h"
+#include "kernels/common/chain_merge.cuh"
+#include "kernels/common/decode_chain.cuh"
+#include "kernels/common/mma.cuh"
+
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+namespace attnlab::kernels {
+
+namespace {
+
+// The decode row of the kernel table (core/kernel_traits.h): the cost model reads the same tiling.
+constexpr KernelTraits kTraits = *find_kernel_traits("flash2", 128, 80, true);
+static_assert(kTraits.decode_only && kTraits.warp_chains, "flash2's decode row");
+static_assert(find_kernel_traits("flash2", 64, 80, true)->block_c == kTraits.block_c &&
+              find_kernel_traits("flash2", 64, 80, true)->warps == kTraits.warps &&
+              find_kernel_traits("flash2", 64, 80, true)->stages == kTraits.stages);
+constexpr int kWarps = kTraits.warps, kStages = kTraits.stages;
+constexpr int kT = kTraits.block_c;   // tokens per tile
+constexpr int kMT = kT / 16;          // 16-token m-tiles (S) or k-steps (P̃·V) per tile
+constexpr int kRows = kTraits.block_r;  // query heads per KV head: the MMA's N columns
+using decode_chain::Chain;
+static_assert(kT % 16 == 0 && kRows == 8, "whole m16 tiles of tokens; the heads fill n8");
+
+// One warp's ring: kStages stages of [K tile | V tile], kT rows of D halves each, rows padded by 16 bytes so the
+// 8 rows one ldmatrix reads fall in distinct banks.
+template <int D>
+struct Ring {
+  static constexpr int kStride = D + 8;             // halves per row
+  static constexpr int kTile = kT * kStride;        // halves per K (or V) tile
+  static constexpr int kStage = 2 * kTile;          // K then V
+  static constexpr int kWarpHalves = kStages * kStage;
+  static constexpr size_t kCtaBytes = size_t(kWarps) * kWarpHalves * sizeof(__half);
+};
+
+// Tile `tile` of a pair's K and V (row stride D) into a stage with 16-byte cp.async; tokens past kv_len are 0.
+template <int D>
+__device__ __forceinline__ void load_stage(__half* stage, const __half* k, const __half* v, int tile, int kv_len) {
+  constexpr int kChunks = D / 8;  // 16-byte chunks per row
+  const int tok0 = tile * kT, valid = kv_len - tok0;
+  for (int i = threadIdx.x % 32; i < kT * kChunks; i += 32) {
+    const int r = i / kChunks, c = (i % kChunks) * 8;
+    const bool ok = r < valid;
+    const size_t at = ok ? size_t(tok0 + r) * D + c : 0;
+    cp_async_16(stage + r * Ring<D>::kStride + c, k + at, ok);
+    cp_async_16(stage + Ring<D>::kTile + r * Ring<D>::kStride + c, v + at, ok);
+  }
+}
+
+// Sᵀ = K·Qᵀ for one tile: A = K's m-tile mt (16 tokens) at k-step kk (16 channels), B = Qᵀ's k-step kk.
+template <int D>
+__device__ __forceinline__ void scores(const __half* sK, const uint32_t (&qf)[D / 16][2], float (&s)[kMT][4]) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk)
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt) {
+      uint32_t a[4];
+      ldmatrix_x4(a, sK + (16 * mt + lane % 16) * Ring<D>::kStride + 16 * kk + (lane / 16) * 8);
+      mma_f16(s[mt], a, qf[kk][0], qf[kk][1]);
+    }
+}
+
+// Oᵀ += Vᵀ·P̃ᵀ: A = Vᵀ's m-tile mi (16 channels) at k-step ks (16 tokens), read transposed from the [token][channel]
+// tile: lanes 0–7 address matrix 0 (tokens 0–7, channels 0–7), 8–15 matrix 1 (channels 8–15), 16–31 the same for
+// tokens 8–15 — after the transpose, the A fragment's (channel, token) layout.
+template <int D>
+__device__ __forceinline__ void pv(const __half* sV, const uint32_t (&pb)[kMT][2], Chain<D>& ch) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int ks = 0; ks < kMT; ++ks)
+#pragma unroll
+    for (int mi = 0; mi < D / 16; ++mi) {
+      uint32_t a[4];
+      ldmatrix_x4_trans(a, sV + (16 * ks + lane % 8 + (lane / 16) * 8) * Ring<D>::kStride + 16 * mi + ((lane / 8) % 2) * 8);
+      mma_f16(ch.o[mi], a, pb[ks][0], pb[ks][1]);
+    }
+}
+
+template <int D>
+__global__ void __launch_bounds__(kWarps * 32) flash2_decode_kernel(const Flash2Args a) {
+  extern __shared__ __align__(16) __half smem[];
+  const int warp = threadIdx.x / 32;
+  const int chains = a.splits, pairs = a.batch * a.kv_heads;
+  const int id = blockIdx.x * kWarps + warp, pair = id / chains, chain = id % chains;
+  if (pair >= pairs) return;  // no CTA-wide barrier follows
+  const int group = a.q_heads / a.kv_heads, b = pair / a.kv_heads, kvh = pair % a.kv_heads;
+  __half* ring = smem + size_t(warp) * Ring<D>::kWarpHalves;
+  const __half* k = a.k + size_t(pair) * a.kv_len * D;
+  const __half* v = a.v + size_t(pair) * a.kv_len * D;
+
+  uint32_t qf[D / 16][2];
+  decode_chain::load_query<D>(a.q + (size_t(b) * a.q_heads + size_t(kvh) * group) * D, group, qf);
+
+  // This chain's tiles: its share of the pair's, contiguous.
+  const int tiles = (a.kv_len + kT - 1) / kT;
+  const int first = int(int64_t(chain) * tiles / chains), last = int(int64_t(chain + 1) * tiles / chains);
+  const float scale_log2 = a.scale * decode_chain::kLog2e;
+  Chain<D> ch;
+  ch.start();
+
+#pragma unroll
+  for (int st = 0; st < kStages - 1; ++st) {
+    if (first + st < last) load_stage<D>(ring + st * Ring<D>::kStage, k, v, first + st, a.kv_len);
+    cp_async_commit();
+  }
+  for (int j = first; j < last; ++j) {
+    cp_async_wait<kStages - 2>();  // tile j's stage has landed (this lane's copies) …
+    __syncwarp();                  // … and every lane's; every lane has left tile j − 1's stage
+    const int ahead = j + kStages - 1;  // into the stage tile j − 1 used
+    if (ahead < last) load_stage<D>(ring + ((ahead - first) % kStages) * Ring<D>::kStage, k, v, ahead, a.kv_len);
+    cp_async_commit();
+    const __half* sK = ring + ((j - first) % kStages) * Ring<D>::kStage;
+    float s[kMT][4] = {};
+    scores<D>(sK, qf, s);
+    uint32_t pb[kMT][2];
+    decode_chain::softmax_tile<D, kMT>(s, min(kT, a.kv_len - j * kT), scale_log2, ch, pb);
+    pv<D>(sK + Ring<D>::kTile, pb, ch);
+  }
+  cp_async_wait<0>();
+
+  const size_t rows_total = size_t(a.batch) * a.q_heads;
+  decode_chain::store<D>(ch, group, size_t(b) * a.q_heads + size_t(kvh) * group,
+                         {a.o, a.lse, a.workspace, chains, chain, rows_total});
+}
+
+// Merges the chains of one output row (blockDim.x = d threads; kernels/common/chain_merge.cuh).
+__global__ void flash2_decode_merge(const Flash2Args a) {
+  merge_chains_row(a.workspace, a.splits, size_t(a.batch) * a.q_heads, a.head_dim, blockIdx.x, a.o, a.lse);
+}
+
+template <int D>
+cudaError_t prepare() {
+  return cudaFuncSetAttribute(flash2_decode_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              static_cast<int>(Ring<D>::kCtaBytes));
+}
+
+template <int D>
+cudaError_t launch(const Flash2Args& a, cudaStream_t stream) {
+  if (const cudaError_t e = prepare<D>(); e != cudaSuccess) return e;
+  const long warps = long(a.batch) * a.kv_heads * a.splits;
+  flash2_decode_kernel<D><<<unsigned((warps + kWarps - 1) / kWarps), kWarps * 32, Ring<D>::kCtaBytes, stream>>>(a);
+  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  if (a.splits > 1) {
+    flash2_decode_merge<<<unsigned(size_t(a.batch) * a.q_heads), unsigned(D), 0, stream>>>(a);
+    return cudaGetLastError();
+  }
+  return cudaSuccess;
+}
+
+template <int D>
+long warps_per_sm() {
+  int ctas = 0;
+  if (prepare<D>() != cudaSuccess ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, flash2_decode_kernel<D>, kWarps * 32, Ring<D>::kCtaBytes) !=
+          cudaSuccess)
+    return kWarps;
+  return long(ctas) * kWarps;
+}
+
+}  // namespace
+
+bool flash2_decode_takes(const Flash2Args& a) {
+  return a.q_len == 1 && a.kv_heads >= 1 && a.q_heads % a.kv_heads == 0 && a.q_heads / a.kv_heads <= kRows &&
+         (a.head_dim == 64 || a.head_dim == 128) && a.kv_len >= 1;
+}
+
+int flash2_decode_chains(const Flash2Args& a, int sm_count) {
+  const long tiles = (a.kv_len + kT - 1) / kT;
+  const long per_sm = a.head_dim == 64 ? warps_per_sm<64>() : warps_per_sm<128>();
+  return decode_splits(long(a.batch) * a.kv_heads, long(sm_count) * per_sm, tiles, kTraits.decode_splits_max);
+}
+
+cudaError_t flash2_decode(const Flash2Args& a, cudaStream_t stream) {
+  const long tiles = (a.kv_len + kT - 1) / kT;
+  if (!flash2_decode_takes(a) || a.splits < 1 || a.splits > tiles || (a.splits > 1 && a.workspace == nullptr))
+    return cudaErrorInvalidValue;
+  return a.head_dim == 64 ? launch<64>(a, stream) : launch<128>(a, stream);
+}
+
+}  // namespace attnlab::kernels
