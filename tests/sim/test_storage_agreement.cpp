@@ -71,7 +71,8 @@ TEST_CASE("reference, schedule and capacity count the same KV cache for every va
           const CacheBytes b = cache_bytes(st.cache, p.kv_heads, p.kv_len, st.decode_steps);
           CHECK(read + double(p.batch) * (b.k.fixed + b.v.fixed) == Approx(ref).epsilon(1e-12));
           if (phase == Phase::decode) {  // every key read once per (batch, KV head) — once per query head where a
-            // CTA serves one (our FP16 decode; L2 serves the group's re-reads); fixed scales by each split
+            // CTA serves one (a kernel without the grouped decode; L2 serves the group's re-reads); fixed scales by
+            // each split
             const double readers = s.readers_in_step ? double(p.group()) : 1.0;
             const double q_scales = bytes_of(s.per_row, "scales") * double(p.batch * p.q_heads);
             const double fixed_reads = readers * double(p.batch * s.splits) * (b.k.fixed + b.v.fixed);
