@@ -237,7 +237,9 @@ void check_experiment(Experiment& e) {
     const auto named = std::count_if(e.variants.begin(), e.variants.end(), [&](const VariantRequest& v) {
       return (v.label.empty() ? v.id : v.label) == e.speedup_over;
     });
-    if (named == 0)
+    // With baselines it may name one of their implementations instead: the runner checks it once the files are read,
+    // before anything runs.
+    if (named == 0 && e.baselines.empty())
       fail_input("report.speedup_over",
                  fmt::format("'{}' is not a listed variant (its label, or its id where it has none)", echo(e.speedup_over)));
     if (named > 1)
@@ -298,9 +300,20 @@ Experiment parse_experiment(const json& j, const std::string& base_dir) {
   e.sweep = parse_sweep(j.value("sweep", none), "sweep");
   if (j.contains("report")) {  // what the report draws beyond its standard views
     require_object(j["report"], "report");
-    reject_unknown(j["report"], {"speedup_over"}, "report");
+    reject_unknown(j["report"], {"speedup_over", "baselines"}, "report");
     if (j["report"].contains("speedup_over"))
       e.speedup_over = name_text(j["report"]["speedup_over"], "report.speedup_over");
+    if (j["report"].contains("baselines")) {
+      const json& b = j["report"]["baselines"];
+      if (!b.is_array() || b.size() > 16) fail_input("report.baselines", "expected an array of at most 16 file paths");
+      for (size_t i = 0; i < b.size(); ++i) {
+        const std::string at = fmt::format("report.baselines[{}]", i);
+        if (!b[i].is_string() || b[i].get<std::string>().empty()) fail_input(at, "expected a file path");
+        fs::path path = b[i].get<std::string>();
+        if (path.is_relative()) path = fs::path(base_dir) / path;
+        e.baselines.push_back(path.lexically_normal().string());
+      }
+    }
   }
   check_experiment(e);
   check_lesson(e);  // every step's change applies: a typo in a step fails here, not when it is reached
@@ -352,7 +365,8 @@ json to_json(const Experiment& e) {
     j["sweep"] = json::array();
     for (const auto& a : e.sweep) j["sweep"].push_back({{"vary", a.path}, {"values", a.values}});
   }
-  if (!e.speedup_over.empty()) j["report"] = {{"speedup_over", e.speedup_over}};
+  if (!e.speedup_over.empty()) j["report"]["speedup_over"] = e.speedup_over;
+  if (!e.baselines.empty()) j["report"]["baselines"] = e.baselines;
   return j;
 }
 

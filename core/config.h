@@ -57,6 +57,11 @@ struct Experiment {
   // Optional "report": {"speedup_over": name}: the report draws every variant's time as a speedup over
   // this variant's — its label, or its id where it has none — measured beside predicted (app/views/speedup.h).
   std::string speedup_over;
+  // Optional "report": {"baselines": [file, …]}: attnlab.measurements/1 files of other implementations (PyTorch SDPA,
+  // FlashAttention-3, …: kernels/bench/peers_to_measurements.py converts peer_bench.py's rows), paths resolved against
+  // the config's folder. Their rows on the run's problem become Results::external, and speedup_over may name one's
+  // implementation ("sdpa_cudnn").
+  std::vector<std::string> baselines;
   bool problem_from_file = false;  // shapes were taken from the data file
 
   bool wants(const std::string& backend) const;

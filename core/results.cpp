@@ -66,6 +66,12 @@ json results_json(const Results& r, SidecarPlan* plan) {
   json out = {{"schema", kResultsSchema}, {"problem", r.problem}, {"config", r.config},
               {"environment", env}, {"variants", variants}};
   if (!r.data_probes.empty()) out["data"] = {{"probes", probes_json(r.data_probes, plan, "data", "inputs")}};
+  if (!r.external.empty()) {  // absent without baselines (and in files from before them)
+    out["external"] = json::array();
+    for (const auto& x : r.external)
+      out["external"].push_back({{"implementation", x.implementation}, {"variant", x.variant},
+                                 {"median_ms", x.median_ms}, {"gpu", x.gpu}, {"file", x.file}});
+  }
   return out;
 }
 
@@ -97,6 +103,9 @@ Results results_from_json(const json& j, const ResultsSource& src) {
     r.environment.skipped.push_back({s.value("variant", ""), s.at("backend"), s.at("reason")});
   if (j.contains("data") && j["data"].is_object())
     r.data_probes = probes_from(j["data"].value("probes", json::object()), src, "data", "inputs");
+  for (const auto& x : j.value("external", json::array()))
+    r.external.push_back({x.at("implementation").get<std::string>(), x.value("variant", ""),
+                          x.at("median_ms").get<double>(), x.value("gpu", ""), x.value("file", "")});
   for (const auto& jv : j.at("variants")) {
     VariantResult v;
     v.id = jv.at("id");

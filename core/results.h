@@ -88,6 +88,17 @@ struct Environment {
 inline constexpr const char* kNoDataNote =
     "none generated or read: only the model ran, and it needs the problem's shapes alone";
 
+// A time measured outside attnlab on the run's problem — a peer's kernel (PyTorch SDPA's cuDNN backend,
+// FlashAttention-3, SageAttention2, …) read from a measurements file the config names (report.baselines): a row to
+// compare with, shown as measured elsewhere and never as this run's.
+struct ExternalTiming {
+  std::string implementation;  // what ran it ("sdpa_cudnn")
+  std::string variant;         // the variant whose function it computes ("flash2": FP16 attention)
+  double median_ms = 0;
+  std::string gpu;             // the spec id of the GPU that measured it (attnlab gpus); "" unknown
+  std::string file;            // the measurements file, as the config names it
+};
+
 struct Results {
   nlohmann::json config;   // the experiment, complete with defaults
   nlohmann::json problem;  // as in the config, completed with defaults
@@ -97,6 +108,8 @@ struct Results {
   // data alike; empty when no data was read (a model-only run: environment.data_note says so) and in files from
   // before it was recorded.
   Probes data_probes;
+  // The config's report.baselines rows on this problem, one per implementation (empty without baselines).
+  std::vector<ExternalTiming> external = {};
 };
 
 // Every probe array inline (a valid schema /2 document at any size; Python's attnlab.run, tests).

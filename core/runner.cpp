@@ -90,6 +90,19 @@ Results Runner::run(const Experiment& e, const RunControl& control) const {
   r.environment.version = ATTNLAB_VERSION;
   r.environment.threads = worker_threads();
   r.environment.ground_truth = control.ground_truth;
+  if (!e.baselines.empty() && baselines_) r.external = baselines_(e);
+  if (!e.speedup_over.empty() && !e.baselines.empty() && baselines_) {  // a variant's label, or a baseline's
+    const bool variant = std::any_of(e.variants.begin(), e.variants.end(), [&](const VariantRequest& v) {
+      return (v.label.empty() ? v.id : v.label) == e.speedup_over;
+    });
+    const bool external = std::any_of(r.external.begin(), r.external.end(),
+                                      [&](const ExternalTiming& x) { return x.implementation == e.speedup_over; });
+    if (!variant && !external)
+      fail_input("report.speedup_over",
+                 fmt::format("'{}' is neither a listed variant nor an implementation measured on this problem in "
+                             "report.baselines",
+                             echo(e.speedup_over)));
+  }
 
   // Which backends can run: requested, present, available on this machine.
   std::vector<Backend*> active;

@@ -60,9 +60,17 @@ struct Cancelled : std::runtime_error {
   Cancelled() : std::runtime_error("cancelled") {}
 };
 
+// Reads the config's report.baselines (their rows on the experiment's problem, one per implementation), or throws
+// InputError naming the file (sim/baselines.h provides it: core does not read measurement files itself).
+using BaselineReader = std::function<std::vector<ExternalTiming>(const Experiment&)>;
+
 class Runner {
  public:
   void add_backend(std::unique_ptr<Backend> backend);
+  // Where report.baselines are read: before anything runs (a bad file costs nothing), into Results::external; a
+  // speedup_over that names neither a listed variant nor one of their implementations is refused there. A Runner
+  // given no reader (core alone, as some tests build one) leaves Results::external empty.
+  void set_baseline_reader(BaselineReader reader) { baselines_ = std::move(reader); }
   // Throws InputError for bad data files, a problem too large for this machine (checked from the shapes
   // before any data is generated or read), inputs beyond the FP32 range (core/input_range.h) or a variant
   // that overflows on them (named); Cancelled when asked. A run where no backend that runs needs data (the
@@ -72,6 +80,7 @@ class Runner {
 
  private:
   std::vector<std::unique_ptr<Backend>> backends_;
+  BaselineReader baselines_;
 };
 
 // The operands of an experiment: generated from its seed or loaded from its file.

@@ -1,5 +1,6 @@
 #include "app/cli/backends.h"
 
+#include "sim/baselines.h"
 #include "sim/model_backend.h"
 #if defined(ATTNLAB_HAVE_CUDA)
 #include "kernels/common/backend.h"
@@ -15,6 +16,7 @@ Runner make_runner() {
   runner.add_backend(std::make_unique<kernels::KernelBackend>());
 #endif
   runner.add_backend(std::make_unique<sim::ModelBackend>());
+  runner.set_baseline_reader(sim::external_timings);
   return runner;
 }
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <limits>
 
 namespace attnlab::views {
@@ -23,7 +24,14 @@ Table bench_table(const std::vector<Results>& runs) {
                {"p10_ms", "p10", "ms"},       {"p90_ms", "p90", "ms"},        {"tflops", "rate", "TFLOP/s"},
                {"hbm_gbps", "HBM", "GB/s"},   {"model_ms", "model", "ms"},    {"model_ratio", "model / measured", ""},
                {"step_ratio", "decode step / attend", ""}};
-  for (const Results& r : runs)
+  // Times measured elsewhere on the same shapes (report.baselines): rows of their own after each shape's kernels, and
+  // a column with the fastest of them on this GPU over each kernel's time — above 1, the kernel is faster.
+  const bool external = std::any_of(runs.begin(), runs.end(), [](const Results& r) { return !r.external.empty(); });
+  if (external) t.columns.push_back({"best_baseline_ratio", "best baseline / ours", ""});
+  for (const Results& r : runs) {
+    const ExternalTiming* best = nullptr;  // the fastest baseline measured on this run's GPU
+    for (const auto& x : r.external)
+      if (same_gpu(x.gpu, r.environment.gpu) && (!best || x.median_ms < best->median_ms)) best = &x;
     for (const VariantResult& v : r.variants) {
       if (!v.kernel) continue;
       const KernelResult& k = *v.kernel;
@@ -41,7 +49,19 @@ Table bench_table(const std::vector<Results>& runs) {
                         !v.model || same ? number_cell(model / k.median_ms, "{:.2f}")
                                          : Cell{fmt::format("— (model for {})", v.model->gpu), kNoValue},
                         number_cell(step_ratio, "{:.3f}")});
+      if (external)
+        t.rows.back().push_back(best ? number_cell(best->median_ms / k.median_ms, "{:.2f}")
+                                     : Cell{r.external.empty() ? kNoNumber : "— (baselines from another GPU)", kNoValue});
     }
+    for (const auto& x : r.external) {
+      t.rows.push_back({Cell{x.implementation + " (" + (x.gpu.empty() ? "unnamed GPU" : x.gpu) + ")", kNoValue},
+                        Cell{shape_label(r.problem), kNoValue}, number_cell(x.median_ms, "{:.4f}")});
+      while (t.rows.back().size() < t.columns.size()) t.rows.back().push_back(Cell{"", kNoValue});
+    }
+  }
+  if (external)
+    t.legend = "rows named (gpu): other implementations' times from report.baselines, measured elsewhere; best baseline / "
+               "ours: the fastest of them on this GPU over the kernel's time";
   return t;
 }
 

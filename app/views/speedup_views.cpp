@@ -1,6 +1,8 @@
 // attnlab views: the speedup over the config's baseline variant, predicted beside measured (speedup_views.h).
 #include "app/views/speedup_views.h"
 
+#include "core/gpu_names.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -51,12 +53,32 @@ std::string baseline_name(const Results& r) {
   return name != it->end() && name->is_string() ? name->get<std::string>() : "";
 }
 
+// A baseline measured elsewhere (report.baselines): its time stands for the base of a kind of bar only on the GPU
+// those bars are of — the kernels' device for measured bars, the model's spec for predicted ones — else no bars of
+// that kind, and why.
+double external_base_ms(const Timing& t, const ExternalTiming& x, const Results& r, std::string* why) {
+  const bool kernel = std::string(t.backend) == "kernel";
+  std::string model_gpu = r.environment.model_gpu;
+  for (const auto& v : r.variants)
+    if (v.model) model_gpu = v.model->gpu;
+  const bool same = kernel ? same_gpu(x.gpu, r.environment.gpu) : !x.gpu.empty() && x.gpu == model_gpu;
+  if (same) return x.median_ms;
+  *why = fmt::format("{} was measured on {}, {} {}", x.implementation, x.gpu.empty() ? "an unnamed GPU" : "the " + x.gpu,
+                     kernel ? "the kernels ran on" : "the model predicts for",
+                     kernel ? r.environment.gpu.value_or("no GPU") : "the " + model_gpu);
+  return kNone;
+}
+
 }  // namespace
 
 std::vector<View> speedup_views(const Results& r) {
   const std::string name = baseline_name(r);
   const auto base = std::find_if(r.variants.begin(), r.variants.end(), [&](const VariantResult& v) { return v.label == name; });
-  if (name.empty() || base == r.variants.end()) return {};
+  // Or an implementation measured elsewhere on this problem (Results::external).
+  const auto ext = std::find_if(r.external.begin(), r.external.end(),
+                                [&](const ExternalTiming& x) { return x.implementation == name; });
+  if (name.empty() || (base == r.variants.end() && ext == r.external.end())) return {};
+  const bool external = base == r.variants.end();
 
   BarChart c;
   c.y = {fmt::format("speedup over {}", name), "×"};
@@ -66,22 +88,30 @@ std::vector<View> speedup_views(const Results& r) {
   std::vector<std::string> sources, missing;
   bool some_absent = false;  // a kind of bar with no value at all
   for (const Timing& t : kTimings) {
-    const double base_ms = t.time_ms(*base);
+    std::string external_why;
+    const double base_ms = external ? external_base_ms(t, *ext, r, &external_why) : t.time_ms(*base);
     std::vector<double> ratios;
     for (const auto& v : r.variants) {
       const double ms = t.time_ms(v);
       ratios.push_back(base_ms > 0 && ms > 0 ? base_ms / ms : kNone);
     }
+    if (external && !external_why.empty()) {
+      missing.push_back(fmt::format("No {} bars: {}.", t.stack, external_why));
+      some_absent = true;
+      continue;
+    }
     if (std::none_of(ratios.begin(), ratios.end(), [](double x) { return std::isfinite(x); })) {
       bool whole = false;
-      const std::string why = why_not(r.environment, t.backend, base->id, &whole);
+      const std::string why = why_not(r.environment, t.backend, external ? ext->implementation : base->id, &whole);
       missing.push_back(whole ? fmt::format("{} did not run: {}.", t.who, why)
                               : fmt::format("No {} bars: {} has no time ({}).", t.stack, name, why));
       some_absent = true;
       continue;
     }
     c.stacks.push_back(t.stack);
-    sources.push_back(t.source(r, *base));
+    sources.push_back(external ? fmt::format("{} over {} measured on the {} ({})", t.stack, ext->implementation,
+                                             ext->gpu, ext->file)
+                               : t.source(r, *base));
     for (size_t i = 0; i < ratios.size(); ++i) {
       c.bars[i].segments.push_back(ratios[i]);
       bool whole = false;

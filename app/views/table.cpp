@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -104,12 +105,24 @@ Table results_table(const Results& r) {
     t.columns.push_back({kTimeKeys[2], "predicted for " + model_gpu, "ms"});
     legend.push_back(fmt::format("predicted for {}: the cost model, not a measurement", model_gpu));
   }
+  const bool external = !r.external.empty();
+  if (external) {
+    std::string gpu = r.external.front().gpu;
+    for (const auto& x : r.external)
+      if (x.gpu != gpu) gpu.clear();
+    const std::string title = gpu.empty() ? "measured elsewhere" : "measured on " + gpu;
+    t.columns.push_back({kTimeKeys[3], title, "ms"});
+    std::vector<std::string> files;
+    for (const auto& x : r.external)
+      if (std::find(files.begin(), files.end(), x.file) == files.end()) files.push_back(x.file);
+    legend.push_back(fmt::format("{}: other implementations' times from {}, not this run", title, fmt::join(files, ", ")));
+  }
   t.columns.push_back({"flop_per_s", "rate", ""});
   t.columns.push_back({"kv_cache_bytes", "KV cache", ""});
   const auto time_cells = [&](size_t backend, Cell c) {  // this row's time in its machine's column, the others empty
     std::vector<Cell> cells;
-    const bool shown[] = {reference, kernel, model};
-    for (size_t b = 0; b < 3; ++b)
+    const bool shown[] = {reference, kernel, model, external};
+    for (size_t b = 0; b < 4; ++b)
       if (shown[b]) cells.push_back(b == backend ? c : Cell{"", kNoValue});
     return cells;
   };
@@ -155,6 +168,11 @@ Table results_table(const Results& r) {
   if (!env.ground_truth) legend.push_back("no errors: a timing-only run computes no FP64 truth");
   if (model) legend.push_back("model rows have no output, so no errors");
   if (kernel_rows || model) legend.push_back("KV cache: counted by the reference");
+  for (const auto& x : r.external)
+    t.rows.push_back(row_of({text(x.implementation), text("external"), empty, empty, empty, empty},
+                            time_cells(3, fixed(x.median_ms, 3)),
+                            rate(x.median_ms > 0 ? flops / (x.median_ms * 1e-3) : kNoValue), empty));
+  if (external) legend.push_back("external rows: timings only, no output to compare");
   bool dashes = false;
   for (const auto& row : t.rows)
     for (const auto& c : row) dashes = dashes || c.text.rfind(kNoNumber, 0) == 0;

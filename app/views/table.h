@@ -46,10 +46,11 @@ struct Table {
 // different columns, each titled with its machine (this CPU for the reference, the GPU for the kernel, the GPU
 // the model predicts for), one column per backend that ran. A cell a backend cannot fill by its nature (a
 // prediction has no output to measure errors of; the cache's size is the reference's count) is left empty and
-// the legend says why once.
+// the legend says why once. Times measured elsewhere (Results::external: report.baselines) follow as rows of their
+// own — the implementation, backend "external" — in a column of their own, titled with the GPU they ran on.
 Table results_table(const Results& r);
 // The CSV keys of the time columns, one per backend (results_table's columns; a row fills its backend's).
-inline constexpr const char* kTimeKeys[] = {"time_cpu_ms", "time_gpu_ms", "time_model_ms"};
+inline constexpr const char* kTimeKeys[] = {"time_cpu_ms", "time_gpu_ms", "time_model_ms", "time_external_ms"};
 // results_table plus a column "time / baseline": each row's time over the time of the baseline variant's row
 // on the same backend — a kernel's time over the baseline's kernel time, a prediction over its prediction; a
 // ratio across machines is never formed (empty where the baseline has no row on that backend). Throws

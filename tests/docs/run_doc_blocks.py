@@ -5,7 +5,7 @@ their links.
 A fenced block whose info string holds the word `runnable` is run: ```sh runnable with bash -euo pipefail,
 ```python runnable with the Python the module was built for (/usr/bin/python3 unless --python says
 otherwise). Each block runs alone, in a fresh temporary working folder holding links to the repository's
-configs/, sim/ and notebooks/ and a link `build` to the build folder, so a block reads as a user types it
+configs/, sim/, kernels/ and notebooks/ and a link `build` to the build folder, so a block reads as a user types it
 from the repository root (`build/bin/attnlab run --config configs/default.json`); the build's Python
 module is on PYTHONPATH. A block may not call `make` (blocks stay seconds long: small configs, the model
 backend), and each has a time limit. A failure names the block (file:line), its exit code and the end of
@@ -33,7 +33,7 @@ import unicodedata
 # What a block's working folder holds: links to the repository's folders a block reads, and `build`; and
 # folders a block may cd into, made of links to their files, so that `..` from inside them is the working
 # folder (`cd notebooks && source ../build/env.sh`).
-LINKED_FOLDERS = ("configs", "sim")
+LINKED_FOLDERS = ("configs", "sim", "kernels")  # kernels/bench: the measurements presets read (report.baselines)
 FOLDERS_OF_LINKS = ("notebooks",)
 LANGUAGES = {"sh": "bash", "bash": "bash", "python": "python"}
 FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
