@@ -6,12 +6,14 @@
 #include "core/data/generators.h"
 #include "core/gpu_names.h"
 #include "core/registry.h"
+#include "sim/baselines.h"
 #include "sim/gpu_spec.h"
 
 #include <fmt/format.h>
 #include <imgui.h>
 
 #include <algorithm>
+#include <optional>
 
 namespace attnlab::gui {
 
@@ -161,6 +163,55 @@ void draw_experiment_panel(AppState& s) {
       if (ImGui::Selectable(kAutoGpuModel, e.gpu_model == kAutoGpuModel)) e.gpu_model = kAutoGpuModel;
       for (const auto& g : sim::all_gpu_specs())
         if (ImGui::Selectable(g.id.c_str(), g.id == e.gpu_model)) e.gpu_model = g.id;
+      ImGui::EndCombo();
+    }
+  }
+  if (ImGui::CollapsingHeader("Baselines measured elsewhere")) {
+    // report.baselines: other implementations' measurement files (docs/configs.md); a file is read when added, so a
+    // bad one is refused here, with its reason, and never reaches a run.
+    static char path[1024] = {};
+    ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 4);
+    ImGui::InputTextWithHint("##baseline", "measurements file (.json)", path, sizeof(path));
+    ImGui::SameLine();
+    if (ImGui::Button("Add") && path[0]) {
+      Experiment next = e;
+      next.baselines.push_back(path);
+      try {
+        sim::external_timings(next);
+        e = std::move(next);
+        s.error.clear();
+      } catch (const std::exception& ex) {
+        s.error = ex.what();
+      }
+    }
+    std::optional<size_t> drop;
+    for (size_t i = 0; i < e.baselines.size(); ++i) {
+      ImGui::TextWrapped("%s", e.baselines[i].c_str());
+      ImGui::SameLine();
+      if (ImGui::SmallButton(fmt::format("remove##baseline{}", i).c_str())) drop = i;
+    }
+    if (drop) {
+      e.baselines.erase(e.baselines.begin() + std::ptrdiff_t(*drop));
+      // A speedup over an implementation of the removed file would name nothing: it goes with it.
+      if (!e.speedup_over.empty() &&
+          std::none_of(e.variants.begin(), e.variants.end(), [&](const VariantRequest& v) {
+            return (v.label.empty() ? v.id : v.label) == e.speedup_over;
+          }))
+        e.speedup_over.clear();
+    }
+    // The speedup's base: a listed variant, or an implementation measured on this problem in the baselines (the files
+    // are read when the list opens, not every frame).
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 9);
+    if (ImGui::BeginCombo("speedup over", e.speedup_over.empty() ? "none" : e.speedup_over.c_str())) {
+      std::vector<std::string> names;
+      for (const auto& v : e.variants) names.push_back(v.label.empty() ? v.id : v.label);
+      try {
+        for (const auto& x : sim::external_timings(e)) names.push_back(x.implementation);
+      } catch (const std::exception&) {  // a file changed on disk since it was added: the run will say so
+      }
+      if (ImGui::Selectable("none", e.speedup_over.empty())) e.speedup_over.clear();
+      for (const auto& n : names)
+        if (ImGui::Selectable(n.c_str(), n == e.speedup_over)) e.speedup_over = n;
       ImGui::EndCombo();
     }
   }
