@@ -480,12 +480,19 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
   const PrefillIssue* prepass = traits && traits->int8_prepass && !decode && st.kv_in
                                     ? find_prefill_issue(v.id, int(p.head_dim), exponential_of(v))
                                     : nullptr;
-  // turbo's exact_exp switch puts the exponential back on the SFU.
+  // turbo's exact_exp switch puts the exponential back on the SFU; its sas_share sends that share of P̃'s exponentials
+  // to SAS (the FMA pipe: 6 FP32 ops, one conversion, one integer op each) and the rest to the SFU (one MUFU.EX2).
   const bool sas = f->sas && !(declares(v, "exact_exp") && v.params.flag("exact_exp"));
+  const double share = sas && declares(v, "sas_share") ? v.params.real("sas_share") : 1.0;
   if (sas) {
-    s.per_tile.ops[Unit::fp32_fma] = scores * (3 + 6 + f->fma_per_score) + computed_rows * d;  // softmax, SAS, O rescale
-    s.per_tile.ops[Unit::cvt] = scores * (1 + f->cvt_per_score);
-    s.per_tile.ops[Unit::int32] = scores;
+    s.per_tile.ops[Unit::fp32_fma] = scores * (3 + 6 * share + f->fma_per_score) + computed_rows * d;  // softmax, SAS, O rescale
+    s.per_tile.ops[Unit::cvt] = scores * (share + f->cvt_per_score);
+    s.per_tile.ops[Unit::int32] = scores * share;
+    if (share < 1) {
+      s.per_tile.ops[Unit::sfu] = scores * (1 - share);
+      s.explain.push_back(fmt::format("sas_share {:.4g}: {:.0f}% of P̃'s exponentials by SAS on the FMA pipe, the rest on "
+                                      "the SFU", share, 100 * share));
+    }
   } else {
     const bool half2 = half2_softmax(v, p.phase);
     s.per_tile.ops[Unit::fp32_fma] = scores * (3 + f->fma_per_score - (half2 ? 0.5 : 0.0)) + computed_rows * d;
@@ -519,8 +526,14 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
   if (prepass) {
     // The kernel turns S, P's codes and O's INT32 term by exact FP32/integer arithmetic (kernels/common/mma.cuh); its
     // one conversion is SAS's ⌊x⌋ (FRND, turbo_sas.cuh). Its issue slots: the measured count.
-    s.per_tile.ops[Unit::cvt] = sas ? scores : 0;
-    s.per_tile.ops[Unit::issue] = prepass->warp_instructions_per_tile * s.warps * 32;
+    s.per_tile.ops[Unit::cvt] = sas ? scores * share : 0;
+    double per_tile = prepass->warp_instructions_per_tile;
+    // A share of the exponentials on the SFU: the measured SAS and exp2 loops' counts in proportion (an estimate —
+    // no kernel computes the mix yet).
+    if (sas && share < 1)
+      if (const PrefillIssue* exp2 = find_prefill_issue(v.id, int(p.head_dim), "exp2"))
+        per_tile = share * per_tile + (1 - share) * exp2->warp_instructions_per_tile;
+    s.per_tile.ops[Unit::issue] = per_tile * s.warps * 32;
   }
 
   // Per query row: Q (and its scales) in, O and the logsumexp out. Per CTA: Q's preparation, O / ℓ.

@@ -113,6 +113,10 @@ void turbo_prefill_run(const Experiment& e, const VariantRequest& v, const QKV& 
 
 std::string turbo_cannot_run(const VariantRequest& v, const Experiment& e, const DeviceInfo& dev) {
   const Problem& p = e.problem;
+  // The split of P̃'s exponentials between SAS and exp (core/variants/turbo.cpp, sas_share) is the reference's and the
+  // model's: the kernels compute one function for every score (SAS, or exp2 with exact_exp).
+  if (v.params.real("sas_share") != 1.0)
+    return "the turbo kernels compute every exponential one way (SAS, or exp2 with exact_exp): sas_share 1 only";
   if (p.phase == Phase::prefill) {
     if (!dev.warpgroup_mma) return "the turbo prefill kernel is sm_90a (warpgroup MMA): it needs a Hopper GPU";
     return turbo_prefill_cannot_run(p, v.params);
