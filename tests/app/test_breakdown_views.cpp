@@ -4,6 +4,7 @@
 // H100's saved Fig. 6 decode results (tests/data/h100-fig6-decode: kernel and model), as a laptop opens them.
 #include "app/report/html.h"
 #include "app/report/results_file.h"
+#include "app/report/svg.h"
 #include "app/views/chart.h"
 #include "core/config.h"
 #include "core/runner.h"
@@ -16,6 +17,7 @@
 #include <cmath>
 #include <filesystem>
 #include <memory>
+#include <regex>
 #include <tuple>
 
 namespace attnlab::views {
@@ -169,6 +171,36 @@ TEST_CASE("model total: the terms of the model's time add up to it, latency and 
   CHECK(c.bars[1].label == measured.variants[0].label + " (measured)");
   CHECK(c.bars[1].segments.back() == 0.5);
   CHECK(c.stacks.back() == "measured (kernel)");
+}
+
+// The units-alone chart as the report draws it: many narrow bars side by side, each with its value written over it
+// (views::place_bar_values). Read back from the SVG, no two value labels overlap (each one's box: 6.4 px a character,
+// as svg.cpp measures, 13 px high, centred on its x, its baseline 4 px below the centre the layout chose) — on the
+// Fig. 6 prefill preset's four variants × nine units.
+TEST_CASE("model breakdown in the report: no two values over the bars overlap", "[views][report]") {
+  const Results r = model_run("configs/papers/turbo-fig6-prefill.json", "problem.len", 1024);
+  const std::vector<View> all = chart_views(r);
+  const View* view = find_view(all, "model_breakdown");
+  REQUIRE(view != nullptr);
+  const std::string svg = report::render_svg(*view);
+  struct Box {
+    double x0, y0, x1, y1;
+  };
+  std::vector<Box> boxes;
+  const std::regex value(R"re(<text x="([0-9.]+)" y="([0-9.]+)" text-anchor="middle">([^<]+)</text>)re");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), value); it != std::sregex_iterator(); ++it) {
+    const double x = std::stod((*it)[1]), y = std::stod((*it)[2]), w = 6.4 * double((*it)[3].length());
+    boxes.push_back({x - w / 2, y - 4 - 6.5, x + w / 2, y - 4 + 6.5});
+  }
+  REQUIRE(boxes.size() >= 8);  // most bars keep their value
+  for (size_t i = 0; i < boxes.size(); ++i)
+    for (size_t j = 0; j < i; ++j) {
+      const Box &a = boxes[i], &b = boxes[j];
+      INFO("labels " << i << " and " << j << ": " << a.x0 << "–" << a.x1 << " × " << a.y0 << "–" << a.y1 << " and " << b.x0 << "–" << b.x1 << " × " << b.y0 << "–" << b.y1);
+      // The SVG prints positions to 0.1 px: boxes that touch in the layout may cross by that much once read back.
+      constexpr double kPrinted = 0.2;
+      CHECK_FALSE((a.x0 < b.x1 - kPrinted && b.x0 < a.x1 - kPrinted && a.y0 < b.y1 - kPrinted && b.y0 < a.y1 - kPrinted));
+    }
 }
 
 }  // namespace
