@@ -221,6 +221,11 @@ void adopt_file_shapes(Experiment& e, const json& problem_json) {
 
 }  // namespace
 
+int64_t variants_named(const Experiment& e, const std::string& name) {
+  return std::count_if(e.variants.begin(), e.variants.end(),
+                       [&](const VariantRequest& v) { return v.shown_label() == name; });
+}
+
 void check_experiment(Experiment& e) {
   validate(e.problem);
   const ProbeRequest& r = e.probe;
@@ -234,9 +239,7 @@ void check_experiment(Experiment& e) {
     if (spec.validate) spec.validate(e.problem, e.variants[i].params, at + ".params");
   }
   if (!e.speedup_over.empty()) {  // names exactly one variant, as tables name them (label, else id)
-    const auto named = std::count_if(e.variants.begin(), e.variants.end(), [&](const VariantRequest& v) {
-      return (v.label.empty() ? v.id : v.label) == e.speedup_over;
-    });
+    const int64_t named = variants_named(e, e.speedup_over);
     // With baselines it may name one of their implementations instead: the runner checks it once the files are read,
     // before anything runs.
     if (named == 0 && e.baselines.empty())

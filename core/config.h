@@ -30,6 +30,8 @@ struct VariantRequest {
   std::string id;
   ParamValues params;  // every declared parameter, defaults filled in
   std::string label;   // optional: how tables and legends name this entry (two entries of one variant)
+  // How tables, legends and report.speedup_over name this entry: its label, or its id where it has none.
+  const std::string& shown_label() const { return label.empty() ? id : label; }
 };
 
 // One axis of a sweep: a value path (see set_value) and the values it takes, in order.
@@ -66,6 +68,9 @@ struct Experiment {
 
   bool wants(const std::string& backend) const;
 };
+
+// How many of e's variants go by `name` (VariantRequest::shown_label): report.speedup_over and --baseline name one.
+int64_t variants_named(const Experiment& e, const std::string& name);
 
 // Relative paths in `data.file` are resolved against `base_dir` (the config file's folder).
 Experiment parse_experiment(const nlohmann::json& j, const std::string& base_dir = ".");

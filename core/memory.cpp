@@ -48,7 +48,7 @@ MemoryEstimate estimate_memory(const Experiment& e, int threads, bool ground_tru
     const VariantSpec& spec = *find_variant(v.id);
     if (!spec.working_memory) throw std::logic_error("variant '" + spec.id + "' declares no working_memory");
     const double bytes = spec.working_memory(p, v.params, threads);
-    if (bytes > m.variant) m.variant = bytes, m.variant_label = v.label.empty() ? v.id : v.label;
+    if (bytes > m.variant) m.variant = bytes, m.variant_label = v.shown_label();
   }
   return m;
 }

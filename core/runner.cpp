@@ -58,7 +58,7 @@ double ms_since(Clock::time_point t0) {
 ReferenceOutput run_reference(const Experiment& e, size_t index, const VariantRequest& v, const QKV& in,
                               const InputMagnitudes& magnitudes) {
   const VariantSpec& spec = *find_variant(v.id);
-  const std::string where = fmt::format("variants[{}] ({})", index, echo(v.label.empty() ? v.id : v.label, 40));
+  const std::string where = fmt::format("variants[{}] ({})", index, echo(v.shown_label(), 40));
   ReferenceOutput out;
   try {
     out = spec.reference(e.problem, in, v.params, e.probe);
@@ -92,9 +92,7 @@ Results Runner::run(const Experiment& e, const RunControl& control) const {
   r.environment.ground_truth = control.ground_truth;
   if (!e.baselines.empty() && baselines_) r.external = baselines_(e);
   if (!e.speedup_over.empty() && !e.baselines.empty() && baselines_) {  // a variant's label, or a baseline's
-    const bool variant = std::any_of(e.variants.begin(), e.variants.end(), [&](const VariantRequest& v) {
-      return (v.label.empty() ? v.id : v.label) == e.speedup_over;
-    });
+    const bool variant = variants_named(e, e.speedup_over) > 0;
     const bool external = std::any_of(r.external.begin(), r.external.end(),
                                       [&](const ExternalTiming& x) { return x.implementation == e.speedup_over; });
     if (!variant && !external)
@@ -197,7 +195,7 @@ Results Runner::run(const Experiment& e, const RunControl& control) const {
     const VariantRequest& v = e.variants[index];
     VariantResult vr;
     vr.id = v.id;
-    vr.label = v.label.empty() ? v.id : v.label;
+    vr.label = v.shown_label();
     vr.params = v.params.to_json();
     advance(vr.label + ": reference");
     if (e.wants("reference")) {

@@ -98,7 +98,7 @@ CacheFormat cache_format(const LlmConfig& m, const VariantRequest& v) {
   p.batch = 1, p.q_heads = m.q_heads, p.kv_heads = m.kv_heads, p.q_len = 1, p.kv_len = 1, p.phase = Phase::decode;
   p.head_dim = mla ? m.kv_lora_rank + m.rope_head_dim : m.head_dim;
   CacheFormat f;
-  f.variant = v.label.empty() ? v.id : v.label;
+  f.variant = v.shown_label();
   f.cache = spec->storage(p, v.params).cache;
   f.kv_heads = m.kv_heads;
   f.latent = mla;

@@ -152,8 +152,8 @@ Timing timing(const Layout& l, const GpuSpec& g) {
   const double t_overlapped = overlapped_compute(t.t_tensor, t.t_simt, l.interleave, l.producer_loads);
   const double t_compute = t_overlapped * l.tail_factor;
   t.t_body = t.t_rows + (l.stages >= 2 ? std::max(t_kv, t_compute) : t_kv + t_compute);
-  const double t_waves = l.waves * g.cta_overhead_us * 1e-6, t_launches = l.launches * kLaunchUs * 1e-6;
-  t.time_ms = t.t_body * 1e3 + l.waves * g.cta_overhead_us * 1e-3 + l.launches * kLaunchUs * 1e-3;
+  const double waves_ms = l.waves * g.cta_overhead_us * 1e-3, launches_ms = l.launches * kLaunchUs * 1e-3;
+  t.time_ms = t.t_body * 1e3 + waves_ms + launches_ms;
   if (t_kv + t.t_rows >= t_compute) t.bound = "memory";
   else t.bound = t.t_tensor >= t.t_simt ? t.tensor_unit : t.simt_unit;
   if (t.bound == "issue" && t.issue_rate < 1) t.bound = "latency";
@@ -161,9 +161,10 @@ Timing timing(const Layout& l, const GpuSpec& g) {
   // The same sum term by term. With two or more stages K/V traffic and compute overlap and the larger stands;
   // compute is the binding unit's time (an issue-bound one split into issue at the peak rate and what latency
   // adds), the exposed share of the others, and the tail's stretch.
-  const auto add = [&](const std::string& name, double s) {
-    if (s > 0) t.terms.push_back({name, s * 1e3});
+  const auto add_ms = [&](const std::string& name, double ms) {
+    if (ms > 0) t.terms.push_back({name, ms});
   };
+  const auto add = [&](const std::string& name, double s) { add_ms(name, s * 1e3); };
   add("rows", t.t_rows);
   const bool kv_stands = l.stages >= 2 && t_kv >= t_compute;
   if (kv_stands || l.stages < 2) add("kv", t_kv);
@@ -180,12 +181,12 @@ Timing timing(const Layout& l, const GpuSpec& g) {
     add("overlap", t_overlapped - t_unit);
     add("tail", t_compute - t_overlapped);
   }
-  add("waves", t_waves);
-  add("launches", t_launches);
-  double later = 0;
-  for (const Layout& next : l.then) later += timing(next, g).time_ms;
-  t.time_ms += later;
-  add("later", later * 1e-3);
+  add_ms("waves", waves_ms);
+  add_ms("launches", launches_ms);
+  double later_ms = 0;
+  for (const Layout& next : l.then) later_ms += timing(next, g).time_ms;
+  t.time_ms += later_ms;
+  add_ms("later", later_ms);
   return t;
 }
 

@@ -113,10 +113,7 @@ int run_command(const RunOptions& o) {
   const report::OutputRule save_rule{"--save", inputs_of(o.config, e), true};
   if (!o.save.empty()) report::check_output_folder(o.save, save_rule);
   if (!o.baseline.empty()) {  // checked before the run: a typo costs nothing
-    const bool listed = std::any_of(e.variants.begin(), e.variants.end(), [&](const VariantRequest& v) {
-      return (v.label.empty() ? v.id : v.label) == o.baseline;
-    });
-    if (!listed)
+    if (variants_named(e, o.baseline) == 0)
       throw InputError(fmt::format("--baseline: '{}' is not a listed variant (label or id)", echo(o.baseline)));
   }
   const Results r = run_experiment(e);

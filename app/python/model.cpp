@@ -84,7 +84,7 @@ py::list predict(const py::object& config, const py::object& gpu) {
   Results r;
   std::vector<std::string> skipped;  // per variant: why the model did not run it, or ""
   for (const VariantRequest& v : e.variants) {  // Runner::run's loop, the model backend alone
-    const std::string& label = v.label.empty() ? v.id : v.label;
+    const std::string& label = v.shown_label();
     VariantResult vr;
     vr.id = v.id;
     vr.label = label;

@@ -24,17 +24,33 @@ struct Timing {
   const char* alone;    // what the bars show when they are the only ones
   double (*time_ms)(const VariantResult&);                         // NaN where the backend left no time
   std::string (*source)(const Results&, const VariantResult&);     // where the times come from (the baseline's)
+  // A baseline measured elsewhere on the GPU of spec `gpu` stands for these bars' base only on their own GPU: the
+  // kernels' device, the GPU the model predicts for. `machine` names theirs when it is another.
+  bool (*on_gpu)(const Results&, const std::string& gpu);
+  std::string (*machine)(const Results&);
 };
+
+// The GPU the model predicted for: the run's resolved spec, or (files from before it was recorded) the variants'.
+std::string model_gpu(const Results& r) {
+  if (!r.environment.model_gpu.empty()) return r.environment.model_gpu;
+  for (const auto& v : r.variants)
+    if (v.model) return v.model->gpu;
+  return "";
+}
 
 const Timing kTimings[] = {
     {"predicted (model)", "model", "The cost model", "the cost model's prediction",
      [](const VariantResult& v) { return v.model ? v.model->time_ms : kNone; },
-     [](const Results&, const VariantResult& base) { return fmt::format("predicted: the cost model for the {}", base.model->gpu); }},
+     [](const Results&, const VariantResult& base) { return fmt::format("predicted: the cost model for the {}", base.model->gpu); },
+     [](const Results& r, const std::string& gpu) { return !gpu.empty() && gpu == model_gpu(r); },
+     [](const Results& r) { return "the model predicts for the " + model_gpu(r); }},
     {"measured (kernel)", "kernel", "The kernels", "the kernels' measurement",
      [](const VariantResult& v) { return v.kernel ? v.kernel->median_ms : kNone; },
      [](const Results& r, const VariantResult&) {
        return fmt::format("measured: the kernels' median time on the {}", r.environment.gpu.value_or("GPU"));
-     }},
+     },
+     [](const Results& r, const std::string& gpu) { return same_gpu(gpu, r.environment.gpu); },
+     [](const Results& r) { return "the kernels ran on " + r.environment.gpu.value_or("no GPU"); }},
 };
 
 // Why `backend` left no time for the variant `id`: the run's entry for the whole backend, else the variant's.
@@ -57,15 +73,9 @@ std::string baseline_name(const Results& r) {
 // those bars are of — the kernels' device for measured bars, the model's spec for predicted ones — else no bars of
 // that kind, and why.
 double external_base_ms(const Timing& t, const ExternalTiming& x, const Results& r, std::string* why) {
-  const bool kernel = std::string(t.backend) == "kernel";
-  std::string model_gpu = r.environment.model_gpu;
-  for (const auto& v : r.variants)
-    if (v.model) model_gpu = v.model->gpu;
-  const bool same = kernel ? same_gpu(x.gpu, r.environment.gpu) : !x.gpu.empty() && x.gpu == model_gpu;
-  if (same) return x.median_ms;
-  *why = fmt::format("{} was measured on {}, {} {}", x.implementation, x.gpu.empty() ? "an unnamed GPU" : "the " + x.gpu,
-                     kernel ? "the kernels ran on" : "the model predicts for",
-                     kernel ? r.environment.gpu.value_or("no GPU") : "the " + model_gpu);
+  if (t.on_gpu(r, x.gpu)) return x.median_ms;
+  *why = fmt::format("{} was measured on {}, {}", x.implementation, x.gpu.empty() ? "an unnamed GPU" : "the " + x.gpu,
+                     t.machine(r));
   return kNone;
 }
 

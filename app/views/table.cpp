@@ -1,6 +1,7 @@
 #include "app/views/table.h"
 
 #include "core/error.h"
+#include "core/config.h"
 #include "core/problem.h"
 
 #include <fmt/format.h>
@@ -74,18 +75,25 @@ std::string short_gpu(const std::string& name) {
 // Which backend a results row belongs to, from its backend cell ("model (memory-bound)" is the model's).
 std::string backend_of(const std::string& cell) { return cell.substr(0, cell.find(' ')); }
 
+// Whether `backend` (one of kBackends) left its result in v.
+bool has_result(const VariantResult& v, const std::string& backend) {
+  if (backend == "reference") return v.reference.has_value();
+  if (backend == "kernel") return v.kernel.has_value();
+  return v.model.has_value();
+}
+
 }  // namespace
 
 Table results_table(const Results& r) {
   Table t;
   t.title = "Results (errors against the FP64 ground truth)";
-  bool reference = false, kernel = false, model = false;
+  const auto any = [&](const char* backend) {
+    return std::any_of(r.variants.begin(), r.variants.end(), [&](const VariantResult& v) { return has_result(v, backend); });
+  };
+  const bool reference = any("reference"), kernel = any("kernel"), model = any("model");
   std::string model_gpu;
-  for (const auto& v : r.variants) {
-    reference = reference || v.reference.has_value();
-    kernel = kernel || v.kernel.has_value();
-    if (v.model) model = true, model_gpu = v.model->gpu;
-  }
+  for (const auto& v : r.variants)
+    if (v.model) model_gpu = v.model->gpu;
   const Environment& env = r.environment;
   t.columns = {{"variant", "variant", ""}, {"backend", "backend", ""}, {"rel_l2", "rel L2", ""},
                {"mre", "MRE", ""},         {"cosine", "cosine", ""},   {"max_abs", "max abs", ""}};
@@ -141,7 +149,6 @@ Table results_table(const Results& r) {
     return std::isfinite(value) ? format(value) : none("the output is not finite");
   };
   const Cell empty{"", kNoValue};
-  bool kernel_rows = false;
   for (const auto& v : r.variants) {
     if (v.reference) {
       const auto& x = *v.reference;
@@ -153,7 +160,6 @@ Table results_table(const Results& r) {
     }
     if (v.kernel) {
       const auto& x = *v.kernel;
-      kernel_rows = true;
       t.rows.push_back(row_of({text(v.label), text("kernel"), metric(x.metrics.rel_l2, sci), metric(x.metrics.mre, sci),
                                metric(x.metrics.cosine, cosine), metric(x.metrics.max_abs, sci)},
                               time_cells(1, fixed(x.median_ms, 3)), rate(x.tops * 1e12), empty));
@@ -167,7 +173,7 @@ Table results_table(const Results& r) {
   }
   if (!env.ground_truth) legend.push_back("no errors: a timing-only run computes no FP64 truth");
   if (model) legend.push_back("model rows have no output, so no errors");
-  if (kernel_rows || model) legend.push_back("KV cache: counted by the reference");
+  if (kernel || model) legend.push_back("KV cache: counted by the reference");
   for (const auto& x : r.external)
     t.rows.push_back(row_of({text(x.implementation), text("external"), empty, empty, empty, empty},
                             time_cells(3, fixed(x.median_ms, 3)),
@@ -245,17 +251,11 @@ Table what_ran_table(const Results& r) {
   Table t;
   t.title = "What ran";
   t.columns = {{"backend", "backend", ""}, {"ran_for", "ran for", ""}, {"not_run", "did not run, and why", ""}};
-  constexpr const char* kBackends[] = {"reference", "kernel", "model"};
-  for (const char* backend : kBackends) {
-    const std::string name = backend;
+  for (const std::string& name : kBackends) {
     std::vector<std::string> ran, not_run;
     bool asked = false;
-    for (const auto& v : r.variants) {
-      const bool has = name == "reference" ? v.reference.has_value()
-                       : name == "kernel"  ? v.kernel.has_value()
-                                           : v.model.has_value();
-      if (has) ran.push_back(v.label);
-    }
+    for (const auto& v : r.variants)
+      if (has_result(v, name)) ran.push_back(v.label);
     for (const auto& s : r.environment.skipped) {
       if (s.backend != name || s.reason == kNotRequested) continue;
       asked = true;

@@ -18,7 +18,7 @@ std::string KernelBackend::cannot_run(const VariantRequest& v, const Experiment&
 }
 
 void KernelBackend::check_fits(const VariantRequest& v, const Experiment& e) const {
-  check_device_memory(least_device_bytes(e.problem, v), v.label.empty() ? v.id : v.label);
+  check_device_memory(least_device_bytes(e.problem, v), v.shown_label());
 }
 
 void KernelBackend::run(const Experiment& e, const VariantRequest& v, const QKV& in, const TensorF64& truth,

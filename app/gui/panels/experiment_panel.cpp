@@ -192,19 +192,22 @@ void draw_experiment_panel(AppState& s) {
     }
     if (drop) {
       e.baselines.erase(e.baselines.begin() + std::ptrdiff_t(*drop));
-      // A speedup over an implementation of the removed file would name nothing: it goes with it.
-      if (!e.speedup_over.empty() &&
-          std::none_of(e.variants.begin(), e.variants.end(), [&](const VariantRequest& v) {
-            return (v.label.empty() ? v.id : v.label) == e.speedup_over;
-          }))
-        e.speedup_over.clear();
+      // A speedup over an implementation only the removed file measured would name nothing: it goes with it.
+      if (!e.speedup_over.empty() && variants_named(e, e.speedup_over) == 0) {
+        bool measured = false;
+        try {
+          for (const auto& x : sim::external_timings(e)) measured = measured || x.implementation == e.speedup_over;
+        } catch (const std::exception&) {  // a file changed on disk since it was added: the run will say so
+        }
+        if (!measured) e.speedup_over.clear();
+      }
     }
     // The speedup's base: a listed variant, or an implementation measured on this problem in the baselines (the files
     // are read when the list opens, not every frame).
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 9);
     if (ImGui::BeginCombo("speedup over", e.speedup_over.empty() ? "none" : e.speedup_over.c_str())) {
       std::vector<std::string> names;
-      for (const auto& v : e.variants) names.push_back(v.label.empty() ? v.id : v.label);
+      for (const auto& v : e.variants) names.push_back(v.shown_label());
       try {
         for (const auto& x : sim::external_timings(e)) names.push_back(x.implementation);
       } catch (const std::exception&) {  // a file changed on disk since it was added: the run will say so
@@ -220,7 +223,7 @@ void draw_experiment_panel(AppState& s) {
     for (size_t i = 0; i < e.variants.size(); ++i) {
       const VariantRequest& v = e.variants[i];
       const VariantSpec* spec = find_variant(v.id);
-      const std::string name = v.label.empty() ? v.id : v.label;
+      const std::string name = v.shown_label();
       if (ImGui::TreeNode(fmt::format("{}##variant{}", name, i).c_str())) {
         if (spec) {
           ImGui::TextWrapped("%s", spec->title.c_str());

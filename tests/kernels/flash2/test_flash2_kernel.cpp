@@ -43,7 +43,7 @@ std::vector<kernels::KernelPath> paths_here() {
 void check_problem(const kernels::DeviceInfo& dev, const Problem& p, uint64_t seed, kernels::KernelPath path,
                    int splits = 0) {
   const int64_t d = p.head_dim, n = p.kv_len;
-  const bool causal = p.causal, gqa = p.q_heads != p.kv_heads;
+  const bool causal = p.causal;
   const Phase phase = p.phase;
   const QKV in = data::generate(p, "normal", ParamValues::defaults(data::find_generator("normal")->params), seed);
   const TensorF64 truth = attention_fp64(p, in);
@@ -52,7 +52,6 @@ void check_problem(const kernels::DeviceInfo& dev, const Problem& p, uint64_t se
   const kernels::Flash2Output out = kernels::flash2_once(p, kernels::upload_fp16(in), dev.sm_count, path, splits);
   INFO(fmt::format("{} d={} N={} causal={} heads {}/{} {} seed={} splits={}", kernels::to_string(out.path), d, n, causal,
                    p.q_heads, p.kv_heads, to_string(phase), seed, out.splits));
-  (void)gqa;
   if (path != kernels::KernelPath::automatic) REQUIRE(out.path == path);
   double max_v = 0;
   for (float x : in.v.values()) max_v = std::max(max_v, double(std::abs(x)));
@@ -96,6 +95,10 @@ TEST_CASE("flash2 decode kernel: every GQA group 1–8, ragged N, one chain and 
           Problem p;
           p.batch = 2, p.kv_heads = 2, p.q_heads = 2 * group, p.head_dim = d, p.kv_len = n, p.q_len = 1;
           p.causal = n % 2 == 1, p.phase = Phase::decode;
+          kernels::Flash2Args a;  // the grouped decode kernel takes every group up to 8; 16 runs on the prefill kernel
+          a.batch = int(p.batch), a.q_heads = int(p.q_heads), a.kv_heads = int(p.kv_heads), a.q_len = 1;
+          a.kv_len = int(n), a.head_dim = int(d);
+          CHECK(kernels::flash2_decode_takes(a) == (group <= 8));
           check_problem(dev, p, seed + uint64_t(d + group + n), kernels::KernelPath::automatic, splits);
         }
 }
