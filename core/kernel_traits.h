@@ -101,6 +101,8 @@ struct ProducerLoads {
   Holds when[3];  // unused entries: {nullptr, nullptr}
 };
 inline constexpr ProducerLoads kProducerLoads[] = {
+    // flash2 wgmma v2 (kernels/flash2/flash2_sm90.cu): FlashAttention-3's pipeline on FP16 K/V, three tiles in the ring.
+    {"flash2", 90, {{"kv_loads", "tma_producer"}, {nullptr, nullptr}, {nullptr, nullptr}}},
     // flash3_fp8 v8 (kernels/fp8/flash3_fp8_sm90.cu), prefill and decode (its prefill kernel at q_len 1).
     {"flash3_fp8", 90, {{"kv_loads", "tma_producer"}, {nullptr, nullptr}, {nullptr, nullptr}}},
     // fireq prefill (kernels/fireq/fireq_prefill_sm90.cu): the FP8 mode, both loop orders (v6: the two-stage one; v8:

@@ -137,6 +137,9 @@ VariantSpec flash2() {
       ParamSpec::integer("block_r", 128, 16, 256, "B_r: query rows per block (one CTA each)"),
       ParamSpec::integer("block_c", 64, 16, 256, "B_c: keys per KV tile of the inner loop"),
       kernel_generation_param(),
+      ParamSpec::choice("kv_loads", "tma_producer", {"tma_producer", "cp_async"},
+                        "the wgmma kernel's K/V loads: a producer warpgroup's TMA copies (FlashAttention-3 §3.1's warp "
+                        "specialization), or every thread's cp.async; the reference's numbers do not depend on it"),
   };
   v.reference = run;
   v.working_memory = flash2_working_memory;

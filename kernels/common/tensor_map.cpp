@@ -74,7 +74,7 @@ cudaError_t key_scale_tensor_map(CUtensorMap& map, const float* scales, int64_t 
                        0);
 }
 
-cudaError_t fp16_v_tensor_map(CUtensorMap& map, const void* v, int64_t heads, int kv_len, int d, int tile) {
+cudaError_t fp16_rows_tensor_map(CUtensorMap& map, const void* v, int64_t heads, int kv_len, int d, int tile) {
   const uint64_t n = uint64_t(kv_len), dd = uint64_t(d), row = dd * 2;  // bytes per key
   return tensor_map_3d(map, TensorElement::fp16, v, {dd, n, uint64_t(heads)}, row, n * row, {64, uint32_t(tile), 1},
                        128);

@@ -33,8 +33,9 @@ cudaError_t vt8_tensor_map(CUtensorMap& map, const void* vt, int64_t heads, int 
 // no swizzle; keys past kv_pad read as zero, as the cp.async copies leave them.
 cudaError_t key_scale_tensor_map(CUtensorMap& map, const float* scales, int64_t heads, int kv_pad, int tile);
 
-// FP16 V (heads, kv_len, d) in tiles of `tile` keys × 64 channels with the 128-byte swizzle: one load per 64-channel
-// column block of the kernels' V slots (wgmma.cuh's MN-major layout). Rows past kv_len read as zero.
-cudaError_t fp16_v_tensor_map(CUtensorMap& map, const void* v, int64_t heads, int kv_len, int d, int tile);
+// FP16 K or V (heads, kv_len, d) in tiles of `tile` keys × 64 channels with the 128-byte swizzle: one load per
+// 64-channel column block of the kernels' slots (wgmma.cuh's layout: K-major K, MN-major V; int_flash's FP16 V,
+// flash2's K and V). Rows past kv_len read as zero.
+cudaError_t fp16_rows_tensor_map(CUtensorMap& map, const void* v, int64_t heads, int kv_len, int d, int tile);
 
 }  // namespace attnlab::kernels

@@ -31,6 +31,11 @@ struct Flash2Args {
   int splits = 1;             // KV splits (flash2_splits; the decode kernel's chains per pair); > 1 needs `workspace`
   float* workspace = nullptr; // flash2_workspace_bytes(args) bytes when splits > 1
   KernelPath path = KernelPath::automatic;
+  // The warpgroup generation's K/V loads (flash2_sm90.cu): a producer warpgroup's TMA copies into an mbarrier ring
+  // (FlashAttention-3 §3.1's warp specialization), or every thread's cp.async with a CTA barrier per tile. The same
+  // numbers either way; the mma.sync kernels ignore both.
+  bool tma_producer = true;
+  bool ping_pong = true;  // with the producer: the two consumer warpgroups' MMA issues alternate (kv_ring.cuh)
 };
 
 bool flash2_supports(int head_dim);  // a compiled kernel exists for this d (64 and 128)

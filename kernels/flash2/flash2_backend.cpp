@@ -7,6 +7,7 @@
 
 #include "core/variants/kernel_param.h"
 #include "core/probes.h"
+#include "core/producer_loads.h"
 
 #include <cuda_fp16.h>
 #include <fmt/format.h>
@@ -33,22 +34,27 @@ void flash2_run(const Experiment& e, const VariantRequest& v, const QKV& in, con
   sets.push_back(upload_fp16(in));
   const size_t copies = input_copies(sets[0].bytes());
   while (sets.size() < copies) sets.push_back(upload_fp16(in));
-  const Flash2Output once =
-      flash2_once(p, sets[0], device.sm_count, path_of_generation(variants::pinned_generation(v.params)));
+  // The wgmma generation's loads from the variant's kv_loads (core/producer_loads.h: the model's rule too).
+  const Flash2Schedule schedule{.tma_producer = producer_loads(v, 90)};
+  const Flash2Output once = flash2_once(p, sets[0], device.sm_count,
+                                        path_of_generation(variants::pinned_generation(v.params)), 0, schedule);
   std::vector<Flash2Args> args;
   for (const auto& s : sets) {
     args.push_back(flash2_args(p, s, o.as<__half>(), lse.as<float>(), device.sm_count));
     args.back().path = once.path;
     args.back().splits = once.splits;
+    args.back().tma_producer = schedule.tma_producer;
   }
   DeviceBuffer workspace(flash2_workspace_bytes(args[0]));
   for (auto& a : args) a.workspace = workspace.as<float>();
   const auto ms = time_launches([&](size_t c) { ATTNLAB_CUDA(flash2_forward(args[c], nullptr)); }, copies);
   into.kernel = result_of(p, once.o, once.lse, truth, ms, double(sets[0].bytes() + o.bytes() + lse.bytes()));
   into.kernel->probes["kernel.launch"] = labelled(
-      {"splits", "input_sets", "timed_runs", "arch"},
-      {double(once.splits), double(copies), double(kTimedRuns), double(generation_of(once.path))}, "",
-      "split-KV CTAs per head, rotating input copies, timed launches, kernel generation (80 mma.sync, 90 wgmma)");
+      {"splits", "input_sets", "timed_runs", "arch", "tma_producer"},
+      {double(once.splits), double(copies), double(kTimedRuns), double(generation_of(once.path)),
+       double(once.tma_producer)},
+      "", "split-KV CTAs per head, rotating input copies, timed launches, kernel generation (80 mma.sync, 90 wgmma), "
+      "K/V by a producer warpgroup's TMA (1) or cp.async (0)");
 }
 
 }  // namespace attnlab::kernels

@@ -26,7 +26,8 @@ Flash2Args flash2_args(const Problem& p, const Flash2Inputs& inputs, __half* o, 
   return a;
 }
 
-Flash2Output flash2_once(const Problem& p, const Flash2Inputs& inputs, int sm_count, KernelPath path, int splits) {
+Flash2Output flash2_once(const Problem& p, const Flash2Inputs& inputs, int sm_count, KernelPath path, int splits,
+                         Flash2Schedule schedule) {
   const PoisonedOutput out_dev(p);
   Flash2Args a = flash2_args(p, inputs, out_dev.o(), out_dev.lse(), sm_count);
   if (splits > 0) a.splits = splits;
@@ -34,9 +35,11 @@ Flash2Output flash2_once(const Problem& p, const Flash2Inputs& inputs, int sm_co
   DeviceBuffer workspace(flash2_workspace_bytes(a));
   a.workspace = workspace.as<float>();
   a.path = path;
+  a.tma_producer = schedule.tma_producer, a.ping_pong = schedule.ping_pong;
   ATTNLAB_CUDA(flash2_forward(a, nullptr));
   ATTNLAB_CUDA(cudaDeviceSynchronize());
-  Flash2Output out{Tensor(), {}, a.splits, flash2_resolved_path(a)};
+  const KernelPath ran = flash2_resolved_path(a);
+  Flash2Output out{Tensor(), {}, a.splits, ran, ran == KernelPath::warpgroup_mma && a.tma_producer};
   out_dev.read("flash2", out.o, out.lse);
   return out;
 }

@@ -26,6 +26,12 @@ struct Flash2Output {
   std::vector<float> lse;  // (B, Hq, Nq)
   int splits = 1;
   KernelPath path = KernelPath::warp_mma;  // the kernel generation that ran
+  bool tma_producer = false;               // the warpgroup generation ran with its producer warpgroup
+};
+
+// The warpgroup generation's loads and schedule (flash2.h's tma_producer and ping_pong).
+struct Flash2Schedule {
+  bool tma_producer = true, ping_pong = true;
 };
 
 // Arguments for problem p on `inputs` writing to `o`/`lse`, with the split rule for `sm_count` SMs.
@@ -34,6 +40,6 @@ Flash2Args flash2_args(const Problem& p, const Flash2Inputs& inputs, __half* o, 
 // One launch with poisoned outputs; throws std::runtime_error if any output stays unwritten (NaN). `splits` > 0
 // replaces the split rule's count (the tests' one-chain and many-chain decodes).
 Flash2Output flash2_once(const Problem& p, const Flash2Inputs& inputs, int sm_count,
-                         KernelPath path = KernelPath::automatic, int splits = 0);
+                         KernelPath path = KernelPath::automatic, int splits = 0, Flash2Schedule schedule = {});
 
 }  // namespace attnlab::kernels

@@ -12,11 +12,24 @@
 // so the tensor cores are busy while the FP32 pipes run the exponentials. The second warpgroup's work
 // interleaves with the first's as the schedulers find it. Rows and keys past the ends are zero-filled
 // by cp.async and masked in the softmax; causal CTAs stop at the last tile their last row sees.
+//
+// K/V loads (flash2.h's tma_producer): true adds a producer warpgroup (FlashAttention-3 §3.1's warp
+// specialization) — one of its threads copies each K and V tile with TMA (tma_fill.cuh), one load per 64-channel
+// column block of each, into the three-tile ring of kv_ring.cuh (mbarriers: the warpgroups need not meet every
+// tile), and setmaxnreg moves registers to the two consumer warpgroups (240 each, the producer 24). With ping_pong
+// the consumers' MMA issues alternate (FA3 §3.1's ping-pong: one warpgroup's softmax under the other's GEMMs).
+// false: every thread copies its share of each tile with cp.async and the CTA meets once per tile
+// (kv_pipeline.cuh). The same numbers either way, bit for bit: the loads and the schedule change, not one
+// operation of the arithmetic ([gpu] test). Causal CTAs start with the last row blocks (the most tiles), so the
+// GPU's last wave holds the short ones (FA3's scheduler does the same); the grid's order changes no number.
 #include "kernels/flash2/flash2_sm90.h"
 
 #include "core/kernel_traits.h"
 #include "kernels/common/kv_pipeline.cuh"
+#include "kernels/common/kv_ring.cuh"
+#include "kernels/common/tensor_map.h"
 #include "kernels/common/tile_softmax.cuh"
+#include "kernels/common/tma_fill.cuh"
 #include "kernels/common/wgmma.cuh"
 
 #include <cmath>
@@ -25,23 +38,27 @@ namespace attnlab::kernels {
 
 namespace {
 
-template <int D>
+template <int D, bool Producer>
 struct HopperTile {
   static constexpr KernelTraits kTraits = *find_kernel_traits("flash2", D, 90);
   static constexpr int kBr = kTraits.block_r, kBc = kTraits.block_c, kStages = kTraits.stages;
-  static constexpr int kThreads = 32 * kTraits.warps, kGroups = kTraits.warps / 4;
+  static constexpr int kConsumers = 32 * kTraits.warps, kGroups = kTraits.warps / 4;
+  static constexpr int kThreads = kConsumers + (Producer ? 128 : 0);  // + the producer warpgroup
   static constexpr int kQBytes = kBr * D * 2, kKVBytes = kBc * D * 2;
   static constexpr size_t kSmemBytes = size_t(kQBytes) + size_t(kStages) * 2 * kKVBytes + 1024;  // + alignment
   static_assert(kBr == 64 * kGroups, "each warpgroup owns one m64 tile of query rows");
   static_assert(kBc == 128, "S is one m64n128 accumulator");
   static_assert(D % 64 == 0, "whole 128-byte swizzle rows");
-  static_assert(kStages == 3, "kv_pipeline.cuh loads tile j + 2 while tiles j and j + 1 are read");
+  static_assert(kStages == kKvPipelineStages, "kv_pipeline.cuh loads tile j + 2 while tiles j and j + 1 are read");
+  static_assert(kSmemBytes <= kSm90SmemPerCta, "Q and three K/V tiles in one CTA's shared memory (d 128: 225 KB)");
 };
 
-template <int D>
-__global__ void __launch_bounds__(HopperTile<D>::kThreads, 1) flash2_sm90_kernel(Flash2Args a) {
+template <int D, bool Producer, bool PingPong>
+__global__ void __launch_bounds__(HopperTile<D, Producer>::kThreads, 1)
+    flash2_sm90_kernel(Flash2Args a, const __grid_constant__ CUtensorMap k_map,
+                       const __grid_constant__ CUtensorMap v_map) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using T = HopperTile<D>;
+  using T = HopperTile<D, Producer>;
   constexpr int kBc = T::kBc;
   constexpr float kLog2e = 1.4426950408889634f;
   extern __shared__ char smem_raw[];
@@ -53,14 +70,16 @@ __global__ void __launch_bounds__(HopperTile<D>::kThreads, 1) flash2_sm90_kernel
   const int g = lane / 4, t = lane % 4;
   const int bh = blockIdx.y, b = bh / a.q_heads, h = bh % a.q_heads;
   const int kvh = h / (a.q_heads / a.kv_heads);  // notes §3.1: query head h reads KV head ⌈h/R⌉
-  const int row0 = blockIdx.x * T::kBr;
+  const int bkv = b * a.kv_heads + kvh;
+  const int block = a.causal ? int(gridDim.x - 1 - blockIdx.x) : int(blockIdx.x);  // causal: the longest first
+  const int row0 = block * T::kBr;
   const __half* q = a.q + (size_t(bh) * a.q_len + row0) * D;
-  const __half* k = a.k + (size_t(b) * a.kv_heads + kvh) * size_t(a.kv_len) * D;
-  const __half* v = a.v + (size_t(b) * a.kv_heads + kvh) * size_t(a.kv_len) * D;
+  const __half* k = a.k + size_t(bkv) * a.kv_len * D;
+  const __half* v = a.v + size_t(bkv) * a.kv_len * D;
   const int last_row = min(row0 + T::kBr, a.q_len) - 1;
   const int tiles = (visible_keys(last_row, a.q_len, a.kv_len, a.causal) + kBc - 1) / kBc;
-  const SwizzledCopier<2 * D, kBc, T::kThreads> kv_copier(threadIdx.x);
-  auto load_kv = [&](int j) {
+  auto load_kv = [&](int j) {  // the cp.async loads (no producer): every thread its share
+    const SwizzledCopier<2 * D, kBc, T::kConsumers> kv_copier(threadIdx.x);
     const int col0 = j * kBc;
     kv_copier.copy(stage_k(j % T::kStages), k + size_t(col0) * D, 2 * D, a.kv_len - col0);
     kv_copier.copy(stage_k(j % T::kStages) + T::kKVBytes, v + size_t(col0) * D, 2 * D, a.kv_len - col0);
@@ -134,14 +153,35 @@ __global__ void __launch_bounds__(HopperTile<D>::kThreads, 1) flash2_sm90_kernel
       }
     }
   };
-  auto steps = KvSteps{[&] { SwizzledCopier<2 * D, T::kBr, T::kThreads>(threadIdx.x).copy(sQ, q, 2 * D, a.q_len - row0); },
+  auto steps = KvSteps{[&] { SwizzledCopier<2 * D, T::kBr, T::kConsumers>(threadIdx.x).copy(sQ, q, 2 * D, a.q_len - row0); },
                        load_kv, issue_scores, issue_pv, softmax, round_p, finish_pv,
                        [&] { pin_registers(s); },
                        [&] {
                          pin_registers(o);
                          pin_registers(p);
                        }};
-  kv_pipeline(tiles, steps);
+  if constexpr (Producer) {  // tma_fill.cuh: the producer warpgroup copies, the consumers compute
+    __shared__ uint64_t full[T::kStages], empty[T::kStages];
+    const bool consumer = split_warpgroups<T::kStages, T::kConsumers>(
+        tiles, 2 * T::kKVBytes,
+        [&] {
+          prefetch_tensor_map(&k_map);
+          prefetch_tensor_map(&v_map);
+        },
+        [&](int j, uint64_t* bar) {  // K and V rows j·B_c …, one load per 64-channel column block of each
+          char* st = stage_k(j % T::kStages);
+#pragma unroll
+          for (int c = 0; c < D / 64; ++c) {
+            tma_load_3d(st + c * kBc * 128, &k_map, 64 * c, j * kBc, bkv, bar);
+            tma_load_3d(st + T::kKVBytes + c * kBc * 128, &v_map, 64 * c, j * kBc, bkv, bar);
+          }
+        },
+        full, empty);
+    if (!consumer) return;
+    kv_ring<T::kStages, PingPong>(tiles, steps, full, empty, ProducerFills{});
+  } else {
+    kv_pipeline(tiles, steps);
+  }
 
   // Epilogue: O = G/ℓ, L = m + log ℓ (out_scale 1 is exact).
   store_rows<D>(o, l, m, my_row0, t, a.q_len, a.o + size_t(bh) * a.q_len * D, a.lse + size_t(bh) * a.q_len,
@@ -149,16 +189,30 @@ __global__ void __launch_bounds__(HopperTile<D>::kThreads, 1) flash2_sm90_kernel
 #endif
 }
 
-template <int D>
+template <int D, bool Producer, bool PingPong>
 cudaError_t launch(const Flash2Args& a, cudaStream_t stream) {
-  using T = HopperTile<D>;
-  if (const cudaError_t e = cudaFuncSetAttribute(flash2_sm90_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                 static_cast<int>(T::kSmemBytes));
+  using T = HopperTile<D, Producer>;
+  CUtensorMap k_map{}, v_map{};  // unread without the producer
+  if constexpr (Producer) {  // K and V alike: (heads, kv_len, d) FP16 rows, 64-channel boxes (tensor_map.h)
+    const int64_t heads = int64_t(a.batch) * a.kv_heads;
+    cudaError_t e = fp16_rows_tensor_map(k_map, a.k, heads, a.kv_len, D, T::kBc);
+    if (e == cudaSuccess) e = fp16_rows_tensor_map(v_map, a.v, heads, a.kv_len, D, T::kBc);
+    if (e != cudaSuccess) return e;
+  }
+  auto* kernel = flash2_sm90_kernel<D, Producer, PingPong>;
+  if (const cudaError_t e =
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(T::kSmemBytes));
       e != cudaSuccess)
     return e;
   const dim3 grid((a.q_len + T::kBr - 1) / T::kBr, a.batch * a.q_heads);
-  flash2_sm90_kernel<D><<<grid, T::kThreads, T::kSmemBytes, stream>>>(a);
+  kernel<<<grid, T::kThreads, T::kSmemBytes, stream>>>(a, k_map, v_map);
   return cudaGetLastError();
+}
+
+template <int D>
+cudaError_t launch_d(const Flash2Args& a, cudaStream_t stream) {
+  if (!a.tma_producer) return launch<D, false, false>(a, stream);  // kv_pipeline.cuh has no ping-pong
+  return a.ping_pong ? launch<D, true, true>(a, stream) : launch<D, true, false>(a, stream);
 }
 
 }  // namespace
@@ -166,8 +220,8 @@ cudaError_t launch(const Flash2Args& a, cudaStream_t stream) {
 cudaError_t flash2_sm90_forward(const Flash2Args& a, cudaStream_t stream) {
   if (a.splits != 1) return cudaErrorInvalidValue;
   switch (a.head_dim) {
-    case 64: return launch<64>(a, stream);
-    case 128: return launch<128>(a, stream);
+    case 64: return launch_d<64>(a, stream);
+    case 128: return launch_d<128>(a, stream);
     default: return cudaErrorInvalidValue;
   }
 }

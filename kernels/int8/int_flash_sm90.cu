@@ -308,7 +308,7 @@ cudaError_t tensor_maps(const IntFlashArgs& a, int d, int tile, CUtensorMap& k_m
   const int64_t heads = int64_t(a.batch) * a.kv_heads;
   cudaError_t e = k8_tensor_map(k_map, a.k, heads, a.kv_len, d, tile);
   if (e == cudaSuccess)
-    e = a.v_fp16 ? fp16_v_tensor_map(v_map, a.v16, heads, a.kv_len, d, tile)
+    e = a.v_fp16 ? fp16_rows_tensor_map(v_map, a.v16, heads, a.kv_len, d, tile)
                  : vt8_tensor_map(v_map, a.vt, heads, a.kv_pad, d, tile);
   return e == cudaSuccess ? key_scale_tensor_map(sk_map, a.s_k, heads, a.kv_pad, tile) : e;
 }

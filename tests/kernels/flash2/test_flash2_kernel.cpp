@@ -22,6 +22,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
+#include <utility>
 
 namespace attnlab {
 namespace ATTNLAB_FILE_LOCAL {
@@ -41,7 +43,7 @@ std::vector<kernels::KernelPath> paths_here() {
 
 // One problem against the reference; `splits` > 0 pins the decode's chains (or the prefill kernel's splits).
 void check_problem(const kernels::DeviceInfo& dev, const Problem& p, uint64_t seed, kernels::KernelPath path,
-                   int splits = 0) {
+                   int splits = 0, kernels::Flash2Schedule schedule = {}) {
   const int64_t d = p.head_dim, n = p.kv_len;
   const bool causal = p.causal;
   const Phase phase = p.phase;
@@ -49,9 +51,10 @@ void check_problem(const kernels::DeviceInfo& dev, const Problem& p, uint64_t se
   const TensorF64 truth = attention_fp64(p, in);
   const VariantSpec& f = *find_variant("flash2");
   const ReferenceOutput ref = f.reference(p, in, ParamValues::defaults(f.params), {});
-  const kernels::Flash2Output out = kernels::flash2_once(p, kernels::upload_fp16(in), dev.sm_count, path, splits);
-  INFO(fmt::format("{} d={} N={} causal={} heads {}/{} {} seed={} splits={}", kernels::to_string(out.path), d, n, causal,
-                   p.q_heads, p.kv_heads, to_string(phase), seed, out.splits));
+  const kernels::Flash2Output out =
+      kernels::flash2_once(p, kernels::upload_fp16(in), dev.sm_count, path, splits, schedule);
+  INFO(fmt::format("{} d={} N={} causal={} heads {}/{} {} seed={} splits={} producer={}", kernels::to_string(out.path), d,
+                   n, causal, p.q_heads, p.kv_heads, to_string(phase), seed, out.splits, out.tma_producer));
   if (path != kernels::KernelPath::automatic) REQUIRE(out.path == path);
   double max_v = 0;
   for (float x : in.v.values()) max_v = std::max(max_v, double(std::abs(x)));
@@ -116,6 +119,42 @@ TEST_CASE("flash2 kernel equals the flash2 reference within FP32 rounding", "[gp
               check_case(dev, d, n, causal, gqa, phase, seed + n + d, path);
 }
 
+// The wgmma generation's three schedules — a producer warpgroup's TMA into the mbarrier ring with the consumers in
+// ping-pong or not, and every thread's cp.async with a CTA barrier per tile (kernels/flash2/flash2_sm90.cu) — run the
+// same operations on the same values in the same order: their outputs are equal bit for bit. Every GQA group 1–8,
+// ragged N (a partial last tile, fewer keys than one tile), q_len below kv_len (bottom-right causal), d 64 and 128;
+// and the producer's against the reference on each.
+TEST_CASE("flash2 wgmma kernel: the producer ring and the cp.async pipeline give the same bits", "[gpu][kernels]") {
+  const kernels::DeviceInfo dev = kernels::probe_device();
+  if (!dev.usable) ATTNLAB_SKIP(dev.reason);
+  if (!kernels::warpgroup_mma_available()) ATTNLAB_SKIP(kernels::warpgroup_mma_refusal(dev));
+  const uint64_t seed = fresh_seed();
+  const kernels::Flash2Schedule schedules[] = {{true, true}, {true, false}, {false, false}};
+  for (int64_t d : {64, 128})
+    for (int64_t group : {1, 2, 3, 4, 5, 6, 7, 8})
+      for (auto [q_len, kv_len] : {std::pair<int64_t, int64_t>{70, 70}, {300, 300}, {129, 1000}, {1024, 1024}}) {
+        const bool causal = (group + q_len) % 2 == 0;
+        Problem p;
+        p.batch = 2, p.kv_heads = 2, p.q_heads = 2 * group, p.head_dim = d, p.q_len = q_len, p.kv_len = kv_len;
+        p.causal = causal;
+        const uint64_t s = seed + uint64_t(d + group + kv_len);
+        const QKV in = data::generate(p, "normal", ParamValues::defaults(data::find_generator("normal")->params), s);
+        const kernels::Flash2Inputs inputs = kernels::upload_fp16(in);
+        std::vector<kernels::Flash2Output> outs;
+        for (const kernels::Flash2Schedule& schedule : schedules)
+          outs.push_back(kernels::flash2_once(p, inputs, dev.sm_count, kernels::KernelPath::warpgroup_mma, 0, schedule));
+        INFO(fmt::format("d={} group={} q_len={} kv_len={} causal={} seed={}", d, group, q_len, kv_len, causal, s));
+        CHECK(outs[0].tma_producer);
+        CHECK_FALSE(outs[2].tma_producer);
+        for (size_t k = 1; k < outs.size(); ++k) {
+          INFO("schedule " << k << " against the producer with ping-pong");
+          CHECK(std::memcmp(outs[k].o.data(), outs[0].o.data(), size_t(outs[0].o.size()) * sizeof(float)) == 0);
+          CHECK(outs[k].lse == outs[0].lse);
+        }
+        if (q_len == 300) check_problem(dev, p, s, kernels::KernelPath::warpgroup_mma);
+      }
+}
+
 TEST_CASE("flash2 kernel: rows that see no key are zero with logsumexp −∞", "[gpu][kernels]") {
   const kernels::DeviceInfo dev = kernels::probe_device();
   if (!dev.usable) ATTNLAB_SKIP(dev.reason);
@@ -154,7 +193,12 @@ TEST_CASE("flash2 kernel: small shapes for the sanitizers", "[gpu][sanitize]") {
     gqa.batch = 1, gqa.q_heads = 12, gqa.kv_heads = 2, gqa.head_dim = d, gqa.kv_len = 1001, gqa.q_len = 1;
     gqa.phase = Phase::decode;
     check_problem(dev, gqa, 8, kernels::KernelPath::warp_mma, 5);
-    if (kernels::warpgroup_mma_available()) check_case(dev, d, 300, true, true, Phase::prefill, 7, kernels::KernelPath::warpgroup_mma);
+    if (kernels::warpgroup_mma_available()) {  // the producer's ring (the default) and the cp.async pipeline
+      check_case(dev, d, 300, true, true, Phase::prefill, 7, kernels::KernelPath::warpgroup_mma);
+      Problem p;
+      p.batch = 1, p.q_heads = 4, p.kv_heads = 1, p.head_dim = d, p.q_len = 129, p.kv_len = 500, p.causal = true;
+      check_problem(dev, p, 9, kernels::KernelPath::warpgroup_mma, 0, {.tma_producer = false, .ping_pong = false});
+    }
   }
 }
 

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# GPU calls for flash2's warp-specialized prefill (kernels/flash2/flash2_sm90.cu, issue 36 item 2) and the Fig. 6
+# prefill preset over cuDNN, run from the repository root on the GPU machine with .peers carried (stage.sh's sage/ and
+# fa3/, and tools/peer_bench.py, tools/build.sh copied from ../shared/peers: ../shared does not travel). Each step fits
+# one call's 10 minutes; the machine keeps build-gpu/ and /tmp/peers between calls made close together:
+#   STEP=build  start the peers' build in the background (FlashAttention-3 BF16 and FP8 at d 128, SageAttention2),
+#               build attnlab for sm_90a, flash2's [gpu] tests, compute-sanitizer memcheck and racecheck on its
+#               [sanitize] cases
+#   STEP=bench  attnlab bench configs/bench-flash2-prefill.json at d 128 and d 64 (B 4, H 16, N 4k–16k, causal and
+#               not), then — once the peers are built — SDPA (cuDNN, FlashAttention-2) and FlashAttention-3 BF16 on the
+#               same shapes in the same call (peer_bench.py --ours), and Nsight Compute on one launch of each flash2
+#               wgmma schedule at N 8k, d 128 (DRAM bytes, issue and stall reasons)
+#   STEP=fig6   TurboAttention Fig. 6 prefill re-measured: attnlab bench on configs/papers/turbo-fig6-prefill.json, the
+#               peers on its shapes, and the preset's report
+set -u
+out=/tmp/prefill-session
+rm -rf "$out" && mkdir -p "$out"
+trap 'tar czf "${OUT:-/tmp}/prefill-session-${STEP:-build}.tgz" -C "$out" .' EXIT
+step() { echo; echo "== $*"; }
+with_dim() {  # a bench config at head dim $2 from config $1
+  python3 - "$1" "$2" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["problem"]["head_dim"] = int(sys.argv[2])
+print(json.dumps(c))
+PY
+}
+case "${STEP:-build}" in
+build)
+  step "peers: building in the background (/tmp/peers/*.log)"
+  BACKGROUND=1 bash .peers/tools/build.sh .peers
+  step configure and build attnlab
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNLAB_CUDA_ARCHITECTURES=90a >"$out/configure.log" 2>&1 ||
+    { tail -30 "$out/configure.log"; exit 1; }
+  start=$SECONDS
+  cmake --build build-gpu -j 10 --target attnlab attnlab_tests >"$out/build.log" 2>&1 ||
+    { grep -E "error" -A5 "$out/build.log" | head -80; exit 1; }
+  echo "built in $((SECONDS - start)) s"
+  nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
+  step "flash2 [gpu] tests (gpu-tests.log)"
+  (cd build-gpu && ctest -R "test_flash2_kernel:gpu|test_int_flash_kernel:gpu|test_kernel_table:gpu" --output-on-failure -j 1) \
+    >"$out/gpu-tests.log" 2>&1
+  echo "ctest exit $?"; grep -E "tests passed|Passed|Failed|\*\*\*|FAILED|with expansion" -A2 "$out/gpu-tests.log" | tail -30
+  step "compute-sanitizer memcheck and racecheck on [#test_flash2_kernel][sanitize] (sanitize.log)"
+  for tool in memcheck racecheck; do
+    compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/bin/attnlab_tests -# "[#test_flash2_kernel][sanitize]" \
+      >>"$out/sanitize.log" 2>&1
+    echo "$tool exit $?"
+  done
+  grep -E "ERROR SUMMARY|RACECHECK SUMMARY|test cases" "$out/sanitize.log" | tail -6
+  ;;
+bench)
+  ours=()
+  for d in 128 64; do
+    with_dim configs/bench-flash2-prefill.json $d >"$out/config-d$d.json"
+    step "attnlab bench d $d"
+    build-gpu/bin/attnlab bench --config "$out/config-d$d.json" --out "$out/ours-d$d.json" >"$out/bench-d$d.log" 2>&1
+    echo "exit $?"; grep -vE "^\s*$" "$out/bench-d$d.log" | tail -22
+    ours+=(--ours "$out/ours-d$d.json")
+  done
+  step "waiting for the peers' build"
+  for i in $(seq 1 60); do
+    grep -q "exit" /tmp/peers/fa3.log 2>/dev/null && grep -q "exit" /tmp/peers/sage.log 2>/dev/null && break
+    sleep 5
+  done
+  tail -1 /tmp/peers/fa3.log /tmp/peers/sage.log; cp /tmp/peers/*.log "$out/" 2>/dev/null
+  step "peers on the same shapes (peers.log)"
+  PYTHONUNBUFFERED=1 python3 .peers/tools/peer_bench.py "${ours[@]}" --out "$out/peers.json" >"$out/peers.log" 2>&1
+  echo "peer_bench exit $?"; grep -vE '^\{' "$out/peers.log" | tail -70
+  if [ -n "${NCU:-}" ]; then
+    step "Nsight Compute: one launch of each wgmma schedule, B 4, H 16, N 8k, d 128 (ncu-*.txt)"
+    for loads in tma_producer cp_async; do
+      python3 - "$loads" >"$out/ncu-$loads.json" <<'PY'
+import json, sys
+c = json.load(open("configs/bench-flash2-prefill.json"))
+c["problem"].update(q_len=8192, kv_len=8192)
+c["variants"] = [{"id": "flash2", "params": {"kernel": "wgmma", "kv_loads": sys.argv[1]}}]
+c["backends"] = ["kernel"]; c.pop("sweep")
+print(json.dumps(c))
+PY
+      timeout 200 ncu --kernel-name regex:flash2_sm90 --launch-skip 1 --launch-count 1 \
+        --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
+        --metrics dram__bytes_read.sum,dram__bytes_write.sum,sm__inst_executed_pipe_tensor_op_hmma.avg.pct_of_peak_sustained_active \
+        build-gpu/bin/attnlab run --config "$out/ncu-$loads.json" >"$out/ncu-$loads.txt" 2>&1
+      echo "ncu $loads exit $?"
+      grep -E "Duration|DRAM Throughput|dram__bytes|Compute \(SM\) Throughput|Issued Ipc|Issue Slots Busy|No Eligible|Stall|Warp Cycles Per Issued" "$out/ncu-$loads.txt" | head -24
+    done
+  fi
+  ;;
+fig6)
+  step "attnlab bench configs/papers/turbo-fig6-prefill.json"
+  build-gpu/bin/attnlab bench --config configs/papers/turbo-fig6-prefill.json --out "$out/ours-fig6.json" >"$out/bench-fig6.log" 2>&1
+  echo "exit $?"; grep -vE "^\s*$" "$out/bench-fig6.log" | tail -24
+  step "peers on the same shapes (peers-fig6.log)"
+  PYTHONUNBUFFERED=1 python3 .peers/tools/peer_bench.py --ours "$out/ours-fig6.json" --out "$out/peers-fig6.json" \
+    >"$out/peers-fig6.log" 2>&1
+  echo "peer_bench exit $?"; grep -vE '^\{' "$out/peers-fig6.log" | tail -40
+  ;;
+esac
