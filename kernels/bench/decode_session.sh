@@ -12,32 +12,16 @@
 #               the 2/4-bit mix, kivi 2-bit and our FP16 decode at 40/10 heads, B 4, N 4k–32k), SDPA on the same shapes,
 #               and the preset's report (its bars over our FP16 decode)
 set -u
-# Only 8 files come back from $OUT: the logs and JSON are written to a work folder and packed into one archive there.
-out=/tmp/decode-session
-rm -rf "$out" && mkdir -p "$out"
-trap 'tar czf "${OUT:-/tmp}/decode-session-${STEP:-build}.tgz" -C "$out" .' EXIT
-step() { echo; echo "== $*"; }
+source kernels/bench/session_lib.sh
+session_start decode-session
 case "${STEP:-build}" in
 build)
-  step configure and build attnlab
-  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNLAB_CUDA_ARCHITECTURES=90a >"$out/configure.log" 2>&1 ||
-    { tail -30 "$out/configure.log"; exit 1; }
-  start=$SECONDS
-  cmake --build build-gpu -j 14 --target attnlab attnlab_tests >"$out/build.log" 2>&1 ||
-    { grep -E "error" -A5 "$out/build.log" | head -80; exit 1; }
-  echo "built in $((SECONDS - start)) s"
-  nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
+  build_sm90a 14 || exit 1
   step "flash2 and kivi [gpu] tests (gpu-tests.log)"
   (cd build-gpu && ctest -R "test_flash2_kernel:gpu|test_kivi_decode_kernel:gpu|test_kernel_table:gpu" --output-on-failure -j 1) \
     >"$out/gpu-tests.log" 2>&1
   echo "ctest exit $?"; grep -E "tests passed|Passed|Failed|\*\*\*|FAILED|with expansion" -A2 "$out/gpu-tests.log" | tail -30
-  step "compute-sanitizer memcheck and racecheck on [#test_flash2_kernel][sanitize] (sanitize.log)"
-  for tool in memcheck racecheck; do
-    compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/bin/attnlab_tests -# "[#test_flash2_kernel][sanitize]" \
-      >>"$out/sanitize.log" 2>&1
-    echo "$tool exit $?"
-  done
-  grep -E "ERROR SUMMARY|RACECHECK SUMMARY|test cases" "$out/sanitize.log" | tail -6
+  sanitize "[#test_flash2_kernel][sanitize]"
   ;;
 bench)
   ours=()

@@ -6,13 +6,8 @@
 set -u
 out=${OUT:-/tmp/attnlab-out}
 mkdir -p "$out"
-step() { echo; echo "== $*"; }
-step configure and build
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNLAB_CUDA_ARCHITECTURES=90a >"$out/configure.log" 2>&1 ||
-  { tail -30 "$out/configure.log"; exit 1; }
-cmake --build build-gpu -j "$(nproc)" --target attnlab attnlab_tests >"$out/build.log" 2>&1 ||
-  { grep -E "error" -A5 "$out/build.log" | head -80; exit 1; }
-nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
+source kernels/bench/session_lib.sh
+build_sm90a || exit 1
 step "[gpu] tests (gpu-tests.log)"
 build-gpu/bin/attnlab_tests "[gpu]" >"$out/gpu-tests.log" 2>&1
 grep -E "FAILED|failed|passed|skipped|Randomness" "$out/gpu-tests.log" | head -20

@@ -12,34 +12,19 @@
 set -u
 out=${OUT:-/tmp/attnlab-out}
 mkdir -p "$out"
-step() { echo; echo "== $*"; }
+source kernels/bench/session_lib.sh
 case "${STEP:-build}" in
 build)
   step peers: building in the background
   BACKGROUND=1 bash .peers/tools/build.sh .peers 2>&1 | tail -1
-  step configure and build attnlab
-  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNLAB_CUDA_ARCHITECTURES=90a >"$out/configure.log" 2>&1 ||
-    { tail -30 "$out/configure.log"; exit 1; }
-  start=$SECONDS
-  cmake --build build-gpu -j 12 --target attnlab attnlab_tests >"$out/build.log" 2>&1 ||
-    { grep -E "error" -A5 "$out/build.log" | head -80; exit 1; }
-  echo "built in $((SECONDS - start)) s"
-  nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
+  build_sm90a 12 || exit 1
   step "the [gpu] CTest tests (gpu-tests.log)"
   (cd build-gpu && ctest -L gpu --output-on-failure -j 1 ${CTEST_ARGS:-}) >"$out/gpu-tests.log" 2>&1
   echo "ctest exit $?"; grep -E "tests passed|Passed|Failed|Skipped|\*\*\*" "$out/gpu-tests.log" | tail -20
-  step "compute-sanitizer memcheck and racecheck on ${SANITIZE_TAGS:=[#test_int_flash_kernel][sanitize]} (sanitize.log)"
-  for tool in memcheck racecheck; do
-    compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/bin/attnlab_tests -# "$SANITIZE_TAGS" >>"$out/sanitize.log" 2>&1
-    echo "$tool exit $?"
-  done
-  grep -E "ERROR SUMMARY|RACECHECK SUMMARY|test cases" "$out/sanitize.log" | tail -6
+  sanitize "${SANITIZE_TAGS:=[#test_int_flash_kernel][sanitize]}"
   ;;
 bench)
-  [ -n "${SANITIZE_TAGS:-}" ] && for tool in memcheck racecheck; do
-    compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/bin/attnlab_tests -# "$SANITIZE_TAGS" >>"$out/sanitize.log" 2>&1
-    echo "$tool on $SANITIZE_TAGS: exit $?"
-  done
+  [ -n "${SANITIZE_TAGS:-}" ] && sanitize "$SANITIZE_TAGS"
   step "the CPU tests of attnlab_tests (cpu-tests.log), beside the bench"
   (cd build-gpu && ctest -R "^attnlab_tests:" -LE gpu -j 8 --output-on-failure) >"$out/cpu-tests.log" 2>&1 &
   cpu_tests=$!

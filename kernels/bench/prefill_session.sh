@@ -13,10 +13,8 @@
 #   STEP=fig6   TurboAttention Fig. 6 prefill re-measured: attnlab bench on configs/papers/turbo-fig6-prefill.json, the
 #               peers on its shapes, and the preset's report
 set -u
-out=/tmp/prefill-session
-rm -rf "$out" && mkdir -p "$out"
-trap 'tar czf "${OUT:-/tmp}/prefill-session-${STEP:-build}.tgz" -C "$out" .' EXIT
-step() { echo; echo "== $*"; }
+source kernels/bench/session_lib.sh
+session_start prefill-session
 with_dim() {  # a bench config at head dim $2 from config $1
   python3 - "$1" "$2" <<'PY'
 import json, sys
@@ -29,25 +27,12 @@ case "${STEP:-build}" in
 build)
   step "peers: building in the background (/tmp/peers/*.log)"
   BACKGROUND=1 bash .peers/tools/build.sh .peers
-  step configure and build attnlab
-  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNLAB_CUDA_ARCHITECTURES=90a >"$out/configure.log" 2>&1 ||
-    { tail -30 "$out/configure.log"; exit 1; }
-  start=$SECONDS
-  cmake --build build-gpu -j 10 --target attnlab attnlab_tests >"$out/build.log" 2>&1 ||
-    { grep -E "error" -A5 "$out/build.log" | head -80; exit 1; }
-  echo "built in $((SECONDS - start)) s"
-  nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
+  build_sm90a 10 || exit 1
   step "flash2 [gpu] tests (gpu-tests.log)"
   (cd build-gpu && ctest -R "test_flash2_kernel:gpu|test_int_flash_kernel:gpu|test_kernel_table:gpu" --output-on-failure -j 1) \
     >"$out/gpu-tests.log" 2>&1
   echo "ctest exit $?"; grep -E "tests passed|Passed|Failed|\*\*\*|FAILED|with expansion" -A2 "$out/gpu-tests.log" | tail -30
-  step "compute-sanitizer memcheck and racecheck on [#test_flash2_kernel][sanitize] (sanitize.log)"
-  for tool in memcheck racecheck; do
-    compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/bin/attnlab_tests -# "[#test_flash2_kernel][sanitize]" \
-      >>"$out/sanitize.log" 2>&1
-    echo "$tool exit $?"
-  done
-  grep -E "ERROR SUMMARY|RACECHECK SUMMARY|test cases" "$out/sanitize.log" | tail -6
+  sanitize "[#test_flash2_kernel][sanitize]"
   ;;
 bench)
   ours=()

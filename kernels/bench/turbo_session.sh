@@ -16,13 +16,10 @@ set -u
 out=${OUT:-/tmp/attnlab-out}
 mkdir -p "$out"
 log="$out/session.log"
-step() { echo; echo "== $*" | tee -a "$log"; }
-step configure and build
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNLAB_CUDA_ARCHITECTURES=90a >>"$log" 2>&1 ||
-  { tail -30 "$log"; exit 1; }
-cmake --build build-gpu -j "$(nproc)" --target attnlab attnlab_tests >"$out/build.log" 2>&1 ||
-  { grep -E "error" -A5 "$out/build.log" | head -60; exit 1; }
-nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,memory.used,memory.total --format=csv,noheader | tee -a "$log"
+source kernels/bench/session_lib.sh
+step() { echo; echo "== $*" | tee -a "$log"; }  # this session's steps in session.log too
+build_sm90a 2>&1 | tee -a "$log"; [ "${PIPESTATUS[0]}" = 0 ] || exit 1
+nvidia-smi --query-gpu=memory.used,memory.total --format=csv,noheader | tee -a "$log"
 if [ -z "${BENCH_ONLY:-}" ]; then
   step "[gpu] tests of the decode kernels"
   # A kernel that hangs would otherwise take the whole call: each run has a limit (TEST_LIMIT_S, 300 unless set).

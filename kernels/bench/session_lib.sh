@@ -1,0 +1,40 @@
+# The steps every GPU session script takes (sourced, from the repository root on the GPU machine): a work folder
+# packed into one archive in $OUT on exit (only 8 files come back from $OUT), attnlab built for sm_90a into
+# build-gpu/ (kept between calls made close together), and compute-sanitizer over a set of [sanitize] cases.
+#   source kernels/bench/session_lib.sh
+#   session_start decode-session   # $out = /tmp/decode-session; packed as $OUT/decode-session-$STEP.tgz
+#   build_sm90a 14 || exit 1        # configure.log, build.log in $out; prints the build time and the GPU
+#   sanitize "[#test_flash2_kernel][sanitize]"
+
+step() { echo; echo "== $*"; }
+
+# $out: a fresh work folder /tmp/NAME, packed into $OUT/NAME-${STEP:-build}.tgz when the script exits.
+session_start() {
+  out=/tmp/$1
+  rm -rf "$out" && mkdir -p "$out"
+  trap 'tar czf "${OUT:-/tmp}/'"$1"'-${STEP:-build}.tgz" -C "$out" .' EXIT
+}
+
+# attnlab and its tests for sm_90a with JOBS compile jobs (the peers' background build takes the other cores).
+build_sm90a() {
+  step configure and build attnlab
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNLAB_CUDA_ARCHITECTURES=90a >"$out/configure.log" 2>&1 ||
+    { tail -30 "$out/configure.log"; return 1; }
+  local start=$SECONDS
+  cmake --build build-gpu -j "${1:-$(nproc)}" --target attnlab attnlab_tests >"$out/build.log" 2>&1 ||
+    { grep -E "error" -A5 "$out/build.log" | head -80; return 1; }
+  echo "built in $((SECONDS - start)) s"
+  nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
+}
+
+# compute-sanitizer memcheck and racecheck on the attnlab_tests cases TAGS names (Catch2's -# file tags), into
+# $out/sanitize.log; each tool's exit status and summary printed.
+sanitize() {
+  step "compute-sanitizer memcheck and racecheck on $1 (sanitize.log)"
+  local tool
+  for tool in memcheck racecheck; do
+    compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/bin/attnlab_tests -# "$1" >>"$out/sanitize.log" 2>&1
+    echo "$tool exit $?"
+  done
+  grep -E "ERROR SUMMARY|RACECHECK SUMMARY|test cases" "$out/sanitize.log" | tail -6
+}
