@@ -39,8 +39,11 @@ inline constexpr KernelTraits kKernelTraits[] = {
     //  variant      d   arch B_r  B_c  warps stages regs splits
     {"flash2",      64,  80,  128, 64,  4,    2,     218, 128},
     {"flash2",      128, 80,  128, 64,  4,    2,     255, 128},
+    // flash2 wgmma (kernels/flash2/flash2_sm90.cu): two warpgroups of 64 query rows, three K/V tiles; v2 (kv_loads =
+    // tma_producer, kProducerLoads) adds the producer warpgroup (384 threads: 168 registers at launch, the consumers
+    // 240 by setmaxnreg), v1 (cp_async) 256 threads at 168 / 210. Shared memory holds either to one CTA per SM at d 128.
     {"flash2",      64,  90,  128, 128, 8,    3,     168, 1},
-    {"flash2",      128, 90,  128, 128, 8,    3,     213, 1},
+    {"flash2",      128, 90,  128, 128, 8,    3,     210, 1},
     // flash2 decode (kernels/flash2/flash2_decode.cu): B_r = the ≤ 8 query heads of one KV head (the MMA's N columns),
     // B_c = 32 tokens; one warp per CTA running one chain, 3 tiles in its ring (d 128: 51 KB, so 4 CTAs on an H100's
     // SM, 3 on an A100's, 1 on an RTX 4090's; d 64: 27 KB); chains from decode_splits over the warps the GPU holds.

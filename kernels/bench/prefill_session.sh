@@ -48,7 +48,7 @@ bench)
     grep -q "exit" /tmp/peers/fa3.log 2>/dev/null && grep -q "exit" /tmp/peers/sage.log 2>/dev/null && break
     sleep 5
   done
-  tail -1 /tmp/peers/fa3.log /tmp/peers/sage.log; cp /tmp/peers/*.log "$out/" 2>/dev/null
+  tail -n 1 /tmp/peers/fa3.log /tmp/peers/sage.log; cp /tmp/peers/*.log "$out/" 2>/dev/null
   step "peers on the same shapes (peers.log)"
   PYTHONUNBUFFERED=1 python3 .peers/tools/peer_bench.py "${ours[@]}" --out "$out/peers.json" >"$out/peers.log" 2>&1
   echo "peer_bench exit $?"; grep -vE '^\{' "$out/peers.log" | tail -70
