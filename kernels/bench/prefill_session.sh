@@ -65,7 +65,7 @@ print(json.dumps(c))
 PY
       timeout 200 ncu --kernel-name regex:flash2_sm90 --launch-skip 1 --launch-count 1 \
         --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
-        --metrics dram__bytes_read.sum,dram__bytes_write.sum,sm__inst_executed_pipe_tensor_op_hmma.avg.pct_of_peak_sustained_active \
+        --metrics dram__bytes_read.sum,dram__bytes_write.sum,sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active \
         build-gpu/bin/attnlab run --config "$out/ncu-$loads.json" >"$out/ncu-$loads.txt" 2>&1
       echo "ncu $loads exit $?"
       grep -E "Duration|DRAM Throughput|dram__bytes|Compute \(SM\) Throughput|Issued Ipc|Issue Slots Busy|No Eligible|Stall|Warp Cycles Per Issued" "$out/ncu-$loads.txt" | head -24
