@@ -17,10 +17,7 @@ session_start decode-session
 case "${STEP:-build}" in
 build)
   build_sm90a 14 || exit 1
-  step "flash2 and kivi [gpu] tests (gpu-tests.log)"
-  (cd build-gpu && ctest -R "test_flash2_kernel:gpu|test_kivi_decode_kernel:gpu|test_kernel_table:gpu" --output-on-failure -j 1) \
-    >"$out/gpu-tests.log" 2>&1
-  echo "ctest exit $?"; grep -E "tests passed|Passed|Failed|\*\*\*|FAILED|with expansion" -A2 "$out/gpu-tests.log" | tail -30
+  gpu_tests "test_flash2_kernel:gpu|test_kivi_decode_kernel:gpu|test_kernel_table:gpu"
   sanitize "[#test_flash2_kernel][sanitize]"
   ;;
 bench)

@@ -28,10 +28,7 @@ build)
   step "peers: building in the background (/tmp/peers/*.log)"
   BACKGROUND=1 bash .peers/tools/build.sh .peers
   build_sm90a 10 || exit 1
-  step "flash2 [gpu] tests (gpu-tests.log)"
-  (cd build-gpu && ctest -R "test_flash2_kernel:gpu|test_int_flash_kernel:gpu|test_kernel_table:gpu" --output-on-failure -j 1) \
-    >"$out/gpu-tests.log" 2>&1
-  echo "ctest exit $?"; grep -E "tests passed|Passed|Failed|\*\*\*|FAILED|with expansion" -A2 "$out/gpu-tests.log" | tail -30
+  gpu_tests "test_flash2_kernel:gpu|test_int_flash_kernel:gpu|test_kernel_table:gpu"
   sanitize "[#test_flash2_kernel][sanitize]"
   ;;
 bench)

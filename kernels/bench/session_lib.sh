@@ -4,6 +4,7 @@
 #   source kernels/bench/session_lib.sh
 #   session_start decode-session   # $out = /tmp/decode-session; packed as $OUT/decode-session-$STEP.tgz
 #   build_sm90a 14 || exit 1        # configure.log, build.log in $out; prints the build time and the GPU
+#   gpu_tests "test_flash2_kernel:gpu"
 #   sanitize "[#test_flash2_kernel][sanitize]"
 
 step() { echo; echo "== $*"; }
@@ -25,6 +26,14 @@ build_sm90a() {
     { grep -E "error" -A5 "$out/build.log" | head -80; return 1; }
   echo "built in $((SECONDS - start)) s"
   nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
+}
+
+# The [gpu] CTest tests whose names match REGEX (e.g. "test_flash2_kernel:gpu|test_kernel_table:gpu"), one at a time,
+# into $out/gpu-tests.log; the exit status and the summary printed.
+gpu_tests() {
+  step "[gpu] tests matching $1 (gpu-tests.log)"
+  (cd build-gpu && ctest -R "$1" --output-on-failure -j 1) >"$out/gpu-tests.log" 2>&1
+  echo "ctest exit $?"; grep -E "tests passed|Passed|Failed|\*\*\*|FAILED|with expansion" -A2 "$out/gpu-tests.log" | tail -30
 }
 
 # compute-sanitizer memcheck and racecheck on the attnlab_tests cases TAGS names (Catch2's -# file tags), into
