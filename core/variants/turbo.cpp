@@ -22,10 +22,13 @@
 //   - The exponential: SAS(t) (core/sas.h, FP32 or emulated FP16) or exact FP32 exp (`exact_exp`,
 //     to isolate SAS's effect). The rescale factor uses the same function as P̃, as Alg. 1 does.
 //   - `sas_share` splits P̃'s exponentials between the two (issue 35: SAS runs on the FMA pipe, exp on the SFU; a
-//     kernel balances the two pipes as FlashAttention-4 does on Blackwell): of every 16 key columns of a tile — one
-//     k-step of the P̃·V product, two n8 blocks of the score accumulator — the first 16·share take SAS, the other
-//     ones exact FP32 exp (MixedExp below). The row's rescale factor stays SAS's (one per row and tile: no pipe's
-//     load); share 1 is Alg. 1 (every exponential SAS), share 0 the exact_exp run, bit for bit.
+//     kernel balances the two pipes as FlashAttention-4 does on Blackwell): of every 64 key columns of a tile (the
+//     paper's B_c; eight n8 blocks of the MMA's score accumulator) the first 64·share take SAS, the other ones exact
+//     FP32 exp (MixedExp below). share is a multiple of 1/8 — whole n8 blocks: every thread of a warp holds two
+//     columns of each block, so a block's path is the same for the whole warp and no warp computes both (a finer
+//     split would have threads of one warp on different paths, each warp then paying for both). The row's rescale
+//     factor stays SAS's (one per row and tile: no pipe's load); share 1 is Alg. 1 (every exponential SAS), share 0
+//     the exact_exp run, bit for bit.
 //   - The cache Alg. 1 writes inside the i loop is written once (by the first row block): the same
 //     blocks would otherwise be written T_r times.
 //   - Decode splits each KV head's tiles into kv_splits chains merged in order (core/variants/
@@ -43,6 +46,7 @@
 #include "core/parallel.h"
 #include "core/polyfit.h"
 #include "core/quant/head_priority.h"
+#include "core/variants/turbo_sas_share.h"
 #include "core/quant/quantize.h"
 #include "core/sas.h"
 #include "core/variants/turbo_cache.h"
@@ -92,7 +96,7 @@ struct Settings {
   quant::IntScale rule;
   sas::Config sas;
   bool exact_exp, p_per_row;
-  int sas_columns;  // of every 16 key columns of a tile, those whose P̃ takes SAS (sas_share · 16)
+  int sas_columns;  // of every 64 key columns of a tile, those whose P̃ takes SAS (sas_share · 64, whole n8 blocks)
   int64_t n_b, decode_steps, kv_splits;
 
   explicit Settings(const ParamValues& v)
@@ -106,7 +110,7 @@ struct Settings {
         rule(v.choice("int_scale") == "up" ? quant::IntScale::up : quant::IntScale::nearest),
         exact_exp(v.flag("exact_exp")),
         p_per_row(v.choice("p_scale") == "row"),
-        sas_columns(static_cast<int>(std::lround(v.real("sas_share") * 16))),
+        sas_columns(sas_blocks(v.real("sas_share")) * kSasBlock),
         n_b(v.integer("n_b")),
         decode_steps(v.integer("decode_steps")),
         kv_splits(v.integer("kv_splits")) {
@@ -116,18 +120,18 @@ struct Settings {
   }
 };
 
-// P̃ with `sas_share` (head comment): column c of a tile takes SAS when c mod 16 < sas_columns, exact FP32 exp
+// P̃ with `sas_share` (head comment): column c of a tile takes SAS when c mod 64 < sas_columns, exact FP32 exp
 // otherwise; the rescale factor is SAS's. Elementwise as SasExp and ExpF32 compute them: t = s − m in FP32, then
 // sas_exp(t) or std::exp(t).
 struct MixedExp {
   sas::Config c;
-  int sas_columns;  // of every 16 key columns, 1–15 (0 and 16 run ExpF32 and SasExp themselves)
+  int sas_columns;  // of every kSasSpan key columns, 8–56 (0 and 64 run ExpF32 and SasExp themselves)
   float operator()(float t) const { return sas::sas_exp(t, c); }
   template <class Row>
   void apply(Row&& seen, float m_new) const {
     for (int64_t k = 0; k < static_cast<int64_t>(seen.size()); ++k) {
       const float t = seen[k] - m_new;
-      seen[k] = k % 16 < sas_columns ? sas::sas_exp(t, c) : std::exp(t);
+      seen[k] = k % kSasSpan < sas_columns ? sas::sas_exp(t, c) : std::exp(t);
     }
   }
 };
@@ -305,7 +309,7 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, 
     float* l = lse.data() + lse.offset(b, h, 0);
     if (s.exact_exp || s.sas_columns == 0)
       attend(p, in.q.head(b, h), kv, s, ExpF32{}, chain_start, traced, out.o.head(b, h), l, rec[bh]);
-    else if (s.sas_columns == 16)
+    else if (s.sas_columns == kSasSpan)
       attend(p, in.q.head(b, h), kv, s, sas::SasExp{s.sas}, chain_start, traced, out.o.head(b, h), l, rec[bh]);
     else
       attend(p, in.q.head(b, h), kv, s, MixedExp{s.sas, s.sas_columns}, chain_start, traced, out.o.head(b, h), l,
@@ -404,10 +408,10 @@ void validate(const Problem& p, const ParamValues& v, const std::string& where) 
     fail_input(where + ".decode_steps", fmt::format("applies to phase decode only (got {} with prefill)", steps));
   if (p.phase == Phase::prefill && v.integer("kv_splits") != 0)
     fail_input(where + ".kv_splits", fmt::format("applies to phase decode only (got {} with prefill)", v.integer("kv_splits")));
-  const double share16 = v.real("sas_share") * 16;
-  if (std::abs(share16 - std::round(share16)) > 1e-9)
-    fail_input(where + ".sas_share", fmt::format("must be a multiple of 1/16 (of every 16 key columns, how many take "
-                                                 "SAS; got {})", v.real("sas_share")));
+  const double blocks = v.real("sas_share") * (kSasSpan / kSasBlock);
+  if (std::abs(blocks - std::round(blocks)) > 1e-9)
+    fail_input(where + ".sas_share", fmt::format("must be a multiple of 1/8 (of every 64 key columns, how many 8-key "
+                                                 "blocks take SAS; got {})", v.real("sas_share")));
   if (v.flag("exact_exp") && v.real("sas_share") != 1.0)
     fail_input(where + ".sas_share", "exact_exp already sends every exponential to exp: leave sas_share at 1");
   if (p.phase == Phase::decode && steps >= p.kv_len)
@@ -476,8 +480,8 @@ VariantSpec turbo() {
       ParamSpec::choice("sas_precision", "fp32", {"fp32", "fp16"}, "SAS arithmetic: FP32, or emulated FP16 HFMA"),
       ParamSpec::boolean("exact_exp", false, "use exact FP32 exp instead of SAS (isolates SAS's effect)"),
       ParamSpec::real("sas_share", 1.0, 0.0, 1.0,
-                      "share of P̃'s exponentials computed by SAS (FMA pipe), the rest exact exp (SFU): of every 16 "
-                      "key columns of a tile the first 16·share; a multiple of 1/16 (1 = Alg. 1)"),
+                      "share of P̃'s exponentials computed by SAS (FMA pipe), the rest exact exp (SFU): of every 64 "
+                      "key columns of a tile the first 64·share; a multiple of 1/8, whole 8-key blocks (1 = Alg. 1)"),
       ParamSpec::choice("p_scale", "tile", {"tile", "row"}, "s_P per B_r×B_c tile (Alg. 1 l. 10) or per row"),
       ParamSpec::integer("n_b", 64, 1, 4096, "decode-buffer capacity: INT8 tokens before a flush (§3.3)"),
       ParamSpec::integer("decode_steps", 0, 0, 1 << 20,

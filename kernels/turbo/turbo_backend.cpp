@@ -113,10 +113,13 @@ void turbo_prefill_run(const Experiment& e, const VariantRequest& v, const QKV& 
 
 std::string turbo_cannot_run(const VariantRequest& v, const Experiment& e, const DeviceInfo& dev) {
   const Problem& p = e.problem;
-  // The split of P̃'s exponentials between SAS and exp (core/variants/turbo.cpp, sas_share) is the reference's and the
-  // model's: the kernels compute one function for every score (SAS, or exp2 with exact_exp).
-  if (v.params.real("sas_share") != 1.0)
-    return "the turbo kernels compute every exponential one way (SAS, or exp2 with exact_exp): sas_share 1 only";
+  // The split of P̃'s exponentials between SAS and exp (core/variants/turbo_sas_share.h): the prefill kernel mixes SAS in
+  // FP32 with exp2 by 8-key blocks; the decode kernel computes one function for every score.
+  const bool mixed = v.params.real("sas_share") != 1.0;
+  if (mixed && p.phase == Phase::decode)
+    return "the turbo decode kernel computes every exponential one way (SAS, or exp2 with exact_exp): sas_share 1 only";
+  if (mixed && v.params.choice("sas_precision") != "fp32")
+    return "the turbo prefill kernel mixes SAS in FP32 with exp2 (sas_precision = fp32 for a sas_share below 1)";
   if (p.phase == Phase::prefill) {
     if (!dev.warpgroup_mma) return "the turbo prefill kernel is sm_90a (warpgroup MMA): it needs a Hopper GPU";
     return turbo_prefill_cannot_run(p, v.params);

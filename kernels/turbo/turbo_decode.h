@@ -43,6 +43,9 @@ struct TurboExpArgs {
   bool fp16 = false;
   float c16[4] = {0, 0, 0, 0};
   float lut16[31] = {};
+  // sas_share (the prefill kernel; core/variants/turbo_sas_share.h): of each tile's eight 8-key blocks, those whose
+  // P̃ takes SAS in FP32 — the rest exp2 on the SFU. 8: Alg. 1 (every exponential SAS).
+  int sas_blocks = 8;
 };
 
 struct TurboDecodeArgs {

@@ -7,6 +7,7 @@
 #include "core/sas.h"
 #include "core/variants/turbo_chains.h"
 #include "core/variants/turbo_layout.h"
+#include "core/variants/turbo_sas_share.h"
 #include "kernels/common/poisoned_output.h"
 
 #include <fmt/format.h>
@@ -151,6 +152,7 @@ TurboExpArgs turbo_exp_args(const ParamValues& params) {
   e.fp16 = params.choice("sas_precision") == "fp16";
   for (int i = 0; i < 4; ++i) e.c16[i] = formats::round_fp16_from_double(poly[size_t(i)]);
   for (int k = 0; k <= sas::kMaxRange; ++k) e.lut16[k] = formats::round_fp16_from_double(std::exp(-static_cast<double>(k)));
+  e.sas_blocks = variants::sas_blocks(params.real("sas_share"));
   return e;
 }
 

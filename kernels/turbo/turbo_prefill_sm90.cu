@@ -7,7 +7,9 @@
 //   l. 8   S = fl(S_int·fl(fl(s_Q·s_K)·scale))              wgmma m64n64k32 s8·s8 → s32, exact integers
 //   l. 9   (the exponential: SAS in FP32, SAS in FP16x2 — turbo_sas.cuh's SasNonPositive and Sas16NonPositive,
 //          the reference's values on t ≤ 0, two scores per HFMA2 in FP16 — or exp2 on the SFU with exact_exp;
-//          a template parameter)
+//          a template parameter; or the two mixed by sas_share, core/variants/turbo_sas_share.h's rule: of the
+//          tile's eight n8 blocks of keys the first sas_blocks take SAS in FP32, the rest exp2 — a block's columns
+//          are two per thread in every thread of a warp, so each warp takes one path per block)
 //          m_new = max(m, rowmax S), α = SAS(m − m_new) (0 before the first tile; 1 for a row that sees no
 //          key of the tile, whose state the reference leaves alone), P̃ = SAS(S − m_new),
 //          ℓ = fl(α·ℓ) + Σ P̃ — each thread keeps its share of ℓ (its 16 of the row's 64 terms), the four
@@ -26,6 +28,7 @@
 #include "kernels/turbo/turbo_prefill_sm90.h"
 
 #include "core/kernel_traits.h"
+#include "core/variants/turbo_sas_share.h"
 #include "kernels/common/kv_pipeline.cuh"
 #include "kernels/common/tile_softmax.cuh"
 #include "kernels/turbo/turbo_quant.cuh"
@@ -57,8 +60,10 @@ struct PrefillTile {
   static_assert(kStageBytes % 1024 == 0 && kQBytes % 1024 == 0);
 };
 
-// The exponential, chosen at compile time: SAS in FP32, SAS in FP16x2 (sas_precision fp16), exp2 (exact_exp).
-enum ExpKind { kSas32 = 0, kSas16 = 1, kExp2 = 2 };
+// The exponential, chosen at compile time: SAS in FP32, SAS in FP16x2 (sas_precision fp16), exp2 (exact_exp), or
+// SAS in FP32 on the first a.exp.sas_blocks n8 blocks of a tile and exp2 on the rest (sas_share below 1).
+enum ExpKind { kSas32 = 0, kSas16 = 1, kExp2 = 2, kMixed = 3 };
+static_assert(kBc == variants::kSasSpan && variants::kSasBlock == 8, "sas_share's blocks are the tile's n8 blocks");
 
 template <int D, int EXPK, bool DUMP>
 __global__ void __launch_bounds__(kThreads, 1) turbo_prefill_kernel(TurboPrefillArgs a) {
@@ -78,6 +83,7 @@ __global__ void __launch_bounds__(kThreads, 1) turbo_prefill_kernel(TurboPrefill
   const SasNonPositive sas32 = make_sas_non_positive(a.exp, lut);
   const Sas16NonPositive sas16 = make_sas16_non_positive(a.exp, lut16);
   const Exp<true> exp2 = make_exp<true>(a.exp, lut);
+  const int sas_blocks = a.exp.sas_blocks;  // kMixed: the n8 blocks of each tile whose P̃ takes SAS
   auto sas = [&](float x) {
     if constexpr (EXPK == kSas16) return sas16(x);
     else if constexpr (EXPK == kExp2) return exp2(x);
@@ -174,6 +180,10 @@ __global__ void __launch_bounds__(kThreads, 1) turbo_prefill_kernel(TurboPrefill
       if constexpr (EXPK == kSas16) {
         const float2 v = sas16(__fsub_rn(pt[e], shift[i]), __fsub_rn(pt[e + 1], shift[i]));
         pt[e] = v.x, pt[e + 1] = v.y;
+      } else if constexpr (EXPK == kMixed) {  // n8 block e / 4: keys 8·(e / 4) + 2t, + 1 of the tile
+        const float t0 = __fsub_rn(pt[e], shift[i]), t1 = __fsub_rn(pt[e + 1], shift[i]);
+        if (e / 4 < sas_blocks) pt[e] = sas32(t0), pt[e + 1] = sas32(t1);
+        else pt[e] = exp2(t0), pt[e + 1] = exp2(t1);
       } else {
         pt[e] = sas(__fsub_rn(pt[e], shift[i])), pt[e + 1] = sas(__fsub_rn(pt[e + 1], shift[i]));
       }
@@ -276,14 +286,25 @@ bool turbo_prefill_supports(int head_dim) { return head_dim == 64 || head_dim ==
 cudaError_t turbo_prefill_forward(const TurboPrefillArgs& a, cudaStream_t stream) {
   if (!turbo_prefill_supports(a.head_dim) || a.pad % kBc != 0 || a.pad < a.kv_len || a.q_heads % a.kv_heads != 0)
     return cudaErrorInvalidValue;
-  const int kind = a.exp.exact_exp ? kExp2 : a.exp.fp16 ? kSas16 : kSas32;
+  // sas_share 0 is the exact_exp run, α included (core/variants/turbo.cpp); the FP16x2 SAS does not mix.
+  if (a.exp.fp16 && a.exp.sas_blocks != 8) return cudaErrorInvalidValue;
+  const int kind = a.exp.exact_exp || a.exp.sas_blocks == 0 ? kExp2
+                   : a.exp.fp16                             ? kSas16
+                   : a.exp.sas_blocks < 8                   ? kMixed
+                                                            : kSas32;
   if (a.scores != nullptr) {
     if (kind != kSas32) return cudaErrorInvalidValue;
     return a.head_dim == 64 ? launch<64, kSas32, true>(a, stream) : launch<128, kSas32, true>(a, stream);
   }
   if (a.head_dim == 64)
-    return kind == kExp2 ? launch<64, kExp2>(a, stream) : kind == kSas16 ? launch<64, kSas16>(a, stream) : launch<64, kSas32>(a, stream);
-  return kind == kExp2 ? launch<128, kExp2>(a, stream) : kind == kSas16 ? launch<128, kSas16>(a, stream) : launch<128, kSas32>(a, stream);
+    return kind == kExp2    ? launch<64, kExp2>(a, stream)
+           : kind == kSas16 ? launch<64, kSas16>(a, stream)
+           : kind == kMixed ? launch<64, kMixed>(a, stream)
+                            : launch<64, kSas32>(a, stream);
+  return kind == kExp2    ? launch<128, kExp2>(a, stream)
+         : kind == kSas16 ? launch<128, kSas16>(a, stream)
+         : kind == kMixed ? launch<128, kMixed>(a, stream)
+                          : launch<128, kSas32>(a, stream);
 }
 
 }  // namespace attnlab::kernels

@@ -297,28 +297,34 @@ TEST_CASE("turbo probes have the documented shapes (core/variants/README.md)", "
   CHECK(frac < 1.0);
 }
 
-// sas_share (issue 35, item 3): of every 16 key columns of a tile the first 16·share take SAS, the others exact exp.
-// Which path a column took shows where they differ most: with n_r = −2 a score 3 below the row's max is SAS's 0 but
-// exp's e⁻³ (INT8 code round(119·e⁻³) = 6, not lost to P̃'s quantization). One query against 16 keys: key 0 scores
-// 3 (the max), keys 1–15 score 0; V row c is e_c, so O's channel c is P̃_c's share — exactly 0 where SAS ran.
-TEST_CASE("turbo sas_share: the first 16·share columns of every 16 take SAS, the rest exp", "[variants][turbo]") {
-  Problem p;
-  p.batch = 1, p.q_heads = 1, p.kv_heads = 1, p.q_len = 16, p.kv_len = 16, p.head_dim = 16, p.phase = Phase::prefill;
-  QKV in{Tensor(p.q_shape()), Tensor(p.kv_shape()), Tensor(p.kv_shape())};
-  for (int64_t n = 0; n < 16; ++n) {
-    in.q.at(0, 0, n, 0) = 1.0f;                       // S = q·k·(1/√16): 12·0.25 = 3 for key 0, 0 for the others
-    in.k.at(0, 0, n, 0) = n == 0 ? 12.0f : 0.0f;
-    in.v.at(0, 0, n, n) = 1.0f;
-  }
-  for (const int columns : {0, 4, 8, 12, 16}) {
-    INFO("sas_share " << columns << "/16");
-    const ReferenceOutput out = run(p, in, params({{"n_r", -2}, {"sas_share", columns / 16.0}}));
-    for (int64_t c = 1; c < 16; ++c) {
-      INFO("column " << c);
-      if (c < columns) CHECK(out.o.at(0, 0, 0, c) == 0.0f);  // SAS: below n_r
-      else CHECK(out.o.at(0, 0, 0, c) > 0.0f);              // exp: e⁻³, code 6
+// sas_share (issue 35, item 3): of every 64 key columns of a tile the first 64·share take SAS, the others exact exp,
+// in whole 8-key blocks. Which path a column took shows where they differ most: with n_r = −2 a score 3 below the
+// row's max is SAS's 0 but exp's e⁻³ (INT8 code round(119·e⁻³) = 6, not lost to P̃'s quantization). One query against
+// 64 keys: key 0 scores 3 (the max), keys 1–63 score 0; V row c is e_c, so O's channel c is P̃_c's share — exactly 0
+// where SAS ran. block_c 128 repeats the pattern in each half of the tile (keys 64–127: key 64 the second max).
+TEST_CASE("turbo sas_share: the first 64·share columns of every 64 take SAS, the rest exp", "[variants][turbo]") {
+  for (const int64_t block_c : {64, 128}) {
+    Problem p;
+    p.batch = 1, p.q_heads = 1, p.kv_heads = 1, p.q_len = block_c, p.kv_len = block_c, p.head_dim = block_c;
+    p.phase = Phase::prefill;
+    const double k_max = 3.0 * std::sqrt(double(block_c));  // S = q·k/√d = 3 for keys 0 and 64
+    QKV in{Tensor(p.q_shape()), Tensor(p.kv_shape()), Tensor(p.kv_shape())};
+    for (int64_t n = 0; n < block_c; ++n) {
+      in.q.at(0, 0, n, 0) = 1.0f;
+      in.k.at(0, 0, n, 0) = n % 64 == 0 ? float(k_max) : 0.0f;
+      in.v.at(0, 0, n, n) = 1.0f;
     }
-    CHECK(out.o.at(0, 0, 0, 0) > 0.5f);  // the max key: P̃ = 1 either way
+    for (const int columns : {0, 8, 16, 32, 56, 64}) {
+      INFO("block_c " << block_c << ", sas_share " << columns << "/64");
+      const ReferenceOutput out =
+          run(p, in, params({{"n_r", -2}, {"sas_share", columns / 64.0}, {"block_c", block_c}, {"block_r", block_c}}));
+      for (int64_t c = 0; c < block_c; ++c) {
+        INFO("column " << c);
+        if (c % 64 == 0) CHECK(out.o.at(0, 0, 0, c) > 0.1f);  // a max key, P̃ = 1: 1/ℓ ≥ 1/(2 + 126·e⁻³) ≈ 0.12
+        else if (c % 64 < columns) CHECK(out.o.at(0, 0, 0, c) == 0.0f);  // SAS: below n_r
+        else CHECK(out.o.at(0, 0, 0, c) > 0.0f);                        // exp: e⁻³, code 6
+      }
+    }
   }
 }
 
@@ -351,7 +357,8 @@ TEST_CASE("turbo rejects inconsistent parameters with the parameter's name", "[v
   CHECK(test::starts(err(d, {{"decode_steps", 100}}), "variants[1].decode_steps"));
   CHECK(test::input_error([&] { params({{"n_b", 0}}); }).find("n_b") != std::string::npos);
   CHECK(test::input_error([&] { params({{"block_c", 0}}); }).find("block_c") != std::string::npos);
-  CHECK(test::starts(err(p, {{"sas_share", 0.3}}), "variants[1].sas_share"));  // not a multiple of 1/16
+  CHECK(test::starts(err(p, {{"sas_share", 0.3}}), "variants[1].sas_share"));     // not a multiple of 1/8
+  CHECK(test::starts(err(p, {{"sas_share", 0.0625}}), "variants[1].sas_share"));  // 1/16: half an 8-key block
   CHECK(test::starts(err(p, {{"sas_share", 0.5}, {"exact_exp", true}}), "variants[1].sas_share"));
 }
 

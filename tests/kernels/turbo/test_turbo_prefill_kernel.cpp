@@ -68,6 +68,7 @@ struct Case {
   bool causal, exact_exp;
   const char* gen;
   const char* sas_precision = "fp32";
+  double sas_share = 1.0;
 };
 
 void check_case(const Case& c, uint64_t seed) {
@@ -78,13 +79,14 @@ void check_case(const Case& c, uint64_t seed) {
   ParamValues pv = ParamValues::defaults(turbo().params);
   pv.set(turbo().params, "exact_exp", c.exact_exp, "test");
   pv.set(turbo().params, "sas_precision", c.sas_precision, "test");
+  pv.set(turbo().params, "sas_share", c.sas_share, "test");
   const ReferenceOutput ref = turbo().reference(p, in, pv, {});
   const kernels::TurboPrefillOutput out = kernels::turbo_prefill_once(p, in, pv);
-  const std::string what = fmt::format("{} d={} H={}/{} N={}/{} causal={} exact_exp={} sas {} seed={}", c.gen, c.d,
-                                       c.q_heads, c.kv_heads, c.q_len, c.kv_len, c.causal, c.exact_exp,
-                                       c.sas_precision, seed);
+  const std::string what = fmt::format("{} d={} H={}/{} N={}/{} causal={} exact_exp={} sas {} share {} seed={}", c.gen,
+                                       c.d, c.q_heads, c.kv_heads, c.q_len, c.kv_len, c.causal, c.exact_exp,
+                                       c.sas_precision, c.sas_share, seed);
   INFO(what);
-  if (c.exact_exp) {
+  if (c.exact_exp || c.sas_share != 1.0) {  // exp2's columns: a few ulp from std::exp (the header)
     const TensorF64 truth = attention_fp64(p, in);
     const double err_k = compare_to_truth(out.o, truth).rel_l2, err_r = compare_to_truth(ref.o, truth).rel_l2;
     INFO(fmt::format("rel_l2 kernel {:.4e} reference {:.4e}", err_k, err_r));
@@ -140,6 +142,43 @@ TEST_CASE("turbo prefill kernel with exact_exp is as accurate as the reference",
   GPU_OR_SKIP();
   check_case(Case{128, 4, 2, 300, 300, true, true, "llm_like"}, 6200);
   check_case(Case{64, 4, 4, 256, 256, false, true, "normal"}, 6201);
+}
+
+// sas_share below 1 (core/variants/turbo_sas_share.h): the first 8·share of each tile's eight 8-key blocks take SAS, the
+// rest exp2. Which block took which path shows where the two differ most, as the reference's test finds it
+// (tests/core/variants/test_turbo.cpp): with n_r = −2 a key scoring 3 below the row's max gets SAS's 0 but exp's e⁻³
+// (P code 6); V row c is e_c, so O's channel c is exactly 0 where SAS ran. Then on random data, as accurate as the
+// reference at the same share (the exp2 columns are exact_exp's: a few ulp from std::exp).
+TEST_CASE("turbo prefill kernel with sas_share below 1: SAS on the first blocks of 8 keys, exp2 on the rest",
+          "[gpu][kernels][turbo]") {
+  GPU_OR_SKIP();
+  Problem p;
+  p.batch = 1, p.q_heads = 1, p.kv_heads = 1, p.q_len = 64, p.kv_len = 128, p.head_dim = 128, p.phase = Phase::prefill;
+  QKV in{Tensor(p.q_shape()), Tensor(p.kv_shape()), Tensor(p.kv_shape())};
+  for (int64_t n = 0; n < p.q_len; ++n) in.q.at(0, 0, n, 0) = 1.0f;
+  for (int64_t n = 0; n < p.kv_len; ++n) {
+    in.k.at(0, 0, n, 0) = n % 64 == 0 ? 3.0f * std::sqrt(128.0f) : 0.0f;  // S = 3 for keys 0 and 64, else 0
+    in.v.at(0, 0, n, n) = 1.0f;
+  }
+  for (const int blocks : {1, 2, 4, 7}) {
+    ParamValues pv = ParamValues::defaults(turbo().params);
+    pv.set(turbo().params, "n_r", -2, "test");
+    pv.set(turbo().params, "sas_share", blocks / 8.0, "test");
+    const kernels::TurboPrefillOutput out = kernels::turbo_prefill_once(p, in, pv);
+    const ReferenceOutput ref = turbo().reference(p, in, pv, {});
+    for (int64_t c = 0; c < p.kv_len; ++c) {
+      INFO("sas_share " << blocks << "/8, key " << c);
+      if (c % 64 == 0) CHECK(out.o.at(0, 0, 0, c) > 0.1f);           // a max key, P̃ = 1: 1/ℓ ≥ 1/(2 + 126·e⁻³) ≈ 0.12
+      else if (c % 64 < 8 * blocks) CHECK(out.o.at(0, 0, 0, c) == 0.0f);  // SAS: below n_r
+      else CHECK(out.o.at(0, 0, 0, c) > 0.0f);                        // exp2: e⁻³
+      CHECK((out.o.at(0, 0, 0, c) == 0.0f) == (ref.o.at(0, 0, 0, c) == 0.0f));  // the reference's path
+    }
+  }
+  uint64_t seed = 6300;
+  for (const double share : {0.0, 0.25, 0.5, 0.875}) {
+    check_case(Case{128, 4, 2, 300, 300, true, false, "llm_like", "fp32", share}, ++seed);
+    check_case(Case{64, 4, 4, 256, 333, false, false, "normal", "fp32", share}, ++seed);
+  }
 }
 
 TEST_CASE("turbo prefill kernel's INT32 scores are the integer product of its own codes", "[gpu][kernels][turbo]") {
