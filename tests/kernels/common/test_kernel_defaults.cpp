@@ -85,5 +85,20 @@ TEST_CASE("kernel table: fireq's default block_c is its prefill kernel's KV tile
   CHECK(row->cannot_run(e.variants[0], e, h200()).find("set block_c = 128") != std::string::npos);
 }
 
+TEST_CASE("kernel table: turbo's sas_share below 1 runs on the prefill kernel only, with SAS in FP32", "[kernels][turbo]") {
+  // core/variants/turbo_sas_share.h: the prefill kernel mixes SAS in FP32 with exp2 by 8-key blocks; the decode kernel
+  // computes one function for every score, and the FP16x2 SAS does not mix.
+  const kernels::KernelRow* row = kernels::find_kernel_row("turbo");
+  REQUIRE(row);
+  Experiment prefill = defaults_experiment("turbo", Phase::prefill, 128, 8, 8);
+  set_value(prefill, "turbo.sas_share", 0.5, "test");
+  CHECK(row->cannot_run(prefill.variants[0], prefill, h200()) == "");
+  set_value(prefill, "turbo.sas_precision", "fp16", "test");
+  CHECK(row->cannot_run(prefill.variants[0], prefill, h200()).find("sas_precision = fp32") != std::string::npos);
+  Experiment decode = defaults_experiment("turbo", Phase::decode, 128, 8, 8);
+  set_value(decode, "turbo.sas_share", 0.5, "test");
+  CHECK(row->cannot_run(decode.variants[0], decode, h200()).find("sas_share 1 only") != std::string::npos);
+}
+
 }  // namespace ATTNLAB_FILE_LOCAL
 }  // namespace attnlab
