@@ -2,7 +2,7 @@
 // function as flash2.cu (flash2.h states the contract), for prefill on an sm_90 GPU.
 //
 // CTA = 2 warpgroups × 64 query rows (B_r = 128) sharing each K/V tile (B_c = 128 keys); K/V tiles are
-// three-deep in shared memory (cp.async by all 256 threads, 128-byte swizzle, wgmma.cuh). Per warpgroup,
+// three-deep in shared memory (128-byte swizzle, wgmma.cuh; who copies them: below). Per warpgroup,
 // FlashAttention-3's intra-warpgroup pipelining (Shah et al. 2024, §3.2; the loop is kv_pipeline.cuh,
 // shared with int_flash_sm90.cu) overlaps the softmax of tile j + 1 with the P̃·V product of tile j:
 //   issue  S_{j+1} = Q·K_{j+1}ᵀ                  wgmma, A = Q and B = K from shared memory (K-major)

@@ -1,5 +1,6 @@
 // attnlab kernels: the `flash2` kernel's Hopper path — the same function as flash2.h's, on warpgroup MMA
-// (wgmma, sm_90a) with FlashAttention-3's intra-warpgroup pipelining, for prefill (no KV split).
+// (wgmma, sm_90a) with FlashAttention-3's pipeline, for prefill (no KV split): a TMA producer warpgroup and two
+// consumer warpgroups in ping-pong (v2, flash2.h's tma_producer), or every thread's cp.async (v1); the same bits.
 // flash2_forward picks it by itself where it applies (KernelPath::automatic).
 #pragma once
 
