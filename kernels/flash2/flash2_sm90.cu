@@ -3,15 +3,14 @@
 //
 // CTA = 2 warpgroups × 64 query rows (B_r = 128) sharing each K/V tile (B_c = 128 keys); K/V tiles are
 // three-deep in shared memory (128-byte swizzle, wgmma.cuh; who copies them: below). Per warpgroup,
-// FlashAttention-3's intra-warpgroup pipelining (Shah et al. 2024, §3.2; the loop is kv_pipeline.cuh,
-// shared with int_flash_sm90.cu) overlaps the softmax of tile j + 1 with the P̃·V product of tile j:
+// FlashAttention-3's intra-warpgroup pipelining (Shah et al. 2024, §3.2; the loop is kv_pipeline.cuh or
+// kv_ring.cuh, shared with the other Hopper kernels) overlaps the softmax of tile j + 1 with the P̃·V product of tile j:
 //   issue  S_{j+1} = Q·K_{j+1}ᵀ                  wgmma, A = Q and B = K from shared memory (K-major)
 //   issue  O += P̃_j·V_j                          wgmma, A = P̃_j from registers, B = V (MN-major)
 //   wait for S_{j+1}; m, ℓ, P̃_{j+1} = 2^{S·scale·log₂e − m}   (online softmax, App. D; FP32, ex2)
 //   wait for O; O ·= 2^{m_j − m_{j+1}}; round P̃_{j+1} to FP16 A fragments
-// so the tensor cores are busy while the FP32 pipes run the exponentials. The second warpgroup's work
-// interleaves with the first's as the schedulers find it. Rows and keys past the ends are zero-filled
-// by cp.async and masked in the softmax; causal CTAs stop at the last tile their last row sees.
+// so the tensor cores are busy while the FP32 pipes run the exponentials. Rows and keys past the ends are
+// zero-filled by the copies (cp.async's or TMA's) and masked in the softmax; causal CTAs stop at the last tile their last row sees.
 //
 // K/V loads (flash2.h's tma_producer): true adds a producer warpgroup (FlashAttention-3 §3.1's warp
 // specialization) — one of its threads copies each K and V tile with TMA (tma_fill.cuh), one load per 64-channel
