@@ -12,6 +12,9 @@
 #               wgmma schedule at N 8k, d 128 (DRAM bytes, issue and stall reasons)
 #   STEP=fig6   TurboAttention Fig. 6 prefill re-measured: attnlab bench on configs/papers/turbo-fig6-prefill.json, the
 #               peers on its shapes, and the preset's report
+#   STEP=sas    turbo's sas_share (issue 35 item 3): the turbo prefill [gpu] tests (the mixed path's among them), attnlab
+#               bench on configs/bench-turbo-sas-share.json (shares 0 … 1 in eighths, the model beside each), and
+#               Nsight Compute's pipe utilization (FMA, ALU, XU = the SFU, tensor) and issue at shares 0, 1/2 and 1
 set -u
 source kernels/bench/session_lib.sh
 session_start prefill-session
@@ -77,5 +80,28 @@ fig6)
   PYTHONUNBUFFERED=1 python3 .peers/tools/peer_bench.py --ours "$out/ours-fig6.json" --out "$out/peers-fig6.json" \
     >"$out/peers-fig6.log" 2>&1
   echo "peer_bench exit $?"; grep -vE '^\{' "$out/peers-fig6.log" | tail -40
+  ;;
+sas)
+  gpu_tests "test_turbo_prefill_kernel:gpu"
+  step "attnlab bench configs/bench-turbo-sas-share.json"
+  build-gpu/bin/attnlab bench --config configs/bench-turbo-sas-share.json --out "$out/ours-sas.json" >"$out/bench-sas.log" 2>&1
+  echo "exit $?"; grep -vE "^\s*$" "$out/bench-sas.log" | tail -14
+  step "Nsight Compute: the attention kernel at shares 0, 1/2, 1 (B 1, H 16, N 8k, causal; ncu-sas-*.txt)"
+  for share in 0 0.5 1; do
+    python3 - "$share" >"$out/ncu-sas-$share.json" <<'PY'
+import json, sys
+c = json.load(open("configs/bench-turbo-sas-share.json"))
+c["problem"]["batch"] = 1
+c["variants"] = [{"id": "turbo", "params": {"sas_share": float(sys.argv[1])}}]
+c["backends"] = ["kernel"]; c.pop("sweep")
+print(json.dumps(c))
+PY
+    timeout 200 ncu --kernel-name regex:turbo_prefill_kernel --launch-skip 1 --launch-count 1 \
+      --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
+      --metrics sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active,sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active \
+      build-gpu/bin/attnlab run --config "$out/ncu-sas-$share.json" >"$out/ncu-sas-$share.txt" 2>&1
+    echo "ncu share $share exit $?"
+    grep -E "Duration|pipe_|Issued Warp|No Eligible|Warp Cycles Per Issued" "$out/ncu-sas-$share.txt" | head -10
+  done
   ;;
 esac
