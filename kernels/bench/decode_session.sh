@@ -55,13 +55,7 @@ print(f"copy {torch.cuda.get_device_name()}: {2 * n / ms / 1e6:.1f} GB/s (read +
 PY
   ;;
 fig6)
-  step "attnlab bench configs/papers/turbo-fig6-decode.json"
-  build-gpu/bin/attnlab bench --config configs/papers/turbo-fig6-decode.json --out "$out/ours-fig6.json" >"$out/bench-fig6.log" 2>&1
-  echo "exit $?"; grep -vE "^\s*$" "$out/bench-fig6.log" | tail -20
-  step "SDPA on the same shapes (peers-fig6.log)"
-  PYTHONUNBUFFERED=1 python3 .peers/tools/peer_bench.py --ours "$out/ours-fig6.json" --out "$out/peers-fig6.json" \
-    >"$out/peers-fig6.log" 2>&1
-  echo "peer_bench exit $?"; grep -vE '^\{' "$out/peers-fig6.log" | tail -24
+  bench_with_peers fig6 configs/papers/turbo-fig6-decode.json
   step "the preset's report"
   build-gpu/bin/attnlab report --config configs/papers/turbo-fig6-decode.json --out "$out/fig6" >"$out/fig6.log" 2>&1
   echo "exit $?"; cat "$out/fig6/views/speedup.csv" 2>/dev/null

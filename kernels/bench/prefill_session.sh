@@ -73,13 +73,7 @@ PY
   fi
   ;;
 fig6)
-  step "attnlab bench configs/papers/turbo-fig6-prefill.json"
-  build-gpu/bin/attnlab bench --config configs/papers/turbo-fig6-prefill.json --out "$out/ours-fig6.json" >"$out/bench-fig6.log" 2>&1
-  echo "exit $?"; grep -vE "^\s*$" "$out/bench-fig6.log" | tail -24
-  step "peers on the same shapes (peers-fig6.log)"
-  PYTHONUNBUFFERED=1 python3 .peers/tools/peer_bench.py --ours "$out/ours-fig6.json" --out "$out/peers-fig6.json" \
-    >"$out/peers-fig6.log" 2>&1
-  echo "peer_bench exit $?"; grep -vE '^\{' "$out/peers-fig6.log" | tail -40
+  bench_with_peers fig6 configs/papers/turbo-fig6-prefill.json
   ;;
 sas)
   gpu_tests "test_turbo_prefill_kernel:gpu"

@@ -36,6 +36,19 @@ gpu_tests() {
   echo "ctest exit $?"; grep -E "tests passed|Passed|Failed|\*\*\*|FAILED|with expansion" -A2 "$out/gpu-tests.log" | tail -30
 }
 
+# attnlab bench on CONFIG into $out/ours-NAME.json, then the peers on the same shapes in the same call
+# (peer_bench.py --ours) into $out/peers-NAME.json; the last LINES lines of each printed.
+bench_with_peers() {
+  local name=$1 config=$2 lines=${3:-24}
+  step "attnlab bench $config (bench-$name.log)"
+  build-gpu/bin/attnlab bench --config "$config" --out "$out/ours-$name.json" >"$out/bench-$name.log" 2>&1
+  echo "exit $?"; grep -vE "^\s*$" "$out/bench-$name.log" | tail -"$lines"
+  step "peers on the same shapes (peers-$name.log)"
+  PYTHONUNBUFFERED=1 python3 .peers/tools/peer_bench.py --ours "$out/ours-$name.json" --out "$out/peers-$name.json" \
+    >"$out/peers-$name.log" 2>&1
+  echo "peer_bench exit $?"; grep -vE '^\{' "$out/peers-$name.log" | tail -"$lines"
+}
+
 # compute-sanitizer memcheck and racecheck on the attnlab_tests cases TAGS names (Catch2's -# file tags), into
 # $out/sanitize.log; each tool's exit status and summary printed.
 sanitize() {
