@@ -68,9 +68,11 @@ inline constexpr KernelTraits kKernelTraits[] = {
     {"turbo",       64,  80,  8,   64,  4,    3,     128, 0, true, true, true},
     {"turbo",       128, 80,  8,   64,  4,    3,     128, 0, true, true, true},
     // turbo prefill (kernels/turbo/turbo_prefill_sm90.cu): two warpgroups of 64 query rows (each one of Alg. 1's
-    // query blocks), B_c = 64 keys (the paper's tile, and the pre-pass's cache block), three stages.
-    {"turbo",       64,  90,  128, 64,  8,    3,     202, 1, false, false, false, true},
-    {"turbo",       128, 90,  128, 64,  8,    3,     254, 1, false, false, false, true},
+    // query blocks), B_c = 64 keys (the paper's tile, and the pre-pass's cache block). kv_loads = tma_producer: a TMA
+    // producer warpgroup fills an eight-tile ring (16 KB a tile at d 128), the consumers at setmaxnreg's 240
+    // registers; cp_async (the kernel before it): three stages, 256 threads at 254 / 202 registers.
+    {"turbo",       64,  90,  128, 64,  8,    8,     240, 1, false, false, false, true},
+    {"turbo",       128, 90,  128, 64,  8,    8,     240, 1, false, false, false, true},
     // kivi decode (kernels/kivi/kivi_decode.cu): B_r = the ≤ 8 query heads (MMA N columns), B_c = 64 tokens;
     // 4 warps per CTA, one chain each, 2 tiles in flight per warp; splits from decode_splits over warps.
     {"kivi",        64,  80,  8,   64,  4,    2,     158, 128, true, true},
@@ -111,6 +113,9 @@ inline constexpr ProducerLoads kProducerLoads[] = {
     // fireq prefill (kernels/fireq/fireq_prefill_sm90.cu): the FP8 mode, both loop orders (v6: the two-stage one; v8:
     // the three-stage one too, FireQ App. F Alg. 2's producer); the INT4 mode converts in the consumers.
     {"fireq", 90, {{"kv_loads", "tma_producer"}, {"prefill_kv", "fp8"}, {nullptr, nullptr}}},
+    // turbo prefill (kernels/turbo/turbo_prefill_sm90.cu): int_flash v3's producer and ring on Alg. 1's 64-key tiles; the
+    // turbo prefill rows measured before it (sim/measurements, 2026-11-26) record kv_loads = cp_async, what ran then.
+    {"turbo", 90, {{"kv_loads", "tma_producer"}, {nullptr, nullptr}, {nullptr, nullptr}}},
     // int_flash wgmma v3 (kernels/int8/int_flash_sm90.cu) has a producer too (its kv_loads), but no row yet: with the
     // shipped H200 spec the model predicts v3 at 1.07–1.11 of its measured time scheduling v2's cp.async loads, and at
     // 0.76–0.81 with a row here (B 4, H 16, d 128, N 4k–16k, 2026-11-28, kernels/PERF.md "wgmma v4") — the producer's

@@ -489,6 +489,9 @@ VariantSpec turbo() {
       ParamSpec::integer("kv_splits", 0, 0, 4096,
                          "decode: chains each KV head's tiles are split into and merged (1 = Alg. 2's one "
                          "loop; 0 = auto from the shape, as the kernel runs)"),
+      ParamSpec::choice("kv_loads", "tma_producer", {"tma_producer", "cp_async"},
+                        "the prefill kernel's K/V loads: a producer warpgroup's TMA copies (FlashAttention-3 §3.1's "
+                        "warp specialization), or every thread's cp.async; the numbers do not depend on it"),
   };
   v.validate = validate;
   v.reference = run;

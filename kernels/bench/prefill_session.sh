@@ -15,6 +15,11 @@
 #   STEP=sas    turbo's sas_share (issue 35 item 3): the turbo prefill [gpu] tests (the mixed path's among them), attnlab
 #               bench on configs/bench-turbo-sas-share.json (shares 0 … 1 in eighths, the model beside each), and
 #               Nsight Compute's pipe utilization (FMA, ALU, XU = the SFU, tensor) and issue at shares 0, 1/2 and 1
+#   STEP=turbo  turbo's prefill on the warp-specialized pipeline (issue 35 item 2): the turbo prefill [gpu] tests (the
+#               three schedules' bits among them), memcheck and racecheck on its [sanitize] case, attnlab bench on
+#               configs/bench-turbo-prefill-loads.json at d 128 and 64 (producer and cp.async, SAS and exp2; int_flash
+#               beside), the peers on the same shapes, and Nsight Compute's issue and stalls on one producer launch
+#   Run after STEP=build (which builds everything); STEP=sas after STEP=turbo needs no rebuild.
 set -u
 source kernels/bench/session_lib.sh
 session_start prefill-session
@@ -97,5 +102,36 @@ PY
     echo "ncu share $share exit $?"
     grep -E "Duration|pipe_|Issued Warp|No Eligible|Warp Cycles Per Issued" "$out/ncu-sas-$share.txt" | head -10
   done
+  ;;
+turbo)
+  gpu_tests "test_turbo_prefill_kernel:gpu"
+  sanitize "[#test_turbo_prefill_kernel][sanitize]"
+  ours=()
+  for d in 128 64; do
+    with_dim configs/bench-turbo-prefill-loads.json $d >"$out/config-turbo-d$d.json"
+    step "attnlab bench turbo loads d $d"
+    build-gpu/bin/attnlab bench --config "$out/config-turbo-d$d.json" --out "$out/ours-turbo-d$d.json" \
+      >"$out/bench-turbo-d$d.log" 2>&1
+    echo "exit $?"; grep -vE "^\s*$" "$out/bench-turbo-d$d.log" | tail -34
+    ours+=(--ours "$out/ours-turbo-d$d.json")
+  done
+  step "peers on the same shapes (peers-turbo.log)"
+  PYTHONUNBUFFERED=1 python3 .peers/tools/peer_bench.py "${ours[@]}" --out "$out/peers-turbo.json" >"$out/peers-turbo.log" 2>&1
+  echo "peer_bench exit $?"; grep -vE '^\{' "$out/peers-turbo.log" | tail -60
+  step "Nsight Compute: one producer launch, SAS FP32, B 4, H 16, N 8k, d 128, non-causal (ncu-turbo.txt)"
+  python3 - >"$out/ncu-turbo.json" <<'PY'
+import json
+c = json.load(open("configs/bench-turbo-prefill-loads.json"))
+c["problem"].update(q_len=8192, kv_len=8192)
+c["variants"] = [{"id": "turbo"}]
+c["backends"] = ["kernel"]; c.pop("sweep")
+print(json.dumps(c))
+PY
+  timeout 240 ncu --kernel-name regex:turbo_prefill_kernel --launch-skip 1 --launch-count 1 \
+    --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section InstructionStats \
+    --metrics smsp__inst_executed.sum,sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active,sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active \
+    build-gpu/bin/attnlab run --config "$out/ncu-turbo.json" >"$out/ncu-turbo.txt" 2>&1
+  echo "ncu exit $?"
+  grep -E "Duration|inst_executed|pipe_|Issued Warp|No Eligible|Active Warps|Warp Cycles Per Issued|Stall" "$out/ncu-turbo.txt" | head -20
   ;;
 esac

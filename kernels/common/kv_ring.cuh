@@ -65,6 +65,9 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, int parity) {  // acqui
 // MMAs, and lets the other go (arrives on 2 − g) once it has. Both warpgroups' counts: 256 threads.
 __device__ __forceinline__ void named_sync(int id) { asm volatile("bar.sync %0, 256;\n" ::"r"(id) : "memory"); }
 __device__ __forceinline__ void named_arrive(int id) { asm volatile("bar.arrive %0, 256;\n" ::"r"(id) : "memory"); }
+// Named barriers 4 and 5: a warpgroup's own 128 threads (turbo_prefill_sm90.cu's l. 10 maximum over its four warps;
+// warpgroup g takes 4 + g). Shared-memory writes before it are visible to the warpgroup after it.
+__device__ __forceinline__ void warpgroup_sync(int id) { asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory"); }
 
 // kPingPong (two warpgroups): their MMA issues alternate — warpgroup 0, then 1, then 0 … — so that while one
 // warpgroup's MMAs run, the other's softmax does (FlashAttention-3 §3.1's ping-pong scheduling). Each issues

@@ -65,7 +65,7 @@ cudaError_t k8_tensor_map(CUtensorMap& map, const void* k, int64_t heads, int kv
 cudaError_t vt8_tensor_map(CUtensorMap& map, const void* vt, int64_t heads, int kv_pad, int d, int tile) {
   const uint64_t pad = uint64_t(kv_pad), dd = uint64_t(d);
   return tensor_map_3d(map, TensorElement::byte, vt, {pad, dd, uint64_t(heads)}, pad, pad * dd,
-                       {uint32_t(tile), uint32_t(d), 1}, 128);
+                       {uint32_t(tile), uint32_t(d), 1}, tile);
 }
 
 cudaError_t key_scale_tensor_map(CUtensorMap& map, const float* scales, int64_t heads, int kv_pad, int tile) {

@@ -25,8 +25,9 @@ cudaError_t tensor_map_3d(CUtensorMap& map, TensorElement element, const void* b
 // zero, as the cp.async copiers leave them.
 cudaError_t k8_tensor_map(CUtensorMap& map, const void* k, int64_t heads, int kv_len, int d, int tile);
 
-// Their 8-bit Vᵀ, stored (heads, d, kv_pad), in tiles of d rows × `tile` keys with the 128-byte swizzle (tile = 128
-// keys: one swizzle row). Keys past kv_pad read as zero.
+// Their 8-bit Vᵀ, stored (heads, d, kv_pad), in tiles of d rows × `tile` keys with the `tile`-byte swizzle: one
+// swizzle row per channel (128 keys: the 128-byte swizzle of int_flash, flash3_fp8 and fireq; 64: turbo's 64-byte
+// one). Keys past kv_pad read as zero.
 cudaError_t vt8_tensor_map(CUtensorMap& map, const void* vt, int64_t heads, int kv_pad, int d, int tile);
 
 // One FP32 scale per key (fireq's fl(β_K·τ), int_flash's s_K), stored (heads, kv_pad), in tiles of `tile` keys with

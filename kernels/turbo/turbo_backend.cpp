@@ -106,9 +106,10 @@ void turbo_prefill_run(const Experiment& e, const VariantRequest& v, const QKV& 
       "writing the cache, and the attention alone");
   std::vector<double> kv_bits(bits.begin(), bits.end());
   into.kernel->probes["kv_bits"] = {{p.batch, p.kv_heads}, kv_bits, {}, "bits", "cache width per KV head on the GPU"};
-  into.kernel->probes["kernel.launch"] = labelled({"input_sets", "timed_runs", "arch"},
-                                                  {double(copies), double(kTimedRuns), 90.0}, "",
-                                                  "rotating input copies, timed launches, kernel generation (90: wgmma)");
+  into.kernel->probes["kernel.launch"] =
+      labelled({"input_sets", "timed_runs", "arch", "tma_producer"},
+               {double(copies), double(kTimedRuns), 90.0, double(work.tma_producer)}, "",
+               "rotating input copies, timed launches, kernel generation (90: wgmma), K/V by a TMA producer warpgroup");
 }
 
 std::string turbo_cannot_run(const VariantRequest& v, const Experiment& e, const DeviceInfo& dev) {

@@ -48,7 +48,8 @@ std::string turbo_prefill_cannot_run(const Problem& p, const ParamValues& params
 TurboPrefillWork::TurboPrefillWork(const Problem& p, const ParamValues& params, const std::vector<int>& bits, int slots)
     : cache(allocate_turbo_cache(bits, p.head_dim, slots > 0 ? slots : turbo_slots(p.kv_len, p.kv_len), p.kv_len)),
       pad((p.kv_len + kTurboBlock - 1) / kTurboBlock * kTurboBlock),
-      exp(turbo_exp_args(params)) {
+      exp(turbo_exp_args(params)),
+      tma_producer(params.choice("kv_loads") == "tma_producer") {
   const int64_t d = p.head_dim, pairs = p.batch * p.kv_heads, heads = p.batch * p.q_heads;
   k8 = DeviceBuffer(size_t(pairs * pad * d)), vt8 = DeviceBuffer(size_t(pairs * pad * d));
   q8 = DeviceBuffer(size_t(heads * p.q_len * d));
@@ -75,16 +76,18 @@ void turbo_prefill_attend(const Problem& p, TurboPrefillWork& w, __half* o, floa
   a.batch = int(p.batch), a.q_heads = int(p.q_heads), a.kv_heads = int(p.kv_heads);
   a.q_len = int(p.q_len), a.kv_len = int(p.kv_len), a.head_dim = int(p.head_dim), a.causal = p.causal;
   a.scale = static_cast<float>(p.scale());
+  a.tma_producer = w.tma_producer, a.ping_pong = w.ping_pong;
   a.scores = scores;
   ATTNLAB_CUDA(turbo_prefill_forward(a, stream));
 }
 
 TurboPrefillOutput turbo_prefill_once(const Problem& p, const QKV& in, const ParamValues& params, int slots,
-                                      std::vector<int32_t>* scores, bool fp16_inputs) {
+                                      std::vector<int32_t>* scores, bool fp16_inputs, bool ping_pong) {
   if (const std::string why = turbo_prefill_cannot_run(p, params); !why.empty()) throw std::invalid_argument(why);
   const auto put = fp16_inputs ? upload_rounded_fp16 : upload_fp32;
   const DeviceBuffer q = put(in.q), k = put(in.k), v = put(in.v);
   TurboPrefillWork w(p, params, variants::turbo_detail::kv_head_bits(p, in, params), slots);
+  w.ping_pong = ping_pong;
   const PoisonedOutput out(p);
   if (fp16_inputs) turbo_prefill_launch(p, params, q.as<__half>(), k.as<__half>(), v.as<__half>(), w, out.o(), out.lse());
   else turbo_prefill_launch(p, params, q.as<float>(), k.as<float>(), v.as<float>(), w, out.o(), out.lse());

@@ -23,6 +23,9 @@ struct TurboPrefillWork {
   DeviceBuffer k8, vt8, q8, s_q, scratch;
   int64_t pad = 0;
   TurboExpArgs exp;
+  // The attention's K/V loads (TurboPrefillArgs): from the variant's kv_loads; ping_pong with the producer. The tests
+  // set them to compare the three schedules bit for bit.
+  bool tma_producer = true, ping_pong = true;
   // slots: cache blocks of room per pair (0: the prefill's own; more leaves room for decode's flushes).
   TurboPrefillWork(const Problem& p, const ParamValues& params, const std::vector<int>& bits, int slots = 0);
 };
@@ -50,8 +53,10 @@ struct TurboPrefillOutput {
 // Every step once from the host's inputs (given to the kernels in FP32, or rounded to FP16 with fp16_inputs),
 // with poisoned outputs. Throws std::invalid_argument where turbo_prefill_cannot_run says so.
 // scores: when given, the attention's INT32 S of every (head, row, key) it computes (the tests'; SAS FP32),
-// (B·Hq, q_len, kv_len), entries it does not compute left at 0x80808080.
+// (B·Hq, q_len, kv_len), entries it does not compute left at 0x80808080. ping_pong: with the producer (params'
+// kv_loads), the consumers' MMA issues alternate (the default) or not — the tests compare the schedules.
 TurboPrefillOutput turbo_prefill_once(const Problem& p, const QKV& in, const ParamValues& params, int slots = 0,
-                                      std::vector<int32_t>* scores = nullptr, bool fp16_inputs = false);
+                                      std::vector<int32_t>* scores = nullptr, bool fp16_inputs = false,
+                                      bool ping_pong = true);
 
 }  // namespace attnlab::kernels

@@ -25,12 +25,28 @@
 //   l. 20–22  O = fl(O / ℓ) → FP16, L = m + log ℓ.
 // A tile no row of a warpgroup sees (above the causal diagonal) is one the reference's loop never reaches
 // for that query block: the warpgroup leaves m, ℓ and O untouched there (α = 1, no codes, X·0).
+//
+// K/V loads (TurboPrefillArgs::tma_producer, the variant's kv_loads). true, the default: FlashAttention-3 §3.1's
+// warp specialization, as int_flash_sm90.cu has it — a producer warpgroup, one of whose threads copies each tile's
+// K and Vᵀ with two TMA loads (tma_fill.cuh; K in the d-byte swizzle, Vᵀ's 64-key rows in the 64-byte one) into a
+// ring of kRingSlots mbarrier slots (kv_ring.cuh's ProducerFills); setmaxnreg gives the two consumer warpgroups 240
+// registers, and with ping_pong their MMA issues alternate. With no CTA barrier left, l. 10's maximum over the
+// warpgroup meets at a barrier of the warpgroup's own 128 threads at the start of pack_p (named barrier 4 + group):
+// each warp's maximum of tile j + 1 is written in its softmax, read after that barrier; the two parity slots of
+// pmax_of suffice, since a warp writes tile j + 2's maximum only after every warp of its group has passed the
+// barrier of tile j + 1 — after it read tile j's. false: every thread's cp.async and a CTA barrier per tile
+// (kv_pipeline.cuh, the maxima read after the barrier it has anyway: kPackAfterBarrier). Each warpgroup runs the
+// same operations in the same order either way — the same bits ([gpu] test). Causal CTAs start with the last row
+// blocks (the most tiles), so the GPU's last wave holds the short ones; the grid's order changes no number.
 #include "kernels/turbo/turbo_prefill_sm90.h"
 
 #include "core/kernel_traits.h"
 #include "core/variants/turbo_sas_share.h"
 #include "kernels/common/kv_pipeline.cuh"
+#include "kernels/common/kv_ring.cuh"
+#include "kernels/common/tensor_map.h"
 #include "kernels/common/tile_softmax.cuh"
+#include "kernels/common/tma_fill.cuh"
 #include "kernels/turbo/turbo_quant.cuh"
 #include "kernels/turbo/turbo_sas.cuh"
 #include "kernels/common/wgmma.cuh"
@@ -44,20 +60,25 @@ namespace {
 
 // The tiling is the traits row's (core/kernel_traits.h), which the cost model reads too; d 64 and 128 alike.
 constexpr KernelTraits kTraits = *find_kernel_traits("turbo", 128, 90);
-constexpr int kBr = kTraits.block_r, kBc = kTraits.block_c, kStages = kTraits.stages, kThreads = 32 * kTraits.warps;
+constexpr int kBr = kTraits.block_r, kBc = kTraits.block_c, kConsumers = 32 * kTraits.warps;
 constexpr int kRowsPerGroup = kTraits.warpgroup_rows();  // Alg. 1's B_r: one query block per warpgroup
-static_assert(kTraits.arch == 90 && kBr == 2 * kRowsPerGroup && kThreads == 256 && kBc == kTurboBlock && kStages == 3,
+// The producer's ring: the traits' slots (16 KB each at d 128: 512 keys ahead); the cp.async pipeline keeps its 3.
+constexpr int kRingSlots = kTraits.stages;
+static_assert(kTraits.arch == 90 && kBr == 2 * kRowsPerGroup && kConsumers == 256 && kBc == kTurboBlock,
               "two warpgroups of one query block each; the pre-pass's blocks are the KV tiles");
 static_assert(find_kernel_traits("turbo", 64, 90)->block_r == kBr && find_kernel_traits("turbo", 64, 90)->block_c == kBc &&
               find_kernel_traits("turbo", 64, 90)->warps == kTraits.warps &&
-              find_kernel_traits("turbo", 64, 90)->stages == kStages);
+              find_kernel_traits("turbo", 64, 90)->stages == kRingSlots);
 
-template <int D>
+template <int D, bool Producer>
 struct PrefillTile {
+  static constexpr int kThreads = kConsumers + (Producer ? 128 : 0);  // + the TMA producer warpgroup
+  static constexpr int kStages = Producer ? kRingSlots : kKvPipelineStages;
   static constexpr int kQBytes = kBr * D, kKBytes = kBc * D, kVBytes = D * kBc;
   static constexpr int kStageBytes = kKBytes + kVBytes;  // multiples of 1024: swizzle blocks stay aligned
   static constexpr size_t kSmemBytes = size_t(kQBytes) + size_t(kStages) * kStageBytes + 1024 + 512;  // + align, LUTs, s_P
   static_assert(kStageBytes % 1024 == 0 && kQBytes % 1024 == 0);
+  static_assert(kSmemBytes + 2 * kStages * sizeof(uint64_t) <= kSm90SmemPerCta, "the ring and its mbarriers fit");
 };
 
 // The exponential, chosen at compile time: SAS in FP32, SAS in FP16x2 (sas_precision fp16), exp2 (exact_exp), or
@@ -65,10 +86,14 @@ struct PrefillTile {
 enum ExpKind { kSas32 = 0, kSas16 = 1, kExp2 = 2, kMixed = 3 };
 static_assert(kBc == variants::kSasSpan && variants::kSasBlock == 8, "sas_share's blocks are the tile's n8 blocks");
 
-template <int D, int EXPK, bool DUMP>
-__global__ void __launch_bounds__(kThreads, 1) turbo_prefill_kernel(TurboPrefillArgs a) {
+// Producer, PingPong: the K/V loads and schedule (the head comment); the maps are read by the producer only.
+template <int D, int EXPK, bool DUMP, bool Producer, bool PingPong>
+__global__ void __launch_bounds__(PrefillTile<D, Producer>::kThreads, 1)
+    turbo_prefill_kernel(TurboPrefillArgs a, const __grid_constant__ CUtensorMap k_map,
+                         const __grid_constant__ CUtensorMap vt_map) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using T = PrefillTile<D>;
+  using T = PrefillTile<D, Producer>;
+  constexpr int kStages = T::kStages, kThreads = T::kThreads;
   extern __shared__ char smem_raw[];
   char* smem = smem_raw + ((1024u - (smem_addr(smem_raw) & 1023u)) & 1023u);
   char* sQ = smem;
@@ -94,7 +119,8 @@ __global__ void __launch_bounds__(kThreads, 1) turbo_prefill_kernel(TurboPrefill
   const int t = lane % 4;
   const int bh = blockIdx.y, b = bh / a.q_heads, h = bh % a.q_heads;
   const int pair = b * a.kv_heads + h / (a.q_heads / a.kv_heads);
-  const int row0 = blockIdx.x * kBr;
+  const int row_block = a.causal ? int(gridDim.x - 1 - blockIdx.x) : int(blockIdx.x);  // causal: the longest first
+  const int row0 = row_block * kBr;
   const int last_row = min(row0 + kBr, a.q_len) - 1;
   const int tiles = (visible_keys(last_row, a.q_len, a.kv_len, a.causal) + kBc - 1) / kBc;
   // This warpgroup's query block: its s_Q, and the keys its last row sees (tiles past them are skipped).
@@ -107,12 +133,13 @@ __global__ void __launch_bounds__(kThreads, 1) turbo_prefill_kernel(TurboPrefill
   const int8_t* vt = a.vt8 + size_t(pair) * D * a.pad;
   const float* bscale = a.block_scales + size_t(pair) * a.slots * 2;
 
-  const SwizzledCopier<D, kBc, kThreads, D> k_copier(threadIdx.x);
-  const SwizzledCopier<kBc, D, kThreads, kBc> v_copier(threadIdx.x);  // Vᵀ: D rows of 64 keys
-  auto load_kv = [&](int j) {
-    const int col0 = j * kBc;
-    k_copier.copy(stage(j), k + size_t(col0) * D, D, a.kv_len - col0);
-    v_copier.copy(stage(j) + T::kKBytes, vt + col0, a.pad, D);
+  auto load_kv = [&](int j) {  // the cp.async loads (no producer): every thread its share
+    if constexpr (!Producer) {
+      const int col0 = j * kBc;
+      SwizzledCopier<D, kBc, kConsumers, D>(threadIdx.x).copy(stage(j), k + size_t(col0) * D, D, a.kv_len - col0);
+      SwizzledCopier<kBc, D, kConsumers, kBc>(threadIdx.x)  // Vᵀ: D rows of 64 keys
+          .copy(stage(j) + T::kKBytes, vt + col0, a.pad, D);
+    }
   };
 
   const int my_row0 = row0 + group * 64 + warp * 16 + lane / 4;  // rows my_row0 + 8i (wgmma.cuh's layout)
@@ -215,6 +242,7 @@ __global__ void __launch_bounds__(kThreads, 1) turbo_prefill_kernel(TurboPrefill
   // (turbo_quant.cuh, as the bits of code + 1.5·2²³), then C layout → A layout (k32) as in
   // int_flash_sm90.cu: the keys land in Vᵀ's permuted order.
   auto pack_p = [&]() {
+    if constexpr (Producer) warpgroup_sync(4 + group);  // every warp's maximum of the pending tile is in pmax_of
     if (!pending_live) {  // X·0: no codes (uniform over the warpgroup)
       c_pv = 0.f;
 #pragma unroll
@@ -236,7 +264,7 @@ __global__ void __launch_bounds__(kThreads, 1) turbo_prefill_kernel(TurboPrefill
     }
   };
 
-  auto steps = KvSteps{[&] { SwizzledCopier<D, kBr, kThreads, D>(threadIdx.x)
+  auto steps = KvSteps{[&] { SwizzledCopier<D, kBr, kConsumers, D>(threadIdx.x)
                                  .copy(sQ, a.q8 + (size_t(bh) * a.q_len + row0) * D, D, a.q_len - row0); },
                        load_kv, issue_scores, issue_pv, softmax, pack_p, finish_tile,
                        [&] { pin_registers(si); },
@@ -245,7 +273,24 @@ __global__ void __launch_bounds__(kThreads, 1) turbo_prefill_kernel(TurboPrefill
                          pin_registers(acc);
                          pin_registers(p);
                        }};
-  kv_pipeline<true>(tiles, steps);
+  if constexpr (Producer) {  // FlashAttention-3 §3.1: the producer warpgroup copies, the consumers compute
+    __shared__ uint64_t full[kStages], empty[kStages];
+    const bool consumer = split_warpgroups<kStages, kConsumers>(
+        tiles, T::kStageBytes,
+        [&] {
+          prefetch_tensor_map(&k_map);
+          prefetch_tensor_map(&vt_map);
+        },
+        [&](int j, uint64_t* bar) {
+          tma_load_3d(stage(j), &k_map, 0, j * kBc, pair, bar);                // K rows j·64 …, d bytes each
+          tma_load_3d(stage(j) + T::kKBytes, &vt_map, j * kBc, 0, pair, bar);  // Vᵀ: d rows, keys j·64 …
+        },
+        full, empty);
+    if (!consumer) return;
+    kv_ring<kStages, PingPong>(tiles, steps, full, empty, ProducerFills{});
+  } else {
+    kv_pipeline<true>(tiles, steps);
+  }
 
   // l. 20–22: ℓ's shares summed over the quad, O = fl(O/ℓ) in FP16, L = m + log ℓ (natural units).
 #pragma unroll
@@ -267,16 +312,31 @@ __global__ void __launch_bounds__(kThreads, 1) turbo_prefill_kernel(TurboPrefill
 #endif
 }
 
-template <int D, int EXPK, bool DUMP = false>
+template <int D, int EXPK, bool DUMP, bool Producer, bool PingPong>
 cudaError_t launch(const TurboPrefillArgs& a, cudaStream_t stream) {
-  constexpr size_t smem = PrefillTile<D>::kSmemBytes;
-  const auto kernel = turbo_prefill_kernel<D, EXPK, DUMP>;
-  if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+  using T = PrefillTile<D, Producer>;
+  const auto kernel = turbo_prefill_kernel<D, EXPK, DUMP, Producer, PingPong>;
+  CUtensorMap k_map{}, vt_map{};  // unread without the producer: K (pairs, kv_len, d), Vᵀ (pairs, d, pad)
+  if constexpr (Producer) {
+    const int64_t pairs = int64_t(a.batch) * a.kv_heads;
+    cudaError_t e = k8_tensor_map(k_map, a.k8, pairs, a.kv_len, D, kBc);
+    if (e == cudaSuccess) e = vt8_tensor_map(vt_map, a.vt8, pairs, a.pad, D, kBc);
+    if (e != cudaSuccess) return e;
+  }
+  if (const cudaError_t e =
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(T::kSmemBytes));
       e != cudaSuccess)
     return e;
   const dim3 grid((a.q_len + kBr - 1) / kBr, a.batch * a.q_heads);
-  kernel<<<grid, kThreads, smem, stream>>>(a);
+  kernel<<<grid, T::kThreads, T::kSmemBytes, stream>>>(a, k_map, vt_map);
   return cudaGetLastError();
+}
+
+// The loads and schedule `a` asks for (tma_producer, ping_pong: the head comment).
+template <int D, int EXPK, bool DUMP = false>
+cudaError_t launch_loads(const TurboPrefillArgs& a, cudaStream_t stream) {
+  if (!a.tma_producer) return launch<D, EXPK, DUMP, false, false>(a, stream);
+  return a.ping_pong ? launch<D, EXPK, DUMP, true, true>(a, stream) : launch<D, EXPK, DUMP, true, false>(a, stream);
 }
 
 }  // namespace
@@ -294,17 +354,17 @@ cudaError_t turbo_prefill_forward(const TurboPrefillArgs& a, cudaStream_t stream
                                                             : kSas32;
   if (a.scores != nullptr) {
     if (kind != kSas32) return cudaErrorInvalidValue;
-    return a.head_dim == 64 ? launch<64, kSas32, true>(a, stream) : launch<128, kSas32, true>(a, stream);
+    return a.head_dim == 64 ? launch_loads<64, kSas32, true>(a, stream) : launch_loads<128, kSas32, true>(a, stream);
   }
   if (a.head_dim == 64)
-    return kind == kExp2    ? launch<64, kExp2>(a, stream)
-           : kind == kSas16 ? launch<64, kSas16>(a, stream)
-           : kind == kMixed ? launch<64, kMixed>(a, stream)
-                            : launch<64, kSas32>(a, stream);
-  return kind == kExp2    ? launch<128, kExp2>(a, stream)
-         : kind == kSas16 ? launch<128, kSas16>(a, stream)
-         : kind == kMixed ? launch<128, kMixed>(a, stream)
-                          : launch<128, kSas32>(a, stream);
+    return kind == kExp2    ? launch_loads<64, kExp2>(a, stream)
+           : kind == kSas16 ? launch_loads<64, kSas16>(a, stream)
+           : kind == kMixed ? launch_loads<64, kMixed>(a, stream)
+                            : launch_loads<64, kSas32>(a, stream);
+  return kind == kExp2    ? launch_loads<128, kExp2>(a, stream)
+         : kind == kSas16 ? launch_loads<128, kSas16>(a, stream)
+         : kind == kMixed ? launch_loads<128, kMixed>(a, stream)
+                          : launch_loads<128, kSas32>(a, stream);
 }
 
 }  // namespace attnlab::kernels

@@ -26,6 +26,9 @@ struct TurboPrefillArgs {
   int batch = 0, q_heads = 0, kv_heads = 0, q_len = 0, kv_len = 0, head_dim = 0;
   bool causal = false;
   float scale = 0;                     // softmax scale (1/√d)
+  // The K/V loads (turbo_prefill_sm90.cu's head comment; the variant's kv_loads): a TMA producer warpgroup and the
+  // consumers' ping-pong, or every thread's cp.async (false). The numbers do not depend on them.
+  bool tma_producer = true, ping_pong = true;
   int32_t* scores = nullptr;           // tests: when set, (B·Hq, q_len, kv_len) the INT32 S of every pair a
                                        // warpgroup computes (SAS FP32 only; a separate instantiation)
 };

@@ -273,9 +273,67 @@ TEST_CASE("turbo prefill kernel → decode kernel for 100 steps equals reference
   }
 }
 
+// The kernel's three schedules — a producer warpgroup's TMA into the mbarrier ring with the consumers in ping-pong or
+// not, and every thread's cp.async with a CTA barrier per tile (kernels/turbo/turbo_prefill_sm90.cu's head comment) —
+// run the same operations on the same values in the same order: their outputs are equal bit for bit. Every GQA group
+// 1–8, ragged N (a partial last tile, fewer keys than one tile), q_len below kv_len, d 64 and 128, every exponential.
+std::vector<kernels::TurboPrefillOutput> three_schedules(const Problem& p, const QKV& in, ParamValues pv) {
+  std::vector<kernels::TurboPrefillOutput> outs;
+  pv.set(turbo().params, "kv_loads", std::string("tma_producer"), "test");
+  outs.push_back(kernels::turbo_prefill_once(p, in, pv));
+  outs.push_back(kernels::turbo_prefill_once(p, in, pv, 0, nullptr, false, /*ping_pong=*/false));
+  pv.set(turbo().params, "kv_loads", std::string("cp_async"), "test");
+  outs.push_back(kernels::turbo_prefill_once(p, in, pv));
+  return outs;
+}
+
+void check_same_bits(const std::vector<kernels::TurboPrefillOutput>& outs) {
+  for (size_t k = 1; k < outs.size(); ++k) {
+    INFO("schedule " << k << " against the producer with ping-pong");
+    REQUIRE(outs[k].o.size() == outs[0].o.size());
+    CHECK(std::memcmp(outs[k].o.data(), outs[0].o.data(), size_t(outs[0].o.size()) * sizeof(float)) == 0);
+    CHECK(outs[k].lse == outs[0].lse);
+  }
+}
+
+TEST_CASE("turbo prefill kernel: the producer ring and the cp.async pipeline give the same bits", "[gpu][kernels][turbo]") {
+  GPU_OR_SKIP();
+  uint64_t seed = 6600;
+  for (int64_t d : {64, 128})
+    for (int64_t group : {1, 2, 3, 4, 5, 6, 7, 8})
+      for (auto [q_len, kv_len] : {std::pair<int64_t, int64_t>{40, 40}, {300, 300}, {129, 1000}, {1024, 1024}}) {
+        Problem p;
+        p.batch = 2, p.kv_heads = 2, p.q_heads = 2 * group, p.head_dim = d, p.q_len = q_len, p.kv_len = kv_len;
+        p.causal = (group + q_len) % 2 == 0, p.phase = Phase::prefill;
+        const QKV in = data::generate(p, "llm_like", ParamValues::defaults(data::find_generator("llm_like")->params), ++seed);
+        INFO(fmt::format("d={} group={} q_len={} kv_len={} causal={} seed={}", d, group, q_len, kv_len, p.causal, seed));
+        check_same_bits(three_schedules(p, in, ParamValues::defaults(turbo().params)));
+      }
+  // Each exponential (SAS FP16x2, exp2, the sas_share mix) on one shape per d.
+  for (int64_t d : {64, 128}) {
+    Problem p;
+    p.batch = 1, p.kv_heads = 2, p.q_heads = 8, p.head_dim = d, p.q_len = 300, p.kv_len = 300, p.causal = true;
+    p.phase = Phase::prefill;
+    const QKV in = data::generate(p, "normal", ParamValues::defaults(data::find_generator("normal")->params), ++seed);
+    for (const char* exp : {"fp16", "exact", "share"}) {
+      ParamValues pv = ParamValues::defaults(turbo().params);
+      if (exp == std::string("fp16")) pv.set(turbo().params, "sas_precision", std::string("fp16"), "test");
+      if (exp == std::string("exact")) pv.set(turbo().params, "exact_exp", true, "test");
+      if (exp == std::string("share")) pv.set(turbo().params, "sas_share", 0.375, "test");
+      INFO(fmt::format("d={} exponential {} seed={}", d, exp, seed));
+      check_same_bits(three_schedules(p, in, pv));
+    }
+  }
+}
+
 TEST_CASE("turbo prefill kernel on a small shape (sanitizer run)", "[gpu][sanitize]") {
   GPU_OR_SKIP();
-  check_case(Case{64, 2, 1, 100, 100, true, false, "llm_like"}, 6300);
+  check_case(Case{64, 2, 1, 100, 100, true, false, "llm_like"}, 6300);  // the producer's ring (the default)
+  Problem p;  // and the cp.async pipeline: three tiles, the last ragged
+  p.batch = 1, p.q_heads = 4, p.kv_heads = 1, p.head_dim = 128, p.q_len = 129, p.kv_len = 150, p.causal = true;
+  p.phase = Phase::prefill;
+  const QKV in = data::generate(p, "llm_like", ParamValues::defaults(data::find_generator("llm_like")->params), 6301);
+  check_same_bits(three_schedules(p, in, ParamValues::defaults(turbo().params)));
 }
 
 }  // namespace
