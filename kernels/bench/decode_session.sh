@@ -7,7 +7,8 @@
 #   STEP=bench  attnlab bench over B 1/4/16 × N 4k–32k (BATCHES, LENS) at MHA 32/32, GQA 32/8 and 40/10 (d 128; d 64 at
 #               32/8), then
 #               PyTorch SDPA (cuDNN, FlashAttention-2) on the same shapes in the same call (peer_bench.py --ours) and
-#               the device-to-device copy bandwidth: ours over cuDNN, and each kernel's bytes over its time against copy
+#               the device-to-device copy bandwidth: ours over cuDNN, and each kernel's bytes over its time against copy;
+#               and a read of each shape's K/V bytes (torch.sum: one launch, one pass), the floor at the small shapes
 #   STEP=fig6   TurboAttention Fig. 6 re-measured: attnlab bench on configs/papers/turbo-fig6-decode.json (turbo 4-bit,
 #               the 2/4-bit mix, kivi 2-bit and our FP16 decode at 40/10 heads, B 4, N 4k–32k), SDPA on the same shapes,
 #               and the preset's report (its bars over our FP16 decode)
@@ -52,6 +53,30 @@ for i in range(25):
     if i >= 5: ts.append(s.elapsed_time(e))
 ms = statistics.median(ts)
 print(f"copy {torch.cuda.get_device_name()}: {2 * n / ms / 1e6:.1f} GB/s (read + write of {n >> 20} MiB, median of 20)")
+PY
+  step "a read of each shape's K/V bytes (read-floor.txt): the floor a decode of that shape stands on"
+  # Issue 36 item 1's small shapes: at B 1 a decode moves a few MB, where a launch's fixed costs outweigh the bytes.
+  # torch.sum over an FP16 tensor of the same bytes (one read, one launch; timed as the kernels are) says what any
+  # kernel reading them takes here, beside the large-copy rate the tables divide by.
+  python3 - "$out"/ours-*.json <<'PY' | tee "$out/read-floor.txt"
+import json, statistics, sys, torch
+shapes = set()
+for f in sys.argv[1:]:
+    for r in json.load(open(f))["measurements"]:
+        p = r["problem"]
+        shapes.add((p["batch"], p["kv_heads"], p["kv_len"], p["head_dim"]))
+def median_ms(fn, runs=50, warm=10):
+    ts = []
+    for i in range(runs + warm):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record(); fn(); e.record(); torch.cuda.synchronize()
+        if i >= warm: ts.append(s.elapsed_time(e))
+    return statistics.median(ts)
+print(f"{torch.cuda.get_device_name()}: empty launch {1e3 * median_ms(lambda: torch.cuda._sleep(0)):.1f} us")
+for b, h, n, d in sorted(shapes):
+    x = torch.randn(2 * b * h * n * d, dtype=torch.float16, device="cuda")
+    ms = median_ms(lambda: x.sum(dtype=torch.float32))
+    print(f"B {b} Hkv {h} N {n} d {d}: {2 * x.numel() / 1e6:.1f} MB read in {1e3 * ms:.1f} us = {2 * x.numel() / ms / 1e6:.0f} GB/s")
 PY
   ;;
 fig6)

@@ -16,7 +16,7 @@
 #               bench on configs/bench-turbo-sas-share.json (shares 0 … 1 in eighths, the model beside each), and
 #               Nsight Compute's pipe utilization (FMA, ALU, XU = the SFU, tensor) and issue at shares 0, 1/2 and 1
 #   STEP=turbo  turbo's prefill on the warp-specialized pipeline (issue 35 item 2): the turbo prefill [gpu] tests (the
-#               three schedules' bits among them), memcheck and racecheck on its [sanitize] case, attnlab bench on
+#               three schedules' bits among them) and the GPU's Eq. 11–12 ranking against the host's, memcheck and racecheck on its [sanitize] case, attnlab bench on
 #               configs/bench-turbo-prefill-loads.json at d 128 and 64 (producer and cp.async, SAS and exp2; int_flash
 #               beside), the peers on the same shapes, and Nsight Compute's issue and stalls on one producer launch
 #   Run after STEP=build (which builds everything); STEP=sas after STEP=turbo needs no rebuild.
@@ -104,7 +104,7 @@ PY
   done
   ;;
 turbo)
-  gpu_tests "test_turbo_prefill_kernel:gpu"
+  gpu_tests "test_turbo_prefill_kernel:gpu|test_turbo_head_bits:gpu"
   sanitize "[#test_turbo_prefill_kernel][sanitize]"
   ours=()
   for d in 128 64; do
