@@ -455,6 +455,7 @@ namespace turbo_detail {
 std::vector<int> kv_head_bits(const Problem& p, const QKV& in, const ParamValues& params) {
   return choose_bits(p, in, Settings(params)).bits;
 }
+quant::PriorityMetric priority_metric(const ParamValues& params) { return Settings(params).metric; }
 std::array<double, 4> refit_polynomial() { return refit_poly(); }
 }  // namespace turbo_detail
 

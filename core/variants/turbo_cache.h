@@ -19,6 +19,7 @@
 
 #include "core/params.h"
 #include "core/problem.h"
+#include "core/quant/head_priority.h"
 #include "core/quant/progressive.h"
 #include "core/tensor.h"
 
@@ -106,6 +107,8 @@ DeviceImage device_image(const HeadCache& c, int64_t block_c, int64_t slots);
 // The cache width of every (batch, KV head), in that order, as the `turbo` reference chooses it (Eq. 11–12
 // from the prefill keys; core/variants/turbo.cpp). params are turbo's.
 std::vector<int> kv_head_bits(const Problem& p, const QKV& in, const ParamValues& params);
+// The priority metric turbo's parameters name (Eq. 11 or a §5.6 baseline).
+quant::PriorityMetric priority_metric(const ParamValues& params);
 
 // SAS's "refit" polynomial (poly = refit): the 100-point least-squares cubic of e^{−x} on [0, 1] (sas.h).
 std::array<double, 4> refit_polynomial();

@@ -32,8 +32,11 @@ std::vector<T> download(const T* src, size_t n) {
 }  // namespace
 
 size_t TurboDeviceCache::bytes() const {
-  return codes.bytes() + scale_zero.bytes() + block_scales.bytes() + k_buffer.bytes() + v_buffer.bytes() +
-         universal.bytes();
+  // Each pair's codes at its width: a cache whose widths the GPU ranked was allocated with room for the widest.
+  size_t code_bytes = 0;
+  for (const int b : head_bits)
+    code_bytes += size_t(args.slots) * 2 * size_t(turbo_layout::code_bytes(kTurboBlock, args.head_dim, b));
+  return code_bytes + scale_zero.bytes() + block_scales.bytes() + k_buffer.bytes() + v_buffer.bytes() + universal.bytes();
 }
 
 int turbo_slots(int64_t prefill, int64_t tokens) {
@@ -41,6 +44,14 @@ int turbo_slots(int64_t prefill, int64_t tokens) {
 }
 
 namespace {
+
+// The order the attention takes the pairs in (TurboCacheArgs::pair_order): the 4-bit ones, then the 2-bit ones.
+std::vector<int> pair_order_of(const std::vector<int>& bits) {
+  std::vector<int> order(bits.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return bits[size_t(x)] > bits[size_t(y)]; });
+  return order;
+}
 
 // Every pair's image on the device, in pair order, with its width and universal scales.
 TurboDeviceCache upload_images(const std::vector<DeviceImage>& images, const std::vector<int>& bits,
@@ -63,10 +74,7 @@ TurboDeviceCache upload_images(const std::vector<DeviceImage>& images, const std
   c.codes = upload(codes), c.code_offset = upload(c.offsets), c.scale_zero = upload(sz);
   c.block_scales = upload(bscales), c.k_buffer = upload(kbuf), c.v_buffer = upload(vbuf);
   c.universal = upload(universal), c.bits = upload(c.head_bits);
-  std::vector<int> order(images.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return c.head_bits[size_t(x)] > c.head_bits[size_t(y)]; });
-  c.pair_order = upload(order);
+  c.pair_order = upload(pair_order_of(c.head_bits));
   TurboCacheArgs& a = c.args;
   a.codes = c.codes.as<uint8_t>(), a.code_offset = c.code_offset.as<int64_t>();
   a.scale_zero = c.scale_zero.as<int8_t>(), a.block_scales = c.block_scales.as<float>();
@@ -109,6 +117,13 @@ TurboDeviceCache allocate_turbo_cache(const std::vector<int>& bits, int64_t d, i
   }
   return upload_images(images, bits, std::vector<float>(2 * bits.size(), 0.0f), d, slots, prefill_tokens,
                        prefill_tokens);
+}
+
+void read_back_turbo_widths(TurboDeviceCache& c) {
+  c.head_bits = download(c.bits.as<int>(), size_t(c.args.pairs));
+  const std::vector<int> order = pair_order_of(c.head_bits);
+  ATTNLAB_CUDA(cudaMemcpy(c.pair_order.as<void>(), order.data(), order.size() * sizeof(int), cudaMemcpyHostToDevice));
+  c.args.wide_pairs = int(std::count(c.head_bits.begin(), c.head_bits.end(), 4));
 }
 
 DeviceImage download_turbo_head(const TurboDeviceCache& c, int pair) {

@@ -23,7 +23,7 @@ struct TurboDeviceCache {
   TurboCacheArgs args;
   std::vector<int64_t> offsets;  // host copy of code_offset
   std::vector<int> head_bits;    // host copy of bits
-  size_t bytes() const;          // everything the cache holds on the device
+  size_t bytes() const;          // everything the cache holds on the device (each pair's codes at its width)
 };
 
 // heads (B·H_kv, in (batch, KV head) order) with `slots` blocks of room each (≥ every head's blocks).
@@ -33,6 +33,11 @@ TurboDeviceCache upload_turbo_cache(const std::vector<HeadCache>& heads, int slo
 // An empty cache (zeros) for pairs of these widths (2 or 4 bits each, in pair order), `slots` blocks each,
 // whose first prefill_tokens tokens turbo_cache_write_prefill (turbo_cache_write.h) will write.
 TurboDeviceCache allocate_turbo_cache(const std::vector<int>& bits, int64_t d, int slots, int64_t prefill_tokens);
+
+// After the GPU wrote the pairs' widths into c.bits (turbo_head_bits.h: a prefill that ranks its heads on the device),
+// their host copies: head_bits, the pair order (4-bit pairs first; uploaded) and wide_pairs. The code offsets stay
+// the allocation's, which must have room for every width (allocate_turbo_cache at the widest).
+void read_back_turbo_widths(TurboDeviceCache& c);
 
 // Pair `pair`'s cache read back as a DeviceImage (what device_image would have written).
 DeviceImage download_turbo_head(const TurboDeviceCache& c, int pair);

@@ -6,6 +6,7 @@
 #include "kernels/common/fp16_upload.h"
 #include "kernels/common/poisoned_output.h"
 #include "kernels/turbo/turbo_cache_write.h"
+#include "kernels/turbo/turbo_head_bits.h"
 #include "kernels/turbo/turbo_prefill_sm90.h"
 
 #include <stdexcept>
@@ -22,9 +23,21 @@ constexpr int kBlockR = find_kernel_traits("turbo", 128, 90)->warpgroup_rows();
 // A tensor's FP32 values in a new device buffer (upload_rounded_fp16: its FP16 ones).
 DeviceBuffer upload_fp32(const Tensor& t) { return upload(t.values()); }
 
+// Eq. 11–12 over the prefill's keys, into the cache's widths (TurboCacheArgs::bits) — on the device.
+TurboHeadBitsArgs ranking_args(const Problem& p, const ParamValues& params, TurboPrefillWork& w) {
+  TurboHeadBitsArgs a;
+  a.batch = int(p.batch), a.kv_heads = int(p.kv_heads), a.tokens = int(p.kv_len), a.head_dim = int(p.head_dim);
+  a.head_stride = p.kv_len * p.head_dim, a.metric = variants::turbo_detail::priority_metric(params);
+  a.two_bit_heads = int(params.integer("two_bit_heads"));
+  a.bits_lo = int(params.integer("bits_lo")), a.bits_hi = int(params.integer("bits_hi"));
+  a.scratch = w.rank_scratch.as<void>(), a.bits = w.cache.bits.as<int>();
+  return a;
+}
+
 template <class T>
 void launch(const Problem& p, const ParamValues& params, const T* q, const T* k, const T* v, TurboPrefillWork& w,
             __half* o, float* lse, bool with_cache, cudaStream_t stream) {
+  if (w.gpu_ranking) ATTNLAB_CUDA(turbo_head_bits(ranking_args(p, params, w), k, stream));
   ATTNLAB_CUDA(turbo_cache_write_prefill(w.cache.args, k, v, p.kv_len * p.head_dim, params.choice("int_scale") == "up",
                                          w.scratch.as<void>(), stream,
                                          {w.k8.as<int8_t>(), w.vt8.as<int8_t>(), w.pad, with_cache}));
@@ -43,6 +56,21 @@ std::string turbo_prefill_cannot_run(const Problem& p, const ParamValues& params
   if (params.choice("p_scale") != "tile") return "the prefill kernel scales P̃ per tile (p_scale = tile)";
   if (params.integer("bits_hi") != 4) return "the kernel writes 2- and 4-bit heads (bits_hi = 4)";
   return "";
+}
+
+bool turbo_ranks_on_gpu(const Problem& p, const ParamValues& params) {
+  const int64_t n_h = params.integer("two_bit_heads");
+  return n_h > 0 && n_h < p.kv_heads &&
+         turbo_head_bits_refusal(variants::turbo_detail::priority_metric(params))[0] == '\0';
+}
+
+TurboPrefillWork::TurboPrefillWork(const Problem& p, const ParamValues& params, int slots)
+    : TurboPrefillWork(p, params, std::vector<int>(size_t(p.batch * p.kv_heads), int(params.integer("bits_hi"))), slots) {
+  if (!turbo_ranks_on_gpu(p, params))
+    throw std::logic_error("TurboPrefillWork: the GPU does not rank the heads for these parameters");
+  gpu_ranking = true;
+  TurboHeadBitsArgs a = ranking_args(p, params, *this);
+  rank_scratch = DeviceBuffer(turbo_head_bits_scratch_bytes(a));
 }
 
 TurboPrefillWork::TurboPrefillWork(const Problem& p, const ParamValues& params, const std::vector<int>& bits, int slots)
@@ -86,7 +114,9 @@ TurboPrefillOutput turbo_prefill_once(const Problem& p, const QKV& in, const Par
   if (const std::string why = turbo_prefill_cannot_run(p, params); !why.empty()) throw std::invalid_argument(why);
   const auto put = fp16_inputs ? upload_rounded_fp16 : upload_fp32;
   const DeviceBuffer q = put(in.q), k = put(in.k), v = put(in.v);
-  TurboPrefillWork w(p, params, variants::turbo_detail::kv_head_bits(p, in, params), slots);
+  TurboPrefillWork w = turbo_ranks_on_gpu(p, params)
+                           ? TurboPrefillWork(p, params, slots)
+                           : TurboPrefillWork(p, params, variants::turbo_detail::kv_head_bits(p, in, params), slots);
   w.ping_pong = ping_pong;
   const PoisonedOutput out(p);
   if (fp16_inputs) turbo_prefill_launch(p, params, q.as<__half>(), k.as<__half>(), v.as<__half>(), w, out.o(), out.lse());
@@ -100,6 +130,7 @@ TurboPrefillOutput turbo_prefill_once(const Problem& p, const QKV& in, const Par
     ATTNLAB_CUDA(cudaMemcpy(scores->data(), s.as<void>(), s.bytes(), cudaMemcpyDeviceToHost));
   }
   ATTNLAB_CUDA(cudaDeviceSynchronize());
+  if (w.gpu_ranking) read_back_turbo_widths(w.cache);
   TurboPrefillOutput r;
   out.read("turbo prefill", r.o, r.lse);
   r.cache = std::move(w.cache);

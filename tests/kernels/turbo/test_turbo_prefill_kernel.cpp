@@ -31,6 +31,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -136,6 +137,31 @@ TEST_CASE("turbo prefill from FP16 inputs equals the FP32 path on the same value
     CHECK(f16.lse == f32.lse);
     test::check_cache_bytes(f16.cache, kernels::turbo_host_caches(p, in, pv), "FP16 inputs");
   }
+}
+
+// With n_h KV heads dropped to 2 bits the prefill ranks the heads on the GPU (Eq. 11–12, kernels/turbo/turbo_head_bits.cu)
+// before its pre-pass, into a cache allocated for every pair at 4 bits: the widths, the cache's bytes and the outputs
+// must be the reference's (its host ranking) — for each metric the GPU computes, and for entropy, which stays on the
+// host. FP32 inputs: the GPU ranks the same values as the reference.
+TEST_CASE("turbo prefill ranks the KV heads on the GPU as the reference does", "[gpu][kernels][turbo]") {
+  GPU_OR_SKIP();
+  uint64_t seed = 6400;
+  for (const char* metric : {"gap_std", "min_max", "variation", "entropy"})
+    for (int64_t d : {64, 128}) {
+      Problem p;
+      p.batch = 2, p.q_heads = 8, p.kv_heads = 4, p.head_dim = d, p.q_len = 300, p.kv_len = 300, p.causal = true;
+      p.phase = Phase::prefill;
+      const QKV in = data::generate(p, "llm_like", ParamValues::defaults(data::find_generator("llm_like")->params), ++seed);
+      const ParamValues pv = test::turbo_params({{"two_bit_heads", 2}, {"priority", metric}});
+      INFO(fmt::format("metric {} d={} seed={}", metric, d, seed));
+      CHECK(kernels::turbo_ranks_on_gpu(p, pv) == (std::string(metric) != "entropy"));
+      const kernels::TurboPrefillOutput out = kernels::turbo_prefill_once(p, in, pv);
+      const std::vector<int> want = variants::turbo_detail::kv_head_bits(p, in, pv);
+      CHECK(out.cache.head_bits == want);
+      CHECK(std::count(want.begin(), want.end(), 2) == 2 * p.batch);
+      test::check_cache_bytes(out.cache, kernels::turbo_host_caches(p, in, pv), metric);
+      check_outputs(turbo().reference(p, in, pv, {}), out.o, out.lse);
+    }
 }
 
 TEST_CASE("turbo prefill kernel with exact_exp is as accurate as the reference", "[gpu][kernels][turbo]") {
