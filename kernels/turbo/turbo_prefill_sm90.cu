@@ -316,10 +316,12 @@ template <int D, int EXPK, bool DUMP, bool Producer, bool PingPong>
 cudaError_t launch(const TurboPrefillArgs& a, cudaStream_t stream) {
   using T = PrefillTile<D, Producer>;
   const auto kernel = turbo_prefill_kernel<D, EXPK, DUMP, Producer, PingPong>;
-  CUtensorMap k_map{}, vt_map{};  // unread without the producer: K (pairs, kv_len, d), Vᵀ (pairs, d, pad)
+  // Unread without the producer. K^q1 is (pairs, pad, d) and Vᵀ (pairs, d, pad): both maps span the pad, whose keys
+  // past kv_len the pre-pass wrote as 0 (what the cp.async copier's zero-fill gives).
+  CUtensorMap k_map{}, vt_map{};
   if constexpr (Producer) {
     const int64_t pairs = int64_t(a.batch) * a.kv_heads;
-    cudaError_t e = k8_tensor_map(k_map, a.k8, pairs, a.kv_len, D, kBc);
+    cudaError_t e = k8_tensor_map(k_map, a.k8, pairs, a.pad, D, kBc);
     if (e == cudaSuccess) e = vt8_tensor_map(vt_map, a.vt8, pairs, a.pad, D, kBc);
     if (e != cudaSuccess) return e;
   }
