@@ -14,9 +14,11 @@
 # N 32768), whose chains are 4× longer than at B 4 (their prologue's stalls a smaller share). `fireq`: the fireq
 # decode chains at the same two shapes. `fireq-prefill`: flash3_fp8 and fireq's prefill (FP8 K/V with β_K per
 # key, per tile, and per tile with the FP16 softmax; INT4 K/V) at B 4, H 16, N 8192, d 128, causal and not.
-#   bash kernels/bench/ncu_profile.sh OUT.csv [prefill|decode|all|instructions|decode-stalls|decode-stalls-bench|fp8|fireq|fireq-prefill]
+# `wgmma-prefill`: the warp-specialized wgmma prefill kernels (flash2, int_flash full and half INT8, flash3_fp8, fireq FP8,
+# turbo SAS and exp2) at B 4, H 16, N 8192, d D (default 128), non-causal — for the model's measured rows of them.
+#   bash kernels/bench/ncu_profile.sh OUT.csv [prefill|decode|all|instructions|decode-stalls|decode-stalls-bench|fp8|fireq|fireq-prefill|wgmma-prefill]
 set -u
-out=${1:?usage: ncu_profile.sh OUT.csv [prefill|decode|all|instructions|decode-stalls|decode-stalls-bench|fp8|fireq|fireq-prefill]}
+out=${1:?usage: ncu_profile.sh OUT.csv [prefill|decode|all|instructions|decode-stalls|decode-stalls-bench|fp8|fireq|fireq-prefill|wgmma-prefill]}
 which=${2:-all}
 bin=build-gpu/bin/attnlab
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
@@ -95,6 +97,19 @@ if [ "$which" = decode-stalls ]; then
     run decode flash2 flash2 '{}' 4 32 $kv 1 32768 128 false 4
     run decode flash2 flash2 '{}' 1 8 $((kv / 4)) 1 8192 128 false 4
   done
+  exit 0
+fi
+if [ "$which" = wgmma-prefill ]; then  # the warp-specialized wgmma prefill kernels (a TMA producer, ping-pong): their
+  # warp instructions per consumer warp and tile, and stall by reason — the measured work and Z the cost model's rows for
+  # them take (issue 35 item 4: Nsight Compute names them latency-bound). B 4, H 16, N 8192, non-causal; D (128) or 64.
+  d=${D:-128}
+  run prefill flash2 flash2 '{"kernel": "wgmma"}' 4 16 16 8192 8192 $d false 2 flash2_sm90
+  run prefill int_flash int_flash '{"block_c": 128, "kernel": "wgmma"}' 4 16 16 8192 8192 $d false 1 int_flash_sm90
+  run prefill int_half int_flash '{"block_c": 128, "kernel": "wgmma", "v_fp16": true}' 4 16 16 8192 8192 $d false 1 int_flash_sm90
+  run prefill flash3_fp8 flash3_fp8 '{}' 4 16 16 8192 8192 $d false 2 flash3
+  run prefill fireq_fp8 fireq '{"prefill_kv": "fp8", "block_c": 128}' 4 16 16 8192 8192 $d false 1 fireq_prefill
+  run prefill turbo_sas turbo '{}' 4 16 16 8192 8192 $d false 1 turbo_prefill_kernel
+  run prefill turbo_exp turbo '{"exact_exp": true}' 4 16 16 8192 8192 $d false 1 turbo_prefill_kernel
   exit 0
 fi
 if [ "$which" = instructions ]; then

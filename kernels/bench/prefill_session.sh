@@ -19,6 +19,9 @@
 #               three schedules' bits among them) and the GPU's Eq. 11–12 ranking against the host's, memcheck and racecheck on its [sanitize] case, attnlab bench on
 #               configs/bench-turbo-prefill-loads.json at d 128 and 64 (producer and cp.async, SAS and exp2; int_flash
 #               beside), the peers on the same shapes, and Nsight Compute's issue and stalls on one producer launch
+#   STEP=ncu    Nsight Compute's instructions and stall reasons of every warp-specialized wgmma prefill kernel at B 4, H 16,
+#               N 8k, d 128 (ncu_profile.sh wgmma-prefill → wgmma-prefill.csv): the measured rows issue 35 item 4's
+#               model takes (D=64 for d 64)
 #   Run after STEP=build (which builds everything); STEP=sas after STEP=turbo needs no rebuild.
 set -u
 source kernels/bench/session_lib.sh
@@ -102,6 +105,17 @@ PY
     echo "ncu share $share exit $?"
     grep -E "Duration|pipe_|Issued Warp|No Eligible|Warp Cycles Per Issued" "$out/ncu-sas-$share.txt" | head -10
   done
+  ;;
+ncu)
+  step "Nsight Compute: the wgmma prefill kernels' instructions and stalls (wgmma-prefill.csv)"
+  timeout 560 bash kernels/bench/ncu_profile.sh "$out/wgmma-prefill.csv" wgmma-prefill
+  echo "exit $?"
+  python3 - "$out/wgmma-prefill.csv" <<'PY'
+import csv, sys
+for r in csv.DictReader(open(sys.argv[1])):
+    print(r["label"], r["kernel"][:40], "ms", round(float(r["time_ns"] or 0) / 1e6, 3), "warp instructions", r["instructions"],
+          "issue active", r["issue_active"], "wait", r["wait"], "selected", r["selected"], "not_selected", r["not_selected"])
+PY
   ;;
 turbo)
   gpu_tests "test_turbo_prefill_kernel:gpu|test_turbo_head_bits:gpu"
