@@ -9,6 +9,7 @@
 #include "core/quant/head_priority.h"
 #include "kernels/common/fp16_upload.h"
 #include "kernels/turbo/turbo_head_bits.h"
+#include "kernels/turbo/turbo_prefill_host.h"
 #include "tests/catch.h"
 #include "tests/support/turbo_gpu.h"
 
@@ -116,6 +117,19 @@ TEST_CASE("turbo head bits on the GPU refuse the entropy metric and bad argument
   a.head_dim = 64;
   CHECK(kernels::turbo_head_bits(a, k.as<float>(), nullptr) == cudaSuccess);
   ATTNLAB_CUDA(cudaDeviceSynchronize());
+}
+
+// Where the prefill ranks on the GPU: only where n_h leaves a choice (0 and every head need no ranking) and the metric
+// is one the GPU computes bit for bit. A CPU test: the rule, not a kernel.
+TEST_CASE("turbo prefill ranks on the GPU only where n_h leaves a choice and the metric is exact there", "[kernels][turbo]") {
+  Problem p;
+  p.batch = 2, p.q_heads = 8, p.kv_heads = 4, p.head_dim = 128, p.q_len = 64, p.kv_len = 64;
+  for (const int n_h : {0, 1, 3, 4})
+    for (const char* metric : {"gap_std", "min_max", "variation", "entropy"}) {
+      INFO("n_h " << n_h << ", " << metric);
+      const ParamValues pv = test::turbo_params({{"two_bit_heads", n_h}, {"priority", metric}});
+      CHECK(kernels::turbo_ranks_on_gpu(p, pv) == (n_h > 0 && n_h < 4 && std::string(metric) != "entropy"));
+    }
 }
 
 }  // namespace
