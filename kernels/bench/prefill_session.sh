@@ -116,6 +116,15 @@ for r in csv.DictReader(open(sys.argv[1])):
     print(r["label"], r["kernel"][:40], "ms", round(float(r["time_ns"] or 0) / 1e6, 3), "warp instructions", r["instructions"],
           "issue active", r["issue_active"], "wait", r["wait"], "selected", r["selected"], "not_selected", r["not_selected"])
 PY
+  step "Nsight Compute: SageAttention2's sm90 kernel on the same shape (ncu-sage2.txt; the peers must be built)"
+  # Its warp instructions per score and pipes beside int_flash's: the per-thread scale granularity that lets it fold the
+  # dequantization into one FFMA per score (kernels/PERF.md, "int_flash against SageAttention2's kernel").
+  timeout 200 ncu --kernel-name regex:qk_int8_sv_f8 --launch-skip 5 --launch-count 1 \
+    --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
+    --metrics smsp__inst_executed.sum,sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active,sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active \
+    python3 .peers/tools/peer_bench.py --prefill 4,16,16,8192,${D:-128},0 --out /tmp/ncu-peers.json >"$out/ncu-sage2.txt" 2>&1
+  echo "ncu exit $?"
+  grep -E "Duration|inst_executed|pipe_|Issued Warp|Active Warps|Warp Cycles Per Issued" "$out/ncu-sage2.txt" | head -12
   ;;
 turbo)
   gpu_tests "test_turbo_prefill_kernel:gpu|test_turbo_head_bits:gpu"
