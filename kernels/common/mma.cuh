@@ -33,6 +33,12 @@ __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, bool v
   const int bytes = valid ? 16 : 0;
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem), "r"(bytes));
 }
+// The same for a sequential stream (a decode chain's K/V tiles): a miss in L2 fetches the 256 bytes around the
+// address from DRAM (.L2::256B), the rest of the stream's next lanes' bytes, in one request.
+__device__ __forceinline__ void cp_async_16_stream(void* smem, const void* gmem, bool valid) {
+  const int bytes = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem), "r"(bytes));
+}
 // 4 bytes (cp.async.ca: the sizes below 16 go through L1), zero-filled when !valid.
 __device__ __forceinline__ void cp_async_4(void* smem, const void* gmem, bool valid) {
   const int bytes = valid ? 4 : 0;

@@ -60,7 +60,8 @@ struct Ring {
   static constexpr size_t kCtaBytes = size_t(kWarps) * kWarpHalves * sizeof(__half);
 };
 
-// Tile `tile` of a pair's K and V (row stride D) into a stage with 16-byte cp.async; tokens past kv_len are 0.
+// Tile `tile` of a pair's K and V (row stride D) into a stage with 16-byte cp.async, each a sequential stream with
+// L2's 256-byte prefetch (v3); tokens past kv_len are 0.
 template <int D>
 __device__ __forceinline__ void load_stage(__half* stage, const __half* k, const __half* v, int tile, int kv_len) {
   constexpr int kChunks = D / 8;  // 16-byte chunks per row
@@ -69,8 +70,8 @@ __device__ __forceinline__ void load_stage(__half* stage, const __half* k, const
     const int r = i / kChunks, c = (i % kChunks) * 8;
     const bool ok = r < valid;
     const size_t at = ok ? size_t(tok0 + r) * D + c : 0;
-    cp_async_16(stage + r * Ring<D>::kStride + c, k + at, ok);
-    cp_async_16(stage + Ring<D>::kTile + r * Ring<D>::kStride + c, v + at, ok);
+    cp_async_16_stream(stage + r * Ring<D>::kStride + c, k + at, ok);
+    cp_async_16_stream(stage + Ring<D>::kTile + r * Ring<D>::kStride + c, v + at, ok);
   }
 }
 
