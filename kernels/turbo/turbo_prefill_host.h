@@ -42,9 +42,9 @@ struct TurboPrefillWork {
   TurboPrefillWork(const Problem& p, const ParamValues& params, int slots = 0);
 };
 
-// The GPU's ranking (work.gpu_ranking), the pre-pass (cache and tiles) and Q's blocks, then the attention, from q, k, v (FP16 — Alg. 1's inputs, as
-// flash2 reads them — or FP32 for the tests' exact comparison with the reference; the problem's shapes) on the
-// device into o (FP16) and lse. with_cache = false: the pre-pass writes the INT8 tiles only (the measurement
+// The GPU's ranking (work.gpu_ranking), the pre-pass (cache and tiles) and Q's blocks, then the attention, from
+// q, k, v (FP16 — Alg. 1's inputs, as flash2 reads them — or FP32 for the tests' exact comparison with the
+// reference; the problem's shapes) on the device into o (FP16) and lse. with_cache = false: the pre-pass writes the INT8 tiles only (the measurement
 // of what the cache write costs) — the cache is left as it was.
 void turbo_prefill_launch(const Problem& p, const ParamValues& params, const __half* q, const __half* k,
                           const __half* v, TurboPrefillWork& work, __half* o, float* lse, bool with_cache = true,
@@ -65,7 +65,8 @@ struct TurboPrefillOutput {
 // Every step once from the host's inputs (given to the kernels in FP32, or rounded to FP16 with fp16_inputs),
 // with poisoned outputs; the heads ranked on the GPU where turbo_ranks_on_gpu says so (from the keys the kernels
 // read: with fp16_inputs, the FP16-rounded keys — the reference ranks the unrounded ones, so a pair whose score
-// ties under rounding may take the other width), else on the host. Throws std::invalid_argument where turbo_prefill_cannot_run says so.
+// ties under rounding may take the other width), else on the host. Throws std::invalid_argument where
+// turbo_prefill_cannot_run says so.
 // scores: when given, the attention's INT32 S of every (head, row, key) it computes (the tests'; SAS FP32),
 // (B·Hq, q_len, kv_len), entries it does not compute left at 0x80808080. ping_pong: with the producer (params'
 // kv_loads), the consumers' MMA issues alternate (the default) or not — the tests compare the schedules.
