@@ -15,14 +15,16 @@
 #   STEP=sas    turbo's sas_share (issue 35 item 3): the turbo prefill [gpu] tests (the mixed path's among them), attnlab
 #               bench on configs/bench-turbo-sas-share.json (shares 0 … 1 in eighths, the model beside each), and
 #               Nsight Compute's pipe utilization (FMA, ALU, XU = the SFU, tensor) and issue at shares 0, 1/2 and 1
-#   STEP=turbo  turbo's prefill on the warp-specialized pipeline (issue 35 item 2): the turbo prefill [gpu] tests (the
-#               three schedules' bits among them) and the GPU's Eq. 11–12 ranking against the host's, memcheck and racecheck on its [sanitize] case, attnlab bench on
-#               configs/bench-turbo-prefill-loads.json at d 128 and 64 (producer and cp.async, SAS and exp2; int_flash
-#               beside), the peers on the same shapes, and Nsight Compute's issue and stalls on one producer launch
+#   STEP=turbo  turbo's prefill on the warp-specialized pipeline (issue 35 item 2): the turbo [gpu] tests (the prefill's
+#               three schedules' bits, the GPU's Eq. 11–12 ranking against the host's, the cache write, the decode after
+#               the prefill) and memcheck and racecheck on the prefill's [sanitize] case
+#   STEP=turbo-bench  attnlab bench on configs/bench-turbo-prefill-loads.json at d DIMS (default 128 and 64; producer and
+#               cp.async, SAS and exp2, int_flash beside), the peers on the same shapes, and Nsight Compute's
+#               instructions, pipes and stalls on one producer launch
 #   STEP=ncu    Nsight Compute's instructions and stall reasons of every warp-specialized wgmma prefill kernel at B 4, H 16,
 #               N 8k, d 128 (ncu_profile.sh wgmma-prefill → wgmma-prefill.csv): the measured rows issue 35 item 4's
 #               model takes (D=64 for d 64)
-#   Run after STEP=build (which builds everything); STEP=sas after STEP=turbo needs no rebuild.
+#   Run after STEP=build (which builds everything); the other steps need no rebuild on the same machine.
 set -u
 source kernels/bench/session_lib.sh
 session_start prefill-session
@@ -127,10 +129,12 @@ PY
   grep -E "Duration|inst_executed|pipe_|Issued Warp|Active Warps|Warp Cycles Per Issued" "$out/ncu-sage2.txt" | head -12
   ;;
 turbo)
-  gpu_tests "test_turbo_prefill_kernel:gpu|test_turbo_head_bits:gpu"
+  gpu_tests "test_turbo_prefill_kernel:gpu|test_turbo_head_bits:gpu|test_turbo_cache_write:gpu|test_turbo_decode_kernel:gpu"
   sanitize "[#test_turbo_prefill_kernel][sanitize]"
+  ;;
+turbo-bench)
   ours=()
-  for d in 128 64; do
+  for d in ${DIMS:-128 64}; do
     with_dim configs/bench-turbo-prefill-loads.json $d >"$out/config-turbo-d$d.json"
     step "attnlab bench turbo loads d $d"
     build-gpu/bin/attnlab bench --config "$out/config-turbo-d$d.json" --out "$out/ours-turbo-d$d.json" \
