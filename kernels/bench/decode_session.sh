@@ -22,7 +22,6 @@ build)
   sanitize "[#test_flash2_kernel][sanitize]"
   ;;
 bench)
-  ours=()
   for shape in "32 32 128" "32 8 128" "40 10 128" "32 8 64"; do
     set -- $shape
     tag="h$1-$2-d$3"
@@ -32,15 +31,10 @@ c = json.load(open("configs/bench-flash2-decode.json"))
 c["problem"].update(q_heads=int(sys.argv[1]), kv_heads=int(sys.argv[2]), head_dim=int(sys.argv[3]))
 print(json.dumps(c))
 PY
-    step "attnlab bench $tag"
-    build-gpu/bin/attnlab bench --config "$out/config-$tag.json" --vary "problem.batch=${BATCHES:-1,4,16}" \
-      --vary "problem.kv_len=${LENS:-4096,8192,16384,32768}" --out "$out/ours-$tag.json" >"$out/bench-$tag.log" 2>&1
-    echo "exit $?"; grep -vE "^\s*$" "$out/bench-$tag.log" | tail -14
-    ours+=(--ours "$out/ours-$tag.json")
+    bench_ours "$tag" "$out/config-$tag.json" 14 --vary "problem.batch=${BATCHES:-1,4,16}" \
+      --vary "problem.kv_len=${LENS:-4096,8192,16384,32768}"
   done
-  step "SDPA on the same shapes (peers.log)"
-  PYTHONUNBUFFERED=1 python3 .peers/tools/peer_bench.py "${ours[@]}" --out "$out/peers.json" >"$out/peers.log" 2>&1
-  echo "peer_bench exit $?"; grep -vE '^\{' "$out/peers.log" | tail -60
+  peers_on decode
   step "device-to-device copy bandwidth"
   python3 - <<'PY' | tee "$out/copy.txt"
 import torch, statistics

@@ -7,7 +7,7 @@
 #               sm_90a, run every [gpu] CTest test (ctest -L gpu: the suite split by file, as `make test` runs
 #               it) and compute-sanitizer on the int_flash [sanitize] cases
 #   STEP=bench  attnlab bench (BENCH_CONFIG) and the peers on the same shapes in the same call
-#               (../shared/peers/peer_bench.py --ours): one table of ratios, the rows in $OUT/peers.json;
+#               (../shared/peers/peer_bench.py --ours): one table of ratios, the rows in $OUT/peers-int8.json;
 #               the CPU cases of attnlab_tests run beside them on the machine's other cores
 set -u
 out=${OUT:-/tmp/attnlab-out}
@@ -28,17 +28,14 @@ bench)
   step "the CPU tests of attnlab_tests (cpu-tests.log), beside the bench"
   (cd build-gpu && ctest -R "^attnlab_tests:" -LE gpu -j 8 --output-on-failure) >"$out/cpu-tests.log" 2>&1 &
   cpu_tests=$!
-  step "attnlab bench (${BENCH_CONFIG:=configs/bench-int-flash-loads.json})"
-  build-gpu/bin/attnlab bench --config "$BENCH_CONFIG" --out "$out/ours.json" >"$out/bench.log" 2>&1
-  echo "exit $?"; tail -n +1 "$out/bench.log" | grep -vE "^\s*$" | tail -25
+  bench_ours int8 "${BENCH_CONFIG:-configs/bench-int-flash-loads.json}" 25
   step "peers (waiting for their build)"
   wait_s=0
   until ls /tmp/peers/sage/sageattention/_qattn_sm90*.so /tmp/peers/fa3/hopper/flash_attn_3/_C*.so >/dev/null 2>&1 || [ $wait_s -ge 300 ]; do
     sleep 10; wait_s=$((wait_s + 10))
   done
   tail -2 /tmp/peers/sage.log /tmp/peers/fa3.log 2>/dev/null
-  PYTHONUNBUFFERED=1 python3 .peers/tools/peer_bench.py --ours "$out/ours.json" --out "$out/peers.json" >"$out/peers.log" 2>&1
-  echo "peer_bench exit $?"; grep -vE '^\{' "$out/peers.log" | tail -40
+  peers_on int8 40
   wait $cpu_tests; echo "CPU tests exit $?"; grep -E "tests passed|\*\*\*|Failed" "$out/cpu-tests.log" | tail -12
   ;;
 esac

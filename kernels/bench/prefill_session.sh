@@ -45,13 +45,9 @@ build)
   sanitize "[#test_flash2_kernel][sanitize]"
   ;;
 bench)
-  ours=()
   for d in 128 64; do
     with_dim configs/bench-flash2-prefill.json $d >"$out/config-d$d.json"
-    step "attnlab bench d $d"
-    build-gpu/bin/attnlab bench --config "$out/config-d$d.json" --out "$out/ours-d$d.json" >"$out/bench-d$d.log" 2>&1
-    echo "exit $?"; grep -vE "^\s*$" "$out/bench-d$d.log" | tail -22
-    ours+=(--ours "$out/ours-d$d.json")
+    bench_ours d$d "$out/config-d$d.json" 22
   done
   step "waiting for the peers' build"
   for i in $(seq 1 60); do
@@ -59,9 +55,7 @@ bench)
     sleep 5
   done
   tail -n 1 /tmp/peers/fa3.log /tmp/peers/sage.log; cp /tmp/peers/*.log "$out/" 2>/dev/null
-  step "peers on the same shapes (peers.log)"
-  PYTHONUNBUFFERED=1 python3 .peers/tools/peer_bench.py "${ours[@]}" --out "$out/peers.json" >"$out/peers.log" 2>&1
-  echo "peer_bench exit $?"; grep -vE '^\{' "$out/peers.log" | tail -70
+  peers_on flash2 70
   if [ -n "${NCU:-}" ]; then
     step "Nsight Compute: one launch of each wgmma schedule, B 4, H 16, N 8k, d 128 (ncu-*.txt)"
     for loads in tma_producer cp_async; do
@@ -133,18 +127,11 @@ turbo)
   sanitize "[#test_turbo_prefill_kernel][sanitize]"
   ;;
 turbo-bench)
-  ours=()
   for d in ${DIMS:-128 64}; do
     with_dim configs/bench-turbo-prefill-loads.json $d >"$out/config-turbo-d$d.json"
-    step "attnlab bench turbo loads d $d"
-    build-gpu/bin/attnlab bench --config "$out/config-turbo-d$d.json" --out "$out/ours-turbo-d$d.json" \
-      >"$out/bench-turbo-d$d.log" 2>&1
-    echo "exit $?"; grep -vE "^\s*$" "$out/bench-turbo-d$d.log" | tail -34
-    ours+=(--ours "$out/ours-turbo-d$d.json")
+    bench_ours turbo-d$d "$out/config-turbo-d$d.json" 34
   done
-  step "peers on the same shapes (peers-turbo.log)"
-  PYTHONUNBUFFERED=1 python3 .peers/tools/peer_bench.py "${ours[@]}" --out "$out/peers-turbo.json" >"$out/peers-turbo.log" 2>&1
-  echo "peer_bench exit $?"; grep -vE '^\{' "$out/peers-turbo.log" | tail -60
+  peers_on turbo
   step "Nsight Compute: one producer launch, SAS FP32, B 4, H 16, N 8k, d 128, non-causal (ncu-turbo.txt)"
   python3 - >"$out/ncu-turbo.json" <<'PY'
 import json

@@ -6,6 +6,7 @@
 #   build_sm90a 14 || exit 1        # configure.log, build.log in $out; prints the build time and the GPU
 #   gpu_tests "test_flash2_kernel:gpu"
 #   sanitize "[#test_flash2_kernel][sanitize]"
+#   bench_ours d128 CONFIG 20; peers_on prefill   # attnlab bench, then the peers on the same shapes
 
 step() { echo; echo "== $*"; }
 
@@ -36,17 +37,32 @@ gpu_tests() {
   echo "ctest exit $?"; grep -E "tests passed|Passed|Failed|\*\*\*|FAILED|with expansion" -A2 "$out/gpu-tests.log" | tail -30
 }
 
-# attnlab bench on CONFIG into $out/ours-NAME.json, then the peers on the same shapes in the same call
-# (peer_bench.py --ours) into $out/peers-NAME.json; the last LINES lines of each printed.
-bench_with_peers() {
-  local name=$1 config=$2 lines=${3:-24}
-  step "attnlab bench $config (bench-$name.log)"
-  build-gpu/bin/attnlab bench --config "$config" --out "$out/ours-$name.json" >"$out/bench-$name.log" 2>&1
+# attnlab bench on CONFIG (further arguments go to attnlab bench: --vary …) into $out/ours-NAME.json, the last LINES
+# lines of its log printed; the file joins $ours, the attnlab rows peers_on hands to peer_bench.py.
+ours=()
+bench_ours() {
+  local name=$1 config=$2 lines=$3
+  shift 3
+  step "attnlab bench $config $* (bench-$name.log)"
+  build-gpu/bin/attnlab bench --config "$config" "$@" --out "$out/ours-$name.json" >"$out/bench-$name.log" 2>&1
   echo "exit $?"; grep -vE "^\s*$" "$out/bench-$name.log" | tail -"$lines"
+  ours+=(--ours "$out/ours-$name.json")
+}
+
+# The peers on the shapes of every bench_ours file so far, in the same call (peer_bench.py --ours), into
+# $out/peers-NAME.json; the last LINES lines printed (its table of every attnlab row against each peer).
+peers_on() {
+  local name=$1 lines=${2:-60}
   step "peers on the same shapes (peers-$name.log)"
-  PYTHONUNBUFFERED=1 python3 .peers/tools/peer_bench.py --ours "$out/ours-$name.json" --out "$out/peers-$name.json" \
+  PYTHONUNBUFFERED=1 python3 .peers/tools/peer_bench.py "${ours[@]}" --out "$out/peers-$name.json" \
     >"$out/peers-$name.log" 2>&1
   echo "peer_bench exit $?"; grep -vE '^\{' "$out/peers-$name.log" | tail -"$lines"
+}
+
+# One config and the peers on its shapes.
+bench_with_peers() {
+  bench_ours "$1" "$2" "${3:-24}"
+  peers_on "$1" "${3:-24}"
 }
 
 # compute-sanitizer memcheck and racecheck on the attnlab_tests cases TAGS names (Catch2's -# file tags), into
