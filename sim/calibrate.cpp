@@ -71,14 +71,14 @@ std::pair<double, double> physical_range(const std::string& factor) {
   throw std::logic_error("calibrate: no physical range for the factor '" + factor + "'");
 }
 
-namespace {
-
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
+
+namespace {
 
 // A fitted parameter: a unit's efficiency factor, or the per-wave CTA overhead (µs); searched in ln.
 struct Param {

@@ -48,6 +48,9 @@ struct Calibration {
   double median_error_before = 0, median_error_after = 0, median_error_loo = 0;  // |t/t_meas − 1|
 };
 
+// The median of v (the mean of the middle two for an even count; 0 for none): the fit's and the tests' error summary.
+double median(std::vector<double> v);
+
 // Called with the fraction done and what is running (from worker threads, one call at a time).
 using CalibrationProgress = std::function<void(double fraction, const std::string& stage)>;
 

@@ -63,8 +63,9 @@ void turbo_prefill_run(const Experiment& e, const VariantRequest& v, const QKV& 
   // Q, K and V in FP16, as Alg. 1 reads them and as flash2's backend gives them to its kernel.
   const TurboPrefillOutput once = turbo_prefill_once(p, in, params, 0, nullptr, /*fp16_inputs=*/true);
   const std::vector<int> bits = once.cache.head_bits;
-  // The timed prefill ranks the heads on the GPU where `once` did: the whole prefill, one sequence of launches.
-  TurboPrefillWork work = turbo_ranks_on_gpu(p, params) ? TurboPrefillWork(p, params) : TurboPrefillWork(p, params, bits);
+  // The timed prefill ranks the heads on the GPU where `once` did (the whole prefill, one sequence of launches), else
+  // takes the widths `once` had.
+  TurboPrefillWork work(p, params, [&] { return bits; });
   DeviceBuffer o(size_t(p.batch * p.q_heads * p.q_len * p.head_dim) * sizeof(__half));
   DeviceBuffer lse(size_t(p.batch * p.q_heads * p.q_len) * sizeof(float));
   const size_t set_bytes = size_t(in.q.size() + in.k.size() + in.v.size()) * sizeof(__half);

@@ -26,11 +26,9 @@ size_t turbo_cache_write_scratch_bytes(const TurboCacheArgs& c) { return size_t(
 namespace {
 
 using turbo_quant::scale_for_span;
-
 // The inputs arrive in FP16 (the attention's, as flash2 reads them) or FP32 (the tests' exact comparison with
 // the reference); each value is taken to FP32, exactly, before anything is computed from it.
-__device__ __forceinline__ float input_value(float x) { return x; }
-__device__ __forceinline__ float input_value(__half x) { return __half2float(x); }
+using turbo_quant::input_value;
 
 // The maximum of `span` over the CTA's D threads (every thread gets it). warp_max: D/32 floats of shared memory,
 // free again when this returns.

@@ -9,6 +9,8 @@
 // (priority, head index) ascending — an insertion sort, stable as std::stable_sort — and the first n_h take bits_lo.
 #include "kernels/turbo/turbo_head_bits.h"
 
+#include "kernels/turbo/turbo_quant.cuh"
+
 #include <cfloat>
 #include <cmath>
 
@@ -17,9 +19,6 @@ namespace attnlab::kernels {
 namespace {
 
 constexpr int kChunk = 256;  // tokens per CTA of the first launch
-
-__device__ __forceinline__ float value_of(float x) { return x; }
-__device__ __forceinline__ float value_of(__half x) { return __half2float(x); }
 
 // Grid (chunks, pairs), d threads: partial[pair][chunk][c] = (min, max) of channel c over the chunk's tokens.
 template <class T>
@@ -30,7 +29,7 @@ __global__ void channel_ranges(const T* k, int tokens, int d, int64_t head_strid
   float lo = FLT_MAX, hi = -FLT_MAX;
 #pragma unroll 8
   for (int t = 0; t < n; ++t) {
-    const float v = value_of(x[size_t(t) * d]);
+    const float v = turbo_quant::input_value(x[size_t(t) * d]);
     lo = fminf(lo, v), hi = fmaxf(hi, v);
   }
   partial[(size_t(pair) * gridDim.x + chunk) * d + c] = make_float2(lo, hi);
@@ -82,7 +81,7 @@ __global__ void rank_heads(const float2* partial, int chunks, int kv_heads, int 
 
 template <class T>
 cudaError_t launch(const TurboHeadBitsArgs& a, const T* k, cudaStream_t stream) {
-  if (turbo_head_bits_refusal(a.metric)[0] != '\0' || a.batch < 1 || a.kv_heads < 1 || a.tokens < 1 ||
+  if (!turbo_head_bits_supports(a.metric) || a.batch < 1 || a.kv_heads < 1 || a.tokens < 1 ||
       (a.head_dim != 64 && a.head_dim != 128) || a.head_stride < int64_t(a.tokens) * a.head_dim ||
       a.two_bit_heads < 0 || a.two_bit_heads > a.kv_heads || a.scratch == nullptr || a.bits == nullptr)
     return cudaErrorInvalidValue;
@@ -101,11 +100,7 @@ cudaError_t launch(const TurboHeadBitsArgs& a, const T* k, cudaStream_t stream) 
 
 }  // namespace
 
-const char* turbo_head_bits_refusal(quant::PriorityMetric metric) {
-  return metric == quant::PriorityMetric::entropy
-             ? "the entropy ranking (its histogram and log2) is computed on the host, not by the GPU's ranking"
-             : "";
-}
+bool turbo_head_bits_supports(quant::PriorityMetric metric) { return metric != quant::PriorityMetric::entropy; }
 
 size_t turbo_head_bits_scratch_bytes(const TurboHeadBitsArgs& a) {
   const size_t chunks = size_t(a.tokens + kChunk - 1) / kChunk;

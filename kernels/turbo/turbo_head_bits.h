@@ -19,16 +19,16 @@ struct TurboHeadBitsArgs {
   int tokens = 0;            // the keys each pair is ranked on: its first `tokens` (the prefill's)
   int head_dim = 0;          // 64 or 128
   int64_t head_stride = 0;   // elements from one pair's keys to the next (≥ tokens · head_dim)
-  quant::PriorityMetric metric = quant::PriorityMetric::gap_std;  // gap_std, min_max or variation (not entropy)
+  quant::PriorityMetric metric = quant::PriorityMetric::gap_std;  // turbo_head_bits_supports
   int two_bit_heads = 0, bits_lo = 2, bits_hi = 4;               // Eq. 12's n_h and the two widths
   void* scratch = nullptr;   // turbo_head_bits_scratch_bytes(args)
   double* priorities = nullptr;  // (batch · kv_heads) out: Eq. 11's score of each pair (nullptr: not kept)
   int* bits = nullptr;           // (batch · kv_heads) out: each pair's width
 };
 
-// Whether the GPU computes this metric ("" where it does): the entropy's histogram and log₂ run on the host, whose
-// libm the GPU's log2 does not match bit for bit.
-const char* turbo_head_bits_refusal(quant::PriorityMetric metric);
+// Whether the GPU computes this metric bit for bit: not entropy, whose histogram and log₂ run on the host (the GPU's
+// log2 does not match its libm bit for bit).
+bool turbo_head_bits_supports(quant::PriorityMetric metric);
 
 size_t turbo_head_bits_scratch_bytes(const TurboHeadBitsArgs& a);
 

@@ -60,29 +60,34 @@ std::string turbo_prefill_cannot_run(const Problem& p, const ParamValues& params
 
 bool turbo_ranks_on_gpu(const Problem& p, const ParamValues& params) {
   const int64_t n_h = params.integer("two_bit_heads");
-  return n_h > 0 && n_h < p.kv_heads &&
-         turbo_head_bits_refusal(variants::turbo_detail::priority_metric(params))[0] == '\0';
+  return n_h > 0 && n_h < p.kv_heads && turbo_head_bits_supports(variants::turbo_detail::priority_metric(params));
 }
 
-TurboPrefillWork::TurboPrefillWork(const Problem& p, const ParamValues& params, int slots)
-    : TurboPrefillWork(p, params, std::vector<int>(size_t(p.batch * p.kv_heads), int(params.integer("bits_hi"))), slots) {
-  if (!turbo_ranks_on_gpu(p, params))
-    throw std::logic_error("TurboPrefillWork: the GPU does not rank the heads for these parameters");
-  gpu_ranking = true;
-  TurboHeadBitsArgs a = ranking_args(p, params, *this);
-  rank_scratch = DeviceBuffer(turbo_head_bits_scratch_bytes(a));
+namespace {
+
+// The widths TurboPrefillWork allocates the cache for (turbo_prefill_host.h).
+std::vector<int> allocated_widths(const Problem& p, const ParamValues& params,
+                                  const std::function<std::vector<int>()>& host_bits) {
+  if (turbo_ranks_on_gpu(p, params)) return std::vector<int>(size_t(p.batch * p.kv_heads), int(params.integer("bits_hi")));
+  return host_bits();
 }
 
-TurboPrefillWork::TurboPrefillWork(const Problem& p, const ParamValues& params, const std::vector<int>& bits, int slots)
-    : cache(allocate_turbo_cache(bits, p.head_dim, slots > 0 ? slots : turbo_slots(p.kv_len, p.kv_len), p.kv_len)),
+}  // namespace
+
+TurboPrefillWork::TurboPrefillWork(const Problem& p, const ParamValues& params,
+                                   const std::function<std::vector<int>()>& host_bits, int slots)
+    : cache(allocate_turbo_cache(allocated_widths(p, params, host_bits), p.head_dim,
+                                 slots > 0 ? slots : turbo_slots(p.kv_len, p.kv_len), p.kv_len)),
       pad((p.kv_len + kTurboBlock - 1) / kTurboBlock * kTurboBlock),
       exp(turbo_exp_args(params)),
-      tma_producer(params.choice("kv_loads") == "tma_producer") {
+      tma_producer(params.choice("kv_loads") == "tma_producer"),
+      gpu_ranking(turbo_ranks_on_gpu(p, params)) {
   const int64_t d = p.head_dim, pairs = p.batch * p.kv_heads, heads = p.batch * p.q_heads;
   k8 = DeviceBuffer(size_t(pairs * pad * d)), vt8 = DeviceBuffer(size_t(pairs * pad * d));
   q8 = DeviceBuffer(size_t(heads * p.q_len * d));
   s_q = DeviceBuffer(size_t(heads * ((p.q_len + kBlockR - 1) / kBlockR)) * sizeof(float));
   scratch = DeviceBuffer(turbo_cache_write_scratch_bytes(cache.args));
+  if (gpu_ranking) rank_scratch = DeviceBuffer(turbo_head_bits_scratch_bytes(ranking_args(p, params, *this)));
 }
 
 void turbo_prefill_launch(const Problem& p, const ParamValues& params, const float* q, const float* k, const float* v,
@@ -114,9 +119,7 @@ TurboPrefillOutput turbo_prefill_once(const Problem& p, const QKV& in, const Par
   if (const std::string why = turbo_prefill_cannot_run(p, params); !why.empty()) throw std::invalid_argument(why);
   const auto put = fp16_inputs ? upload_rounded_fp16 : upload_fp32;
   const DeviceBuffer q = put(in.q), k = put(in.k), v = put(in.v);
-  TurboPrefillWork w = turbo_ranks_on_gpu(p, params)
-                           ? TurboPrefillWork(p, params, slots)
-                           : TurboPrefillWork(p, params, variants::turbo_detail::kv_head_bits(p, in, params), slots);
+  TurboPrefillWork w(p, params, [&] { return variants::turbo_detail::kv_head_bits(p, in, params); }, slots);
   w.ping_pong = ping_pong;
   const PoisonedOutput out(p);
   if (fp16_inputs) turbo_prefill_launch(p, params, q.as<__half>(), k.as<__half>(), v.as<__half>(), w, out.o(), out.lse());

@@ -7,6 +7,7 @@
 #include "core/tensor.h"
 #include "kernels/turbo/turbo_decode_host.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -31,15 +32,15 @@ struct TurboPrefillWork {
   // The attention's K/V loads (TurboPrefillArgs): from the variant's kv_loads; ping_pong with the producer. The tests
   // set them to compare the three schedules bit for bit.
   bool tma_producer = true, ping_pong = true;
-  // The widths ranked on the GPU by turbo_prefill_launch (gpu_ranking; turbo_ranks_on_gpu must hold): the cache is
-  // allocated with room for every pair at bits_hi, as the widths are known on the host only once read back
-  // (read_back_turbo_widths; turbo_prefill_once does it).
+  // The pairs' widths: ranked on the GPU by turbo_prefill_launch where turbo_ranks_on_gpu holds (gpu_ranking: the
+  // cache is allocated with room for every pair at bits_hi, the widths known on the host only once read back —
+  // read_back_turbo_widths, which turbo_prefill_once does), else host_bits() (the host's ranking, Eq. 11–12), called
+  // only then.
   bool gpu_ranking = false;
   DeviceBuffer rank_scratch;
   // slots: cache blocks of room per pair (0: the prefill's own; more leaves room for decode's flushes).
-  // With `bits`: the widths given (the host's ranking, Eq. 11–12). Without: ranked on the GPU.
-  TurboPrefillWork(const Problem& p, const ParamValues& params, const std::vector<int>& bits, int slots = 0);
-  TurboPrefillWork(const Problem& p, const ParamValues& params, int slots = 0);
+  TurboPrefillWork(const Problem& p, const ParamValues& params, const std::function<std::vector<int>()>& host_bits,
+                   int slots = 0);
 };
 
 // The GPU's ranking (work.gpu_ranking), the pre-pass (cache and tiles) and Q's blocks, then the attention, from

@@ -6,12 +6,19 @@
 
 #include "kernels/common/mma.cuh"
 
+#include <cuda_fp16.h>
+
 #include <cfloat>
 #include <cstdint>
 
 namespace attnlab::kernels::turbo_quant {
 
 inline constexpr float kQMax8 = 119.0f;  // Alg. 1 / Alg. 2: INT8 values quantized with max/119
+
+// An input element's value in FP32 — the prefill's Q/K/V arrive in FP32 or FP16 (the pre-pass and the head ranking
+// read either; FP16 → FP32 is exact).
+__device__ __forceinline__ float input_value(float x) { return x; }
+__device__ __forceinline__ float input_value(__half x) { return __half2float(x); }
 
 // quant::scale_for_span(span, 119): fl(span / 119), or 1 below the smallest normal float.
 __device__ __forceinline__ float scale_for_span(float span) {
