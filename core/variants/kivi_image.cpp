@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace attnlab::kivi_layout {
@@ -21,6 +22,14 @@ Sizes sizes_of(const quant::KiviCache& c) {
   s.v_param_halves = s.slots * v_param_halves(d, c.group);
   s.residual_halves = s.res_slots * residual_halves(d);
   return s;
+}
+
+bool fp32_exact(float s, float z, int bits) {
+  for (int q = 0; q < (1 << bits); ++q) {
+    const double v = double(q) * double(s) + double(z);  // exact: ≤ 4 + 11 bits above FP16's 2⁻²⁴, z's 11
+    if (double(float(v)) != v) return false;
+  }
+  return true;
 }
 
 Image device_image(const quant::KiviCache& c) {
@@ -60,6 +69,20 @@ Image device_image(const quant::KiviCache& c) {
       img.k_params[size_t(at)] = formats::fp16_bits(c.keys.scale[size_t(src)]);
       img.k_params[size_t(at + 4)] = formats::fp16_bits(c.keys.zero[size_t(src)]);
     }
+  // The slot flags: a slot's key groups (slot_first_k_group, slot_k_groups of them, those holding tokens) and
+  // its tokens' value groups; a padded tail's s = z = 0 is exact.
+  img.slot_exact.assign(size_t(s.slots), 1);
+  const int64_t vgroups = v_groups(d, g);
+  for (int64_t slot = 0; slot < s.slots; ++slot) {
+    bool exact = true;
+    for (int64_t kg = slot_first_k_group(slot, g); kg < slot_first_k_group(slot, g) + slot_k_groups(g) && kg < Q / g; ++kg)
+      for (int64_t ch = 0; ch < d && exact; ++ch)
+        exact = fp32_exact(c.keys.scale[size_t(kg * d + ch)], c.keys.zero[size_t(kg * d + ch)], c.bits);
+    for (int64_t t = slot * kTile; t < std::min(Q, (slot + 1) * kTile) && exact; ++t)
+      for (int64_t vg = 0; vg < vgroups && exact; ++vg)
+        exact = fp32_exact(c.values.scale[size_t(t * vgroups + vg)], c.values.zero[size_t(t * vgroups + vg)], c.bits);
+    img.slot_exact[size_t(slot)] = exact ? 1 : 0;
+  }
   for (int64_t r = 0; r < c.residual_tokens(); ++r) {
     const int64_t slot = r / kTile, tau = r % kTile;
     for (int64_t ch = 0; ch < d; ++ch) {

@@ -22,10 +22,14 @@
 // head are the MMA's N = 8 columns. Each 16×16 A tile is named by (outer, inner): K (outer = kk, the
 // 16-channel k-step; inner = mt, the 16-token m-tile, 4 per slot), V (outer = ks, the 16-token k-step,
 // 4 per slot; inner = mi, the 16-channel m-tile, d/16).
-//   4-bit codes: one word per (outer, inner, lane), code p at bits 4p; words in order (outer, inner/4,
-//     lane, inner mod 4) — one 16-byte load gives a lane four inner tiles.
-//   2-bit codes: one word per (outer pair, inner, lane), code p of outer o at bits 16·(o mod 2) + 2p;
-//     words in order (outer/2, inner/4, lane, inner mod 4).
+//   4-bit codes: one word per (outer, inner, lane), code p = 2·reg + e at bit 16·e + 4·reg; words in order
+//     (outer, inner/4, lane, inner mod 4) — one 16-byte load gives a lane four inner tiles.
+//   2-bit codes: one word per (outer pair, inner, lane), code p = 2·reg + e of outer o at bit
+//     16·e + 8·(o mod 2) + 2·reg; words in order (outer/2, inner/4, lane, inner mod 4).
+//   So the two codes of a fragment register sit at the same offset of the word's two 16-bit halves, within
+//   its low 8 bits or (4-bit reg ≥ 2, odd 2-bit outers) its next 8: one AND with a mask per half and an OR
+//   with 1024's FP16 bits (0x6400) make the half2 (1024 + c₀·2ᵏ, 1024 + c₁·2ᵏ), k = the offset, exactly
+//   (kernels/kivi/kivi_decode.cu, code_pair).
 //   FP16 residual: the lane's 8 values of (outer, inner) as 16 bytes, in order (outer, inner, lane).
 // Parameters, for the lane's four A-fragment channels (K) or tokens (V):
 //   K: s of (group kg, channel c) at ((kg·d/16 + c/16)·4 + t)·8 + j and z at 4 more, where for x = c mod
@@ -75,7 +79,8 @@ ATTNLAB_HD constexpr int64_t code_word(int64_t outer, int64_t inner, int64_t inn
 }
 // The first bit of code p of A tile row `outer` within its word.
 ATTNLAB_HD constexpr int code_bit(int64_t outer, int64_t p, int bits) {
-  return bits == 4 ? int(4 * p) : int(16 * (outer % 2) + 2 * p);
+  const int reg = int(p / 2), e = int(p % 2);
+  return bits == 4 ? 16 * e + 4 * reg : 16 * e + 8 * int(outer % 2) + 2 * reg;
 }
 
 // Where one code lives within its slot: byte offset and bit shift within the byte.

@@ -49,12 +49,7 @@ bench)
     with_dim configs/bench-flash2-prefill.json $d >"$out/config-d$d.json"
     bench_ours d$d "$out/config-d$d.json" 22
   done
-  step "waiting for the peers' build"
-  for i in $(seq 1 60); do
-    grep -q "exit" /tmp/peers/fa3.log 2>/dev/null && grep -q "exit" /tmp/peers/sage.log 2>/dev/null && break
-    sleep 5
-  done
-  tail -n 1 /tmp/peers/fa3.log /tmp/peers/sage.log; cp /tmp/peers/*.log "$out/" 2>/dev/null
+  wait_peers
   peers_on flash2 70
   if [ -n "${NCU:-}" ]; then
     step "Nsight Compute: one launch of each wgmma schedule, B 4, H 16, N 8k, d 128 (ncu-*.txt)"
@@ -131,6 +126,7 @@ turbo-bench)
     with_dim configs/bench-turbo-prefill-loads.json $d >"$out/config-turbo-d$d.json"
     bench_ours turbo-d$d "$out/config-turbo-d$d.json" 34
   done
+  wait_peers
   peers_on turbo
   step "Nsight Compute: one producer launch, SAS FP32, B 4, H 16, N 8k, d 128, non-causal (ncu-turbo.txt)"
   python3 - >"$out/ncu-turbo.json" <<'PY'

@@ -49,6 +49,17 @@ bench_ours() {
   ours+=(--ours "$out/ours-$name.json")
 }
 
+# Wait (at most MAX seconds, default 300) for the peers' background build (build.sh BACKGROUND=1) to finish.
+wait_peers() {
+  step "waiting for the peers' build"
+  local i
+  for i in $(seq 1 $(( ${1:-300} / 5 ))); do
+    grep -q "exit" /tmp/peers/fa3.log 2>/dev/null && grep -q "exit" /tmp/peers/sage.log 2>/dev/null && break
+    sleep 5
+  done
+  tail -n 1 /tmp/peers/fa3.log /tmp/peers/sage.log; cp /tmp/peers/*.log "$out/" 2>/dev/null
+}
+
 # The peers on the shapes of every bench_ours file so far, in the same call (peer_bench.py --ours), into
 # $out/peers-NAME.json; the last LINES lines printed (its table of every attnlab row against each peer).
 peers_on() {

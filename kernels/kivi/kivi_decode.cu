@@ -13,11 +13,16 @@
 // pair a second kernel merges their normalized outputs as flash2's decode merge does:
 // O = Σ_c e^{L_c − L}·O_c, L = log Σ_c e^{L_c}. C comes from decode_splits over the warps the GPU holds.
 //
-// Dequantization, exactly as core/quant/kivi.cpp: a code q (a byte moved under the exponent of 2²³ by a
-// PRMT, 2²³ subtracted: exact) becomes x̂ = fp16(fmaf(q, s, z)) with the group's FP16 s and z read as
-// FP32. q·s is exact in FP32 (q < 2⁴, s has 11 significant bits), so fmaf(q, s, z) is bit for bit the
-// reference's fl(fl(q·s) + z); the FP16 conversion is RNE like formats::round_fp16. The kernel's K̂ and V̂
-// are the reference's, bit for bit (tests/core/variants/test_kivi_layout.cpp checks the rule on the host).
+// Dequantization, exactly as core/quant/kivi.cpp: x̂ = fp16(fl(fl(q·s) + z)) with the group's FP16 s and z.
+// q·s is exact in FP32 (q < 2⁴, s has 11 significant bits), so the reference rounds twice: q·s + z to FP32,
+// then to FP16. Where q·s + z is itself a float — for every code of every group of a slot, which the host
+// records in the slot's flag (core/variants/kivi_image.h fp32_exact; all slots of ordinary data) — the first
+// rounding is none and x̂ is q·s + z rounded once to FP16: one fma.rn.f16x2 per pair of codes on the staged
+// FP16 s, z, after one AND-OR and one HFMA2 that turn the two codes into FP16 integers (code_pair). Elsewhere
+// (a zero point ~2¹³ or more beyond the step, e.g. a group whose minimum is a tiny subnormal; the two roundings
+// then differ for 0.5% of such codes) the slot takes the FP32 path: codes to FP32, fmaf with the widened s, z,
+// RNE to FP16. Both give the reference's K̂ and V̂ bit for bit (tests/core/variants/test_kivi_layout.cpp on the
+// host, the [gpu] probe test in tests/kernels/kivi/test_kivi_decode_kernel.cpp on the device).
 //
 // Attention, as flash2's kernel computes it on (Q, K̂, V̂): S in FP32 from FP16 products, the online
 // softmax in FP32 with 2^x on the SFU (P̃ = ex2(S·scale·log₂e − m)), ℓ summing the FP32 P̃, P̃ rounded to
@@ -28,8 +33,11 @@
 // within 2⁻¹¹ of the same real number, so O within ~2⁻¹⁰·max|V̂| before its FP16 store
 // (tests/kernels/kivi/test_kivi_decode_kernel.cpp derives the bound).
 //
-// Versions: v1 (this), measured on the H100 since 2026-11-24 (kernels/PERF.md, "kivi decode v1" and the
-// compressed-cache decode tables beside turbo); its merge is kernels/common/chain_merge.cuh, shared with fireq.
+// Versions (kernels/PERF.md, "kivi decode"): v1, measured on the H100 since 2026-11-24 — every code through
+// FP32 (a PRMT under 2²³'s exponent, FADD, FFMA, the FP16 pack: ≈ 3.75 instructions a value); v2 (this) — the
+// FP16 path above where the slot's flag allows (≈ 1.6 a value), the codes in the layout's new order (two codes
+// of a register at one offset of the word's two 16-bit halves). Its merge is kernels/common/chain_merge.cuh,
+// shared with fireq.
 #include "kernels/kivi/kivi_decode.h"
 
 #include "core/kernel_traits.h"
@@ -59,7 +67,6 @@ constexpr int kMT = kT / 16;          // 16-token m-tiles (Q·Kᵀ) or k-steps (
 constexpr int kRows = 8;              // query heads per KV head the MMA's N columns hold
 constexpr int kMaxChains = 128;       // flash2's decode_splits_max
 using decode_chain::Chain;
-constexpr float kTwo23 = 8388608.0f;  // 2²³
 static_assert(layout::kTile == kT, "the kernel's tile is the layout's slot");
 
 // One warp's shared memory, from the cache's shape (the host sizes the launch with the same struct):
@@ -84,41 +91,65 @@ struct Tiles {
         total(quantized + residual) {}
 };
 
-// q = byte i of x, as a float: the byte under the exponent bits of 2²³ (one PRMT), 2²³ subtracted (exact).
-__device__ __forceinline__ float code_float(uint32_t x, int i) {
-  return __uint_as_float(__byte_perm(x, 0x4B000000u, 0x7650u | unsigned(i))) - kTwo23;
+// The two codes of A-fragment register r as the half2 (c₀, c₁), exactly. The layout (kivi_layout.h code_bit)
+// puts them at the same offset k of the word's two 16-bit halves, in its low byte or, after a shift by 8, in
+// its next: one AND-OR (LOP3) leaves the halves 0x6400 | c·2ᵏ = 1024 + c·2ᵏ (k + bits ≤ 8 stays within
+// FP16's 10 mantissa bits), and (1024 + c·2ᵏ)·2⁻ᵏ − 1024·2⁻ᵏ = c is exact in one HFMA2. 4-bit: register r at
+// k = 4r (r ≥ 2 from the shifted word); 2-bit: outer parity h, register r at k = 8h + 2r.
+template <int BITS>
+__device__ __forceinline__ __half2 code_pair(uint32_t w, int h, int r) {
+  const bool high_byte = BITS == 4 ? r >= 2 : h == 1;
+  const int k = BITS == 4 ? 4 * (r % 2) : 2 * r;  // offset within the byte
+  const uint32_t mask = (BITS == 4 ? 0x000F000Fu : 0x00030003u) << k;
+  const uint32_t biased = ((high_byte ? w >> 8 : w) & mask) | 0x64006400u;
+  const uint32_t inv = uint32_t(15 - k) << 10, off = 0x8000u | uint32_t(25 - k) << 10;  // 2⁻ᵏ, −2¹⁰⁻ᵏ in FP16
+  const uint32_t inv2 = inv | inv << 16, off2 = off | off << 16;
+  return __hfma2(*reinterpret_cast<const __half2*>(&biased), *reinterpret_cast<const __half2*>(&inv2),
+                 *reinterpret_cast<const __half2*>(&off2));
 }
 
-// x̂ = fp16(q·s + z) (head comment) for the 8 codes of one A fragment. w is the fragment's code word,
-// h the parity of its outer index (2-bit words hold two outer tiles); s, z the lane's quad entries j0…j3.
+// x̂ = fp16(fmaf(q, s, z)) (head comment) for the 8 codes of one A fragment; w is the fragment's code word, h
+// the parity of its outer index (2-bit words hold two outer tiles). Register r uses quad entries
+// j = 2·⌊r/2⌋ + e (kivi_layout.h).
+//   Exact (the slot's flag, kivi_image.h fp32_exact): q·s + z is a float for every code, so FP32's rounding
+//     is none and x̂ is q·s + z rounded once to FP16 — one HFMA2 per register from the staged FP16 s, z
+//     (sz = {s₀s₁, s₂s₃, z₀z₁, z₂z₃}, the quad's 16 bytes).
+//   Otherwise: the codes to FP32, fmaf with the widened FP32 s, z, RNE to FP16 — the reference's two roundings.
 template <int BITS>
-__device__ __forceinline__ void dequant_fragment(uint32_t w, int h, const float4& s, const float4& z,
-                                                 uint32_t (&a)[4]) {
-  const float sj[4] = {s.x, s.y, s.z, s.w}, zj[4] = {z.x, z.y, z.z, z.w};
+__device__ __forceinline__ void dequant_fragment_fp16(uint32_t w, int h, const uint4& sz, uint32_t (&a)[4]) {
 #pragma unroll
   for (int r = 0; r < 4; ++r) {
-    float x[2];
+    const __half2 x = __hfma2(code_pair<BITS>(w, h, r), *reinterpret_cast<const __half2*>(r < 2 ? &sz.x : &sz.y),
+                              *reinterpret_cast<const __half2*>(r < 2 ? &sz.z : &sz.w));
+    a[r] = *reinterpret_cast<const uint32_t*>(&x);
+  }
+}
+template <int BITS>
+__device__ __forceinline__ void dequant_fragment_fp32(uint32_t w, int h, const float4& s, const float4& z,
+                                                      uint32_t (&a)[4]) {
 #pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      float q;
-      if constexpr (BITS == 4) {  // code p = 2r + e at bits 4p: byte r of the even or odd nibbles
-        q = code_float(e == 0 ? (w & 0x0F0F0F0Fu) : ((w >> 4) & 0x0F0F0F0Fu), r);
-      } else {  // code p' = 8h + 2r + e at bits 2p': byte (2h + r/2) of the mask shifted by 2·(2·(r mod 2) + e)
-        q = code_float((w >> (2 * (2 * (r % 2) + e))) & 0x03030303u, 2 * h + r / 2);
-      }
-      const int j = 2 * (r / 2) + e;
-      x[e] = fmaf(q, sj[j], zj[j]);
-    }
-    a[r] = pack_half2(x[0], x[1]);
+  for (int r = 0; r < 4; ++r) {
+    const float2 q = __half22float2(code_pair<BITS>(w, h, r));
+    a[r] = r < 2 ? pack_half2(fmaf(q.x, s.x, z.x), fmaf(q.y, s.y, z.y)) : pack_half2(fmaf(q.x, s.z, z.z), fmaf(q.y, s.w, z.w));
   }
 }
 
-__device__ __forceinline__ float4 ld_float4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+// One fragment's dequantization from the quad of parameters at `quad` (its index in halves or floats): the
+// staged FP16 halves when Exact, the widened FP32 copy otherwise.
+template <int BITS, bool Exact>
+__device__ __forceinline__ void dequant_at(uint32_t w, int h, const void* params, int quad, uint32_t (&a)[4]) {
+  if constexpr (Exact) {
+    dequant_fragment_fp16<BITS>(w, h, *reinterpret_cast<const uint4*>(static_cast<const __half*>(params) + quad), a);
+  } else {
+    const float* f = static_cast<const float*>(params) + quad;
+    dequant_fragment_fp32<BITS>(w, h, *reinterpret_cast<const float4*>(f), *reinterpret_cast<const float4*>(f + 4), a);
+  }
+}
 
 // Sᵀ (tokens × heads) of a quantized tile: per k-step kk, the codes of its 4 m-tiles (one 16-byte load,
 // shared by a k-step pair at 2 bits) and the s, z of the m-tile's key group (kg = mt >> shift).
-template <int D, int BITS>
-__device__ __forceinline__ void scores_quantized(const uint8_t* kc, const float* kp, int shift,
+template <int D, int BITS, bool Exact>
+__device__ __forceinline__ void scores_quantized(const uint8_t* kc, const void* kp, int shift,
                                                  const uint32_t (&qf)[D / 16][2], float (&s)[kMT][4]) {
   const int lane = threadIdx.x % 32, t = lane % 4;
   uint32_t w[kMT];
@@ -128,16 +159,10 @@ __device__ __forceinline__ void scores_quantized(const uint8_t* kc, const float*
       const uint4 v = *reinterpret_cast<const uint4*>(kc + 4 * layout::code_word(kk, 0, kMT, lane, BITS));
       w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
     }
-    float4 sc = make_float4(0.f, 0.f, 0.f, 0.f), zc = sc;
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt) {
-      const int kg = mt >> shift;
-      if (mt == 0 || kg != ((mt - 1) >> shift)) {
-        const float* quad = kp + ((kg * (D / 16) + kk) * 4 + t) * 8;
-        sc = ld_float4(quad), zc = ld_float4(quad + 4);
-      }
       uint32_t a[4];
-      dequant_fragment<BITS>(w[mt], kk % 2, sc, zc, a);
+      dequant_at<BITS, Exact>(w[mt], kk % 2, kp, (((mt >> shift) * (D / 16) + kk) * 4 + t) * 8, a);
       mma_f16(s[mt], a, qf[kk][0], qf[kk][1]);
     }
   }
@@ -145,8 +170,8 @@ __device__ __forceinline__ void scores_quantized(const uint8_t* kc, const float*
 
 // Oᵀ += V̂ᵀ·P̃ᵀ for a quantized tile: per k-step ks, the codes of all d/16 channel m-tiles, the s, z of
 // each m-tile's value group (vg = mi >> shift) for the lane's four tokens.
-template <int D, int BITS>
-__device__ __forceinline__ void pv_quantized(const uint8_t* vc, const float* vp, int shift, int vgroups,
+template <int D, int BITS, bool Exact>
+__device__ __forceinline__ void pv_quantized(const uint8_t* vc, const void* vp, int shift, int vgroups,
                                              const uint32_t (&pb)[kMT][2], Chain<D>& ch) {
   constexpr int MI = D / 16;
   const int lane = threadIdx.x % 32, t = lane % 4;
@@ -160,16 +185,10 @@ __device__ __forceinline__ void pv_quantized(const uint8_t* vc, const float* vp,
         w[4 * c4] = v.x, w[4 * c4 + 1] = v.y, w[4 * c4 + 2] = v.z, w[4 * c4 + 3] = v.w;
       }
     }
-    float4 sc = make_float4(0.f, 0.f, 0.f, 0.f), zc = sc;
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi) {
-      const int vg = mi >> shift;
-      if (mi == 0 || vg != ((mi - 1) >> shift)) {
-        const float* quad = vp + ((ks * vgroups + vg) * 4 + t) * 8;
-        sc = ld_float4(quad), zc = ld_float4(quad + 4);
-      }
       uint32_t a[4];
-      dequant_fragment<BITS>(w[mi], ks % 2, sc, zc, a);
+      dequant_at<BITS, Exact>(w[mi], ks % 2, vp, ((ks * vgroups + (mi >> shift)) * 4 + t) * 8, a);
       mma_f16(ch.o[mi], a, pb[ks][0], pb[ks][1]);
     }
   }
@@ -260,20 +279,31 @@ __device__ void run_chain(const KiviDecodeArgs& a, int pair, int chain, uint8_t*
     if (first + st < q_end) load_stage<D, BITS>(mine + st * ws.stage_bytes, c, ws, pair, first + st, tiles.quantized);
     cp_async_commit();
   }
+  uint32_t exact = 0;  // bit i: tile j0 + i's flag (kivi_image.h slot_exact), j0 the last multiple of 32 tiles from first
   for (int j = first; j < q_end; ++j) {
+    if ((j - first) % 32 == 0) {  // the next 32 tiles' flags, one byte a lane
+      const int tile = j + threadIdx.x % 32;
+      exact = __ballot_sync(0xffffffffu, tile < q_end && __ldg(c.slot_exact + int64_t(pair) * tiles.quantized + tile) != 0);
+    }
+    const bool fp16_path = (exact >> ((j - first) % 32)) & 1u;  // warp-uniform
     cp_async_wait<kStages - 2>();  // tile j's stage has landed (this lane's copies) …
     __syncwarp();                  // … and every lane's; the previous tile's reads are done
     const uint8_t* stage = mine + ((j - first) % kStages) * ws.stage_bytes;
-    widen_params(stage + 2 * ws.code_bytes, params, ws.k_param_halves + ws.v_param_halves);
-    __syncwarp();
+    const __half* staged = reinterpret_cast<const __half*>(stage + 2 * ws.code_bytes);  // K's s,z then V's, FP16
+    if (!fp16_path) {
+      widen_params(stage + 2 * ws.code_bytes, params, ws.k_param_halves + ws.v_param_halves);
+      __syncwarp();
+    }
     const int ahead = j + kStages - 1;  // into the stage tile j − 1 used
     if (ahead < q_end) load_stage<D, BITS>(mine + ((ahead - first) % kStages) * ws.stage_bytes, c, ws, pair, ahead, tiles.quantized);
     cp_async_commit();
     float s[kMT][4] = {};
-    scores_quantized<D, BITS>(stage, params, shift, qf, s);
+    if (fp16_path) scores_quantized<D, BITS, true>(stage, staged, shift, qf, s);
+    else scores_quantized<D, BITS, false>(stage, params, shift, qf, s);
     uint32_t pb[kMT][2];
     decode_chain::softmax_tile<D, kMT>(s, min(kT, c.quantized_tokens - j * kT), scale_log2, ch, pb);
-    pv_quantized<D, BITS>(stage + ws.code_bytes, params + ws.k_param_halves, shift, vgroups, pb, ch);
+    if (fp16_path) pv_quantized<D, BITS, true>(stage + ws.code_bytes, staged + ws.k_param_halves, shift, vgroups, pb, ch);
+    else pv_quantized<D, BITS, false>(stage + ws.code_bytes, params + ws.k_param_halves, shift, vgroups, pb, ch);
     __syncwarp();
   }
   cp_async_wait<0>();
@@ -344,6 +374,55 @@ cudaError_t launch(const KiviDecodeArgs& a, cudaStream_t stream) {
   return cudaSuccess;
 }
 
+// Test support (kivi_dequant_probe): one warp per quantized slot of pair 0 unpacks and dequantizes every A
+// fragment of K̂ and V̂ with the chains kernel's functions, on the path the slot's flag picks, and writes the
+// values token-major. The FP32 path reads s, z widened by widen_params, as the chains kernel stages them.
+template <int D, int BITS>
+__global__ void kivi_dequant_probe_kernel(const KiviCacheArgs c, __half* k_hat, __half* v_hat) {
+  extern __shared__ __align__(16) uint8_t smem[];
+  constexpr int MI = D / 16;
+  const int slot = blockIdx.x, lane = threadIdx.x, gr = lane / 4, t = lane % 4;
+  const int shift = __ffs(c.group) - 5, vgroups = int(layout::v_groups(D, c.group));
+  const int kph = int(layout::k_param_halves(layout::slot_k_groups(c.group), D)), vph = int(layout::v_param_halves(D, c.group));
+  const uint32_t* kc = reinterpret_cast<const uint32_t*>(c.k_codes + slot * layout::code_bytes(D, BITS));
+  const uint32_t* vc = reinterpret_cast<const uint32_t*>(c.v_codes + slot * layout::code_bytes(D, BITS));
+  const __half* kp = c.k_params + layout::k_param_halves(layout::slot_first_k_group(slot, c.group), D);
+  const __half* vp = c.v_params + int64_t(slot) * vph;
+  float* widened = reinterpret_cast<float*>(smem);
+  widen_params(reinterpret_cast<const uint8_t*>(kp), widened, kph);
+  widen_params(reinterpret_cast<const uint8_t*>(vp), widened + kph, vph);
+  __syncwarp();
+  const bool fp16_path = c.slot_exact[slot] != 0;
+  auto store = [&](__half* out, const uint32_t (&a)[4], bool keys, int outer, int inner) {
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int row = 16 * inner + gr + 8 * (r % 2), col = 16 * outer + 2 * t + 8 * (r / 2) + e;  // A (row, col)
+        const int token = keys ? row : col, channel = keys ? col : row;
+        out[(int64_t(slot) * kT + token) * D + channel] = reinterpret_cast<const __half*>(&a[r])[e];
+      }
+  };
+  for (int kk = 0; kk < D / 16; ++kk)
+    for (int mt = 0; mt < kMT; ++mt) {
+      const uint32_t w = kc[layout::code_word(kk, mt, kMT, lane, BITS)];
+      const int quad = (((mt >> shift) * (D / 16) + kk) * 4 + t) * 8;
+      uint32_t a[4];
+      if (fp16_path) dequant_at<BITS, true>(w, kk % 2, kp, quad, a);
+      else dequant_at<BITS, false>(w, kk % 2, widened, quad, a);
+      store(k_hat, a, true, kk, mt);
+    }
+  for (int ks = 0; ks < kMT; ++ks)
+    for (int mi = 0; mi < MI; ++mi) {
+      const uint32_t w = vc[layout::code_word(ks, mi, MI, lane, BITS)];
+      const int quad = ((ks * vgroups + (mi >> shift)) * 4 + t) * 8;
+      uint32_t a[4];
+      if (fp16_path) dequant_at<BITS, true>(w, ks % 2, vp, quad, a);
+      else dequant_at<BITS, false>(w, ks % 2, widened + kph, quad, a);
+      store(v_hat, a, false, ks, mi);
+    }
+}
+
 // The four compiled kernels, by (d, bits).
 template <class F>
 cudaError_t dispatch(int d, int bits, F&& f) {
@@ -378,11 +457,21 @@ size_t kivi_decode_workspace_bytes(const KiviDecodeArgs& a) {
   return size_t(a.chains) * size_t(a.batch) * a.q_heads * (size_t(a.cache.head_dim) + 1) * sizeof(float);
 }
 
+cudaError_t kivi_dequant_probe(const KiviCacheArgs& c, __half* k_hat, __half* v_hat) {
+  const int slots = Tiles(c).quantized;
+  if (!kivi_decode_supports(c.head_dim, c.bits, c.group, 1) || slots < 1 || !c.slot_exact) return cudaErrorInvalidValue;
+  return dispatch(c.head_dim, c.bits, [&]<int D, int BITS>() {
+    const int smem = WarpSmem(D, BITS, c.group).params_bytes;
+    kivi_dequant_probe_kernel<D, BITS><<<unsigned(slots), 32, smem>>>(c, k_hat, v_hat);
+    return cudaGetLastError();
+  });
+}
+
 cudaError_t kivi_decode(const KiviDecodeArgs& a, cudaStream_t stream) {
   const KiviCacheArgs& c = a.cache;
   if (a.kv_heads < 1 || a.q_heads % a.kv_heads != 0 || c.pairs != a.batch * a.kv_heads ||
       !kivi_decode_supports(c.head_dim, c.bits, c.group, a.q_heads / a.kv_heads) || c.quantized_tokens < 0 ||
-      c.residual_tokens < 0 || c.quantized_tokens % c.group != 0 || a.chains < 1 ||
+      c.residual_tokens < 0 || c.quantized_tokens % c.group != 0 || (c.quantized_tokens > 0 && !c.slot_exact) || a.chains < 1 ||
       a.chains > kivi_decode_tiles(c) || (a.chains > 1 && a.workspace == nullptr))
     return cudaErrorInvalidValue;
   return dispatch(c.head_dim, c.bits, [&]<int D, int BITS>() { return launch<D, BITS>(a, stream); });

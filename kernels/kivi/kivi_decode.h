@@ -22,6 +22,7 @@ struct KiviCacheArgs {
   const __half* v_params = nullptr;      // (pairs, slots, 64, VG, 2)
   const __half* k_residual = nullptr;    // (pairs, res_slots, 64, d) in A-fragment order
   const __half* v_residual = nullptr;    // (pairs, res_slots, 64, d)
+  const uint8_t* slot_exact = nullptr;   // (pairs, slots): kivi_image.h's flags — 1: dequantize in FP16 arithmetic
   int pairs = 0, head_dim = 0, bits = 2, group = 32;
   int quantized_tokens = 0;              // Q: the leading tokens held as codes (a multiple of group)
   int residual_tokens = 0;               // N − Q: the FP16 rest
@@ -53,6 +54,10 @@ cudaError_t kivi_decode_warps_per_sm(const KiviCacheArgs& c, int& warps);
 // alone fill 80% of the warps, else the fewest chains within 85% of the best wave efficiency; ≤ tiles.
 int kivi_decode_chains(int pairs, int tiles, long gpu_warps);
 size_t kivi_decode_workspace_bytes(const KiviDecodeArgs& a);
+
+// Test support: K̂ and V̂ of pair 0's quantized slots as the chains kernel dequantizes them (its unpacking, the
+// FP16 or FP32 path each slot's flag selects), token-major (slots·64, d) FP16 each. Synchronous errors only.
+cudaError_t kivi_dequant_probe(const KiviCacheArgs& c, __half* k_hat, __half* v_hat);
 
 // The chains, then (chains > 1) their merge. Returns the first launch error; cudaErrorInvalidValue for a
 // shape kivi_decode_supports refuses or a chain count outside [1, tiles].

@@ -9,6 +9,7 @@
 
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace attnlab::kernels {
@@ -36,7 +37,7 @@ std::vector<quant::KiviCache> kivi_host_caches(const Problem& p, const QKV& in, 
 
 size_t KiviDeviceCache::bytes() const {
   return k_codes.bytes() + v_codes.bytes() + k_params.bytes() + v_params.bytes() + k_residual.bytes() +
-         v_residual.bytes();
+         v_residual.bytes() + slot_exact.bytes();
 }
 
 KiviDeviceCache upload_kivi_cache(const std::vector<quant::KiviCache>& caches) {
@@ -51,15 +52,19 @@ KiviDeviceCache upload_kivi_cache(const std::vector<quant::KiviCache>& caches) {
     append(all.k_codes, img.k_codes), append(all.v_codes, img.v_codes);
     append(all.k_params, img.k_params), append(all.v_params, img.v_params);
     append(all.k_residual, img.k_residual), append(all.v_residual, img.v_residual);
+    append(all.slot_exact, img.slot_exact);
   }
   KiviDeviceCache d;
   d.k_codes = upload(all.k_codes), d.v_codes = upload(all.v_codes);
   d.k_params = upload(all.k_params), d.v_params = upload(all.v_params);
   d.k_residual = upload(all.k_residual), d.v_residual = upload(all.v_residual);
+  d.slot_exact = upload(all.slot_exact);
+  d.inexact_slots = int64_t(std::count(all.slot_exact.begin(), all.slot_exact.end(), uint8_t(0)));
   KiviCacheArgs& a = d.args;
   a.k_codes = d.k_codes.as<uint8_t>(), a.v_codes = d.v_codes.as<uint8_t>();
   a.k_params = d.k_params.as<__half>(), a.v_params = d.v_params.as<__half>();  // FP16 bit patterns
   a.k_residual = d.k_residual.as<__half>(), a.v_residual = d.v_residual.as<__half>();
+  a.slot_exact = d.slot_exact.as<uint8_t>();
   a.pairs = int(caches.size()), a.head_dim = int(c0.channels), a.bits = c0.bits, a.group = int(c0.group);
   a.quantized_tokens = int(c0.quantized_tokens), a.residual_tokens = int(c0.residual_tokens());
   return d;

@@ -22,6 +22,8 @@ std::vector<quant::KiviCache> kivi_host_caches(const Problem& p, const QKV& in, 
 // Every pair's cache on the device; `args` points into the buffers.
 struct KiviDeviceCache {
   DeviceBuffer k_codes, v_codes, k_params, v_params, k_residual, v_residual;
+  DeviceBuffer slot_exact;    // kivi_image.h's flags, (pairs, slots)
+  int64_t inexact_slots = 0;  // slots the kernel dequantizes in FP32 (a flag of 0)
   KiviCacheArgs args;
   size_t bytes() const;  // everything the kernel may read of the cache
 };

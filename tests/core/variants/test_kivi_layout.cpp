@@ -3,14 +3,15 @@
 // The layout is checked against the contract the decode kernel (kernels/kivi/kivi_decode.cu) relies on, written
 // here independently of the layout's own index functions: the mma.m16n8k16 A-fragment positions of
 // kernels/common/mma.cuh (g = lane / 4, t = lane % 4; a0 = (g, 2t..2t+1), a1 = (g+8, 2t..), a2 = (g, 2t+8..),
-// a3 = (g+8, 2t+8..)), the word and chunk order the kernel loads, the byte-permute unpacking it applies to
-// a loaded word, and the dequantization fp16(fmaf(q, s, z)) it computes — which must give kivi_dequantize's
-// K̂ and V̂ bit for bit.
+// a3 = (g+8, 2t+8..)), the word and chunk order the kernel loads, the mask-and-OR unpacking it applies to
+// a loaded word, and the dequantization it computes on each of its two paths (FP16 where the slot's flag says
+// that is exact, fp16(fmaf(q, s, z)) otherwise) — which must give kivi_dequantize's K̂ and V̂ bit for bit.
 #include "core/formats/half.h"
 #include "core/quant/kivi.h"
 #include "core/variants/kivi_image.h"
 #include "core/variants/kivi_layout.h"
 #include "tests/catch.h"
+#include "tests/support/kivi_inexact_keys.h"
 
 #include <fmt/format.h>
 
@@ -86,19 +87,24 @@ uint32_t word_at(const std::vector<uint8_t>& bytes, int64_t word) {
   return w;
 }
 
-// The kernel's unpacking of code p (0…7) of the A fragment whose word is w (kivi_decode.cu,
-// dequant_fragment): a byte of a masked word, chosen by byte permute.
+// The kernel's unpacking of code p = 2r + e (0…7) of the A fragment whose word is w (kivi_decode.cu, code_pair):
+// the word, or the word shifted right by 8 (4-bit r ≥ 2; odd outers h at 2 bits), masked at offset k of the
+// 16-bit half e and OR-ed under 1024's FP16 bits; the half's value is 1024 + c·2ᵏ, c = (value − 1024)/2ᵏ.
 int unpacked(uint32_t w, int h, int r, int e, int bits) {
-  auto byte_of = [](uint32_t x, int i) { return int((x >> (8 * i)) & 0xFF); };
-  if (bits == 4) return byte_of(e == 0 ? (w & 0x0F0F0F0Fu) : ((w >> 4) & 0x0F0F0F0Fu), r);
-  return byte_of((w >> (2 * (2 * (r % 2) + e))) & 0x03030303u, 2 * h + r / 2);
+  const bool high_byte = bits == 4 ? r >= 2 : h == 1;
+  const int k = bits == 4 ? 4 * (r % 2) : 2 * r;
+  const uint32_t x = (high_byte ? w >> 8 : w) >> (16 * e);
+  const uint16_t half = uint16_t((x & (uint32_t((1 << bits) - 1) << k)) | 0x6400u);
+  const float value = formats::fp16_value(half);
+  REQUIRE(value >= 1024.0f);
+  REQUIRE(value < 2048.0f);  // the code stayed in the mantissa
+  return int(value - 1024.0f) >> k;
 }
 
-// The kernel's x̂: q moved under 2²³'s exponent and 2²³ subtracted, fmaf with the FP32 s and z, RNE to FP16.
-float kernel_dequant(int q, float s, float z) {
-  const float qf = std::bit_cast<float>(0x4B000000u | uint32_t(q)) - 8388608.0f;
-  return formats::round_fp16(std::fmaf(qf, s, z));
-}
+// The kernel's x̂ on each path: FP16 (a slot whose flag is set): q·s + z rounded once to FP16, as fma.rn.f16x2
+// computes it; FP32: fmaf with the FP32 s and z, then RNE to FP16 (the reference's two roundings).
+float fp16_path(int q, float s, float z) { return formats::round_fp16_from_double(double(q) * s + double(z)); }
+float fp32_path(int q, float s, float z) { return formats::round_fp16(std::fmaf(float(q), s, z)); }
 
 struct Case {
   int64_t d, tokens, group, residual;
@@ -116,7 +122,9 @@ TEST_CASE("kivi layout: the kernel's reads of the image give the cache's codes, 
   for (const Case& cs : cases) {
     const int64_t d = cs.d, g = cs.group, MI = d / 16;
     INFO(fmt::format("d {} tokens {} group {} residual {} bits {}", d, cs.tokens, g, cs.residual, cs.bits));
-    const std::vector<float> k = kv_data(cs.tokens, d, true, uint32_t(d + cs.tokens)), v = kv_data(cs.tokens, d, false, 7);
+    std::vector<float> k = kv_data(cs.tokens, d, true, uint32_t(d + cs.tokens));
+    const std::vector<float> v = kv_data(cs.tokens, d, false, 7);
+    test::make_inexact_key_groups(k.data(), cs.tokens, d);  // slots on both of the kernel's paths
     const quant::KiviCache c = quant::kivi_quantize(k.data(), v.data(), cs.tokens, d, cs.bits, g, cs.residual);
     std::vector<float> k_hat(size_t(cs.tokens * d)), v_hat(size_t(cs.tokens * d));
     quant::kivi_dequantize(c, k_hat.data(), v_hat.data());
@@ -127,7 +135,9 @@ TEST_CASE("kivi layout: the kernel's reads of the image give the cache's codes, 
     REQUIRE(sz.slots == (Q + 63) / 64);
     const int shift = std::countr_zero(uint64_t(g)) - 4;  // the kernel's log₂(g / 16)
 
+    REQUIRE(int64_t(img.slot_exact.size()) == sz.slots);
     for (int64_t slot = 0; slot < sz.slots; ++slot) {
+      auto kernel_dequant = img.slot_exact[size_t(slot)] ? fp16_path : fp32_path;
       const std::vector<uint8_t> kc(img.k_codes.begin() + slot * cb, img.k_codes.begin() + (slot + 1) * cb);
       const std::vector<uint8_t> vc(img.v_codes.begin() + slot * cb, img.v_codes.begin() + (slot + 1) * cb);
       const uint16_t* kp = img.k_params.data() + L::slot_first_k_group(slot, g) * d * 2;
@@ -211,6 +221,66 @@ TEST_CASE("kivi layout: the kernel's reads of the image give the cache's codes, 
       }
     }
   }
+}
+
+// fp32_exact's promise: where it holds, the FP16 path's one rounding is the reference's two for every code; and
+// it is needed — pairs exist where they differ (a zero point far above the step), and it refuses them.
+TEST_CASE("kivi layout: the FP16 path equals the reference where fp32_exact holds", "[kivi][layout]") {
+  std::mt19937 gen(77);
+  std::uniform_int_distribution<int> exponent(-20, 12);
+  std::uniform_real_distribution<float> mantissa(1.0f, 2.0f);
+  auto fp16 = [&](int e) { return formats::round_fp16(std::ldexp(mantissa(gen), e)); };
+  int64_t exact_pairs = 0, differing = 0;
+  for (int bits : {2, 4})
+    for (int i = 0; i < 200000; ++i) {
+      const int es = exponent(gen);
+      const float s = fp16(es), z = (i % 2 ? -1.0f : 1.0f) * fp16(std::min(15, es + std::uniform_int_distribution<int>(-4, 24)(gen)));
+      const bool exact = L::fp32_exact(s, z, bits);
+      bool any_differs = false;
+      for (int q = 0; q < (1 << bits); ++q) {
+        const float a = fp16_path(q, s, z), b = fp32_path(q, s, z);
+        if (std::bit_cast<uint32_t>(a) != std::bit_cast<uint32_t>(b)) any_differs = true;
+        if (exact) REQUIRE(std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b));
+      }
+      exact_pairs += exact;
+      differing += any_differs;
+    }
+  INFO(fmt::format("{} of 400000 pairs exact, {} with a code whose two roundings differ", exact_pairs, differing));
+  CHECK(exact_pairs > 100000);
+  // A pair where the roundings differ (found by an exhaustive search over FP16 s ≥ 0, z and q ≤ 15: 0.5% of the
+  // 9.75·10⁹ inexact (s, z, q) triples): a zero point far below the step.
+  const float s1 = std::ldexp(float(0x112), -12), z1 = -std::ldexp(1.0f, -24);  // 0x1.12p-4, −2⁻²⁴
+  CHECK(std::bit_cast<uint32_t>(fp16_path(15, s1, z1)) != std::bit_cast<uint32_t>(fp32_path(15, s1, z1)));
+  CHECK(!L::fp32_exact(s1, z1, 4));
+  CHECK(L::fp32_exact(0.0f, 0.0f, 4));                                   // a padded tail
+  CHECK(L::fp32_exact(0.0625f, -1.0f, 4));                               // |z|/s = 16
+  CHECK(!L::fp32_exact(formats::round_fp16(1e-3f), 3000.0f, 2));        // |z|/s ≈ 3·10⁶: 33 bits
+}
+
+// Keys made by make_inexact_key_groups have both kinds of slot, so the kernel's two paths both run (the layout
+// test above and the GPU tests use them); plain normal data has only exact slots.
+TEST_CASE("kivi layout: slot flags", "[kivi][layout]") {
+  for (int bits : {2, 4})
+    for (int64_t group : {32, 128}) {
+      INFO(fmt::format("bits {} group {}", bits, group));
+      std::vector<float> k = kv_data(1000, 128, false, 5), v = kv_data(1000, 128, false, 6);
+      test::make_inexact_key_groups(k.data(), 1000, 128);
+      const quant::KiviCache c = quant::kivi_quantize(k.data(), v.data(), 1000, 128, bits, group, 128);
+      const L::Image img = L::device_image(c);
+      REQUIRE(img.slot_exact.size() == size_t(group == 32 ? 14 : 12));  // Q = 864 or 768
+      for (size_t slot = 0; slot < img.slot_exact.size(); ++slot) {
+        INFO(fmt::format("slot {}", slot));
+        // g = 32: the slots holding 2⁻²⁴ (1, 4, 7, …); g = 128: every slot of a group that holds one.
+        const bool tiny = group == 32 ? slot % 3 == 1 : ((slot / 2 * 2) % 3 == 1 || (slot / 2 * 2 + 1) % 3 == 1);
+        CHECK(img.slot_exact[slot] == (tiny ? 0 : 1));
+      }
+      std::vector<float> plain(1000 * 128);
+      std::mt19937 gen(3);
+      std::normal_distribution<float> n(0.0f, 1.0f);
+      for (float& x : plain) x = n(gen);
+      for (uint8_t f : L::device_image(quant::kivi_quantize(plain.data(), plain.data(), 1000, 128, bits, group, 128)).slot_exact)
+        CHECK(f == 1);
+    }
 }
 
 TEST_CASE("kivi layout: caches the layout cannot hold are refused", "[kivi][layout]") {

@@ -35,8 +35,11 @@
 #include "core/quant/kivi.h"
 #include "core/registry.h"
 #include "kernels/common/device.h"
+#include "kernels/common/cuda_check.h"
+#include "kernels/kivi/kivi_decode.h"
 #include "kernels/kivi/kivi_decode_host.h"
 #include "tests/catch.h"
+#include "tests/support/kivi_inexact_keys.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -92,6 +95,7 @@ struct Case {
   int bits;
   int64_t group = 32, residual = 128;
   const char* gen = "normal";
+  bool inexact_keys = false;  // test::make_inexact_key_groups: slots the kernel dequantizes on its FP32 path
 };
 
 // One decode problem through the reference and the kernel at the given chain counts (0 = the device's rule,
@@ -100,7 +104,10 @@ void check_case(const kernels::DeviceInfo& dev, const Case& c, uint64_t seed, st
   Problem p;
   p.batch = 2, p.q_heads = c.q_heads, p.kv_heads = c.kv_heads, p.head_dim = c.d, p.kv_len = c.kv_len, p.q_len = 1;
   p.phase = Phase::decode;
-  const QKV in = data::generate(p, c.gen, ParamValues::defaults(data::find_generator(c.gen)->params), seed);
+  QKV in = data::generate(p, c.gen, ParamValues::defaults(data::find_generator(c.gen)->params), seed);
+  if (c.inexact_keys)
+    for (int64_t bh = 0; bh < p.batch * p.kv_heads; ++bh)
+      test::make_inexact_key_groups(in.k.data() + bh * p.kv_len * p.head_dim, p.kv_len, p.head_dim);
   const ParamValues pv = kivi_params(c.bits, c.group, c.residual);
   const ReferenceOutput ref = kivi().reference(p, in, pv, {});
   const std::vector<quant::KiviCache> caches = kernels::kivi_host_caches(p, in, pv);
@@ -114,6 +121,7 @@ void check_case(const kernels::DeviceInfo& dev, const Case& c, uint64_t seed, st
   const double eta = fp32_s + 0x1p-22 + 4 * 0x1p-24 * (1 + s_max) + (N + d) * 0x1p-23;
   const double delta = 2 * (0x1p-11 + N * 0x1p-25 + eta) * mag.max_v;
   const int tiles = kernels::kivi_decode_tiles(cache.args);
+  if (c.inexact_keys) REQUIRE(cache.inexact_slots > 0);  // the FP32 path runs
   for (int asked : chain_counts) {
     const int chains = asked == 0 ? kernels::kivi_chains_here(p, cache, dev.sm_count) : asked < 0 ? tiles : std::min(asked, tiles);
     const std::string what =
@@ -162,6 +170,55 @@ TEST_CASE("kivi decode kernel: other groups, no residual, outlier channels", "[g
       check_case(dev, Case{d, 8, 1, 2000, bits, 128, 64, "llm_like"}, seed++, {0, 5});   // a key group spans two tiles
       check_case(dev, Case{d, 16, 2, 1024, bits, 32, 0, "student_t"}, seed++, {0, 1});  // every token quantized
     }
+}
+
+// The slots whose flag is cleared take the FP32 path; every kernel above also crosses exact slots.
+TEST_CASE("kivi decode kernel: slots on the FP32 path", "[gpu][kernels][kivi]") {
+  DEVICE_OR_SKIP(dev);
+  uint64_t seed = 4400;
+  for (int64_t d : {64, 128})
+    for (int bits : {2, 4}) {
+      Case c{d, 8, 2, 3000, bits};
+      c.inexact_keys = true;
+      check_case(dev, c, seed++, {0, 1});
+    }
+}
+
+// The kernel's K̂ and V̂ themselves, on both dequantization paths, bit for bit against kivi_dequantize (the
+// end-to-end bound above would not see a one-ulp difference in a few values).
+TEST_CASE("kivi decode kernel: its dequantization is the reference's bit for bit", "[gpu][kernels][kivi]") {
+  DEVICE_OR_SKIP(dev);
+  for (int64_t d : {64, 128})
+    for (int bits : {2, 4})
+      for (int64_t group : {16, 32, 128}) {
+        Problem p;
+        p.batch = 1, p.q_heads = 1, p.kv_heads = 1, p.head_dim = d, p.kv_len = 1500, p.q_len = 1;
+        p.phase = Phase::decode;
+        QKV in = data::generate(p, "llm_like", ParamValues::defaults(data::find_generator("llm_like")->params), 5 + bits);
+        test::make_inexact_key_groups(in.k.data(), p.kv_len, d);
+        const std::vector<quant::KiviCache> caches = kernels::kivi_host_caches(p, in, kivi_params(bits, group, 64));
+        const kernels::KiviDeviceCache cache = kernels::upload_kivi_cache(caches);
+        const quant::KiviCache& c = caches[0];
+        INFO(fmt::format("d {} bits {} group {}: {} of {} slots on the FP32 path", d, bits, group, cache.inexact_slots,
+                         kernels::kivi_decode_tiles(cache.args)));
+        CHECK(cache.inexact_slots > 0);
+        const int64_t slots = (c.quantized_tokens + 63) / 64, n = slots * 64 * d;
+        kernels::DeviceBuffer k_hat(static_cast<size_t>(n) * 2), v_hat(static_cast<size_t>(n) * 2);
+        REQUIRE(kernels::kivi_dequant_probe(cache.args, k_hat.as<__half>(), v_hat.as<__half>()) == cudaSuccess);
+        std::vector<uint16_t> kk(static_cast<size_t>(n)), vv(static_cast<size_t>(n));
+        REQUIRE(cudaMemcpy(kk.data(), k_hat.as<void>(), size_t(n) * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
+        REQUIRE(cudaMemcpy(vv.data(), v_hat.as<void>(), size_t(n) * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
+        std::vector<float> kr(size_t(c.tokens * d)), vr(size_t(c.tokens * d));
+        quant::kivi_dequantize(c, kr.data(), vr.data());
+        int64_t bad = 0;
+        for (int64_t i = 0; i < c.quantized_tokens * d; ++i) {
+          if (kk[size_t(i)] != formats::fp16_bits(kr[size_t(i)]) && bad++ < 4)
+            FAIL_CHECK(fmt::format("K̂ token {} channel {}: {} vs {}", i / d, i % d, formats::fp16_value(kk[size_t(i)]), kr[size_t(i)]));
+          if (vv[size_t(i)] != formats::fp16_bits(vr[size_t(i)]) && bad++ < 4)
+            FAIL_CHECK(fmt::format("V̂ token {} channel {}: {} vs {}", i / d, i % d, formats::fp16_value(vv[size_t(i)]), vr[size_t(i)]));
+        }
+        CHECK(bad == 0);
+      }
 }
 
 // Small shapes for compute-sanitizer (memcheck, racecheck, synccheck): both head dims and widths, a
