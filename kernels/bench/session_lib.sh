@@ -76,6 +76,24 @@ bench_with_peers() {
   peers_on "$1" "${3:-24}"
 }
 
+# The device-to-device copy bandwidth (read + write of 2 GiB, median of 20) into $out/copy.txt: what the decode
+# tables' "% of copy" divide by.
+copy_bandwidth() {
+  step "device-to-device copy bandwidth"
+  python3 - <<'PY' | tee "$out/copy.txt"
+import torch, statistics
+n = 2 << 30
+a = torch.empty(n, dtype=torch.uint8, device="cuda"); b = torch.empty_like(a)
+ts = []
+for i in range(25):
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record(); b.copy_(a); e.record(); torch.cuda.synchronize()
+    if i >= 5: ts.append(s.elapsed_time(e))
+ms = statistics.median(ts)
+print(f"copy {torch.cuda.get_device_name()}: {2 * n / ms / 1e6:.1f} GB/s (read + write of {n >> 20} MiB, median of 20)")
+PY
+}
+
 # compute-sanitizer memcheck and racecheck on the attnlab_tests cases TAGS names (Catch2's -# file tags), into
 # $out/sanitize.log; each tool's exit status and summary printed.
 sanitize() {
