@@ -4,7 +4,7 @@
 # measured by Nsight Compute's smsp__inst_executed.sum on the chains kernel at two context lengths with
 # the same chains, so that the difference is the loop's alone: per tile = Δ instructions / (pairs · Δ tiles).
 # One row per (variant, head dim, group, bits). Usage (on the GPU machine, after turbo_session.sh's build):
-#   bash kernels/bench/ncu_decode_instructions.sh OUT.csv
+#   bash kernels/bench/ncu_decode_instructions.sh OUT.csv     (VARIANTS="kivi": that variant's rows only)
 set -u
 out=${1:-/tmp/decode-instructions.csv}
 bin=build-gpu/bin/attnlab
@@ -12,7 +12,7 @@ echo "variant,head_dim,group,bits,kv_len,pairs,instructions" >"$out"
 for d in 128 64; do
   groups="1 2 4 8"; [ "$d" = 64 ] && groups="1 4"
   for g in $groups; do
-    for variant in turbo kivi; do
+    for variant in ${VARIANTS:-turbo kivi}; do
       for bits in 4 2; do
         for n in 8192 16384; do
           python3 - "$variant" "$d" "$g" "$bits" "$n" <<'PY'

@@ -513,11 +513,12 @@ TEST_CASE("warp-chain decode: the latency term slows the 2-bit loop, a mixed cac
 
 TEST_CASE("the turbo and kivi decode kernels of the H100 benchmark: within 15% after calibration",
           "[sim][calibrate]") {
-  // sim/measurements/h100-turbo-kivi-decode.json: turbo decode v11 (4-bit, 2/4 mix, 2-bit) and kivi decode v1
-  // (2- and 4-bit) at B 16, d 128, N 32k, MHA and GQA 4:1 (kernels/PERF.md). On 2026-11-26, with the measured
-  // stalls in the latency term (kDecodeIssue: MHA turbo, kivi) and every factor in its physical range: median
-  // |error| 14.6% before the fit (the datasheet's factors), 3.8% after, 5.1% left out, every row within 12.4%.
-  // (Without the ranges the fit reached 2.0% with an issue factor of 1.38 and INT8 MMAs at 0.24.)
+  // sim/measurements/h100-turbo-kivi-decode.json: turbo decode v11 (4-bit, 2/4 mix, 2-bit; 2026-11-26) and kivi
+  // decode v2 (2- and 4-bit; 2026-12-05, kernels/bench/h100-compressed-decode-2026-12-05.json, replacing v1's rows)
+  // at B 16, d 128, N 32k, MHA and GQA 4:1 (kernels/PERF.md). With the measured stalls in the latency term
+  // (kDecodeIssue) and every factor in its physical range, on 2026-12-05: median |error| 16.4% before the fit (the
+  // datasheet's factors; kivi v2 at 1.04–1.07× its time), 2.4% after, 4.2% left out. (v1's rows, 2026-11-26: 14.6%,
+  // 3.8%, 5.1%. Without the ranges the fit reached 2.0% with an issue factor of 1.38 and INT8 MMAs at 0.24.)
   std::string gpu;
   const auto m = load_measurements(std::string(ATTNLAB_SOURCE_DIR) + "/sim/measurements/h100-turbo-kivi-decode.json", &gpu);
   REQUIRE(m.size() == 10);
@@ -550,10 +551,15 @@ TEST_CASE("every kernel on the H100, both generations, prefill and decode: withi
   // no longer runs on (kernels/flash2/flash2_decode.cu): the model now predicts the decode kernel, so they are set
   // aside until that kernel's own rows are measured.
   std::string gpu;
+  // Its four kivi rows timed decode v1 (every code through FP32); kDecodeIssue now counts v2's loop, whose own rows
+  // are in h100-turbo-kivi-decode.json (the test above): set aside here too. Without them, on 2026-12-05: 27.1%
+  // before, 3.4% after, 3.7% left out.
   auto m = load_measurements(std::string(ATTNLAB_SOURCE_DIR) + "/sim/measurements/h100-all-kernels-2026-11-26.json", &gpu);
   REQUIRE(m.size() == 84);
-  std::erase_if(m, [](const Measurement& x) { return x.variant.id == "flash2" && x.problem.phase == Phase::decode; });
-  REQUIRE(m.size() == 82);
+  std::erase_if(m, [](const Measurement& x) {
+    return (x.variant.id == "flash2" && x.problem.phase == Phase::decode) || x.variant.id == "kivi";
+  });
+  REQUIRE(m.size() == 78);
   const GpuSpec spec = load_gpu_spec(gpu);
   const Calibration c = calibrate(spec, m);
   WARN(fmt::format("median |error| before {:.1f}%, after {:.1f}%, leave-one-out {:.1f}%", 100 * c.median_error_before,
@@ -583,13 +589,17 @@ TEST_CASE("the H200 predicted with the H100's factors, no re-fit: within 10% (me
   // GQA 4:1 (+10.8%; −83% before the model ran it as the kernel does) and flash3_fp8 v5 (+8 to +11%, as on the
   // H100: no term for its ring and ping-pong). The issue asks for these errors reported, not bounded: no
   // worst-row assertion.
-  // Its FP16 decode rows timed the prefill kernel at q_len 1, which decode no longer runs on: set aside, as above.
+  // Its FP16 decode rows timed the prefill kernel at q_len 1, which decode no longer runs on, and its kivi rows decode
+  // v1, which kDecodeIssue no longer counts (v2 is not yet timed on an H200): both set aside, as above (median
+  // |error| then 2.6%, worst 20.4%: turbo 4-bit at MHA).
   std::string gpu;
   auto m = load_measurements(std::string(ATTNLAB_SOURCE_DIR) + "/sim/measurements/h200-kernels-2026-11-26.json", &gpu);
   REQUIRE(gpu == "h200");
   REQUIRE(m.size() == 48);
-  std::erase_if(m, [](const Measurement& x) { return x.variant.id == "flash2" && x.problem.phase == Phase::decode; });
-  REQUIRE(m.size() == 46);
+  std::erase_if(m, [](const Measurement& x) {
+    return (x.variant.id == "flash2" && x.problem.phase == Phase::decode) || x.variant.id == "kivi";
+  });
+  REQUIRE(m.size() == 42);
   const GpuSpec spec = load_gpu_spec(gpu);
   std::vector<double> errors;
   for (const auto& x : m) errors.push_back(std::abs(predict(make_schedule(x.problem, x.variant, spec), spec).time_ms / x.median_ms - 1));
