@@ -217,25 +217,38 @@ constexpr const DecodeIssue* find_decode_issue(std::string_view variant, int hea
 // warp, the prologue and epilogue under 2%) over the warp-tiles or CTAs; and the attention's warp stall Z, the
 // cycles a warp waits after each instruction (Nsight Compute's stall reasons per issued instruction, all but
 // "selected" and "not selected": the scheduler's own) — what the cost model's latency term takes (sim/cost_model.h
-// step 2). As kDecodeIssue, an sm_90a build's count.
+// step 2). As kDecodeIssue, an sm_90a build's count. By the K/V loads too (the variant's kv_loads): the rows above
+// were measured on the cp.async kernel; the producer kernel (v3, kernels/turbo/turbo_prefill_sm90.cu) has its own
+// row where it was measured (H100, 2026-12-05, SAS FP32 at d 128: kernels/bench/h100-turbo-prefill-v3-ncu-2026-12-05.txt,
+// 5.82·10⁹ warp instructions over 4 194 304 consumer warp-tiles, the producer's few included). Its stall is the Z
+// that the repairman model (sim/cost_model.h step 2) needs for the issue rate Nsight Compute measured, 0.63 per cycle
+// and scheduler at the kernel's two consumer warps per scheduler: Z = 1.82, split as the cp.async kernel's (its
+// reasons were not collected). Elsewhere the producer kernel takes the cp.async kernel's row.
 struct PrefillIssue {
   const char* variant;
   int head_dim;
   const char* exponential;  // "sas_fp32", "sas_fp16", "exp2"
+  const char* loads;        // "cp_async", "tma_producer"
   double warp_instructions_per_tile;
   double prepass_warp_instructions_per_block, q_warp_instructions_per_block;
   StallParts stall;
   int prepass_regs = 128, q_regs = 29;  // registers per thread of the two pre-pass kernels (ptxas -v, sm_90a)
 };
 inline constexpr PrefillIssue kPrefillIssue[] = {
-    {"turbo", 128, "sas_fp32", 1420.3, 44379.4, 6075.0, {0.48, 0.29, 0.05, 0.09, 0.38}}, {"turbo", 128, "sas_fp16", 1421.4, 44379.4, 6075.0, {0.51, 0.29, 0.05, 0.06, 0.44}},
-    {"turbo", 128, "exp2", 1058.8, 44379.4, 6075.0, {0.68, 0.37, 0.07, 0.14, 0.52}},     {"turbo", 64, "sas_fp32", 1222.1, 22137.9, 3097.0, {0.55, 0.31, 0.06, 0.08, 0.34}},
-    {"turbo", 64, "sas_fp16", 1223.4, 22137.9, 3097.0, {0.57, 0.33, 0.06, 0.06, 0.41}},  {"turbo", 64, "exp2", 881.8, 22137.9, 3097.0, {0.76, 0.36, 0.09, 0.10, 0.45}},
+    {"turbo", 128, "sas_fp32", "cp_async", 1420.3, 44379.4, 6075.0, {0.48, 0.29, 0.05, 0.09, 0.38}},
+    {"turbo", 128, "sas_fp16", "cp_async", 1421.4, 44379.4, 6075.0, {0.51, 0.29, 0.05, 0.06, 0.44}},
+    {"turbo", 128, "exp2", "cp_async", 1058.8, 44379.4, 6075.0, {0.68, 0.37, 0.07, 0.14, 0.52}},
+    {"turbo", 64, "sas_fp32", "cp_async", 1222.1, 22137.9, 3097.0, {0.55, 0.31, 0.06, 0.08, 0.34}},
+    {"turbo", 64, "sas_fp16", "cp_async", 1223.4, 22137.9, 3097.0, {0.57, 0.33, 0.06, 0.06, 0.41}},
+    {"turbo", 64, "exp2", "cp_async", 881.8, 22137.9, 3097.0, {0.76, 0.36, 0.09, 0.10, 0.45}},
+    {"turbo", 128, "sas_fp32", "tma_producer", 1388.3, 44379.4, 6075.0, {0.68, 0.41, 0.07, 0.13, 0.54}},
 };
-constexpr const PrefillIssue* find_prefill_issue(std::string_view variant, int head_dim, std::string_view exponential) {
+// The row for (variant, d, exponential, loads); a producer kernel without its own row takes the cp.async kernel's.
+constexpr const PrefillIssue* find_prefill_issue(std::string_view variant, int head_dim, std::string_view exponential,
+                                                 std::string_view loads = "cp_async") {
   for (const auto& r : kPrefillIssue)
-    if (variant == r.variant && head_dim == r.head_dim && exponential == r.exponential) return &r;
-  return nullptr;
+    if (variant == r.variant && head_dim == r.head_dim && exponential == r.exponential && loads == r.loads) return &r;
+  return loads == "cp_async" ? nullptr : find_prefill_issue(variant, head_dim, exponential, "cp_async");
 }
 
 // Split-KV decode (flash-decoding): how many CTAs share one (batch, head)'s keys. FlashAttention-2's

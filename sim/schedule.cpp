@@ -351,6 +351,9 @@ const char* exponential_of(const VariantRequest& v) {
   return "sas_fp32";
 }
 
+// The K/V loads as kPrefillIssue names them.
+const char* loads_of(const Schedule& s) { return s.producer_loads ? "tma_producer" : "cp_async"; }
+
 // One launch of a pre-pass: `count` CTAs of `threads`, each doing `per_cta` (bytes, issue slots), run after
 // (its time added to) the attention's.
 Schedule prepass_launch(const std::string& variant, double count, int threads, int regs, const Work& per_cta,
@@ -393,8 +396,8 @@ void int8_prepass(Schedule& s, const Problem& p, const Storage& st, const Prefil
   s.stall = issue.stall;
   s.explain.push_back(fmt::format(
       "pre-passes: K/V quantized once into INT8 tiles in HBM (and the cache written), Q into INT8 blocks; the "
-      "attention reads them; {:.0f} warp instructions per warp and tile (measured, {})",
-      issue.warp_instructions_per_tile, issue.exponential));
+      "attention reads them; {:.0f} warp instructions per warp and tile (measured, {}, {} kernel)",
+      issue.warp_instructions_per_tile, issue.exponential, issue.loads));
 }
 
 }  // namespace
@@ -478,7 +481,7 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
     s.explain.push_back(fmt::format("S = QKᵀ on the {} units, O = P̃V on the {} units", to_string(qk), to_string(pv)));
   // A kernel whose pre-pass quantizes K/V (and Q) once, with its measured count (core/kernel_traits.h).
   const PrefillIssue* prepass = traits && traits->int8_prepass && !decode && st.kv_in
-                                    ? find_prefill_issue(v.id, int(p.head_dim), exponential_of(v))
+                                    ? find_prefill_issue(v.id, int(p.head_dim), exponential_of(v), loads_of(s))
                                     : nullptr;
   // turbo's exact_exp switch puts the exponential back on the SFU; its sas_share sends that share of P̃'s exponentials
   // to SAS (the FMA pipe: 6 FP32 ops, one conversion, one integer op each) and the rest to the SFU (one MUFU.EX2).
@@ -531,7 +534,7 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
     // A share of the exponentials on the SFU: the measured SAS and exp2 loops' counts in proportion (an estimate —
     // no kernel computes the mix yet).
     if (sas && share < 1)
-      if (const PrefillIssue* exp2 = find_prefill_issue(v.id, int(p.head_dim), "exp2"))
+      if (const PrefillIssue* exp2 = find_prefill_issue(v.id, int(p.head_dim), "exp2", loads_of(s)))
         per_tile = share * per_tile + (1 - share) * exp2->warp_instructions_per_tile;
     s.per_tile.ops[Unit::issue] = per_tile * s.warps * 32;
   }

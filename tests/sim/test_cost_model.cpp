@@ -158,11 +158,16 @@ TEST_CASE("SAS moves the exponential from the SFU to the FMA units", "[sim][mode
   // Every instruction takes an issue slot: SAS's 6 FMA, floor and LUT address replace one ex2.
   CHECK(sas.ops.at(Unit::issue) - exact.ops.at(Unit::issue) == scores * (6 + 1 + 1 - 1));
   // On the H100 the kernel runs, and its issue slots are its measured counts (core/kernel_traits.h
-  // kPrefillIssue): 32 CTAs of 8 warps, 16 tiles each.
+  // kPrefillIssue): 32 CTAs of 8 warps, 16 tiles each — the cp.async kernel's for both exponentials, the producer
+  // kernel's own where it was measured (SAS FP32) and the cp.async kernel's where not (exp2).
   const double warp_tiles = 4 * (1024 / 128) * 8 * (1024 / 64);
-  const Work sas90 = make_schedule(p, request("turbo"), h100()).total();
-  const Work exact90 = make_schedule(p, request("turbo", {{"exact_exp", true}}), h100()).total();
+  const Work sas90 = make_schedule(p, request("turbo", {{"kv_loads", "cp_async"}}), h100()).total();
+  const Work exact90 = make_schedule(p, request("turbo", {{"exact_exp", true}, {"kv_loads", "cp_async"}}), h100()).total();
   CHECK(sas90.ops.at(Unit::issue) - exact90.ops.at(Unit::issue) == Approx((1420.3 - 1058.8) * warp_tiles * 32));
+  const Work sas_producer = make_schedule(p, request("turbo"), h100()).total();  // kv_loads = tma_producer
+  const Work exact_producer = make_schedule(p, request("turbo", {{"exact_exp", true}}), h100()).total();
+  CHECK(sas_producer.ops.at(Unit::issue) == Approx(1388.3 * warp_tiles * 32));
+  CHECK(exact_producer.ops.at(Unit::issue) == Approx(exact90.ops.at(Unit::issue)));
   // K/V quantized by the pre-pass, S, P and O by exact arithmetic: SAS's ⌊x⌋ is the one conversion per score.
   CHECK(sas90.ops.at(Unit::cvt) == Approx(scores));
   CHECK(exact90.ops.at(Unit::cvt) == 0);
@@ -209,10 +214,14 @@ TEST_CASE("the latency term with a measured stall: one scheduler serving W warps
   CHECK(repairman_issue_rate(2, 3.51) == Approx(0.42).margin(0.01));
   CHECK(repairman_issue_rate(4, 3.65) == Approx(0.70).margin(0.03));
   // The turbo prefill kernel (wgmma, with its measured count and stall, core/kernel_traits.h kPrefillIssue) is
-  // predicted at that rate: 8 warps per SM are 2 per scheduler.
+  // predicted at that rate: 8 warps per SM are 2 per scheduler. The producer kernel's stall is the one that gives
+  // the issue rate Nsight Compute measured for it (0.63).
   const Prediction p = predict(make_schedule(prefill(4096, 128, false), request("turbo"), h100()), h100());
   CHECK(p.warps_per_scheduler == 2.0);
-  CHECK(p.issue_rate == Approx(repairman_issue_rate(2, find_prefill_issue("turbo", 128, "sas_fp32")->stall.total())));
+  const PrefillIssue* producer = find_prefill_issue("turbo", 128, "sas_fp32", "tma_producer");
+  REQUIRE(producer != find_prefill_issue("turbo", 128, "sas_fp32"));
+  CHECK(p.issue_rate == Approx(repairman_issue_rate(2, producer->stall.total())));
+  CHECK(p.issue_rate == Approx(0.63).margin(0.005));
   CHECK(p.bound == "latency");
 }
 
@@ -635,6 +644,36 @@ TEST_CASE("flash2 prefill, three generations, on the H200 from the H100's factor
   const double mid = median(errors), worst = *std::max_element(errors.begin(), errors.end());
   WARN(fmt::format("flash2 on the H200: median |error| {:.1f}%, worst {:.1f}%", 100 * mid, 100 * worst));
   CHECK(mid <= 0.10);
+}
+
+TEST_CASE("turbo prefill v3 and the cp.async kernel on the H100: every row within 10%", "[sim][calibrate]") {
+  // kernels/bench/h100-turbo-prefill-v3-2026-12-05.json (`prefill_session.sh STEP=turbo-bench`,
+  // configs/bench-turbo-prefill-loads.json): the whole prefill from FP16 Q/K/V with the producer warpgroup
+  // (kv_loads = tma_producer) and the cp.async kernel, SAS FP32 and exp2, B 4, H 16, d 128, N 4k–16k, causal and not —
+  // 24 rows, the shipped H100 spec, no re-fit. The producer kernel's SAS row in kPrefillIssue (measured the same day)
+  // moved its predictions from 0.88–0.93 of the measured times (the cp.async kernel's count and stall with the
+  // producer's full overlap) to 0.96–1.06 (kernels/PERF.md); the cp.async rows stand at 0.97–1.06. Bounded: the rows
+  // whose kernel has its own kPrefillIssue row. Reported: the producer kernel with exp2, which has none yet (it takes
+  // the cp.async kernel's: 0.90–0.97), and int_flash v3, which the model schedules with v2's loads (kProducerLoads
+  // has no int_flash row): 1.11–1.14.
+  std::string gpu;
+  const auto m = load_measurements(std::string(ATTNLAB_SOURCE_DIR) + "/kernels/bench/h100-turbo-prefill-v3-2026-12-05.json", &gpu);
+  REQUIRE(gpu == "h100-sxm5");
+  REQUIRE(m.size() == 30);
+  const GpuSpec spec = load_gpu_spec(gpu);
+  int turbo_rows = 0;
+  for (const auto& x : m) {
+    const double ratio = predict(make_schedule(x.problem, x.variant, spec), spec).time_ms / x.median_ms;
+    const bool turbo = x.variant.id == "turbo";
+    const bool producer = x.variant.params.choice("kv_loads") == "tma_producer", exp2 = turbo && x.variant.params.flag("exact_exp");
+    WARN(fmt::format("{} {}{}: model / measured {:.3f}", x.label, producer ? "tma_producer" : "cp_async", exp2 ? " exp2" : "", ratio));
+    if (!turbo) continue;
+    ++turbo_rows;
+    if (producer && exp2) continue;
+    INFO(x.label << (producer ? " tma_producer" : " cp_async") << (exp2 ? " exp2" : " SAS"));
+    CHECK(std::abs(ratio - 1) <= 0.10);
+  }
+  CHECK(turbo_rows == 24);
 }
 
 }  // namespace
