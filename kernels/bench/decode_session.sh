@@ -12,6 +12,8 @@
 #   STEP=compressed  issue 36 item 3: the kivi [gpu] tests and sanitizers (kivi v2), attnlab bench on the turbo/kivi and
 #               fireq decode configs at MHA and GQA 32/8 (B 16, N 32k, d 128), cuDNN on the same shapes, the copy
 #               bandwidth, and Nsight Compute on kivi and turbo at GQA (issue rate, stalls, DRAM bytes)
+#   STEP=compressed-fig6  the same kernels at Fig. 6's shapes (configs/bench-compressed-decode-fig6.json: 40/10 heads,
+#               B 1 and 4, N 4k–32k), cuDNN on the same shapes, the copy bandwidth
 #   STEP=fig6   TurboAttention Fig. 6 re-measured: attnlab bench on configs/papers/turbo-fig6-decode.json (turbo 4-bit,
 #               the 2/4-bit mix, kivi 2-bit and our FP16 decode at 40/10 heads, B 4, N 4k–32k), SDPA on the same shapes,
 #               and the preset's report (its bars over our FP16 decode)
@@ -89,6 +91,11 @@ PY
     echo "ncu $v exit $?"
     grep -E "Duration|DRAM Throughput|dram__bytes|inst_executed|Issued Warp|No Eligible|Active Warps|Achieved Occupancy|Warp Cycles Per Issued" "$out/ncu-$v.txt" | head -10
   done
+  ;;
+compressed-fig6)
+  bench_ours fig6-shapes configs/bench-compressed-decode-fig6.json 52
+  peers_on compressed-fig6 52
+  copy_bandwidth
   ;;
 fig6)
   bench_with_peers fig6 configs/papers/turbo-fig6-decode.json
