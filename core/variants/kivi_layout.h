@@ -10,6 +10,8 @@
 //   v_params  slots × 64 × VG × 2 FP16  s and z of each value group (g channels of one token), VG = ⌈d/g⌉
 //   k_res     res_slots × 64 × d FP16   the FP16 residual tokens of K
 //   v_res     res_slots × 64 × d FP16   the FP16 residual tokens of V
+// and, beside them, a byte per slot that is no part of KIVI's cache but the kernel's: whether the slot may be
+// dequantized in FP16 arithmetic (kivi_image.h slot_exact).
 // slots = ⌈Q/64⌉ for the Q quantized tokens, res_slots = ⌈(N − Q)/64⌉. The last slot of each part may be
 // partly empty: its codes, s, z and residual values are 0 there (x̂ = 0·0 + 0, finite; the kernel masks
 // those tokens). k_groups = ⌈slots·64/g⌉, the empty tail's groups included.
