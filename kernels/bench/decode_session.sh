@@ -6,14 +6,14 @@
 #               kernels/common/decode_chain.cuh), compute-sanitizer memcheck and racecheck on flash2's [sanitize] cases
 #   STEP=bench  attnlab bench over B 1/4/16 × N 4k–32k (BATCHES, LENS) at MHA 32/32, GQA 32/8 and 40/10 (d 128; d 64 at
 #               32/8), then
-#               PyTorch SDPA (cuDNN, FlashAttention-2) on the same shapes in the same call (peer_bench.py --ours) and
-#               the device-to-device copy bandwidth: ours over cuDNN, and each kernel's bytes over its time against copy;
+#               PyTorch SDPA (cuDNN, FlashAttention-2) on the same shapes in the same call (peer_bench.py --ours, which
+#               also times the device-to-device copy): ours over cuDNN, and each kernel's bytes over its time against copy;
 #               and a read of each shape's K/V bytes (torch.sum: one launch, one pass), the floor at the small shapes
 #   STEP=compressed  issue 36 item 3: the kivi [gpu] tests and sanitizers (kivi v2), attnlab bench on the turbo/kivi and
-#               fireq decode configs at MHA and GQA 32/8 (B 16, N 32k, d 128), cuDNN on the same shapes, the copy
-#               bandwidth, and Nsight Compute on kivi and turbo at GQA (issue rate, stalls, DRAM bytes)
+#               fireq decode configs at MHA and GQA 32/8 (B 16, N 32k, d 128), cuDNN and the copy on the same shapes,
+#               and Nsight Compute on kivi and turbo at GQA (issue rate, stalls, DRAM bytes)
 #   STEP=compressed-fig6  the same kernels at Fig. 6's shapes (configs/bench-compressed-decode-fig6.json: 40/10 heads,
-#               B 1 and 4, N 4k–32k), cuDNN on the same shapes, the copy bandwidth
+#               B 1 and 4, N 4k–32k), cuDNN and the copy on the same shapes
 #   STEP=fig6   TurboAttention Fig. 6 re-measured: attnlab bench on configs/papers/turbo-fig6-decode.json (turbo 4-bit,
 #               the 2/4-bit mix, kivi 2-bit and our FP16 decode at 40/10 heads, B 4, N 4k–32k), SDPA on the same shapes,
 #               and the preset's report (its bars over our FP16 decode)
@@ -40,7 +40,6 @@ PY
       --vary "problem.kv_len=${LENS:-4096,8192,16384,32768}"
   done
   peers_on decode
-  copy_bandwidth
   step "a read of each shape's K/V bytes (read-floor.txt): the floor a decode of that shape stands on"
   # Issue 36 item 1's small shapes: at B 1 a decode moves a few MB, where a launch's fixed costs outweigh the bytes.
   # torch.sum over an FP16 tensor of the same bytes (one read, one launch; timed as the kernels are) says what any
@@ -73,29 +72,20 @@ compressed)
     bench_ours "$c" "configs/$c.json" 10
   done
   peers_on compressed 40
-  copy_bandwidth
   step "Nsight Compute: kivi 2/4-bit, turbo 2/4-bit at GQA 32/8, B 16, N 32k, d 128 (ncu-*.txt): issue, stalls, DRAM"
   for v in kivi:2 kivi:4 turbo:2 turbo:4; do
-    python3 - "${v%%:*}" "${v##*:}" >"$out/ncu-$v.json" <<'PY'
-import json, sys
-variant, bits = sys.argv[1], int(sys.argv[2])
-c = json.load(open("configs/bench-turbo-decode-gqa.json"))
-c["variants"] = [{"id": variant, "params": {"bits": bits} if variant == "kivi" else {"two_bit_heads": 0 if bits == 4 else 8}}]
-c["backends"] = ["kernel"]
-print(json.dumps(c))
-PY
-    timeout 120 ncu --kernel-name regex:"turbo_chains_kernel|kivi_chains_kernel" --launch-skip 2 --launch-count 1 \
-      --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section Occupancy \
-      --metrics smsp__inst_executed.sum,dram__bytes_read.sum \
-      build-gpu/bin/attnlab run --config "$out/ncu-$v.json" >"$out/ncu-$v.txt" 2>&1
-    echo "ncu $v exit $?"
-    grep -E "Duration|DRAM Throughput|dram__bytes|inst_executed|Issued Warp|No Eligible|Active Warps|Achieved Occupancy|Warp Cycles Per Issued" "$out/ncu-$v.txt" | head -10
+    bits=${v##*:}
+    case $v in
+    kivi*) variant='{"id": "kivi", "params": {"bits": '$bits'}}' ;;
+    *) variant='{"id": "turbo", "params": {"two_bit_heads": '$(( bits == 4 ? 0 : 8 ))'}}' ;;
+    esac
+    one_launch_config configs/bench-turbo-decode-gqa.json "$variant" >"$out/ncu-$v.json"
+    ncu_attnlab "$v" "turbo_chains_kernel|kivi_chains_kernel" "$out/ncu-$v.json" 2
   done
   ;;
 compressed-fig6)
   bench_ours fig6-shapes configs/bench-compressed-decode-fig6.json 52
   peers_on compressed-fig6 52
-  copy_bandwidth
   ;;
 fig6)
   bench_with_peers fig6 configs/papers/turbo-fig6-decode.json

@@ -29,12 +29,7 @@ bench)
   (cd build-gpu && ctest -R "^attnlab_tests:" -LE gpu -j 8 --output-on-failure) >"$out/cpu-tests.log" 2>&1 &
   cpu_tests=$!
   bench_ours int8 "${BENCH_CONFIG:-configs/bench-int-flash-loads.json}" 25
-  step "peers (waiting for their build)"
-  wait_s=0
-  until ls /tmp/peers/sage/sageattention/_qattn_sm90*.so /tmp/peers/fa3/hopper/flash_attn_3/_C*.so >/dev/null 2>&1 || [ $wait_s -ge 300 ]; do
-    sleep 10; wait_s=$((wait_s + 10))
-  done
-  tail -2 /tmp/peers/sage.log /tmp/peers/fa3.log 2>/dev/null
+  wait_peers
   peers_on int8 40
   wait $cpu_tests; echo "CPU tests exit $?"; grep -E "tests passed|\*\*\*|Failed" "$out/cpu-tests.log" | tail -12
   ;;

@@ -54,20 +54,10 @@ bench)
   if [ -n "${NCU:-}" ]; then
     step "Nsight Compute: one launch of each wgmma schedule, B 4, H 16, N 8k, d 128 (ncu-*.txt)"
     for loads in tma_producer cp_async; do
-      python3 - "$loads" >"$out/ncu-$loads.json" <<'PY'
-import json, sys
-c = json.load(open("configs/bench-flash2-prefill.json"))
-c["problem"].update(q_len=8192, kv_len=8192)
-c["variants"] = [{"id": "flash2", "params": {"kernel": "wgmma", "kv_loads": sys.argv[1]}}]
-c["backends"] = ["kernel"]; c.pop("sweep")
-print(json.dumps(c))
-PY
-      timeout 200 ncu --kernel-name regex:flash2_sm90 --launch-skip 1 --launch-count 1 \
-        --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
-        --metrics dram__bytes_read.sum,dram__bytes_write.sum,sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active \
-        build-gpu/bin/attnlab run --config "$out/ncu-$loads.json" >"$out/ncu-$loads.txt" 2>&1
-      echo "ncu $loads exit $?"
-      grep -E "Duration|DRAM Throughput|dram__bytes|Compute \(SM\) Throughput|Issued Ipc|Issue Slots Busy|No Eligible|Stall|Warp Cycles Per Issued" "$out/ncu-$loads.txt" | head -24
+      one_launch_config configs/bench-flash2-prefill.json \
+        '{"id": "flash2", "params": {"kernel": "wgmma", "kv_loads": "'$loads'"}}' '{"q_len": 8192, "kv_len": 8192}' \
+        >"$out/ncu-flash2-$loads.json"
+      ncu_attnlab "flash2-$loads" flash2_sm90 "$out/ncu-flash2-$loads.json"
     done
   fi
   ;;
@@ -76,25 +66,12 @@ fig6)
   ;;
 sas)
   gpu_tests "test_turbo_prefill_kernel:gpu"
-  step "attnlab bench configs/bench-turbo-sas-share.json"
-  build-gpu/bin/attnlab bench --config configs/bench-turbo-sas-share.json --out "$out/ours-sas.json" >"$out/bench-sas.log" 2>&1
-  echo "exit $?"; grep -vE "^\s*$" "$out/bench-sas.log" | tail -14
+  bench_ours sas configs/bench-turbo-sas-share.json 14
   step "Nsight Compute: the attention kernel at shares 0, 1/2, 1 (B 1, H 16, N 8k, causal; ncu-sas-*.txt)"
   for share in 0 0.5 1; do
-    python3 - "$share" >"$out/ncu-sas-$share.json" <<'PY'
-import json, sys
-c = json.load(open("configs/bench-turbo-sas-share.json"))
-c["problem"]["batch"] = 1
-c["variants"] = [{"id": "turbo", "params": {"sas_share": float(sys.argv[1])}}]
-c["backends"] = ["kernel"]; c.pop("sweep")
-print(json.dumps(c))
-PY
-    timeout 200 ncu --kernel-name regex:turbo_prefill_kernel --launch-skip 1 --launch-count 1 \
-      --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
-      --metrics sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active,sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active \
-      build-gpu/bin/attnlab run --config "$out/ncu-sas-$share.json" >"$out/ncu-sas-$share.txt" 2>&1
-    echo "ncu share $share exit $?"
-    grep -E "Duration|pipe_|Issued Warp|No Eligible|Warp Cycles Per Issued" "$out/ncu-sas-$share.txt" | head -10
+    one_launch_config configs/bench-turbo-sas-share.json '{"id": "turbo", "params": {"sas_share": '$share'}}' \
+      '{"batch": 1}' >"$out/ncu-sas-$share.json"
+    ncu_attnlab "sas-$share" turbo_prefill_kernel "$out/ncu-sas-$share.json"
   done
   ;;
 ncu)
@@ -110,12 +87,7 @@ PY
   step "Nsight Compute: SageAttention2's sm90 kernel on the same shape (ncu-sage2.txt; the peers must be built)"
   # Its warp instructions per score and pipes beside int_flash's: the per-thread scale granularity that lets it fold the
   # dequantization into one FFMA per score (kernels/PERF.md, "int_flash against SageAttention2's kernel").
-  timeout 200 ncu --kernel-name regex:qk_int8_sv_f8 --launch-skip 5 --launch-count 1 \
-    --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
-    --metrics smsp__inst_executed.sum,sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active,sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active \
-    python3 .peers/tools/peer_bench.py --prefill 4,16,16,8192,${D:-128},0 --out /tmp/ncu-peers.json >"$out/ncu-sage2.txt" 2>&1
-  echo "ncu exit $?"
-  grep -E "Duration|inst_executed|pipe_|Issued Warp|Active Warps|Warp Cycles Per Issued" "$out/ncu-sage2.txt" | head -12
+  ncu_launch sage2 qk_int8_sv_f8 5 python3 .peers/tools/peer_bench.py --prefill 4,16,16,8192,${D:-128},0 --out /tmp/ncu-peers.json
   ;;
 turbo)
   gpu_tests "test_turbo_prefill_kernel:gpu|test_turbo_head_bits:gpu|test_turbo_cache_write:gpu|test_turbo_decode_kernel:gpu"
@@ -129,19 +101,8 @@ turbo-bench)
   wait_peers
   peers_on turbo
   step "Nsight Compute: one producer launch, SAS FP32, B 4, H 16, N 8k, d 128, non-causal (ncu-turbo.txt)"
-  python3 - >"$out/ncu-turbo.json" <<'PY'
-import json
-c = json.load(open("configs/bench-turbo-prefill-loads.json"))
-c["problem"].update(q_len=8192, kv_len=8192)
-c["variants"] = [{"id": "turbo"}]
-c["backends"] = ["kernel"]; c.pop("sweep")
-print(json.dumps(c))
-PY
-  timeout 240 ncu --kernel-name regex:turbo_prefill_kernel --launch-skip 1 --launch-count 1 \
-    --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section InstructionStats \
-    --metrics smsp__inst_executed.sum,sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active,sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active \
-    build-gpu/bin/attnlab run --config "$out/ncu-turbo.json" >"$out/ncu-turbo.txt" 2>&1
-  echo "ncu exit $?"
-  grep -E "Duration|inst_executed|pipe_|Issued Warp|No Eligible|Active Warps|Warp Cycles Per Issued|Stall" "$out/ncu-turbo.txt" | head -20
+  one_launch_config configs/bench-turbo-prefill-loads.json '{"id": "turbo"}' '{"q_len": 8192, "kv_len": 8192}' \
+    >"$out/ncu-turbo.json"
+  ncu_attnlab turbo turbo_prefill_kernel "$out/ncu-turbo.json"
   ;;
 esac

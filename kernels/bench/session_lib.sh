@@ -7,6 +7,7 @@
 #   gpu_tests "test_flash2_kernel:gpu"
 #   sanitize "[#test_flash2_kernel][sanitize]"
 #   bench_ours d128 CONFIG 20; peers_on prefill   # attnlab bench, then the peers on the same shapes
+#   one_launch_config CONFIG '{"id": "turbo"}' >one.json; ncu_attnlab turbo turbo_prefill_kernel one.json
 
 step() { echo; echo "== $*"; }
 
@@ -76,22 +77,38 @@ bench_with_peers() {
   peers_on "$1" "${3:-24}"
 }
 
-# The device-to-device copy bandwidth (read + write of 2 GiB, median of 20) into $out/copy.txt: what the decode
-# tables' "% of copy" divide by.
-copy_bandwidth() {
-  step "device-to-device copy bandwidth"
-  python3 - <<'PY' | tee "$out/copy.txt"
-import torch, statistics
-n = 2 << 30
-a = torch.empty(n, dtype=torch.uint8, device="cuda"); b = torch.empty_like(a)
-ts = []
-for i in range(25):
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record(); b.copy_(a); e.record(); torch.cuda.synchronize()
-    if i >= 5: ts.append(s.elapsed_time(e))
-ms = statistics.median(ts)
-print(f"copy {torch.cuda.get_device_name()}: {2 * n / ms / 1e6:.1f} GB/s (read + write of {n >> 20} MiB, median of 20)")
+# A config for one kernel launch under Nsight Compute, on stdout: BASE (a config file) with only the variant VARIANT (a
+# JSON object), the problem fields of UPDATE (a JSON object, optional) changed, the kernel backend alone, no sweep.
+one_launch_config() {
+  python3 - "$1" "$2" "${3:-"{}"}" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["variants"] = [json.loads(sys.argv[2])]
+c["problem"].update(json.loads(sys.argv[3]))
+c["backends"] = ["kernel"]
+c.pop("sweep", None)
+print(json.dumps(c))
 PY
+}
+
+# Nsight Compute on one launch of KERNEL (a regex; SKIP launches before it) of COMMAND: speed of light, warp states, the
+# scheduler, occupancy, the warp instructions, DRAM bytes and each pipe's utilization (FMA, ALU, XU = the SFU and
+# conversions, tensor), into $out/ncu-NAME.txt; the lines that give them printed.
+ncu_launch() {
+  local name=$1 kernel=$2 skip=$3
+  shift 3
+  local pipes=sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active
+  pipes=$pipes,sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active,sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active
+  timeout 240 ncu --kernel-name regex:"$kernel" --launch-skip "$skip" --launch-count 1 \
+    --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section Occupancy \
+    --metrics smsp__inst_executed.sum,dram__bytes_read.sum,dram__bytes_write.sum,$pipes "$@" >"$out/ncu-$name.txt" 2>&1
+  echo "ncu $name exit $?"
+  grep -E "Duration|DRAM Throughput|dram__bytes|inst_executed|pipe_|Issued Warp|No Eligible|Active Warps|Achieved Occupancy|Warp Cycles Per Issued" \
+    "$out/ncu-$name.txt" | head -16
+}
+# The same on one launch of attnlab's KERNEL while it runs CONFIG (one_launch_config's), SKIP (default 1) launches first.
+ncu_attnlab() {
+  ncu_launch "$1" "$2" "${4:-1}" build-gpu/bin/attnlab run --config "$3"
 }
 
 # compute-sanitizer memcheck and racecheck on the attnlab_tests cases TAGS names (Catch2's -# file tags), into
