@@ -26,7 +26,8 @@ Sizes sizes_of(const quant::KiviCache& c) {
 
 bool fp32_exact(float s, float z, int bits) {
   for (int q = 0; q < (1 << bits); ++q) {
-    const double v = double(q) * double(s) + double(z);  // exact: ≤ 4 + 11 bits above FP16's 2⁻²⁴, z's 11
+    // Exact in double: FP16 values are multiples of 2⁻²⁴ below 2¹⁶, so v is one below 2²⁰ — 44 bits of 53.
+    const double v = double(q) * double(s) + double(z);
     if (double(float(v)) != v) return false;
   }
   return true;

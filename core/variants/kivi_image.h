@@ -23,8 +23,8 @@ struct Image {
 
 // True where, for every code q ∈ [0, 2^bits − 1], q·s + z is a float: then the reference's x̂ =
 // fp16(fmaf(q, s, z)) — FP32 first, FP16 second — is q·s + z rounded once to FP16, which an FP16 fused
-// multiply-add (fma.rn.f16x2) computes. Where q·s + z needs more than 24 bits (a zero point far above the
-// step: |z|/s beyond about 2¹³), the two roundings may differ and the kernel takes the FP32 path.
+// multiply-add (fma.rn.f16x2) computes. Where q·s + z needs more than 24 bits (a zero point and a step some 2¹³
+// or more apart in magnitude, either way), the two roundings may differ and the kernel takes the FP32 path.
 bool fp32_exact(float s, float z, int bits);
 
 // The sizes every pair of a problem shares, from the cache's shape.

@@ -19,8 +19,8 @@
 // records in the slot's flag (core/variants/kivi_image.h fp32_exact; all slots of ordinary data) — the first
 // rounding is none and x̂ is q·s + z rounded once to FP16: one fma.rn.f16x2 per pair of codes on the staged
 // FP16 s, z, after one AND-OR and one HFMA2 that turn the two codes into FP16 integers (code_pair). Elsewhere
-// (a zero point ~2¹³ or more beyond the step, e.g. a group whose minimum is a tiny subnormal; the two roundings
-// then differ for 0.5% of such codes) the slot takes the FP32 path: codes to FP32, fmaf with the widened s, z,
+// (a zero point and a step some 2¹³ or more apart in magnitude, e.g. a group whose minimum is a tiny subnormal; the
+// two roundings then differ for 0.5% of such codes) the slot takes the FP32 path: codes to FP32, fmaf with the widened s, z,
 // RNE to FP16. Both give the reference's K̂ and V̂ bit for bit (tests/core/variants/test_kivi_layout.cpp on the
 // host, the [gpu] probe test in tests/kernels/kivi/test_kivi_decode_kernel.cpp on the device).
 //
@@ -134,6 +134,12 @@ __device__ __forceinline__ void dequant_fragment_fp32(uint32_t w, int h, const f
   }
 }
 
+// Where a lane's quad of s, z starts (halves, or floats in the widened copy): K's for m-tile mt of k-step kk (key
+// group mt >> shift), V's for k-step ks and m-tile mi (value group mi >> shift) — kivi_layout.h's k_scale_at(kg,
+// 16·kk + 2t, D) and v_scale_at(16·ks + 2t, vg, D, g), in int arithmetic as the rest of the loop's indices.
+__device__ __forceinline__ int k_quad(int D, int kk, int mt, int shift, int t) { return (((mt >> shift) * (D / 16) + kk) * 4 + t) * 8; }
+__device__ __forceinline__ int v_quad(int vgroups, int ks, int mi, int shift, int t) { return ((ks * vgroups + (mi >> shift)) * 4 + t) * 8; }
+
 // One fragment's dequantization from the quad of parameters at `quad` (its index in halves or floats): the
 // staged FP16 halves when Exact, the widened FP32 copy otherwise.
 template <int BITS, bool Exact>
@@ -162,7 +168,7 @@ __device__ __forceinline__ void scores_quantized(const uint8_t* kc, const void* 
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt) {
       uint32_t a[4];
-      dequant_at<BITS, Exact>(w[mt], kk % 2, kp, (((mt >> shift) * (D / 16) + kk) * 4 + t) * 8, a);
+      dequant_at<BITS, Exact>(w[mt], kk % 2, kp, k_quad(D, kk, mt, shift, t), a);
       mma_f16(s[mt], a, qf[kk][0], qf[kk][1]);
     }
   }
@@ -188,7 +194,7 @@ __device__ __forceinline__ void pv_quantized(const uint8_t* vc, const void* vp, 
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi) {
       uint32_t a[4];
-      dequant_at<BITS, Exact>(w[mi], ks % 2, vp, ((ks * vgroups + (mi >> shift)) * 4 + t) * 8, a);
+      dequant_at<BITS, Exact>(w[mi], ks % 2, vp, v_quad(vgroups, ks, mi, shift, t), a);
       mma_f16(ch.o[mi], a, pb[ks][0], pb[ks][1]);
     }
   }
@@ -406,7 +412,7 @@ __global__ void kivi_dequant_probe_kernel(const KiviCacheArgs c, __half* k_hat, 
   for (int kk = 0; kk < D / 16; ++kk)
     for (int mt = 0; mt < kMT; ++mt) {
       const uint32_t w = kc[layout::code_word(kk, mt, kMT, lane, BITS)];
-      const int quad = (((mt >> shift) * (D / 16) + kk) * 4 + t) * 8;
+      const int quad = k_quad(D, kk, mt, shift, t);
       uint32_t a[4];
       if (fp16_path) dequant_at<BITS, true>(w, kk % 2, kp, quad, a);
       else dequant_at<BITS, false>(w, kk % 2, widened, quad, a);
@@ -415,7 +421,7 @@ __global__ void kivi_dequant_probe_kernel(const KiviCacheArgs c, __half* k_hat, 
   for (int ks = 0; ks < kMT; ++ks)
     for (int mi = 0; mi < MI; ++mi) {
       const uint32_t w = vc[layout::code_word(ks, mi, MI, lane, BITS)];
-      const int quad = ((ks * vgroups + (mi >> shift)) * 4 + t) * 8;
+      const int quad = v_quad(vgroups, ks, mi, shift, t);
       uint32_t a[4];
       if (fp16_path) dequant_at<BITS, true>(w, ks % 2, vp, quad, a);
       else dequant_at<BITS, false>(w, ks % 2, widened + kph, quad, a);

@@ -203,6 +203,7 @@ TEST_CASE("kivi decode kernel: its dequantization is the reference's bit for bit
                          kernels::kivi_decode_tiles(cache.args)));
         CHECK(cache.inexact_slots > 0);
         const int64_t slots = (c.quantized_tokens + 63) / 64, n = slots * 64 * d;
+        CHECK(cache.inexact_slots < slots);  // and the FP16 path too
         kernels::DeviceBuffer k_hat(static_cast<size_t>(n) * 2), v_hat(static_cast<size_t>(n) * 2);
         REQUIRE(kernels::kivi_dequant_probe(cache.args, k_hat.as<__half>(), v_hat.as<__half>()) == cudaSuccess);
         std::vector<uint16_t> kk(static_cast<size_t>(n)), vv(static_cast<size_t>(n));
