@@ -11,7 +11,7 @@
 #               and a read of each shape's K/V bytes (torch.sum: one launch, one pass), the floor at the small shapes
 #   STEP=compressed  issue 36 item 3: the kivi [gpu] tests and sanitizers (kivi v2), attnlab bench on the turbo/kivi and
 #               fireq decode configs at MHA and GQA 32/8 (B 16, N 32k, d 128), cuDNN and the copy on the same shapes,
-#               and Nsight Compute on kivi and turbo at GQA (issue rate, stalls, DRAM bytes)
+#               and Nsight Compute on kivi and turbo at GQA (issue rate, stalls, DRAM bytes; not with NCU=0)
 #   STEP=compressed-fig6  the same kernels at Fig. 6's shapes (configs/bench-compressed-decode-fig6.json: 40/10 heads,
 #               B 1 and 4, N 4k–32k), cuDNN and the copy on the same shapes
 #   STEP=fig6   TurboAttention Fig. 6 re-measured: attnlab bench on configs/papers/turbo-fig6-decode.json (turbo 4-bit,
@@ -72,6 +72,7 @@ compressed)
     bench_ours "$c" "configs/$c.json" 10
   done
   peers_on compressed 40
+  [ "${NCU:-1}" = 0 ] && exit 0  # NCU=0: the times only (Nsight Compute's counts of these kernels do not move with the GPU)
   step "Nsight Compute: kivi 2/4-bit, turbo 2/4-bit at GQA 32/8, B 16, N 32k, d 128 (ncu-*.txt): issue, stalls, DRAM"
   for v in kivi:2 kivi:4 turbo:2 turbo:4; do
     bits=${v##*:}

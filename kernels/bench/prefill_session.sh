@@ -24,6 +24,10 @@
 #   STEP=ncu    Nsight Compute's instructions and stall reasons of every warp-specialized wgmma prefill kernel at B 4, H 16,
 #               N 8k, d 128 (ncu_profile.sh wgmma-prefill → wgmma-prefill.csv): the measured rows issue 35 item 4's
 #               model takes (D=64 for d 64)
+#   STEP=int8   issue 35's final comparison: attnlab bench on configs/bench-int8-prefill-peers.json at d 128 and 64
+#               (int_flash full INT8, turbo SAS FP32 and exp2), the peers on the same shapes (SageAttention2 among them:
+#               waits for its build), and Nsight Compute on one launch each of int_flash's producer kernel, turbo's exp2
+#               producer kernel and SageAttention2's kernel at B 4, H 16, N 8k, d 128 (instructions, issue, pipes)
 #   Run after STEP=build (which builds everything); the other steps need no rebuild on the same machine.
 set -u
 source kernels/bench/session_lib.sh
@@ -73,6 +77,22 @@ sas)
       '{"batch": 1}' >"$out/ncu-sas-$share.json"
     ncu_attnlab "sas-$share" turbo_prefill_kernel "$out/ncu-sas-$share.json"
   done
+  ;;
+int8)
+  for d in 128 64; do
+    with_dim configs/bench-int8-prefill-peers.json $d >"$out/config-int8-d$d.json"
+    bench_ours int8-d$d "$out/config-int8-d$d.json" 26
+  done
+  wait_peers 400
+  peers_on int8 80
+  step "Nsight Compute: one launch each, B 4, H 16, N 8k, d 128, non-causal (ncu-*.txt)"
+  one_launch_config configs/bench-int8-prefill-peers.json '{"id": "int_flash", "params": {"block_c": 128}}' \
+    '{"q_len": 8192, "kv_len": 8192}' >"$out/ncu-int-flash.json"
+  ncu_attnlab int-flash int_flash_sm90 "$out/ncu-int-flash.json"
+  one_launch_config configs/bench-int8-prefill-peers.json '{"id": "turbo", "params": {"exact_exp": true}}' \
+    '{"q_len": 8192, "kv_len": 8192}' >"$out/ncu-turbo-exp2.json"
+  ncu_attnlab turbo-exp2 turbo_prefill_kernel "$out/ncu-turbo-exp2.json"
+  ncu_launch sage2 qk_int8_sv_f8 5 python3 .peers/tools/peer_bench.py --prefill 4,16,16,8192,128,0 --out /tmp/ncu-peers.json
   ;;
 ncu)
   step "Nsight Compute: the wgmma prefill kernels' instructions and stalls (wgmma-prefill.csv)"
