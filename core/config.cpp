@@ -72,13 +72,15 @@ Problem parse_problem(const json& j, const std::string& where) {
   Problem p;
   if (j.is_null()) return p;
   require_object(j, where);
-  reject_unknown(j, {"batch", "q_heads", "kv_heads", "q_len", "kv_len", "head_dim", "causal", "phase", "softmax_scale"},
+  reject_unknown(j, {"batch", "q_heads", "kv_heads", "q_len", "kv_len", "head_dim", "causal", "phase", "softmax_scale",
+                     "gpus"},
                  where);
   p.batch = get_int(j, "batch", p.batch, where);
   p.q_heads = get_int(j, "q_heads", p.q_heads, where);
   p.kv_heads = get_int(j, "kv_heads", j.contains("q_heads") ? p.q_heads : p.kv_heads, where);
   p.kv_len = get_int(j, "kv_len", p.kv_len, where);
   p.head_dim = get_int(j, "head_dim", p.head_dim, where);
+  p.gpus = get_int(j, "gpus", p.gpus, where);
   if (j.contains("causal")) {
     if (!j["causal"].is_boolean()) fail_input(where + ".causal", "expected true or false");
     p.causal = j["causal"].get<bool>();
@@ -338,7 +340,7 @@ json to_json(const Problem& p) {
   return {{"batch", p.batch},       {"q_heads", p.q_heads}, {"kv_heads", p.kv_heads},
           {"q_len", p.q_len},       {"kv_len", p.kv_len},   {"head_dim", p.head_dim},
           {"causal", p.causal},     {"phase", to_string(p.phase)},
-          {"softmax_scale", p.scale()}};
+          {"softmax_scale", p.scale()}, {"gpus", p.gpus}};
 }
 
 json to_json(const Experiment& e) {

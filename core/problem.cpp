@@ -65,6 +65,8 @@ void validate(const Problem& p) {
                            kHeadDimMultiple, kMinHeadDim, kMaxHeadDim));
   if (p.phase == Phase::decode && p.q_len != 1)
     fail_input("problem.q_len", fmt::format("decode attends one query token; got {}", p.q_len));
+  if (p.gpus < 1 || p.gpus > kMaxGpus)
+    fail_input("problem.gpus", fmt::format("must be 1 to {} (the GPUs of one host), got {}", kMaxGpus, p.gpus));
   if (!(p.softmax_scale >= 0.0) || !std::isfinite(p.softmax_scale))
     fail_input("problem.softmax_scale", "must be a finite number ≥ 0 (0 means 1/√d)");
 }

@@ -26,6 +26,10 @@ struct Problem {
   bool causal = false;
   Phase phase = Phase::prefill;
   double softmax_scale = 0.0;  // 0 means the default 1/√d
+  // GPUs of one host the problem is split across by its sequence (context parallelism, core/context_parallel.h):
+  // 1 runs on one GPU. The function attended is the same at any count; the kernels' merge of the GPUs' partial
+  // results rounds differently, and the cost model adds the links (sim/context_parallel_model.h).
+  int64_t gpus = 1;
 
   double scale() const;
   int64_t group() const { return q_heads / kv_heads; }          // R, query heads per KV head
@@ -48,6 +52,7 @@ inline constexpr int64_t kHeadDimMultiple = 16;  // what tensor-core tiles and R
 // B·Hq·Nq·d, B·Hkv·Nkv·d and B·Hq·Nq·Nkv must each stay within 2^60 (checked without overflow), so that
 // every count, and its bytes at 8 per element, fits int64; the memory check refuses far smaller ones.
 inline constexpr int64_t kMaxElements = int64_t{1} << 60;
+inline constexpr int64_t kMaxGpus = 8;  // the GPUs one host's NVLink domain joins (an HGX board)
 void validate(const Problem& p);
 
 }  // namespace attnlab

@@ -123,6 +123,21 @@ Results Runner::run(const Experiment& e, const RunControl& control) const {
     }
   }
   if (!e.wants("reference")) r.environment.skipped.push_back({"", "reference", kNotRequested});
+  // A problem split across GPUs (problem.gpus > 1) is refused, not skipped, where a requested backend cannot split
+  // it: a run on one GPU in its place would answer another question. The reference computes the same function at
+  // any count (core/problem.h), so it never refuses.
+  if (e.problem.gpus > 1)
+    for (const std::string& name : kBackends) {
+      if (name == "reference" || !e.wants(name)) continue;
+      auto it = std::find_if(backends_.begin(), backends_.end(), [&](const auto& b) { return b->name() == name; });
+      const std::string why = it == backends_.end()          ? "this build has no " + name + " backend"
+                              : !(*it)->unavailable().empty() ? (*it)->unavailable()
+                                                              : (*it)->cannot_split(e.problem.gpus);
+      if (!why.empty())
+        fail_input("problem.gpus", fmt::format("{} GPUs with the {} backend: {}; without \"{}\" in backends the rest "
+                                               "runs",
+                                               e.problem.gpus, name, why, name));
+    }
   // The model predicts for this machine's GPU unless the config pins another (core/gpu_names.h); the backends get
   // the experiment with gpu_model resolved.
   const ModelGpu model_gpu = model_gpu_for(e.gpu_model, r.environment.gpu);

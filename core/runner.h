@@ -39,6 +39,9 @@ class Backend {
   virtual void run(const Experiment& e, const VariantRequest& v, const QKV& in, const TensorF64& truth,
                    VariantResult& into) = 0;
   virtual std::string device_name() const { return ""; }  // the GPU, for environment.gpu
+  // Empty when it runs a problem split across `gpus` GPUs of one host (problem.gpus: context parallelism), else
+  // what it lacks for that (NCCL, a second GPU). By default a backend runs on one GPU.
+  virtual std::string cannot_split(int64_t gpus) const { return gpus == 1 ? "" : "it runs on one GPU"; }
 };
 
 struct RunControl {

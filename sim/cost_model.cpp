@@ -100,12 +100,16 @@ Layout layout(const Schedule& s, const GpuSpec& g, const ModelOptions& o, std::v
   l.latency_term = !s.warpgroup_mma || l.stall.total() > 0;
   l.interleave = l.ctas_per_sm * (s.warpgroup_mma ? std::max(1, s.warps / 4) : 1);
   // DRAM bytes. With L2 reuse, the row blocks of one head re-read its K/V tiles at about the same time,
-  // so only the first read reaches DRAM — as long as the K/V of the heads in flight fit in L2 (else the
-  // reuse shrinks in proportion).
+  // so only the first read reaches DRAM — as long as what those reads span, for the heads in flight, fits in L2
+  // (else the reuse shrinks in proportion). The row blocks of a head that run together start in one wave and
+  // advance at one rate, so what they span is the few tiles between the first and the last of them
+  // (kReaderSpreadTiles), not the head's whole K/V: a head's K/V of 512 MB at 1M tokens is re-read from L2 as one
+  // of 8 MB is.
   l.dram_bytes = l.work.total_bytes();
   if (o.l2_reuse && s.kv_unique_bytes > 0) {
     const double heads_in_flight = std::max(1.0, l.slots / std::max(1.0, s.ctas_per_head));
-    const double per_head = s.kv_unique_bytes / s.kv_heads_total;
+    const double per_head = std::min(s.kv_unique_bytes / s.kv_heads_total,
+                                     kReaderSpreadTiles * double(s.block_c) * s.per_key.total_bytes());
     const double reuse = s.readers_in_step ? 1.0 : std::min(1.0, g.l2_bytes / (heads_in_flight * per_head));
     const double saved = reuse * std::max(0.0, s.kv_read_bytes() - s.kv_unique_bytes);
     l.dram_bytes -= saved;

@@ -79,6 +79,10 @@ inline constexpr TimeTermName kTimeTerms[] = {
     {"waves", "fixed cost per wave"},
     {"launches", "launches"},
     {"later", "later launches (merge)"},
+    // Across GPUs (sim/context_parallel_model.h): the terms of the multi-GPU total instead of the above.
+    {"gpu_attention", "attention, the slowest GPU of each step"},
+    {"link", "K/V (decode: partials) on the links, not hidden"},
+    {"gpu_merge", "merging the GPUs' partials (decode)"},
 };
 
 struct Prediction {
@@ -98,6 +102,9 @@ struct Prediction {
 };
 
 inline constexpr double kLaunchUs = 4.0;
+// The K/V tiles between the first and the last row block of one head in flight (step 5's L2 reuse): an estimate — a
+// wave's CTAs start within a few µs of each other and a tile takes about a µs, so they run within tens of tiles.
+inline constexpr double kReaderSpreadTiles = 32;
 
 // Step 1's CTAs per SM (explained into `explain` when given). Throws InputError when the schedule's CTA does
 // not fit the GPU (shared memory per CTA).

@@ -71,6 +71,20 @@ const FieldTable& tensor_fields() {
   return t;
 }
 
+// The links to the host's other GPUs (GpuSpec::nvlink_gbs_per_direction …).
+const FieldTable& link_fields() {
+  static const FieldTable t = {
+      FieldSpec::real("nvlink_gbs_per_direction", 1, 1e5, "NVLink bandwidth per direction per GPU, GB/s; absent: no NVLink")
+          .with_source()
+          .optional(),
+      FieldSpec::real("pcie_gbs_per_direction", 1, 1e5, "PCIe bandwidth per direction, GB/s").with_source(),
+      FieldSpec::real("latency_us", 0, 1e4, "time of one NCCL send/receive beside its bytes, µs").with_source(),
+      FieldSpec::real("efficiency", 0.01, 1, "share of the link's peak NCCL's point-to-point transfers reach")
+          .with_source(),
+  };
+  return t;
+}
+
 // The calibration's factors per unit: the fit's range (calibrate.h) with room for a hand-written factor.
 const FieldTable& efficiency_fields() {
   static const FieldTable t = [] {
@@ -142,6 +156,8 @@ const FieldTable& gpu_spec_fields() {
                          "a kernel's written bytes still dirty in L2 when it ends, not yet in DRAM (absent: 0)")
           .with_source()
           .optional(),
+      FieldSpec::object("links", link_fields, "the links to the host's other GPUs (absent: no multi-GPU model)")
+          .optional(),
       FieldSpec::object("measured", measured_fields, "what `attnlab calibrate` fitted (absent: uncalibrated)")
           .optional(),
   };
@@ -183,6 +199,15 @@ GpuSpec load_gpu_spec_file(const std::string& path) {
   s.issue_per_clk_per_sm = number(j, "issue_per_clk_per_sm");
   if (j.contains("issue_latency_cycles")) s.issue_latency_cycles = number(j, "issue_latency_cycles");
   if (j.contains("l2_write_resident_bytes")) s.l2_write_resident_bytes = number(j, "l2_write_resident_bytes");
+  if (j.contains("links")) {
+    const json& l = j["links"];
+    if (l.contains("nvlink_gbs_per_direction")) s.nvlink_gbs_per_direction = number(l, "nvlink_gbs_per_direction");
+    s.pcie_gbs_per_direction = number(l, "pcie_gbs_per_direction");
+    s.link_latency_us = number(l, "latency_us");
+    s.link_efficiency = number(l, "efficiency");
+    for (const FieldSpec& f : link_fields())
+      if (l.contains(f.name)) s.sources["links." + f.name] = source_of(l, f.name);
+  }
   if (j.contains("measured")) {
     s.measured = j["measured"];
     if (s.measured.contains("cta_overhead_us")) s.cta_overhead_us = s.measured["cta_overhead_us"].get<double>();

@@ -47,6 +47,13 @@ struct GpuSpec {
   // first MMA and draining it after the last (about one DRAM latency plus a tile's load). An estimate
   // until calibrated (measured.cta_overhead_us).
   double cta_overhead_us = 1.0;
+  // The links to the host's other GPUs, which context parallelism's ring sends K/V over (sim/context_parallel.h):
+  // NVLink's bandwidth per direction per GPU where the GPU has it, else PCIe's (the fallback, and every host's);
+  // the time one NCCL send/receive takes beside its bytes; the share of the peak NCCL's point-to-point reaches.
+  // pcie_gbs_per_direction = 0: the spec has no links section, and the multi-GPU model refuses it by name.
+  double nvlink_gbs_per_direction = 0;  // 0: no NVLink
+  double pcie_gbs_per_direction = 0;
+  double link_latency_us = 0, link_efficiency = 1;
   nlohmann::json measured = nlohmann::json::object();  // the `measured` section as read
 
   // Peak rate of a unit in operations per second (HBM: bytes per second), before efficiency.

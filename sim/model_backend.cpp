@@ -1,12 +1,44 @@
 #include "sim/model_backend.h"
 
 #include "core/error.h"
+#include "sim/context_parallel_model.h"
 #include "sim/schedule.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 namespace attnlab::sim {
+
+namespace {
+
+// The problem across problem.gpus GPUs (context_parallel_model.h): the run's time becomes the multi-GPU one, the
+// one-GPU prediction stays beside it, and the ring's timeline, link bytes and efficiency go into details.
+void add_context_parallel(ModelResult& m, const Experiment& e, const VariantRequest& v, const GpuSpec& gpu,
+                          const ModelOptions& o) {
+  const int gpus = static_cast<int>(e.problem.gpus);
+  const cp::Balance balance = cp::default_balance(e.problem.causal);
+  const MultiGpuPrediction mg = predict_context_parallel(e.problem, v, gpu, gpus, balance, o);
+  nlohmann::json timeline = nlohmann::json::array();
+  for (const RingSlot& s : mg.timeline)
+    timeline.push_back({{"gpu", s.gpu}, {"step", s.step}, {"compute_ms", s.compute_ms}, {"send_ms", s.send_ms},
+                        {"recv_ms", s.recv_ms}, {"idle_ms", s.idle_ms}, {"link_bytes", s.link_bytes},
+                        {"pairs", s.pairs}});
+  m.details["context_parallel"] = {
+      {"gpus", gpus},          {"balance", cp::to_string(balance)},
+      {"link", mg.link},       {"link_gbs", mg.link_gbs},
+      {"one_gpu_ms", mg.one_gpu_ms}, {"scaling_efficiency", mg.scaling_efficiency},
+      {"link_bytes", mg.link_bytes}, {"hbm_bytes_per_gpu", mg.hbm_bytes_per_gpu},
+      {"imbalance", mg.imbalance},   {"bound", mg.bound},
+      {"link_bound_steps", mg.link_bound_steps}, {"timeline", timeline}, {"explain", mg.explain}};
+  m.time_ms = mg.time_ms;
+  if (mg.bound == "link") m.bound = "link";
+  m.details["time_terms_ms"] = nlohmann::json::array();  // the multi-GPU total's terms replace the one GPU's
+  for (const TimeTerm& term : mg.terms)
+    if (term.ms > 0) m.details["time_terms_ms"].push_back({{"term", term.name}, {"ms", term.ms}});
+  for (const std::string& line : mg.explain) m.details["explain"].push_back(line);
+}
+
+}  // namespace
 
 ModelResult model_result(const Experiment& e, const VariantRequest& v, const ModelOptions& o) {
   const GpuSpec gpu = load_gpu_spec(e.gpu_model);
@@ -40,6 +72,7 @@ ModelResult model_result(const Experiment& e, const VariantRequest& v, const Mod
   for (const auto& [name, b] : s.per_row.bytes)
     if (name == "q" || name == "scales") q_row += b;
   m.details["per_tile"] = {{"bytes", tile_bytes}, {"ops", tile_ops}, {"q_block_bytes", q_row * double(s.block_r)}};
+  if (e.problem.gpus > 1) add_context_parallel(m, e, v, gpu, o);
   return m;
 }
 
@@ -49,6 +82,8 @@ std::string ModelBackend::cannot_run(const VariantRequest& v, const Experiment& 
     const Schedule s = make_schedule(e.problem, v, gpu);
     for (const auto& [unit, ops] : s.total().ops)
       if (ops > 0 && !(gpu.peak(unit) > 0)) return fmt::format("the {} has no {} units", gpu.name, to_string(unit));
+    if (e.problem.gpus > 1 && !(gpu.pcie_gbs_per_direction > 0))
+      return fmt::format("the spec of the {} has no links section: no model of it across GPUs", gpu.name);
   } catch (const InputError& err) {
     return err.what();
   }

@@ -17,6 +17,8 @@ class ModelBackend : public Backend {
   std::string unavailable() const override { return ""; }
   std::string cannot_run(const VariantRequest& v, const Experiment& e) const override;
   bool needs_data() const override { return false; }  // the problem's shapes and the variant's parameters alone
+  // Any count: sim/context_parallel_model.h (a GPU spec without links is refused per variant by cannot_run).
+  std::string cannot_split(int64_t) const override { return ""; }
   void run(const Experiment& e, const VariantRequest& v, const QKV& in, const TensorF64& truth,
            VariantResult& into) override;
 

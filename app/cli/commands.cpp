@@ -108,6 +108,14 @@ int run_command(const RunOptions& o) {
   Experiment e = load_experiment(o.config);
   override_backends(e, o.backends);
   override_gpu(e, o.gpu);
+  if (!o.gpus.empty()) {  // a whole number: checked at parse time (main.cpp)
+    e.problem.gpus = std::stoll(o.gpus);
+    try {
+      validate(e.problem);
+    } catch (const InputError& err) {
+      throw InputError(fmt::format("--gpus: {}", err.what()));
+    }
+  }
   const report::OutputRule json_rule{"--json", inputs_of(o.config, e)};
   if (!o.json_out.empty()) report::check_results_file(o.json_out, json_rule);  // before the run: a refusal costs nothing
   const report::OutputRule save_rule{"--save", inputs_of(o.config, e), true};

@@ -17,6 +17,7 @@ struct RunOptions {
   std::vector<std::string> backends;  // --backend, overrides the config's list
   std::string baseline;               // --baseline LABEL: add each row's time over that variant's
   std::string gpu;                    // --gpu ID: the cost model's GPU, overrides the config
+  std::string gpus;                   // --gpus N: problem.gpus (context parallelism), overrides the config
 };
 int run_command(const RunOptions& o);
 

@@ -59,6 +59,8 @@ int main(int argc, char** argv) {
       ->check(not_empty("a backend"));
   run_cmd->add_option("--gpu", run.gpu, "the GPU the cost model predicts for: auto (the config's default: this machine's GPU) or an id "
                      "(attnlab gpus lists them)")->check(gpu_id());
+  run_cmd->add_option("--gpus", run.gpus, "split the problem's sequence across this many GPUs of the host (problem.gpus, "
+                     "1 to 8: context parallelism); overrides the config")->check(whole_number());
   run_cmd->add_option("--baseline", run.baseline, "add a column: each time over this variant's reference time")
       ->check(not_empty("a variant label or id"));
 

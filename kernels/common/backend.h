@@ -23,6 +23,10 @@ class KernelBackend : public Backend {
   void run(const Experiment& e, const VariantRequest& v, const QKV& in, const TensorF64& truth,
            VariantResult& into) override;
   std::string device_name() const override { return device_.usable ? device_.name : ""; }
+  // The kernels run on one GPU: context parallelism's ring (NCCL between the host's GPUs) is not in this build.
+  std::string cannot_split(int64_t gpus) const override {
+    return gpus == 1 ? "" : "this build's kernels run on one GPU (it has no NCCL ring for context parallelism)";
+  }
 
  private:
   DeviceInfo device_;

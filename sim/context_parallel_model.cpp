@@ -1,0 +1,205 @@
+#include "sim/context_parallel_model.h"
+
+#include "core/error.h"
+#include "core/registry.h"
+#include "core/storage.h"
+#include "sim/schedule.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace attnlab::sim {
+
+namespace {
+
+struct Link {
+  std::string name;
+  double bytes_per_s = 0, latency_s = 0;
+};
+
+// NVLink where the GPU has it, else PCIe (every host has it): the per-direction rate NCCL reaches.
+Link link_of(const GpuSpec& g) {
+  if (!(g.pcie_gbs_per_direction > 0))
+    fail_input("gpu_model", fmt::format("the spec of the {} has no links section: no multi-GPU model for it", g.name));
+  const bool nvlink = g.nvlink_gbs_per_direction > 0;
+  const double gbs = nvlink ? g.nvlink_gbs_per_direction : g.pcie_gbs_per_direction;
+  return {nvlink ? "NVLink" : "PCIe", gbs * 1e9 * g.link_efficiency, g.link_latency_us * 1e-6};
+}
+
+double transfer_ms(const Link& l, double bytes) { return bytes > 0 ? 1e3 * (l.latency_s + bytes / l.bytes_per_s) : 0; }
+
+double hbm_ms(const GpuSpec& g, double bytes) {
+  return 1e3 * bytes / (g.peak(Unit::hbm) * g.efficiency_of(Unit::hbm));
+}
+
+// Merging a block's partial into a GPU's running result, in the attention kernel's epilogue (the ring's kernel
+// takes the running O and logsumexp in and writes them back, as a split-KV combine does; a choice of this model):
+// beside the one-GPU kernel's traffic it reads the running O and logsumexp in FP32 and writes O in FP32 instead of
+// FP16 — 4 + 2 bytes per element, serial (the epilogue overlaps nothing).
+double merge_bytes(const Problem& p, int64_t rows) {
+  return 6.0 * double(p.batch * p.q_heads * rows) * double(p.head_dim + 1);
+}
+
+// The one-GPU model of a block: the (query chunk, key chunk) pairs as a problem of their own. A block whose
+// visible pairs are its own bottom-right causal mask (the ring's diagonal blocks) is that causal problem; a
+// partial block of another shape (q_len ≠ kv_len) is the full block's time scaled by its share of visible
+// pairs — an approximation the explanation names.
+struct BlockTime {
+  double ms = 0, dram_bytes = 0;
+  bool scaled = false;
+};
+BlockTime block_time(const Problem& p, const VariantRequest& v, const GpuSpec& g, const ModelOptions& o,
+                     const cp::RingBlock& b) {
+  Problem sub = p;
+  sub.q_len = b.q.size(), sub.kv_len = b.kv.size();
+  sub.causal = b.kind == cp::BlockKind::partial;
+  BlockTime t;
+  if (sub.causal && cp::visible_pairs(b.q, b.kv, p.kv_len - p.q_len, true) !=
+                        cp::visible_pairs({0, sub.q_len}, {0, sub.kv_len}, sub.kv_len - sub.q_len, true)) {
+    sub.causal = false;
+    t.scaled = true;
+  }
+  const Prediction pr = predict(make_schedule(sub, v, g), g, o);
+  const double share = t.scaled ? double(b.pairs) / double(sub.q_len * sub.kv_len) : 1.0;
+  t.ms = pr.time_ms * share, t.dram_bytes = pr.dram_bytes * share;
+  return t;
+}
+
+MultiGpuPrediction ring_prefill(const Problem& p, const VariantRequest& v, const GpuSpec& g, int P, cp::Balance b,
+                                const ModelOptions& o, const Link& link) {
+  const cp::RingPlan plan = cp::plan_ring(p.q_len, p.kv_len, p.causal, P, b, kShardAlign);
+  MultiGpuPrediction m;
+  m.imbalance = plan.imbalance();
+  std::vector<double> hbm(P, 0.0);
+  double attention_ms = 0;               // Σ over steps of the slowest GPU's compute
+  std::vector<bool> started(P, false);  // a GPU's first block writes its running result; later ones merge into it
+  bool scaled = false;
+  for (int s = 0; s < P; ++s) {
+    const auto& row = plan.steps[size_t(s)];
+    double slowest = 0;
+    std::vector<RingSlot> slots;
+    for (const cp::RingStep& st : row) {
+      RingSlot slot{.gpu = st.gpu, .step = s, .pairs = st.pairs};
+      for (const cp::RingBlock& blk : st.blocks) {
+        if (blk.kind == cp::BlockKind::masked) continue;
+        const BlockTime t = block_time(p, v, g, o, blk);
+        scaled = scaled || t.scaled;
+        slot.compute_ms += t.ms;
+        hbm[size_t(st.gpu)] += t.dram_bytes;
+        if (started[size_t(st.gpu)]) {
+          slot.compute_ms += hbm_ms(g, merge_bytes(p, blk.q.size()));
+          hbm[size_t(st.gpu)] += merge_bytes(p, blk.q.size());
+        }
+        started[size_t(st.gpu)] = true;
+      }
+      if (s + 1 < P) {
+        const double shard = wire_bytes(p, v, st.kv_tokens);
+        slot.send_ms = transfer_ms(link, shard), slot.link_bytes = shard;
+        m.link_bytes += shard;
+      }
+      slowest = std::max(slowest, slot.compute_ms);
+      slots.push_back(slot);
+    }
+    double step_ms = slowest;
+    for (RingSlot& slot : slots) {
+      slot.recv_ms = slots[size_t((slot.gpu + P - 1) % P)].send_ms;  // what GPU r − 1 sends, GPU r receives
+      step_ms = std::max(step_ms, slot.send_ms);
+    }
+    if (step_ms > slowest) ++m.link_bound_steps;
+    for (RingSlot& slot : slots) {
+      slot.idle_ms = step_ms - slot.compute_ms;
+      m.timeline.push_back(slot);
+    }
+    m.time_ms += step_ms;
+    attention_ms += slowest;
+  }
+  m.terms = {{"gpu_attention", attention_ms}, {"link", m.time_ms - attention_ms}};
+  m.hbm_bytes_per_gpu = *std::max_element(hbm.begin(), hbm.end());
+  m.explain.push_back(fmt::format(
+      "ring over {} GPUs, {} split (shards aligned to {} tokens): {} steps; each GPU attends the K/V shard in hand "
+      "while it sends it on; imbalance {:.3f} (max over GPUs of the attended pairs ÷ their mean)",
+      P, cp::to_string(b), kShardAlign, P, m.imbalance));
+  if (scaled)
+    m.explain.push_back(fmt::format("blocks whose mask is not their own bottom-right causal mask (q_len ≠ kv_len) "
+                                    "are predicted as full blocks scaled by their share of visible pairs"));
+  return m;
+}
+
+MultiGpuPrediction sharded_decode(const Problem& p, const VariantRequest& v, const GpuSpec& g, int P,
+                                  const ModelOptions& o, const Link& link) {
+  const std::vector<cp::Span> shards = cp::decode_shards(p.kv_len, P, kShardAlign);
+  MultiGpuPrediction m;
+  const double partial = 4.0 * double(p.batch * p.q_heads) * double(p.head_dim + 1);  // O in FP32 and the logsumexp
+  double slowest = 0, pairs_max = 0, pairs_sum = 0;
+  for (int r = 0; r < P; ++r) {
+    RingSlot slot{.gpu = r, .step = 0, .pairs = shards[size_t(r)].size() * p.batch * p.q_heads};
+    if (shards[size_t(r)].size() > 0) {
+      Problem sub = p;
+      sub.kv_len = shards[size_t(r)].size();
+      const Prediction pr = predict(make_schedule(sub, v, g), g, o);
+      slot.compute_ms = pr.time_ms;
+      m.hbm_bytes_per_gpu = std::max(m.hbm_bytes_per_gpu, pr.dram_bytes);
+    }
+    slowest = std::max(slowest, slot.compute_ms);
+    pairs_max = std::max(pairs_max, double(slot.pairs)), pairs_sum += double(slot.pairs);
+    m.timeline.push_back(slot);
+  }
+  for (RingSlot& slot : m.timeline) slot.idle_ms = slowest - slot.compute_ms;
+  // Step 1: GPUs 1 … P − 1 send their partials to GPU 0, which receives them on its one link, then merges.
+  const double gather = P > 1 ? 1e3 * link.latency_s + 1e3 * double(P - 1) * partial / link.bytes_per_s : 0.0;
+  const double merge = P > 1 ? hbm_ms(g, double(P) * partial + partial / 2) + kLaunchUs * 1e-3 : 0.0;
+  for (int r = 0; r < P; ++r) {
+    RingSlot slot{.gpu = r, .step = 1};
+    if (r == 0) {
+      slot.recv_ms = gather, slot.compute_ms = merge, slot.idle_ms = gather;
+    } else {
+      slot.send_ms = transfer_ms(link, partial), slot.link_bytes = partial;
+      slot.idle_ms = gather + merge - slot.send_ms;
+      m.link_bytes += partial;
+    }
+    m.timeline.push_back(slot);
+  }
+  m.time_ms = slowest + gather + merge;
+  m.terms = {{"gpu_attention", slowest}, {"link", gather}, {"gpu_merge", merge}};
+  m.imbalance = pairs_sum > 0 ? pairs_max / (pairs_sum / P) : 1.0;
+  m.link_bound_steps = gather > slowest ? 1 : 0;  // the exchange, which no compute hides, outlasts the attention
+  m.explain.push_back(fmt::format(
+      "decode over {} GPUs: the cache split by tokens (shards aligned to {} tokens), each GPU's partial (O in FP32, "
+      "the logsumexp) sent to GPU 0 ({:.0f} bytes each) and merged there",
+      P, kShardAlign, partial));
+  return m;
+}
+
+}  // namespace
+
+double wire_bytes(const Problem& p, const VariantRequest& v, int64_t tokens) {
+  if (tokens <= 0) return 0;
+  const VariantSpec* spec = find_variant(v.id);
+  if (!spec || !spec->storage) fail_input("model", fmt::format("no storage declaration for variant '{}'", v.id));
+  Problem shard = p;
+  shard.kv_len = tokens;
+  const Storage st = spec->storage(shard, v.params);
+  return double(p.batch) * cache_bytes(st.cache, p.kv_heads, tokens).total();
+}
+
+MultiGpuPrediction predict_context_parallel(const Problem& p, const VariantRequest& v, const GpuSpec& gpu, int gpus,
+                                            cp::Balance balance, const ModelOptions& o) {
+  const Link link = gpus > 1 ? link_of(gpu) : Link{};  // one GPU sends nothing: no links needed
+  MultiGpuPrediction m = p.phase == Phase::decode ? sharded_decode(p, v, gpu, gpus, o, link)
+                                                  : ring_prefill(p, v, gpu, gpus, balance, o, link);
+  m.gpus = gpus;
+  m.link = link.name;
+  m.link_gbs = link.bytes_per_s / 1e9;
+  m.one_gpu_ms = predict(make_schedule(p, v, gpu), gpu, o).time_ms;
+  m.scaling_efficiency = m.time_ms > 0 ? m.one_gpu_ms / (gpus * m.time_ms) : 0;
+  m.bound = m.link_bound_steps > 0 ? "link" : "compute";
+  if (gpus > 1)
+    m.explain.push_back(fmt::format("{} at {:.0f} GB/s per direction (the spec's rate × its efficiency), {:.0f} µs per "
+                                    "transfer; one GPU {:.3f} ms, {} GPUs {:.3f} ms: scaling efficiency {:.2f}",
+                                    m.link, m.link_gbs, gpu.link_latency_us, m.one_gpu_ms, gpus, m.time_ms,
+                                    m.scaling_efficiency));
+  return m;
+}
+
+}  // namespace attnlab::sim
