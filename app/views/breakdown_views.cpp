@@ -7,13 +7,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 namespace attnlab::views {
 
 namespace {
-
-constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
 
 // The units in the order the bars stand (the model's names, sim/gpu_spec.cpp), and how the note speaks of each.
 struct UnitName {

@@ -58,6 +58,8 @@ struct LineChart {
 // by side, each from zero (two measures of one category: predicted beside measured); a NaN segment is a
 // value that does not exist (no bar drawn). `marked` bars are highlighted (e.g. the heads a policy chose
 // for 2-bit storage).
+inline constexpr double kNone = NAN;  // a segment that does not exist: no bar drawn
+
 struct Bar {
   std::string label;
   std::vector<double> segments;  // one per BarChart::stacks entry

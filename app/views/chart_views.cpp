@@ -2,6 +2,7 @@
 #include "app/views/chart.h"
 
 #include "app/views/breakdown_views.h"
+#include "app/views/context_parallel_views.h"
 #include "app/views/data_views.h"
 #include "app/views/measured_views.h"
 #include "app/views/probe_views.h"
@@ -21,7 +22,8 @@ std::vector<View> chart_views(const Results& r, int64_t max_heatmap_cols, int64_
   std::vector<View> out = probe_views(r, max_heatmap_cols, channel_head);
   // The panel's timing views first (the ones a figure is about), then bytes, then the roofline.
   std::vector<View> traffic = speedup_views(r);
-  for (auto&& part : {model_vs_measured_views({r}), breakdown_views(r), traffic_views(r), roofline_views(r)})
+  for (auto&& part : {model_vs_measured_views({r}), breakdown_views(r), traffic_views(r), context_parallel_views(r),
+                      roofline_views(r)})
     traffic.insert(traffic.end(), part.begin(), part.end());
   // Panel order (chart.h): scales, channels, priority, SAS, then speedup, traffic and roofline, then the trace.
   auto trace = std::stable_partition(out.begin(), out.end(), [](const View& v) { return v.panel != "Tile stepper"; });

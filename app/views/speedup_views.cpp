@@ -7,13 +7,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 namespace attnlab::views {
 
 namespace {
-
-constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
 
 // One kind of bar: a backend's time per variant, and how the note speaks of it. The bars of each kind
 // stand side by side within a variant's slot, in this order.
