@@ -116,11 +116,10 @@ inline constexpr ProducerLoads kProducerLoads[] = {
     // turbo prefill (kernels/turbo/turbo_prefill_sm90.cu): int_flash v3's producer and ring on Alg. 1's 64-key tiles; the
     // turbo prefill rows measured before it (sim/measurements, 2026-11-26) record kv_loads = cp_async, what ran then.
     {"turbo", 90, {{"kv_loads", "tma_producer"}, {nullptr, nullptr}, {nullptr, nullptr}}},
-    // int_flash wgmma v3 (kernels/int8/int_flash_sm90.cu) has a producer too (its kv_loads), but no row yet: with the
-    // shipped H200 spec the model predicts v3 at 1.07–1.11 of its measured time scheduling v2's cp.async loads, and at
-    // 0.76–0.81 with a row here (B 4, H 16, d 128, N 4k–16k, 2026-11-28, kernels/PERF.md "wgmma v4") — the producer's
-    // overlap as flash3_fp8's fit credits it is more than int_flash's issue-bound loop gets. The row comes with the
-    // refit of issue 35 item 4; until then the model schedules v2's loads.
+    // int_flash wgmma v3 (kernels/int8/int_flash_sm90.cu). Without a measured issue row the producer's full overlap
+    // put the model at 0.76–0.81 of v3's times (2026-11-28): its loop is bound by issue, not by its loads, which
+    // kPrefillIssue's measured row (d 128) now says; at d 64, with no row, the loads' overlap alone.
+    {"int_flash", 90, {{"kv_loads", "tma_producer"}, {nullptr, nullptr}, {nullptr, nullptr}}},
 };
 
 // A warp's stall per issued instruction, in cycles, by what it waits for (Nsight Compute's stall reasons of
@@ -242,6 +241,11 @@ inline constexpr PrefillIssue kPrefillIssue[] = {
     {"turbo", 64, "sas_fp16", "cp_async", 1223.4, 22137.9, 3097.0, {0.57, 0.33, 0.06, 0.06, 0.41}},
     {"turbo", 64, "exp2", "cp_async", 881.8, 22137.9, 3097.0, {0.76, 0.36, 0.09, 0.10, 0.45}},
     {"turbo", 128, "sas_fp32", "tma_producer", 1388.3, 44379.4, 6075.0, {0.68, 0.41, 0.07, 0.13, 0.54}},
+    // int_flash wgmma v3, full INT8 (no pre-pass: its inputs are Alg. 1's INT8 tensors): H200, 2026-12-05,
+    // kernels/bench/h200-int8-prefill-ncu-2026-12-05.txt — 2.100·10⁹ warp instructions over 2 097 152 consumer
+    // warp-tiles (16 rows × 128 keys), issue 0.60 per cycle and scheduler at two consumer warps: Z = 2.0 exactly
+    // (1 − P₀ = 0.6 at W = 2), all of it under `other` (the reasons were not collected).
+    {"int_flash", 128, "exp2", "tma_producer", 1001.4, 0, 0, {0, 0, 0, 0, 2.0}},
 };
 // The row for (variant, d, exponential, loads); a producer kernel without its own row takes the cp.async kernel's.
 constexpr const PrefillIssue* find_prefill_issue(std::string_view variant, int head_dim, std::string_view exponential,

@@ -346,6 +346,7 @@ bool half2_softmax(const VariantRequest& v, Phase phase) {
 
 // The exponential a turbo-like variant evaluates, as kPrefillIssue names it.
 const char* exponential_of(const VariantRequest& v) {
+  if (!declares(v, "exact_exp")) return "exp2";  // no SAS to switch: the SFU's ex2 (int_flash)
   if (declares(v, "exact_exp") && v.params.flag("exact_exp")) return "exp2";
   if (declares(v, "sas_precision") && v.params.choice("sas_precision") == "fp16") return "sas_fp16";
   return "sas_fp32";
@@ -537,6 +538,19 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
       if (const PrefillIssue* exp2 = find_prefill_issue(v.id, int(p.head_dim), "exp2", loads_of(s)))
         per_tile = share * per_tile + (1 - share) * exp2->warp_instructions_per_tile;
     s.per_tile.ops[Unit::issue] = per_tile * s.warps * 32;
+  }
+
+  // A kernel without a pre-pass whose count and stall were measured (int_flash's producer kernel): its issue slots
+  // and the latency term's stall are the measurement's (an exact row only: no cp.async fallback).
+  if (const PrefillIssue* own = !prepass && traits && !decode && s.producer_loads
+                                    ? find_prefill_issue(v.id, int(p.head_dim), exponential_of(v), "tma_producer")
+                                    : nullptr;
+      own && own->loads == std::string_view("tma_producer")) {
+    s.per_tile.ops[Unit::issue] = own->warp_instructions_per_tile * s.warps * 32;
+    s.stall = own->stall;
+    s.explain.push_back(fmt::format("issue: {:.0f} warp instructions per warp and tile, a warp's stall {:.2f} cycles per "
+                                    "instruction (Nsight Compute, core/kernel_traits.h kPrefillIssue)",
+                                    own->warp_instructions_per_tile, own->stall.total()));
   }
 
   // Per query row: Q (and its scales) in, O and the logsumexp out. Per CTA: Q's preparation, O / ℓ.

@@ -7,6 +7,7 @@
 #include "kernels/common/timing.h"
 
 #include "core/kernel_traits.h"
+#include "core/producer_loads.h"
 #include "core/variants/int_flash_accumulation.h"
 #include "core/variants/kernel_param.h"
 #include "core/variants/shared_probes.h"
@@ -84,9 +85,8 @@ void int_flash_run(const Experiment& e, const VariantRequest& v, const QKV& in, 
   sets.push_back(upload_int8(p, in, half));
   const size_t copies = input_copies(sets[0].bytes());
   while (sets.size() < copies) sets.push_back(upload_int8(p, in, half));
-  // The wgmma kernel's loads, from the variant's kv_loads. Not yet through core/producer_loads.h: kProducerLoads has
-  // no int_flash row until wgmma v3 is measured (kernels/PERF.md), so the cost model still schedules v2's loads.
-  const IntFlashSchedule loads{.tma_producer = v.params.choice("kv_loads") == "tma_producer",
+  // The wgmma kernel's loads, by core/producer_loads.h's rule (the variant's kv_loads), as the cost model schedules them.
+  const IntFlashSchedule loads{.tma_producer = producer_loads(v, 90),
                                .pv_across_tiles = variants::pv_across_tiles(v.params)};
   const IntFlashOutput once = int_flash_once(p, sets[0], path, false, loads);
   std::vector<IntFlashArgs> args;

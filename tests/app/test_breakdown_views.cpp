@@ -77,12 +77,13 @@ TEST_CASE("model breakdown: each unit's time, the total and the bound, from the 
     const std::string bound = v.model->bound == "memory" ? "hbm" : v.model->bound == "latency" ? "issue" : v.model->bound;
     CHECK(longest_unit == bound);
   }
-  // The INT8 variants are bound by issue, flash2 by its exponentials (the shipped H100 factors put the SFU at
-  // 0.355 of its datasheet rate, the FP16 MMAs at 0.79: at d 128 the exponentials take a little longer): the
-  // note says so, variant by variant. turbo SAS FP32's producer kernel issues at the rate Nsight Compute measured
-  // for it, 0.63 at two warps per scheduler (core/kernel_traits.h kPrefillIssue).
+  // The INT8 variants are bound by issue, each at the rate Nsight Compute measured for its producer kernel at two
+  // warps per scheduler (core/kernel_traits.h kPrefillIssue): int_flash 0.60, turbo SAS FP32 0.63; the note says so,
+  // variant by variant.
   CHECK(view->note.find("flash2 (FP16): ") != std::string::npos);
-  CHECK(view->note.find("bound by the SFU's exponentials") != std::string::npos);
+  CHECK(view->note.find("int_flash (INT8): ") != std::string::npos);
+  CHECK(view->note.find("bound by instruction issue, slowed by latency (2 warps per scheduler issue 60% of the peak rate)") !=
+        std::string::npos);
   CHECK(view->note.find("turbo SAS FP32: ") != std::string::npos);
   CHECK(view->note.find("bound by instruction issue, slowed by latency (2 warps per scheduler issue 63% of the peak rate)") !=
         std::string::npos);

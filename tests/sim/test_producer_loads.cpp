@@ -46,8 +46,11 @@ TEST_CASE("a producer warpgroup copies K/V where the kernel has one and the para
   CHECK(make_schedule(p, request("flash2"), h100()).producer_loads);
   CHECK(!make_schedule(p, request("flash2", {{"kv_loads", "cp_async"}}), h100()).producer_loads);
   CHECK(!make_schedule(p, request("flash2", {{"kernel", "mma_sync"}}), h100()).producer_loads);
-  // Not for a variant without a row, nor on a GPU without the sm_90a kernel (the A100's schedule has no traits row).
-  CHECK(!make_schedule(p, request("int_flash", {{"block_c", 128}}), h100()).producer_loads);
+  // int_flash's wgmma kernel (B_c 128) has one by default; its cp.async pipeline and the mma.sync kernel (B_c 64) do
+  // not. Not on a GPU without the sm_90a kernel (the A100's schedule has no traits row).
+  CHECK(make_schedule(p, request("int_flash", {{"block_c", 128}}), h100()).producer_loads);
+  CHECK(!make_schedule(p, request("int_flash", {{"block_c", 128}, {"kv_loads", "cp_async"}}), h100()).producer_loads);
+  CHECK(!make_schedule(p, request("int_flash"), h100()).producer_loads);
   CHECK(!make_schedule(p, request("flash3_fp8"), load_gpu_spec("a100-sxm4-80gb")).producer_loads);
   CHECK(make_schedule(p, request("flash3_fp8"), load_gpu_spec("h200")).producer_loads);
 }
