@@ -20,14 +20,13 @@
 //     j < i + 1 + offset, offset = Nkv − Nq.
 #pragma once
 
+#include "core/problem.h"  // kMaxGpus: the GPUs of one host, which the ring runs over
+
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace attnlab::cp {
-
-// The GPUs of one host: the ring runs over NVLink / PCIe inside a machine.
-inline constexpr int kMaxGpus = 64;
 
 // How the sequence is cut into the GPUs' shards.
 enum class Balance {

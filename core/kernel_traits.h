@@ -241,6 +241,10 @@ inline constexpr PrefillIssue kPrefillIssue[] = {
     {"turbo", 64, "sas_fp16", "cp_async", 1223.4, 22137.9, 3097.0, {0.57, 0.33, 0.06, 0.06, 0.41}},
     {"turbo", 64, "exp2", "cp_async", 881.8, 22137.9, 3097.0, {0.76, 0.36, 0.09, 0.10, 0.45}},
     {"turbo", 128, "sas_fp32", "tma_producer", 1388.3, 44379.4, 6075.0, {0.68, 0.41, 0.07, 0.13, 0.54}},
+    // exp2 with the producer: H200, 2026-12-05 (kernels/bench/h200-int8-prefill-ncu-2026-12-05.txt), 4.307·10⁹ warp
+    // instructions over 4 194 304 consumer warp-tiles, issue 0.56 at two consumer warps: Z = 2.27, split as the
+    // cp.async exp2 kernel's.
+    {"turbo", 128, "exp2", "tma_producer", 1027.0, 44379.4, 6075.0, {0.87, 0.47, 0.09, 0.18, 0.66}},
     // int_flash wgmma v3, full INT8 (no pre-pass: its inputs are Alg. 1's INT8 tensors): H200, 2026-12-05,
     // kernels/bench/h200-int8-prefill-ncu-2026-12-05.txt — 2.100·10⁹ warp instructions over 2 097 152 consumer
     // warp-tiles (16 rows × 128 keys), issue 0.60 per cycle and scheduler at two consumer warps: Z = 2.0 exactly

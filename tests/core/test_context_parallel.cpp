@@ -285,13 +285,13 @@ TEST_CASE("context parallel: decode shards partition the cache with aligned, eve
 
 TEST_CASE("context parallel: bad arguments throw InputError naming the argument", "[context-parallel][bad-input]") {
   CHECK_THROWS_AS(cp::plan_ring(100, 100, true, 0, Balance::zigzag), InputError);
-  CHECK_THROWS_AS(cp::plan_ring(100, 100, true, 65, Balance::zigzag), InputError);
+  CHECK_THROWS_AS(cp::plan_ring(100, 100, true, kMaxGpus + 1, Balance::zigzag), InputError);
   CHECK_THROWS_AS(cp::plan_ring(100, 100, true, 2, Balance::zigzag, 0), InputError);
   CHECK_THROWS_AS(cp::plan_ring(0, 100, true, 2, Balance::zigzag), InputError);
   CHECK_THROWS_AS(cp::balance_from("striped", "parallel.balance"), InputError);
   const std::vector<std::pair<std::string, std::function<void()>>> cases{
       {"gpus", [] { cp::plan_ring(100, 100, true, 0, Balance::zigzag); }},
-      {"gpus", [] { cp::plan_ring(100, 100, true, 65, Balance::contiguous); }},
+      {"gpus", [] { cp::plan_ring(100, 100, true, kMaxGpus + 1, Balance::contiguous); }},
       {"align", [] { cp::plan_ring(100, 100, true, 2, Balance::zigzag, 0); }},
       {"q_len", [] { cp::plan_ring(0, 100, true, 2, Balance::zigzag); }},
       {"kv_len", [] { cp::plan_ring(100, 0, false, 2, Balance::zigzag); }},
@@ -305,7 +305,7 @@ TEST_CASE("context parallel: bad arguments throw InputError naming the argument"
     INFO("expected an InputError naming " << name << ", got: " << message);
     CHECK(message.find(name) != std::string::npos);
   }
-  CHECK(cp::plan_ring(100, 100, true, 64, Balance::zigzag).gpus == 64);  // the limit itself is allowed
+  CHECK(cp::plan_ring(100, 100, true, kMaxGpus, Balance::zigzag).gpus == kMaxGpus);  // the limit itself is allowed
   CHECK(cp::balance_from("zigzag", "x") == Balance::zigzag);
   CHECK(cp::balance_from(cp::to_string(Balance::contiguous), "x") == Balance::contiguous);
 }
