@@ -102,6 +102,7 @@ void draw_experiment_panel(AppState& s) {
     if (p.phase == Phase::prefill) int_field(s, "length", "problem.len", p.kv_len, 1, 65536);
     else int_field(s, "KV length", "problem.kv_len", p.kv_len, 1, 65536);
     int_field(s, "head dim", "problem.head_dim", p.head_dim, 8, 256);
+    int_field(s, "GPUs", "problem.gpus", p.gpus, 1, kMaxGpus);  // context parallelism: the model's ring (views: HBM traffic)
     bool causal = p.causal;
     if (ImGui::Checkbox("causal", &causal)) apply(s, "problem.causal", causal);
     int phase = p.phase == Phase::decode ? 1 : 0;
