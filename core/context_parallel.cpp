@@ -10,13 +10,9 @@ namespace attnlab::cp {
 
 const char* to_string(Balance b) { return b == Balance::zigzag ? "zigzag" : "contiguous"; }
 
-Balance balance_from(const std::string& name, const std::string& where) {
-  if (name == "contiguous") return Balance::contiguous;
-  if (name == "zigzag") return Balance::zigzag;
-  fail_input(where, fmt::format("must be one of: contiguous, zigzag (got {})", echo(name)));
-}
-
 Balance default_balance(bool causal) { return causal ? Balance::zigzag : Balance::contiguous; }
+
+Balance balance_on(int gpus, Balance b) { return gpus == 1 ? Balance::contiguous : b; }
 
 const char* to_string(BlockKind k) {
   switch (k) {
@@ -75,7 +71,7 @@ std::vector<Span> split(int64_t n, int parts, int64_t align) {
 }
 
 std::vector<Shards> shard(int64_t q_len, int64_t kv_len, int gpus, Balance b, int64_t align) {
-  if (gpus == 1) b = Balance::contiguous;  // one GPU holds everything as one chunk: nothing to balance
+  b = balance_on(gpus, b);
   const int chunks = b == Balance::zigzag ? 2 * gpus : gpus;
   const std::vector<Span> q = split(q_len, chunks, align), kv = split(kv_len, chunks, align);
   std::vector<Shards> out(static_cast<size_t>(gpus));
@@ -140,7 +136,7 @@ RingPlan plan_ring(int64_t q_len, int64_t kv_len, bool causal, int gpus, Balance
   check_ring(kv_len, gpus, align);
   RingPlan plan;
   plan.gpus = gpus;
-  plan.balance = gpus == 1 ? Balance::contiguous : b;  // as shard() splits one GPU's
+  plan.balance = balance_on(gpus, b);
   plan.causal = causal;
   plan.q_len = q_len;
   plan.kv_len = kv_len;

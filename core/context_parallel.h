@@ -15,7 +15,7 @@
 //   - chunk rule: boundary i of a split into n parts is round-down-to-align(i·len/n), as even as the
 //     alignment allows; queries and keys are split the same way (2P chunks each for zigzag, P contiguous);
 //   - every (own query chunk, held K/V chunk) pair is listed at every step, masked blocks included with
-//     0 pairs (the views draw them; the kernels skip them);
+//     0 pairs (the cost model and a ring kernel skip them);
 //   - the causal mask is bottom-right aligned as in core/problem.h: query row i sees keys
 //     j < i + 1 + offset, offset = Nkv − Nq.
 #pragma once
@@ -23,7 +23,6 @@
 #include "core/problem.h"  // kMaxGpus: the GPUs of one host, which the ring runs over
 
 #include <cstdint>
-#include <string>
 #include <vector>
 
 namespace attnlab::cp {
@@ -34,10 +33,10 @@ enum class Balance {
   zigzag,      // 2P chunks, GPU r gets chunks r and 2P − 1 − r (balanced with a causal mask)
 };
 const char* to_string(Balance b);
-// "contiguous" or "zigzag"; anything else throws InputError naming `where` and the allowed names.
-Balance balance_from(const std::string& name, const std::string& where);
 // zigzag for causal attention, contiguous otherwise.
 Balance default_balance(bool causal);
+// The split `gpus` GPUs get when `b` is asked for: one GPU holds everything as one chunk, whatever the balance.
+Balance balance_on(int gpus, Balance b);
 
 // A half-open range of token positions [begin, end).
 struct Span {

@@ -112,32 +112,27 @@ Results Runner::run(const Experiment& e, const RunControl& control) const {
       // The machine's GPU is still named (a status line reading "no GPU" on a GPU server misleads).
       if (it != backends_.end() && (*it)->unavailable().empty())
         if (const std::string gpu = (*it)->device_name(); !gpu.empty()) r.environment.gpu = gpu;
-    } else if (it == backends_.end()) {
-      r.environment.skipped.push_back({"", name, name == "kernel" ? "this build has no CUDA kernels (no CUDA compiler at configure time)"
-                                                                  : "this build has no cost-model backend"});
-    } else if (const std::string why = (*it)->unavailable(); !why.empty()) {
-      r.environment.skipped.push_back({"", name, why});
-    } else {
-      active.push_back(it->get());
-      if (const std::string gpu = (*it)->device_name(); !gpu.empty()) r.environment.gpu = gpu;
+      continue;
     }
-  }
-  if (!e.wants("reference")) r.environment.skipped.push_back({"", "reference", kNotRequested});
-  // A problem split across GPUs (problem.gpus > 1) is refused, not skipped, where a requested backend cannot split
-  // it: a run on one GPU in its place would answer another question. The reference computes the same function at
-  // any count (core/problem.h), so it never refuses.
-  if (e.problem.gpus > 1)
-    for (const std::string& name : kBackends) {
-      if (name == "reference" || !e.wants(name)) continue;
-      auto it = std::find_if(backends_.begin(), backends_.end(), [&](const auto& b) { return b->name() == name; });
-      const std::string why = it == backends_.end()          ? "this build has no " + name + " backend"
-                              : !(*it)->unavailable().empty() ? (*it)->unavailable()
-                                                              : (*it)->cannot_split(e.problem.gpus);
-      if (!why.empty())
+    const std::string why = it != backends_.end() ? (*it)->unavailable()
+                            : name == "kernel"    ? "this build has no CUDA kernels (no CUDA compiler at configure time)"
+                                                  : "this build has no cost-model backend";
+    // A problem split across GPUs (problem.gpus > 1) is refused, not skipped, where a requested backend cannot split
+    // it: a run on one GPU in its place would answer another question. The reference computes the same function at
+    // any count (core/problem.h), so it never refuses.
+    if (e.problem.gpus > 1)
+      if (const std::string split = why.empty() ? (*it)->cannot_split(e.problem.gpus) : why; !split.empty())
         fail_input("problem.gpus", fmt::format("{} GPUs with the {} backend: {}; without \"{}\" in backends the rest "
                                                "runs",
-                                               e.problem.gpus, name, why, name));
+                                               e.problem.gpus, name, split, name));
+    if (!why.empty()) {
+      r.environment.skipped.push_back({"", name, why});
+      continue;
     }
+    active.push_back(it->get());
+    if (const std::string gpu = (*it)->device_name(); !gpu.empty()) r.environment.gpu = gpu;
+  }
+  if (!e.wants("reference")) r.environment.skipped.push_back({"", "reference", kNotRequested});
   // The model predicts for this machine's GPU unless the config pins another (core/gpu_names.h); the backends get
   // the experiment with gpu_model resolved.
   const ModelGpu model_gpu = model_gpu_for(e.gpu_model, r.environment.gpu);

@@ -20,8 +20,7 @@ struct Link {
 
 // NVLink where the GPU has it, else PCIe (every host has it): the per-direction rate NCCL reaches.
 Link link_of(const GpuSpec& g) {
-  if (!(g.pcie_gbs_per_direction > 0))
-    fail_input("gpu_model", fmt::format("the spec of the {} has no links section: no multi-GPU model for it", g.name));
+  if (const std::string why = links_missing(g); !why.empty()) fail_input("gpu_model", why);
   const bool nvlink = g.nvlink_gbs_per_direction > 0;
   const double gbs = nvlink ? g.nvlink_gbs_per_direction : g.pcie_gbs_per_direction;
   return {nvlink ? "NVLink" : "PCIe", gbs * 1e9 * g.link_efficiency, g.link_latency_us * 1e-6};
@@ -172,6 +171,12 @@ MultiGpuPrediction sharded_decode(const Problem& p, const VariantRequest& v, con
 }
 
 }  // namespace
+
+std::string links_missing(const GpuSpec& gpu) {
+  return gpu.pcie_gbs_per_direction > 0
+             ? ""
+             : fmt::format("the spec of the {} has no links section: no multi-GPU model for it", gpu.name);
+}
 
 double wire_bytes(const Problem& p, const VariantRequest& v, int64_t tokens) {
   if (tokens <= 0) return 0;

@@ -60,6 +60,9 @@ struct MultiGpuPrediction {
 // so no block straddles two GPUs and each shard is stored exactly as the one-GPU cache stores those tokens.
 inline constexpr int64_t kShardAlign = 128;
 
+// Why `gpu`'s spec has no multi-GPU model ("" when it has one: a links section).
+std::string links_missing(const GpuSpec& gpu);
+
 // Bytes of K and V for `tokens` tokens of every sequence and KV head, as variant v stores them (its cache).
 double wire_bytes(const Problem& p, const VariantRequest& v, int64_t tokens);
 

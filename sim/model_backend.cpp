@@ -82,8 +82,7 @@ std::string ModelBackend::cannot_run(const VariantRequest& v, const Experiment& 
     const Schedule s = make_schedule(e.problem, v, gpu);
     for (const auto& [unit, ops] : s.total().ops)
       if (ops > 0 && !(gpu.peak(unit) > 0)) return fmt::format("the {} has no {} units", gpu.name, to_string(unit));
-    if (e.problem.gpus > 1 && !(gpu.pcie_gbs_per_direction > 0))
-      return fmt::format("the spec of the {} has no links section: no model of it across GPUs", gpu.name);
+    if (e.problem.gpus > 1) return links_missing(gpu);
   } catch (const InputError& err) {
     return err.what();
   }

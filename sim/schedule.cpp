@@ -344,10 +344,9 @@ bool half2_softmax(const VariantRequest& v, Phase phase) {
   return phase == Phase::prefill && declares(v, "softmax_precision") && v.params.choice("softmax_precision") == "fp16";
 }
 
-// The exponential a turbo-like variant evaluates, as kPrefillIssue names it.
+// The exponential a variant's prefill kernel evaluates, as kPrefillIssue names it.
 const char* exponential_of(const VariantRequest& v) {
-  if (!declares(v, "exact_exp")) return "exp2";  // no SAS to switch: the SFU's ex2 (int_flash)
-  if (declares(v, "exact_exp") && v.params.flag("exact_exp")) return "exp2";
+  if (!declares(v, "exact_exp") || v.params.flag("exact_exp")) return "exp2";  // no SAS (int_flash), or switched off
   if (declares(v, "sas_precision") && v.params.choice("sas_precision") == "fp16") return "sas_fp16";
   return "sas_fp32";
 }
@@ -394,11 +393,8 @@ void int8_prepass(Schedule& s, const Problem& p, const Storage& st, const Prefil
   s.per_key.bytes = {{"k", d}, {"v", d}};  // the INT8 tiles
   s.kv_unique_bytes = s.kv_heads_total * pad * 2 * d;
   s.extra.bytes.erase("kv_cache");
-  s.stall = issue.stall;
-  s.explain.push_back(fmt::format(
-      "pre-passes: K/V quantized once into INT8 tiles in HBM (and the cache written), Q into INT8 blocks; the "
-      "attention reads them; {:.0f} warp instructions per warp and tile (measured, {}, {} kernel)",
-      issue.warp_instructions_per_tile, issue.exponential, issue.loads));
+  s.explain.push_back("pre-passes: K/V quantized once into INT8 tiles in HBM (and the cache written), Q into INT8 "
+                      "blocks; the attention reads them");
 }
 
 }  // namespace
@@ -480,10 +476,11 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
   s.per_tile.ops[pv] += 2 * mma_rows * Bc * d;
   if (qk != pv)
     s.explain.push_back(fmt::format("S = QKᵀ on the {} units, O = P̃V on the {} units", to_string(qk), to_string(pv)));
-  // A kernel whose pre-pass quantizes K/V (and Q) once, with its measured count (core/kernel_traits.h).
-  const PrefillIssue* prepass = traits && traits->int8_prepass && !decode && st.kv_in
-                                    ? find_prefill_issue(v.id, int(p.head_dim), exponential_of(v), loads_of(s))
-                                    : nullptr;
+  // The prefill kernel's measured count and stall, where Nsight Compute measured them (core/kernel_traits.h
+  // kPrefillIssue: turbo's kernels, int_flash's producer kernel); `prepass` where a pre-pass quantizes K/V (and Q) once.
+  const PrefillIssue* measured =
+      traits && !decode ? find_prefill_issue(v.id, int(p.head_dim), exponential_of(v), loads_of(s)) : nullptr;
+  const PrefillIssue* prepass = measured && traits->int8_prepass && st.kv_in ? measured : nullptr;
   // turbo's exact_exp switch puts the exponential back on the SFU; its sas_share sends that share of P̃'s exponentials
   // to SAS (the FMA pipe: 6 FP32 ops, one conversion, one integer op each) and the rest to the SFU (one MUFU.EX2).
   const bool sas = f->sas && !(declares(v, "exact_exp") && v.params.flag("exact_exp"));
@@ -527,30 +524,21 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
   // instruction (32 slots) per m16n8k16 (FP16, FP8: 4096 flops) or m16n8k32 (INT8: 8192 flops) — for a
   // wgmma kernel an upper bound (one wgmma does the work of 16 to 64 of those).
   s.per_tile.ops[Unit::issue] = issue_slots(s.per_tile.ops);
-  if (prepass) {
-    // The kernel turns S, P's codes and O's INT32 term by exact FP32/integer arithmetic (kernels/common/mma.cuh); its
-    // one conversion is SAS's ⌊x⌋ (FRND, turbo_sas.cuh). Its issue slots: the measured count.
-    s.per_tile.ops[Unit::cvt] = sas ? scores * share : 0;
-    double per_tile = prepass->warp_instructions_per_tile;
+  // The kernel turns S, P's codes and O's INT32 term by exact FP32/integer arithmetic (kernels/common/mma.cuh); its
+  // one conversion is SAS's ⌊x⌋ (FRND, turbo_sas.cuh).
+  if (prepass) s.per_tile.ops[Unit::cvt] = sas ? scores * share : 0;
+  if (measured) {  // issue slots and the latency term's stall: the measurement's
+    double per_tile = measured->warp_instructions_per_tile;
     // A share of the exponentials on the SFU: the measured SAS and exp2 loops' counts in proportion (an estimate —
     // no kernel computes the mix yet).
     if (sas && share < 1)
       if (const PrefillIssue* exp2 = find_prefill_issue(v.id, int(p.head_dim), "exp2", loads_of(s)))
         per_tile = share * per_tile + (1 - share) * exp2->warp_instructions_per_tile;
     s.per_tile.ops[Unit::issue] = per_tile * s.warps * 32;
-  }
-
-  // A kernel without a pre-pass whose count and stall were measured (int_flash's producer kernel): its issue slots
-  // and the latency term's stall are the measurement's (an exact row only: no cp.async fallback).
-  if (const PrefillIssue* own = !prepass && traits && !decode && s.producer_loads
-                                    ? find_prefill_issue(v.id, int(p.head_dim), exponential_of(v), "tma_producer")
-                                    : nullptr;
-      own && own->loads == std::string_view("tma_producer")) {
-    s.per_tile.ops[Unit::issue] = own->warp_instructions_per_tile * s.warps * 32;
-    s.stall = own->stall;
+    s.stall = measured->stall;
     s.explain.push_back(fmt::format("issue: {:.0f} warp instructions per warp and tile, a warp's stall {:.2f} cycles per "
-                                    "instruction (Nsight Compute, core/kernel_traits.h kPrefillIssue)",
-                                    own->warp_instructions_per_tile, own->stall.total()));
+                                    "instruction (Nsight Compute, {} {} kernel: core/kernel_traits.h kPrefillIssue)",
+                                    per_tile, measured->stall.total(), measured->exponential, measured->loads));
   }
 
   // Per query row: Q (and its scales) in, O and the logsumexp out. Per CTA: Q's preparation, O / ℓ.

@@ -288,7 +288,6 @@ TEST_CASE("context parallel: bad arguments throw InputError naming the argument"
   CHECK_THROWS_AS(cp::plan_ring(100, 100, true, kMaxGpus + 1, Balance::zigzag), InputError);
   CHECK_THROWS_AS(cp::plan_ring(100, 100, true, 2, Balance::zigzag, 0), InputError);
   CHECK_THROWS_AS(cp::plan_ring(0, 100, true, 2, Balance::zigzag), InputError);
-  CHECK_THROWS_AS(cp::balance_from("striped", "parallel.balance"), InputError);
   const std::vector<std::pair<std::string, std::function<void()>>> cases{
       {"gpus", [] { cp::plan_ring(100, 100, true, 0, Balance::zigzag); }},
       {"gpus", [] { cp::plan_ring(100, 100, true, kMaxGpus + 1, Balance::contiguous); }},
@@ -297,8 +296,6 @@ TEST_CASE("context parallel: bad arguments throw InputError naming the argument"
       {"kv_len", [] { cp::plan_ring(100, 0, false, 2, Balance::zigzag); }},
       {"gpus", [] { cp::decode_shards(100, 0, 1); }},
       {"align", [] { cp::decode_shards(100, 2, 0); }},
-      {"parallel.balance", [] { cp::balance_from("striped", "parallel.balance"); }},
-      {"zigzag", [] { cp::balance_from("striped", "parallel.balance"); }},
   };
   for (const auto& [name, fn] : cases) {
     const std::string message = input_error_of(fn);
@@ -306,8 +303,6 @@ TEST_CASE("context parallel: bad arguments throw InputError naming the argument"
     CHECK(message.find(name) != std::string::npos);
   }
   CHECK(cp::plan_ring(100, 100, true, kMaxGpus, Balance::zigzag).gpus == kMaxGpus);  // the limit itself is allowed
-  CHECK(cp::balance_from("zigzag", "x") == Balance::zigzag);
-  CHECK(cp::balance_from(cp::to_string(Balance::contiguous), "x") == Balance::contiguous);
 }
 
 }  // namespace ATTNLAB_FILE_LOCAL

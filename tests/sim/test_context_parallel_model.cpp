@@ -116,6 +116,9 @@ TEST_CASE("NVLink hides the ring's transfers at long sequences; PCIe does not at
   CHECK(nv.link == "NVLink");
   CHECK(nv.bound == "compute");
   CHECK(nv.link_bound_steps == 0);
+  // With every transfer hidden, what is lost is the blocks' own overheads (their launches and tails, the diagonal
+  // blocks' causal waves, the merges' 6 bytes per element): the model keeps them under issue 39's 10% (0.909 here), and
+  // no split can beat one GPU (the blocks' work adds up to the whole problem's).
   CHECK(nv.scaling_efficiency > 0.9);
   CHECK(nv.scaling_efficiency <= 1.0 + 1e-9);
   // An L40S (PCIe 4.0, 25.6 GB/s after the efficiency), N 4k non-causal MHA: a 1k-token FP16 shard of 32 KV heads
