@@ -34,6 +34,8 @@ struct Flash2Args {
   // The warpgroup generation's K/V loads (flash2_sm90.cu): a producer warpgroup's TMA copies into an mbarrier ring
   // (FlashAttention-3 §3.1's warp specialization), or every thread's cp.async with a CTA barrier per tile. The same
   // numbers either way; the mma.sync kernels ignore both.
+  // The grouped decode kernel takes the same choice for its chains' own loads: TMA copies on sm_90a (flash2_decode_tma),
+  // cp.async where false or elsewhere.
   bool tma_producer = true;
   bool ping_pong = true;  // with the producer: the two consumer warpgroups' MMA issues alternate (kv_ring.cuh)
 };
@@ -44,6 +46,7 @@ bool flash2_supports(int head_dim);  // a compiled kernel exists for this d (64 
 // the grouped decode kernel — every K/V tile read once for the group, `splits` warp chains per (batch, KV head)
 // merged by their logsumexp — unless the warpgroup generation is pinned.
 bool flash2_decode_takes(const Flash2Args& a);
+bool flash2_decode_tma(const Flash2Args& a);  // its tiles arrive by TMA (tma_producer on an sm_90a GPU)
 int flash2_decode_chains(const Flash2Args& a, int sm_count);  // decode_splits over the warps the GPU holds
 cudaError_t flash2_decode(const Flash2Args& a, cudaStream_t stream);
 

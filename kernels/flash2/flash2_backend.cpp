@@ -54,7 +54,7 @@ void flash2_run(const Experiment& e, const VariantRequest& v, const QKV& in, con
       {double(once.splits), double(copies), double(kTimedRuns), double(generation_of(once.path)),
        double(once.tma_producer)},
       "", "split-KV CTAs per head, rotating input copies, timed launches, kernel generation (80 mma.sync, 90 wgmma), "
-      "K/V by a producer warpgroup's TMA (1) or cp.async (0)");
+      "K/V by TMA (1: a producer warpgroup's in prefill, each decode chain's own) or cp.async (0)");
 }
 
 }  // namespace attnlab::kernels

@@ -39,7 +39,8 @@ Flash2Output flash2_once(const Problem& p, const Flash2Inputs& inputs, int sm_co
   ATTNLAB_CUDA(flash2_forward(a, nullptr));
   ATTNLAB_CUDA(cudaDeviceSynchronize());
   const KernelPath ran = flash2_resolved_path(a);
-  Flash2Output out{Tensor(), {}, a.splits, ran, ran == KernelPath::warpgroup_mma && a.tma_producer};
+  const bool tma = ran == KernelPath::warpgroup_mma ? a.tma_producer : flash2_decode_takes(a) && flash2_decode_tma(a);
+  Flash2Output out{Tensor(), {}, a.splits, ran, tma};
   out_dev.read("flash2", out.o, out.lse);
   return out;
 }

@@ -26,7 +26,7 @@ struct Flash2Output {
   std::vector<float> lse;  // (B, Hq, Nq)
   int splits = 1;
   KernelPath path = KernelPath::warp_mma;  // the kernel generation that ran
-  bool tma_producer = false;               // the warpgroup generation ran with its producer warpgroup
+  bool tma_producer = false;  // K/V by TMA: the warpgroup generation's producer warpgroup, or the decode chains' own
 };
 
 // The warpgroup generation's loads and schedule (flash2.h's tma_producer and ping_pong).

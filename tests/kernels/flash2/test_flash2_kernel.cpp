@@ -86,11 +86,14 @@ void check_case(const kernels::DeviceInfo& dev, int64_t d, int64_t n, bool causa
 // group's heads are MMA columns, those past it padding. Ragged lengths (a partial 32-token tile, a single key), one
 // chain (the kernel writes O itself) and the split rule's many chains (the merge), d 64 and 128; a group of 16 runs
 // on the prefill kernel at q_len 1, as before. The bound is the one above: only P̃'s rounding max and the sums' order
-// differ from the reference.
+// differ from the reference. Where the tiles arrive by TMA (sm_90a, the default loads) the cp.async chains must give
+// the same bits: the loads change, not one operation on the values.
 TEST_CASE("flash2 decode kernel: every GQA group 1–8, ragged N, one chain and many", "[gpu][kernels]") {
   const kernels::DeviceInfo dev = kernels::probe_device();
   if (!dev.usable) ATTNLAB_SKIP(dev.reason);
   const uint64_t seed = fresh_seed();
+  const bool tma_here = kernels::warpgroup_mma_available();
+  if (!tma_here) WARN("no sm_90a kernel on this GPU: only the cp.async chains are tested");
   for (int64_t d : {64, 128})
     for (int64_t group : {1, 2, 3, 4, 5, 6, 7, 8, 16})
       for (int64_t n : {1, 33, 1000, 4097})
@@ -102,7 +105,21 @@ TEST_CASE("flash2 decode kernel: every GQA group 1–8, ragged N, one chain and 
           a.batch = int(p.batch), a.q_heads = int(p.q_heads), a.kv_heads = int(p.kv_heads), a.q_len = 1;
           a.kv_len = int(n), a.head_dim = int(d);
           CHECK(kernels::flash2_decode_takes(a) == (group <= 8));
-          check_problem(dev, p, seed + uint64_t(d + group + n), kernels::KernelPath::automatic, splits);
+          const uint64_t s = seed + uint64_t(d + group + n);
+          check_problem(dev, p, s, kernels::KernelPath::automatic, splits);
+          if (!tma_here || group > 8) continue;
+          const QKV in = data::generate(p, "normal", ParamValues::defaults(data::find_generator("normal")->params), s);
+          const kernels::Flash2Inputs inputs = kernels::upload_fp16(in);
+          const kernels::Flash2Output by_tma =
+              kernels::flash2_once(p, inputs, dev.sm_count, kernels::KernelPath::automatic, splits, {.tma_producer = true});
+          const kernels::Flash2Output by_cp_async =
+              kernels::flash2_once(p, inputs, dev.sm_count, kernels::KernelPath::automatic, splits, {.tma_producer = false});
+          INFO(fmt::format("d={} group={} N={} splits={} seed={}: TMA against cp.async", d, group, n, by_tma.splits, s));
+          CHECK(by_tma.tma_producer);
+          CHECK_FALSE(by_cp_async.tma_producer);
+          CHECK(by_tma.splits == by_cp_async.splits);
+          CHECK(std::memcmp(by_tma.o.data(), by_cp_async.o.data(), size_t(by_tma.o.size()) * sizeof(float)) == 0);
+          CHECK(by_tma.lse == by_cp_async.lse);
         }
 }
 
@@ -192,7 +209,8 @@ TEST_CASE("flash2 kernel: small shapes for the sanitizers", "[gpu][sanitize]") {
     Problem gqa;  // the decode kernel: a group of 6 (padding columns), a ragged last tile, chains and their merge
     gqa.batch = 1, gqa.q_heads = 12, gqa.kv_heads = 2, gqa.head_dim = d, gqa.kv_len = 1001, gqa.q_len = 1;
     gqa.phase = Phase::decode;
-    check_problem(dev, gqa, 8, kernels::KernelPath::warp_mma, 5);
+    check_problem(dev, gqa, 8, kernels::KernelPath::warp_mma, 5);  // TMA loads where sm_90a, the default
+    check_problem(dev, gqa, 8, kernels::KernelPath::warp_mma, 5, {.tma_producer = false});
     if (kernels::warpgroup_mma_available()) {  // the producer's ring (the default) and the cp.async pipeline
       check_case(dev, d, 300, true, true, Phase::prefill, 7, kernels::KernelPath::warpgroup_mma);
       Problem p;
