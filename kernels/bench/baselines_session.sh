@@ -11,7 +11,7 @@
 #                    32/32, 32/8 and 40/10 heads (d 128) and 32/8 (d 64), B BATCHES (1, 4, 16) × N LENS (4k, 32k)
 #   STEP=compressed  attnlab bench: turbo 4-bit, 2/4 mix, 2-bit, kivi 2- and 4-bit and fireq at MHA 32/32 and GQA 32/8,
 #                    B 16, N 32k, d 128 (llm_like data, as the kernels' own configs)
-#   STEP=prefill     attnlab bench: flash2 prefill (configs/bench-flash2-prefill.json) at d 128 and 64; then, once the
+#   STEP=prefill     attnlab bench: flash2 prefill (configs/bench-flash2-prefill.json's wgmma rows) at d 128 and 64; then, once the
 #                    peers are built, peer_bench.py over every attnlab file of the three steps (baselines-peers.json:
 #                    cuDNN, FlashAttention-2 and -3, the device-to-device copy, each row's ratios)
 set -u
@@ -59,7 +59,10 @@ c['variants'] = [{'id': 'turbo', 'label': 'turbo_4bit', 'params': {'two_bit_head
   ;;
 prefill)
   for d in 128 64; do
-    edit_config configs/bench-flash2-prefill.json "c['problem']['head_dim'] = $d" >"$out/config-prefill-d$d.json"
+    edit_config configs/bench-flash2-prefill.json "
+c['problem']['head_dim'] = $d
+c['variants'] = c['variants'][:2]  # the producer generation (the default) and its cp.async schedule" \
+      >"$out/config-prefill-d$d.json"
     bench_ours "prefill-d$d" "$out/config-prefill-d$d.json" 16
   done
   for f in /tmp/baselines-decode/ours-*.json /tmp/baselines-compressed/ours-*.json; do
