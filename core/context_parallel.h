@@ -27,6 +27,12 @@
 
 namespace attnlab::cp {
 
+// The 128-token alignment of every shard boundary, for the kernels' ring and the cost model alike: a multiple of every
+// cache block and quantization group the variants keep (TurboAttention's 64-token blocks, KIVI's groups of 32 to 128,
+// the kernels' 64- and 128-key tiles), so no block straddles two GPUs and each shard is stored exactly as the one-GPU
+// cache stores those tokens.
+inline constexpr int64_t kShardAlign = 128;
+
 // How the sequence is cut into the GPUs' shards.
 enum class Balance {
   contiguous,  // P chunks, GPU r gets chunk r (balanced without a mask)

@@ -67,7 +67,7 @@ BlockTime block_time(const Problem& p, const VariantRequest& v, const GpuSpec& g
 
 MultiGpuPrediction ring_prefill(const Problem& p, const VariantRequest& v, const GpuSpec& g, int P, cp::Balance b,
                                 const ModelOptions& o, const Link& link) {
-  const cp::RingPlan plan = cp::plan_ring(p.q_len, p.kv_len, p.causal, P, b, kShardAlign);
+  const cp::RingPlan plan = cp::plan_ring(p.q_len, p.kv_len, p.causal, P, b, cp::kShardAlign);
   MultiGpuPrediction m;
   m.imbalance = plan.imbalance();
   std::vector<double> hbm(P, 0.0);
@@ -118,7 +118,7 @@ MultiGpuPrediction ring_prefill(const Problem& p, const VariantRequest& v, const
   m.explain.push_back(fmt::format(
       "ring over {} GPUs, {} split (shards aligned to {} tokens): {} steps; each GPU attends the K/V shard in hand "
       "while it sends it on; imbalance {:.3f} (max over GPUs of the attended pairs ÷ their mean)",
-      P, cp::to_string(b), kShardAlign, P, m.imbalance));
+      P, cp::to_string(b), cp::kShardAlign, P, m.imbalance));
   if (scaled)
     m.explain.push_back(fmt::format("blocks whose mask is not their own bottom-right causal mask (q_len ≠ kv_len) "
                                     "are predicted as full blocks scaled by their share of visible pairs"));
@@ -127,7 +127,7 @@ MultiGpuPrediction ring_prefill(const Problem& p, const VariantRequest& v, const
 
 MultiGpuPrediction sharded_decode(const Problem& p, const VariantRequest& v, const GpuSpec& g, int P,
                                   const ModelOptions& o, const Link& link) {
-  const std::vector<cp::Span> shards = cp::decode_shards(p.kv_len, P, kShardAlign);
+  const std::vector<cp::Span> shards = cp::decode_shards(p.kv_len, P, cp::kShardAlign);
   MultiGpuPrediction m;
   const double partial = 4.0 * double(p.batch * p.q_heads) * double(p.head_dim + 1);  // O in FP32 and the logsumexp
   double slowest = 0, pairs_max = 0, pairs_sum = 0;
@@ -166,7 +166,7 @@ MultiGpuPrediction sharded_decode(const Problem& p, const VariantRequest& v, con
   m.explain.push_back(fmt::format(
       "decode over {} GPUs: the cache split by tokens (shards aligned to {} tokens), each GPU's partial (O in FP32, "
       "the logsumexp) sent to GPU 0 ({:.0f} bytes each) and merged there",
-      P, kShardAlign, partial));
+      P, cp::kShardAlign, partial));
   return m;
 }
 

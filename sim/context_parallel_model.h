@@ -55,11 +55,6 @@ struct MultiGpuPrediction {
   std::vector<std::string> explain;
 };
 
-// The 128-token alignment of every shard boundary: a multiple of every cache block and quantization group the
-// variants keep (TurboAttention's 64-token blocks, KIVI's groups of 32 to 128, the kernels' 64- and 128-key tiles),
-// so no block straddles two GPUs and each shard is stored exactly as the one-GPU cache stores those tokens.
-inline constexpr int64_t kShardAlign = 128;
-
 // Why `gpu`'s spec has no multi-GPU model ("" when it has one: a links section).
 std::string links_missing(const GpuSpec& gpu);
 

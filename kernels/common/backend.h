@@ -23,10 +23,9 @@ class KernelBackend : public Backend {
   void run(const Experiment& e, const VariantRequest& v, const QKV& in, const TensorF64& truth,
            VariantResult& into) override;
   std::string device_name() const override { return device_.usable ? device_.name : ""; }
-  // The kernels run on one GPU: context parallelism's ring (NCCL between the host's GPUs) is not in this build.
-  std::string cannot_split(int64_t gpus) const override {
-    return gpus == 1 ? "" : "this build's kernels run on one GPU (it has no NCCL ring for context parallelism)";
-  }
+  // problem.gpus > 1 runs the context-parallel ring (kernels/context_parallel/) over NCCL, one GPU a rank: refused
+  // where this build has no NCCL or the host fewer GPUs (ring_transport.h's nccl_refusal).
+  std::string cannot_split(int64_t gpus) const override;
 
  private:
   DeviceInfo device_;

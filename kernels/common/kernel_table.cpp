@@ -10,8 +10,8 @@ namespace {
 
 // clang-format off
 constexpr KernelRow kRows[] = {
-    //  variant      cannot_run             run
-    {"flash2",      flash2_cannot_run,     flash2_run},
+    //  variant      cannot_run             run             ring (context parallelism)
+    {"flash2",      flash2_cannot_run,     flash2_run,     flash2_ring},
     {"int_flash",   int_flash_cannot_run,  int_flash_run},
     {"flash3_fp8",  flash3_fp8_cannot_run, flash3_fp8_run},
     {"turbo",       turbo_cannot_run,      turbo_run},

@@ -7,7 +7,9 @@
 
 #include "core/runner.h"
 #include "kernels/common/device.h"
+#include "kernels/context_parallel/ring_attention.h"
 
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -21,17 +23,24 @@ using CannotRunFn = std::string (*)(const VariantRequest& v, const Experiment& e
 // std::runtime_error on an internal failure.
 using RunFn = void (*)(const Experiment& e, const VariantRequest& v, const QKV& in, const TensorF64& truth,
                        const DeviceInfo& device, VariantResult& into);
+// The family's part of the context-parallel ring (ring_attention.h) for v on e's problem and inputs `in`, which must
+// outlive it.
+using RingFn = std::unique_ptr<RingVariant> (*)(const Experiment& e, const VariantRequest& v, const QKV& in,
+                                                const DeviceInfo& device);
 
 struct KernelRow {
   const char* variant;  // registry id
   CannotRunFn cannot_run;
   RunFn run;
+  RingFn ring = nullptr;  // nullptr: the family has no context-parallel kernel yet (problem.gpus > 1 is refused)
 };
 
 // Entry points, one pair per family, each defined in its <family>_backend.cpp.
 std::string flash2_cannot_run(const VariantRequest& v, const Experiment& e, const DeviceInfo& device);
 void flash2_run(const Experiment& e, const VariantRequest& v, const QKV& in, const TensorF64& truth,
                 const DeviceInfo& device, VariantResult& into);
+std::unique_ptr<RingVariant> flash2_ring(const Experiment& e, const VariantRequest& v, const QKV& in,
+                                         const DeviceInfo& device);
 std::string int_flash_cannot_run(const VariantRequest& v, const Experiment& e, const DeviceInfo& device);
 void int_flash_run(const Experiment& e, const VariantRequest& v, const QKV& in, const TensorF64& truth,
                    const DeviceInfo& device, VariantResult& into);

@@ -1,0 +1,79 @@
+#include "kernels/context_parallel/lse_merge.h"
+
+#include <cmath>
+
+namespace attnlab::kernels {
+
+namespace {
+
+constexpr int kThreads = 128;
+
+// One thread per value; a row's L is read by every thread of it and written by none of them: merge_lse, launched
+// after it on the same stream (lse_merge_add), updates the L, so no thread reads one already updated.
+__global__ void merge_values(float* o_acc, const float* l_acc, const __half* o, const float* l, size_t rows, int d) {
+  const size_t i = size_t(blockIdx.x) * kThreads + threadIdx.x;
+  if (i >= rows * size_t(d)) return;
+  const size_t row = i / size_t(d);
+  const float a = l_acc[row], b = l[row];
+  if (b == -INFINITY) return;  // the block saw no key of this row
+  const float x = __half2float(o[i]);
+  if (a == -INFINITY) {
+    o_acc[i] = x;
+    return;
+  }
+  const float m = fmaxf(a, b), wa = expf(a - m), wb = expf(b - m);
+  o_acc[i] = (wa * o_acc[i] + wb * x) / (wa + wb);
+}
+
+__global__ void merge_lse(float* l_acc, const float* l, size_t rows) {
+  const size_t row = size_t(blockIdx.x) * kThreads + threadIdx.x;
+  if (row >= rows) return;
+  const float a = l_acc[row], b = l[row];
+  if (b == -INFINITY) return;
+  if (a == -INFINITY) {
+    l_acc[row] = b;
+    return;
+  }
+  const float m = fmaxf(a, b);
+  l_acc[row] = m + logf(expf(a - m) + expf(b - m));
+}
+
+__global__ void clear(float* o_acc, float* l_acc, size_t rows, int d) {
+  const size_t i = size_t(blockIdx.x) * kThreads + threadIdx.x;
+  if (i < rows * size_t(d)) o_acc[i] = 0.f;
+  if (i < rows) l_acc[i] = -INFINITY;
+}
+
+__global__ void store(const float* o_acc, const float* l_acc, __half* o, float* l, size_t rows, int d) {
+  const size_t i = size_t(blockIdx.x) * kThreads + threadIdx.x;
+  if (i < rows * size_t(d)) o[i] = __float2half_rn(o_acc[i]);
+  if (i < rows) l[i] = l_acc[i];
+}
+
+unsigned blocks(size_t n) { return unsigned((n + kThreads - 1) / kThreads); }
+
+}  // namespace
+
+cudaError_t lse_merge_clear(float* o_acc, float* l_acc, size_t rows, int d, cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  clear<<<blocks(rows * size_t(d)), kThreads, 0, stream>>>(o_acc, l_acc, rows, d);
+  return cudaGetLastError();
+}
+
+cudaError_t lse_merge_add(float* o_acc, float* l_acc, const __half* o, const float* l, size_t rows, int d,
+                          cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  merge_values<<<blocks(rows * size_t(d)), kThreads, 0, stream>>>(o_acc, l_acc, o, l, rows, d);
+  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  merge_lse<<<blocks(rows), kThreads, 0, stream>>>(l_acc, l, rows);
+  return cudaGetLastError();
+}
+
+cudaError_t lse_merge_store(const float* o_acc, const float* l_acc, __half* o, float* l, size_t rows, int d,
+                            cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  store<<<blocks(rows * size_t(d)), kThreads, 0, stream>>>(o_acc, l_acc, o, l, rows, d);
+  return cudaGetLastError();
+}
+
+}  // namespace attnlab::kernels

@@ -1,0 +1,71 @@
+// attnlab kernels: context-parallel attention — one problem across the ranks of a RingTransport (ring_transport.h),
+// following core/context_parallel.h's plan, which the cost model reads too.
+//
+// Prefill (ring attention; Liu et al. 2023, zig-zag balanced for a causal mask): rank r holds its query chunks and
+// its K/V shard; at step s it attends its chunks to the shard in hand (owner (r − s) mod P) while, on its own
+// stream, the shard goes on to r + 1 and the next arrives from r − 1 into the other of two buffers. Each (query
+// chunk, key chunk) block is the variant's one-GPU kernel on the two chunks — causal where the block crosses the
+// diagonal, skipped where it is masked — and merges into the chunk's running (O, logsumexp) (lse_merge.h).
+// Decode: the cache split by tokens (cp::decode_shards), every rank attends the queries to its shard, rank 0
+// gathers the partial (O, logsumexp) and merges them in rank order.
+//
+// What travels is the variant's own storage format (RingVariant::pack_shard): FP16 K/V for flash2, the compressed
+// tiles and caches for the others. The choices: a prefill across ranks is a self-attention prefill (q_len = kv_len,
+// so a block the diagonal crosses is a diagonal block and the kernels' causal mask is its own); a decode has one
+// query row. Shards are aligned to cp::kShardAlign tokens.
+#pragma once
+
+#include "core/context_parallel.h"
+#include "core/problem.h"
+#include "core/tensor.h"
+#include "kernels/context_parallel/ring_transport.h"
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace attnlab::kernels {
+
+// One variant's part of the ring: its storage format for a shard and its kernel on one block. A variant with a
+// kernel takes part by one implementation of this (kernel_table.h's `ring` column).
+class RingVariant {
+ public:
+  virtual ~RingVariant() = default;
+  // Device bytes of K and V over the chunks `spans` (a rank's shard), in the variant's storage format; these bytes
+  // are what the ring sends.
+  virtual size_t shard_bytes(std::span<const cp::Span> spans) const = 0;
+  // Those bytes, on the host.
+  virtual std::vector<std::byte> pack_shard(std::span<const cp::Span> spans) const = 0;
+  // The query rows `rows` (positions of [0, q_len)) in the kernel's input format, on the host.
+  virtual std::vector<std::byte> pack_queries(cp::Span rows) const = 0;
+  // Scratch the kernel needs for `q_rows` query rows against `kv_len` keys (its KV-split workspace).
+  virtual size_t workspace_bytes(int64_t q_rows, int64_t kv_len) const = 0;
+  // Queries `q` (pack_queries of q_rows) against chunk `chunk` of a shard (`shard`, pack_shard of `spans`) — causal
+  // or not — into o (B, Hq, q_rows, d) FP16 and lse (B, Hq, q_rows), on `stream`.
+  virtual void attend(const void* q, cp::Span q_rows, const void* shard, std::span<const cp::Span> spans, int chunk,
+                      bool causal, __half* o, float* lse, void* workspace, cudaStream_t stream) const = 0;
+};
+
+// Why the ring cannot run p ("" when it can): a prefill needs q_len = kv_len, a decode one query row.
+std::string ring_refusal(const Problem& p);
+
+struct RingRun {
+  Tensor o;                // (B, Hq, Nq, d), FP16 values, as the one-GPU kernel's output
+  std::vector<float> lse;  // (B, Hq, Nq)
+  std::vector<float> ms;   // one time per timed run (empty when not timed)
+  double wire_bytes = 0;   // bytes the transport moved in one run: the shards around the ring, or the partials
+  double io_bytes = 0;     // the inputs once in their storage format (every query, every shard) and the output once
+  int ranks = 1;
+  std::string transport;
+};
+
+// p across t's ranks with variant v's kernels (v built for p and its inputs). timed: after the correctness run,
+// kWarmupRuns and kTimedRuns runs of the whole ring, each from a start event every rank's streams wait on to the
+// point where rank 0 has seen every rank finish (timing.h's counts).
+RingRun run_ring(const Problem& p, const RingVariant& v, RingTransport& t, bool timed);
+
+}  // namespace attnlab::kernels

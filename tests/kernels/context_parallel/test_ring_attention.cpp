@@ -1,0 +1,133 @@
+// The context-parallel ring (kernels/context_parallel/ring_attention.h) against the one-GPU kernel it is made of:
+// flash2's ring over P ranks — on one device ([gpu]: every rank on this GPU, the same shards, blocks, transfers'
+// order and merges) and over NCCL where a host has several GPUs ([gpu][multi]) — must give the one-GPU flash2
+// kernel's output up to the merge's rounding. Skipped, with the reason printed, where there is no GPU (or no
+// second GPU and NCCL for [multi]).
+//
+// The bound. Both outputs are FP16 roundings of the same attention. The one-GPU kernel's differs from the exact one
+// by its P̃ roundings (≤ 2⁻¹¹·max|v|: each weight within 2⁻¹¹ of the real one, a convex sum of values) and its store
+// (2⁻¹¹·|o|). The ring's: each block's P̃ roundings (≤ 2⁻¹¹·max|v| over the merged, convex weights), each block's
+// O stored in FP16 before the merge (2⁻¹¹·max|v|), the FP32 merge (≈ 2⁻²³), the final store (2⁻¹¹·|o|). So
+//   |o_ring − o_one| ≤ 3·2⁻¹¹·max|v| + 2·2⁻¹¹·|o| + FP32 terms ≤ 2⁻⁹·(max|v| + |o_one|),
+// and the logsumexps, FP32 sums of the same exponentials in another order and ex2.approx, within 10⁻⁴·(1 + |L|).
+#include "core/data/generators.h"
+#include "core/error.h"
+#include "core/registry.h"
+#include "kernels/common/device.h"
+#include "kernels/common/kernel_table.h"
+#include "kernels/context_parallel/ring_attention.h"
+#include "kernels/flash2/flash2_host.h"
+#include "tests/catch.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+
+namespace attnlab {
+namespace ATTNLAB_FILE_LOCAL {
+
+constexpr double kU16 = 0x1p-11;
+
+uint64_t fresh_seed() { return uint64_t(std::chrono::steady_clock::now().time_since_epoch().count()); }
+
+// flash2's ring for p over transport t against the one-GPU flash2 kernel on the same inputs.
+void check_ring(const kernels::DeviceInfo& dev, const Problem& p, kernels::RingTransport& t, uint64_t seed) {
+  const QKV in = data::generate(p, "normal", ParamValues::defaults(data::find_generator("normal")->params), seed);
+  Experiment e;
+  e.problem = p;
+  VariantRequest v;
+  v.id = "flash2", v.params = ParamValues::defaults(find_variant("flash2")->params);
+  const std::unique_ptr<kernels::RingVariant> ring = kernels::find_kernel_row("flash2")->ring(e, v, in, dev);
+  const kernels::RingRun run = kernels::run_ring(p, *ring, t, false);
+  Problem one = p;
+  one.gpus = 1;
+  const kernels::Flash2Output ref =
+      kernels::flash2_once(one, kernels::upload_fp16(in), dev.sm_count, kernels::KernelPath::automatic, 0, {});
+  INFO(fmt::format("{} over {} ranks ({}): B {} heads {}/{} N {} d {} causal {} seed {}", to_string(p.phase), run.ranks,
+                   run.transport, p.batch, p.q_heads, p.kv_heads, p.kv_len, p.head_dim, p.causal, seed));
+  REQUIRE(run.o.shape() == ref.o.shape());
+  double max_v = 0;
+  for (float x : in.v.values()) max_v = std::max(max_v, double(std::abs(x)));
+  int64_t bad = 0;
+  for (int64_t i = 0; i < run.o.size(); ++i) {
+    const double r = ref.o.data()[i], k = run.o.data()[i];
+    if (!(std::abs(k - r) <= 4 * kU16 * (max_v + std::abs(r))) && bad++ < 3)
+      FAIL_CHECK(fmt::format("o[{}] = {} ring vs {} one GPU", i, k, r));
+  }
+  CHECK(bad == 0);
+  REQUIRE(run.lse.size() == ref.lse.size());
+  for (size_t i = 0; i < run.lse.size(); ++i)
+    if (!(std::abs(run.lse[i] - ref.lse[i]) <= 1e-4 * (1 + std::abs(ref.lse[i]))) && bad++ < 3)
+      FAIL_CHECK(fmt::format("lse[{}] = {} ring vs {} one GPU", i, run.lse[i], ref.lse[i]));
+  // What crossed the links: every shard P − 1 times (FP16 K and V), or each non-empty decode part but rank 0's.
+  const double kv_bytes = 2.0 * double(p.batch * p.kv_heads * p.kv_len * p.head_dim) * 2;
+  if (p.phase == Phase::prefill) CHECK(run.wire_bytes == (run.ranks - 1) * kv_bytes);
+  else {
+    const std::vector<cp::Span> shards = cp::decode_shards(p.kv_len, run.ranks, cp::kShardAlign);
+    double parts = 0;
+    for (size_t r = 1; r < shards.size(); ++r)
+      if (shards[r].size() > 0) parts += double(p.batch * p.q_heads) * double(p.head_dim * 2 + 4);
+    CHECK(run.wire_bytes == parts);
+  }
+}
+
+Problem problem(int64_t d, int64_t q_heads, int64_t kv_heads, int64_t n, bool causal, Phase phase) {
+  Problem p;
+  p.batch = 2, p.q_heads = q_heads, p.kv_heads = kv_heads, p.head_dim = d, p.kv_len = n;
+  p.q_len = phase == Phase::decode ? 1 : n;
+  p.causal = causal, p.phase = phase;
+  return p;
+}
+
+// Prefill: zig-zag (causal) and contiguous shards over 2–4 ranks, lengths that leave ragged and empty chunks at the
+// 128-token alignment (300: most chunks empty at P 4), MHA and GQA 4:1, d 64 and 128. Decode: the cache split by
+// tokens, ranks whose shard is empty (N 100) and ragged ones.
+TEST_CASE("context-parallel ring on one device equals the one-GPU flash2 kernel within the merge's rounding",
+          "[gpu][kernels]") {
+  const kernels::DeviceInfo dev = kernels::probe_device();
+  if (!dev.usable) ATTNLAB_SKIP(dev.reason);
+  const uint64_t seed = fresh_seed();
+  for (int ranks : {2, 3, 4}) {
+    const std::unique_ptr<kernels::RingTransport> t = kernels::one_device_transport(ranks);
+    for (int64_t d : {64, 128})
+      for (int64_t n : {300, 1100, 2048}) {
+        for (bool causal : {false, true}) check_ring(dev, problem(d, 8, 2, n, causal, Phase::prefill), *t, seed + n);
+        check_ring(dev, problem(d, 4, 4, n, true, Phase::prefill), *t, seed + n + 1);
+      }
+    for (int64_t d : {64, 128})
+      for (int64_t n : {100, 1000, 4097}) check_ring(dev, problem(d, 32, 8, n, false, Phase::decode), *t, seed + n);
+  }
+}
+
+TEST_CASE("context-parallel ring over NCCL equals the one-GPU flash2 kernel within the merge's rounding",
+          "[gpu][multi][kernels]") {
+  const kernels::DeviceInfo dev = kernels::probe_device();
+  if (!dev.usable) ATTNLAB_SKIP(dev.reason);
+  if (const std::string why = kernels::nccl_refusal(2); !why.empty()) ATTNLAB_SKIP(why);
+  const uint64_t seed = fresh_seed();
+  for (int ranks : {2, 4}) {
+    if (!kernels::nccl_refusal(ranks).empty()) continue;
+    const std::unique_ptr<kernels::RingTransport> t = kernels::nccl_transport(ranks);
+    for (bool causal : {false, true}) check_ring(dev, problem(128, 8, 2, 4096, causal, Phase::prefill), *t, seed);
+    check_ring(dev, problem(128, 32, 8, 8192, false, Phase::decode), *t, seed);
+  }
+}
+
+// The refusals need no GPU: what the ring cannot split, and NCCL's answer for more GPUs than any host has.
+TEST_CASE("context-parallel ring: what it refuses, in one line each", "[kernels]") {
+  Problem p = problem(128, 8, 2, 1024, true, Phase::prefill);
+  CHECK(kernels::ring_refusal(p).empty());
+  p.q_len = 512;
+  CHECK(kernels::ring_refusal(p).find("q_len 512 ≠ kv_len 1024") != std::string::npos);
+  p = problem(128, 8, 2, 1024, false, Phase::decode);
+  CHECK(kernels::ring_refusal(p).empty());
+  p.q_len = 4;
+  CHECK(kernels::ring_refusal(p).find("one query row per head (q_len 4)") != std::string::npos);
+  const std::string nccl = kernels::nccl_refusal(64);
+  CHECK((nccl.find("64 GPUs asked, this host has") == 0 || nccl.find("this build has no NCCL") == 0));
+  CHECK_THROWS_AS(kernels::nccl_transport(64), InputError);
+}
+
+}  // namespace ATTNLAB_FILE_LOCAL
+}  // namespace attnlab
