@@ -100,6 +100,16 @@ TEST_CASE("context-parallel ring on one device equals the one-GPU flash2 kernel 
   }
 }
 
+// Small shapes for compute-sanitizer (kernels/bench/context_parallel_session.sh): three ranks on one device, a causal
+// prefill whose 128-token chunks are ragged and partly empty, and a decode with an empty shard.
+TEST_CASE("context-parallel ring: small shapes for the sanitizers", "[gpu][sanitize]") {
+  const kernels::DeviceInfo dev = kernels::probe_device();
+  if (!dev.usable) ATTNLAB_SKIP(dev.reason);
+  const std::unique_ptr<kernels::RingTransport> t = kernels::one_device_transport(3);
+  check_ring(dev, problem(64, 4, 2, 700, true, Phase::prefill), *t, 11);
+  check_ring(dev, problem(128, 8, 2, 300, false, Phase::decode), *t, 12);
+}
+
 TEST_CASE("context-parallel ring over NCCL equals the one-GPU flash2 kernel within the merge's rounding",
           "[gpu][multi][kernels]") {
   const kernels::DeviceInfo dev = kernels::probe_device();

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# GPU calls for context parallelism's ring (kernels/context_parallel/, issue 39), run from the repository root on the
+# GPU machine. NCCL comes from PyTorch's wheel there (nvidia-nccl-cu13: its include/ and lib/), which CMake is told
+# through ATTNLAB_NCCL_ROOT. NVLink multicast stays off (the machines' NCCL_NVLS_ENABLE=0 is inherited).
+#   STEP=build  attnlab for sm_90a with NCCL; the ring's [gpu] tests (every rank on one device: shards, blocks,
+#               transfers and merges against the one-GPU flash2 kernel; on a host of several GPUs also the NCCL
+#               [multi] case), compute-sanitizer memcheck and racecheck on the one-device ring
+#   STEP=bench  on a host of GPUS GPUs (default 2 and 4 where present): attnlab bench on
+#               configs/bench-context-parallel.json (flash2 prefill N 128k causal and decode N 1M, 1 … GPUS GPUs, the
+#               cost model beside each run)
+set -u
+source kernels/bench/session_lib.sh
+session_start context-parallel
+nccl_root=$(python3 -c "import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))" 2>/dev/null)
+case "${STEP:-build}" in
+build)
+  step "configure with NCCL from $nccl_root"
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNLAB_CUDA_ARCHITECTURES=90a \
+    -DATTNLAB_NCCL_ROOT="$nccl_root" >"$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
+  grep -i nccl "$out/configure.log"
+  build_sm90a "$(nproc)" || exit 1
+  nvidia-smi --query-gpu=index,name --format=csv,noheader
+  gpu_tests "test_ring_attention:gpu|test_flash2_kernel:gpu"
+  sanitize "[#test_ring_attention][sanitize]"
+  ;;
+bench)
+  gpus=$(nvidia-smi -L | wc -l)
+  edit=$(printf 'c["sweep"] = [{"vary": "problem.gpus", "values": list(range(1, %d + 1))}]' "$gpus")
+  python3 - "$edit" >"$out/config.json" <<'PY'
+import json, sys
+c = json.load(open("configs/bench-context-parallel.json"))
+exec(sys.argv[1])
+print(json.dumps(c))
+PY
+  bench_ours "gpus$gpus" "$out/config.json" 30
+  ;;
+esac
