@@ -48,6 +48,8 @@ void int_flash_run(const Experiment& e, const VariantRequest& v, const QKV& in, 
 std::string flash3_fp8_cannot_run(const VariantRequest& v, const Experiment& e, const DeviceInfo& device);
 void flash3_fp8_run(const Experiment& e, const VariantRequest& v, const QKV& in, const TensorF64& truth,
                     const DeviceInfo& device, VariantResult& into);
+std::unique_ptr<RingVariant> flash3_fp8_ring(const Experiment& e, const VariantRequest& v, const QKV& in,
+                                             const DeviceInfo& device);
 
 std::string turbo_cannot_run(const VariantRequest& v, const Experiment& e, const DeviceInfo& device);
 void turbo_run(const Experiment& e, const VariantRequest& v, const QKV& in, const TensorF64& truth,

@@ -162,7 +162,8 @@ RingRun prefill(const Problem& p, const RingVariant& v, RingTransport& t, bool t
     }
     for (const auto& step : plan.steps)
       for (const cp::RingBlock& b : step[size_t(r)].blocks)
-        if (b.kind != cp::BlockKind::masked) most_work = std::max(most_work, v.workspace_bytes(b.q.size(), b.kv.size()));
+        if (b.kind != cp::BlockKind::masked)
+          most_work = std::max(most_work, v.workspace_bytes(b.q.size(), b.kv.size()));
     k.own = upload_bytes(v.pack_shard(own.kv));
     if (P > 1) k.ring[0] = DeviceBuffer(max_shard), k.ring[1] = DeviceBuffer(max_shard);
     k.o_block = DeviceBuffer(most_rows * size_t(d) * sizeof(__half));
@@ -183,7 +184,8 @@ RingRun prefill(const Problem& p, const RingVariant& v, RingTransport& t, bool t
       Rank& k = *ranks[size_t(r)];
       OnDevice on(k.device);
       for (size_t c = 0; c < k.o_acc.size(); ++c)
-        ATTNLAB_CUDA(lse_merge_clear(k.o_acc[c].as<float>(), k.l_acc[c].as<float>(), k.o_acc[c].bytes() / sizeof(float) / size_t(d), d, k.compute));
+        ATTNLAB_CUDA(lse_merge_clear(k.o_acc[c].as<float>(), k.l_acc[c].as<float>(),
+                                     rows_of(p, plan.shards[size_t(r)].q[c]), d, k.compute));
     }
     for (int s = 0; s < P; ++s) {
       const size_t n = ranks.size();

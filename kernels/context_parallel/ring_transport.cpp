@@ -46,7 +46,8 @@ class OneDevice final : public RingTransport {
       if (bytes[size_t(r)] == 0) continue;
       ATTNLAB_CUDA(cudaEventRecord(ready_[size_t(r)], streams[size_t(r)]));
       ATTNLAB_CUDA(cudaStreamWaitEvent(streams[0], ready_[size_t(r)]));
-      ATTNLAB_CUDA(cudaMemcpyAsync(recv[size_t(r)], send[size_t(r)], bytes[size_t(r)], cudaMemcpyDeviceToDevice, streams[0]));
+      ATTNLAB_CUDA(
+          cudaMemcpyAsync(recv[size_t(r)], send[size_t(r)], bytes[size_t(r)], cudaMemcpyDeviceToDevice, streams[0]));
     }
   }
 

@@ -1,5 +1,5 @@
 // The context-parallel ring (kernels/context_parallel/ring_attention.h) against the one-GPU kernel it is made of:
-// flash2's ring over P ranks — on one device ([gpu]: every rank on this GPU, the same shards, blocks, transfers'
+// flash2's (and flash3_fp8's, check_ring says how) ring over P ranks — on one device ([gpu]: every rank on this GPU, the same shards, blocks, transfers'
 // order and merges) and over NCCL where a host has several GPUs ([gpu][multi]) — must give the one-GPU flash2
 // kernel's output up to the merge's rounding. Skipped, with the reason printed, where there is no GPU (or no
 // second GPU and NCCL for [multi]).
@@ -12,11 +12,14 @@
 // and the logsumexps, FP32 sums of the same exponentials in another order and ex2.approx, within 10⁻⁴·(1 + |L|).
 #include "core/data/generators.h"
 #include "core/error.h"
+#include "core/ground_truth.h"
+#include "core/metrics.h"
 #include "core/registry.h"
 #include "kernels/common/device.h"
 #include "kernels/common/kernel_table.h"
 #include "kernels/context_parallel/ring_attention.h"
 #include "kernels/flash2/flash2_host.h"
+#include "kernels/fp8/flash3_fp8_host.h"
 #include "tests/catch.h"
 
 #include <fmt/format.h>
@@ -31,39 +34,74 @@ constexpr double kU16 = 0x1p-11;
 
 uint64_t fresh_seed() { return uint64_t(std::chrono::steady_clock::now().time_since_epoch().count()); }
 
-// flash2's ring for p over transport t against the one-GPU flash2 kernel on the same inputs.
-void check_ring(const kernels::DeviceInfo& dev, const Problem& p, kernels::RingTransport& t, uint64_t seed) {
+// What the ring must reproduce: the variant's one-GPU kernel on the same inputs.
+struct OneGpu {
+  Tensor o;
+  std::vector<float> lse;
+};
+OneGpu one_gpu(const kernels::DeviceInfo& dev, const std::string& variant, const Problem& p, const QKV& in) {
+  if (variant == "flash3_fp8") {
+    kernels::Fp8Output out = kernels::flash3_fp8_once(p, kernels::upload_fp8(p, in));
+    return {std::move(out.o), std::move(out.lse)};
+  }
+  kernels::Flash2Output out =
+      kernels::flash2_once(p, kernels::upload_fp16(in), dev.sm_count, kernels::KernelPath::automatic, 0, {});
+  return {std::move(out.o), std::move(out.lse)};
+}
+
+// `variant`'s ring for p over transport t against its one-GPU kernel on the same inputs. flash2: the per-element
+// bound above. flash3_fp8: its chunks are quantized alone into exactly the one-GPU codes and scales (128-token
+// aligned), so S is the same; what moves is P̃'s E4M3 rounding, taken against a block's running maximum instead of
+// the row's (one E4M3 ulp, 2⁻⁴, where a value straddles a rounding point — an error of the FP8 format's own size,
+// not a bounded multiple of the FP16 one), so the ring's error against the FP64 truth must stay within 1.25× the
+// one-GPU kernel's; its logsumexp sums the FP32 P̃ (flash3_fp8.h), so it holds the 10⁻⁴ bound as flash2's does.
+void check_ring(const kernels::DeviceInfo& dev, const std::string& variant, const Problem& p, kernels::RingTransport& t,
+                uint64_t seed) {
   const QKV in = data::generate(p, "normal", ParamValues::defaults(data::find_generator("normal")->params), seed);
   Experiment e;
   e.problem = p;
   VariantRequest v;
-  v.id = "flash2", v.params = ParamValues::defaults(find_variant("flash2")->params);
-  const std::unique_ptr<kernels::RingVariant> ring = kernels::find_kernel_row("flash2")->ring(e, v, in, dev);
+  v.id = variant, v.params = ParamValues::defaults(find_variant(variant)->params);
+  const std::unique_ptr<kernels::RingVariant> ring = kernels::find_kernel_row(variant)->ring(e, v, in, dev);
   const kernels::RingRun run = kernels::run_ring(p, *ring, t, false);
   Problem one = p;
   one.gpus = 1;
-  const kernels::Flash2Output ref =
-      kernels::flash2_once(one, kernels::upload_fp16(in), dev.sm_count, kernels::KernelPath::automatic, 0, {});
-  INFO(fmt::format("{} over {} ranks ({}): B {} heads {}/{} N {} d {} causal {} seed {}", to_string(p.phase), run.ranks,
-                   run.transport, p.batch, p.q_heads, p.kv_heads, p.kv_len, p.head_dim, p.causal, seed));
+  const OneGpu ref = one_gpu(dev, variant, one, in);
+  INFO(fmt::format("{} {} over {} ranks ({}): B {} heads {}/{} N {} d {} causal {} seed {}", variant,
+                   to_string(p.phase), run.ranks, run.transport, p.batch, p.q_heads, p.kv_heads, p.kv_len, p.head_dim, p.causal, seed));
   REQUIRE(run.o.shape() == ref.o.shape());
-  double max_v = 0;
-  for (float x : in.v.values()) max_v = std::max(max_v, double(std::abs(x)));
   int64_t bad = 0;
-  for (int64_t i = 0; i < run.o.size(); ++i) {
-    const double r = ref.o.data()[i], k = run.o.data()[i];
-    if (!(std::abs(k - r) <= 4 * kU16 * (max_v + std::abs(r))) && bad++ < 3)
-      FAIL_CHECK(fmt::format("o[{}] = {} ring vs {} one GPU", i, k, r));
+  if (variant == "flash2") {
+    double max_v = 0;
+    for (float x : in.v.values()) max_v = std::max(max_v, double(std::abs(x)));
+    for (int64_t i = 0; i < run.o.size(); ++i) {
+      const double r = ref.o.data()[i], k = run.o.data()[i];
+      if (!(std::abs(k - r) <= 4 * kU16 * (max_v + std::abs(r))) && bad++ < 3)
+        FAIL_CHECK(fmt::format("o[{}] = {} ring vs {} one GPU", i, k, r));
+    }
+    CHECK(bad == 0);
+  } else {
+    const TensorF64 truth = attention_fp64(one, in);
+    const double err_ring = compare_to_truth(run.o, truth).rel_l2, err_one = compare_to_truth(ref.o, truth).rel_l2;
+    INFO(fmt::format("rel_l2 against FP64: ring {:.3e}, one GPU {:.3e}", err_ring, err_one));
+    CHECK(err_ring <= 1.25 * err_one + 1e-6);
   }
-  CHECK(bad == 0);
   REQUIRE(run.lse.size() == ref.lse.size());
   for (size_t i = 0; i < run.lse.size(); ++i)
     if (!(std::abs(run.lse[i] - ref.lse[i]) <= 1e-4 * (1 + std::abs(ref.lse[i]))) && bad++ < 3)
       FAIL_CHECK(fmt::format("lse[{}] = {} ring vs {} one GPU", i, run.lse[i], ref.lse[i]));
-  // What crossed the links: every shard P − 1 times (FP16 K and V), or each non-empty decode part but rank 0's.
-  const double kv_bytes = 2.0 * double(p.batch * p.kv_heads * p.kv_len * p.head_dim) * 2;
-  if (p.phase == Phase::prefill) CHECK(run.wire_bytes == (run.ranks - 1) * kv_bytes);
-  else {
+  // What crossed the links: every shard P − 1 times in the variant's format (FP16 K and V: 4·d bytes a token and KV
+  // head; E4M3 with block scales about half), or each non-empty decode part but rank 0's.
+  const double fp16_bytes = 2.0 * double(p.batch * p.kv_heads * p.kv_len * p.head_dim) * 2;
+  if (p.phase == Phase::prefill) {
+    const cp::RingPlan plan =
+        cp::plan_ring(p.q_len, p.kv_len, p.causal, run.ranks, cp::default_balance(p.causal), cp::kShardAlign);
+    double shards = 0;
+    for (const cp::Shards& s : plan.shards) shards += double(ring->shard_bytes(s.kv));
+    CHECK(run.wire_bytes == (run.ranks - 1) * shards);
+    if (variant == "flash2") CHECK(shards == fp16_bytes);
+    else CHECK(shards < 0.6 * fp16_bytes);
+  } else {
     const std::vector<cp::Span> shards = cp::decode_shards(p.kv_len, run.ranks, cp::kShardAlign);
     double parts = 0;
     for (size_t r = 1; r < shards.size(); ++r)
@@ -83,7 +121,7 @@ Problem problem(int64_t d, int64_t q_heads, int64_t kv_heads, int64_t n, bool ca
 // Prefill: zig-zag (causal) and contiguous shards over 2–4 ranks, lengths that leave ragged and empty chunks at the
 // 128-token alignment (300: most chunks empty at P 4), MHA and GQA 4:1, d 64 and 128. Decode: the cache split by
 // tokens, ranks whose shard is empty (N 100) and ragged ones.
-TEST_CASE("context-parallel ring on one device equals the one-GPU flash2 kernel within the merge's rounding",
+TEST_CASE("context-parallel ring on one device equals the one-GPU kernel within the merge's rounding",
           "[gpu][kernels]") {
   const kernels::DeviceInfo dev = kernels::probe_device();
   if (!dev.usable) ATTNLAB_SKIP(dev.reason);
@@ -92,12 +130,21 @@ TEST_CASE("context-parallel ring on one device equals the one-GPU flash2 kernel 
     const std::unique_ptr<kernels::RingTransport> t = kernels::one_device_transport(ranks);
     for (int64_t d : {64, 128})
       for (int64_t n : {300, 1100, 2048}) {
-        for (bool causal : {false, true}) check_ring(dev, problem(d, 8, 2, n, causal, Phase::prefill), *t, seed + n);
-        check_ring(dev, problem(d, 4, 4, n, true, Phase::prefill), *t, seed + n + 1);
+        for (bool causal : {false, true})
+          check_ring(dev, "flash2", problem(d, 8, 2, n, causal, Phase::prefill), *t, seed + n);
+        check_ring(dev, "flash2", problem(d, 4, 4, n, true, Phase::prefill), *t, seed + n + 1);
       }
     for (int64_t d : {64, 128})
-      for (int64_t n : {100, 1000, 4097}) check_ring(dev, problem(d, 32, 8, n, false, Phase::decode), *t, seed + n);
+      for (int64_t n : {100, 1000, 4097})
+        check_ring(dev, "flash2", problem(d, 32, 8, n, false, Phase::decode), *t, seed + n);
+    if (!dev.warpgroup_mma) continue;  // flash3_fp8 runs on sm_90a's FP8 warpgroup MMA only
+    for (int64_t d : {64, 128}) {
+      for (bool causal : {false, true})
+        check_ring(dev, "flash3_fp8", problem(d, 8, 2, 1100, causal, Phase::prefill), *t, seed + d);
+      check_ring(dev, "flash3_fp8", problem(d, 32, 8, 4097, false, Phase::decode), *t, seed + d);
+    }
   }
+  if (!dev.warpgroup_mma) WARN("no sm_90a kernel on this GPU: flash3_fp8's ring is not tested");
 }
 
 // Small shapes for compute-sanitizer (kernels/bench/context_parallel_session.sh): three ranks on one device, a causal
@@ -106,11 +153,11 @@ TEST_CASE("context-parallel ring: small shapes for the sanitizers", "[gpu][sanit
   const kernels::DeviceInfo dev = kernels::probe_device();
   if (!dev.usable) ATTNLAB_SKIP(dev.reason);
   const std::unique_ptr<kernels::RingTransport> t = kernels::one_device_transport(3);
-  check_ring(dev, problem(64, 4, 2, 700, true, Phase::prefill), *t, 11);
-  check_ring(dev, problem(128, 8, 2, 300, false, Phase::decode), *t, 12);
+  check_ring(dev, "flash2", problem(64, 4, 2, 700, true, Phase::prefill), *t, 11);
+  check_ring(dev, "flash2", problem(128, 8, 2, 300, false, Phase::decode), *t, 12);
 }
 
-TEST_CASE("context-parallel ring over NCCL equals the one-GPU flash2 kernel within the merge's rounding",
+TEST_CASE("context-parallel ring over NCCL equals the one-GPU kernel within the merge's rounding",
           "[gpu][multi][kernels]") {
   const kernels::DeviceInfo dev = kernels::probe_device();
   if (!dev.usable) ATTNLAB_SKIP(dev.reason);
@@ -119,8 +166,10 @@ TEST_CASE("context-parallel ring over NCCL equals the one-GPU flash2 kernel with
   for (int ranks : {2, 4}) {
     if (!kernels::nccl_refusal(ranks).empty()) continue;
     const std::unique_ptr<kernels::RingTransport> t = kernels::nccl_transport(ranks);
-    for (bool causal : {false, true}) check_ring(dev, problem(128, 8, 2, 4096, causal, Phase::prefill), *t, seed);
-    check_ring(dev, problem(128, 32, 8, 8192, false, Phase::decode), *t, seed);
+    for (bool causal : {false, true})
+      check_ring(dev, "flash2", problem(128, 8, 2, 4096, causal, Phase::prefill), *t, seed);
+    check_ring(dev, "flash2", problem(128, 32, 8, 8192, false, Phase::decode), *t, seed);
+    if (dev.warpgroup_mma) check_ring(dev, "flash3_fp8", problem(128, 8, 2, 4096, true, Phase::prefill), *t, seed);
   }
 }
 
