@@ -47,7 +47,7 @@ inline constexpr KernelTraits kKernelTraits[] = {
     // flash2 decode (kernels/flash2/flash2_decode.cu): B_r = the ≤ 8 query heads of one KV head (the MMA's N columns),
     // B_c = 32 tokens; one warp per CTA running one chain, 3 tiles in its ring (d 128: 51 KB, so 4 CTAs on an H100's
     // SM, 3 on an A100's, 1 on an RTX 4090's; d 64: 27 KB); chains from decode_splits over the warps the GPU holds.
-    // Registers are the cp.async chain's; on sm_90a its TMA chain (v4: 48 / 24 KB unpadded + 1 KB alignment, 123 / 69
+    // Registers are the cp.async chain's; on sm_90a its TMA chain (v4: 48 / 24 KB unpadded + 1 KB alignment, 124 / 72
     // registers) fits the same 4 CTAs per SM, so the row holds for both.
     {"flash2",      64,  80,  8,   32,  1,    3,     72,  128, true, true},
     {"flash2",      128, 80,  8,   32,  1,    3,     96,  128, true, true},

@@ -72,6 +72,7 @@ struct Ring {
 // Where (token row, channel) of a K or V tile lies in its stage, for each of the two ways the tiles arrive.
 template <int D>
 struct PaddedRows {  // cp.async: rows of D halves padded by 8
+  static constexpr int kTile = Ring<D>::kTile;  // halves per K (or V) tile
   __device__ static const __half* at(const __half* tile, int row, int channel) {
     return tile + row * Ring<D>::kStride + channel;
   }
@@ -140,51 +141,69 @@ __device__ __forceinline__ void pv(const __half* sV, const uint32_t (&pb)[kMT][2
     }
 }
 
+// One chain's work, whichever way its tiles arrive: which (batch, KV head) pair and which of its tiles, the group's
+// queries as B fragments, the running softmax; attend() takes a tile from its stage, finish() stores the result.
+template <int D>
+struct ChainWork {
+  int chain, pair, group, b, kvh, first, last;
+  uint32_t qf[D / 16][2];
+  float scale_log2;
+  Chain<D> ch;
+
+  // Chain `id` of a.splits per pair; false when the id lies past the last pair (the grid's tail).
+  __device__ __forceinline__ bool start(const Flash2Args& a, int id) {
+    const int chains = a.splits;
+    pair = id / chains, chain = id % chains;
+    if (pair >= a.batch * a.kv_heads) return false;
+    group = a.q_heads / a.kv_heads, b = pair / a.kv_heads, kvh = pair % a.kv_heads;
+    decode_chain::load_query<D>(a.q + (size_t(b) * a.q_heads + size_t(kvh) * group) * D, group, qf);
+    const int tiles = (a.kv_len + kT - 1) / kT;  // this chain's share of the pair's tiles, contiguous
+    first = int(int64_t(chain) * tiles / chains), last = int(int64_t(chain + 1) * tiles / chains);
+    scale_log2 = a.scale * decode_chain::kLog2e;
+    ch.start();
+    return true;
+  }
+  // Tile j from its stage (K then V, Layout's addressing).
+  template <class Layout>
+  __device__ __forceinline__ void attend(const Flash2Args& a, const __half* sK, int j) {
+    float s[kMT][4] = {};
+    scores<D, Layout>(sK, qf, s);
+    uint32_t pb[kMT][2];
+    decode_chain::softmax_tile<D, kMT>(s, min(kT, a.kv_len - j * kT), scale_log2, ch, pb);
+    pv<D, Layout>(sK + Layout::kTile, pb, ch);
+  }
+  __device__ __forceinline__ void finish(const Flash2Args& a) {
+    const size_t rows_total = size_t(a.batch) * a.q_heads;
+    decode_chain::store<D>(ch, group, size_t(b) * a.q_heads + size_t(kvh) * group,
+                           {a.o, a.lse, a.workspace, a.splits, chain, rows_total});
+  }
+};
+
+// v3: every lane's cp.async into the warp's padded ring.
 template <int D>
 __global__ void __launch_bounds__(kWarps * 32) flash2_decode_kernel(const Flash2Args a) {
   extern __shared__ __align__(16) __half smem[];
   const int warp = threadIdx.x / 32;
-  const int chains = a.splits, pairs = a.batch * a.kv_heads;
-  const int id = blockIdx.x * kWarps + warp, pair = id / chains, chain = id % chains;
-  if (pair >= pairs) return;  // no CTA-wide barrier follows
-  const int group = a.q_heads / a.kv_heads, b = pair / a.kv_heads, kvh = pair % a.kv_heads;
+  ChainWork<D> w;
+  if (!w.start(a, blockIdx.x * kWarps + warp)) return;  // no CTA-wide barrier follows
   __half* ring = smem + size_t(warp) * Ring<D>::kWarpHalves;
-  const __half* k = a.k + size_t(pair) * a.kv_len * D;
-  const __half* v = a.v + size_t(pair) * a.kv_len * D;
-
-  uint32_t qf[D / 16][2];
-  decode_chain::load_query<D>(a.q + (size_t(b) * a.q_heads + size_t(kvh) * group) * D, group, qf);
-
-  // This chain's tiles: its share of the pair's, contiguous.
-  const int tiles = (a.kv_len + kT - 1) / kT;
-  const int first = int(int64_t(chain) * tiles / chains), last = int(int64_t(chain + 1) * tiles / chains);
-  const float scale_log2 = a.scale * decode_chain::kLog2e;
-  Chain<D> ch;
-  ch.start();
-
+  const __half* k = a.k + size_t(w.pair) * a.kv_len * D;
+  const __half* v = a.v + size_t(w.pair) * a.kv_len * D;
 #pragma unroll
   for (int st = 0; st < kStages - 1; ++st) {
-    if (first + st < last) load_stage<D>(ring + st * Ring<D>::kStage, k, v, first + st, a.kv_len);
+    if (w.first + st < w.last) load_stage<D>(ring + st * Ring<D>::kStage, k, v, w.first + st, a.kv_len);
     cp_async_commit();
   }
-  for (int j = first; j < last; ++j) {
+  for (int j = w.first; j < w.last; ++j) {
     cp_async_wait<kStages - 2>();  // tile j's stage has landed (this lane's copies) …
     __syncwarp();                  // … and every lane's; every lane has left tile j − 1's stage
     const int ahead = j + kStages - 1;  // into the stage tile j − 1 used
-    if (ahead < last) load_stage<D>(ring + ((ahead - first) % kStages) * Ring<D>::kStage, k, v, ahead, a.kv_len);
+    if (ahead < w.last) load_stage<D>(ring + ((ahead - w.first) % kStages) * Ring<D>::kStage, k, v, ahead, a.kv_len);
     cp_async_commit();
-    const __half* sK = ring + ((j - first) % kStages) * Ring<D>::kStage;
-    float s[kMT][4] = {};
-    scores<D, PaddedRows<D>>(sK, qf, s);
-    uint32_t pb[kMT][2];
-    decode_chain::softmax_tile<D, kMT>(s, min(kT, a.kv_len - j * kT), scale_log2, ch, pb);
-    pv<D, PaddedRows<D>>(sK + Ring<D>::kTile, pb, ch);
+    w.template attend<PaddedRows<D>>(a, ring + ((j - w.first) % kStages) * Ring<D>::kStage, j);
   }
   cp_async_wait<0>();
-
-  const size_t rows_total = size_t(a.batch) * a.q_heads;
-  decode_chain::store<D>(ch, group, size_t(b) * a.q_heads + size_t(kvh) * group,
-                         {a.o, a.lse, a.workspace, chains, chain, rows_total});
+  w.finish(a);
 }
 
 // v4: the same chain with its tiles by TMA (sm_90a). Lane 0 announces a stage's bytes on its mbarrier and issues
@@ -200,52 +219,34 @@ __global__ void __launch_bounds__(32) flash2_decode_tma_kernel(const Flash2Args 
   auto* ring = reinterpret_cast<__half*>(smem_raw + ((1024u - (smem_addr(smem_raw) & 1023u)) & 1023u));
   auto* full = reinterpret_cast<uint64_t*>(ring + kStages * TmaRing<D>::kStage);
   const int lane = threadIdx.x % 32;
-  const int chains = a.splits, pairs = a.batch * a.kv_heads;
-  const int pair = blockIdx.x / chains, chain = blockIdx.x % chains;
-  if (pair >= pairs) return;
-  const int group = a.q_heads / a.kv_heads, b = pair / a.kv_heads, kvh = pair % a.kv_heads;
+  ChainWork<D> w;
+  if (!w.start(a, blockIdx.x)) return;
 
-  uint32_t qf[D / 16][2];
-  decode_chain::load_query<D>(a.q + (size_t(b) * a.q_heads + size_t(kvh) * group) * D, group, qf);
-  const int tiles = (a.kv_len + kT - 1) / kT;
-  const int first = int(int64_t(chain) * tiles / chains), last = int(int64_t(chain + 1) * tiles / chains);
-  const float scale_log2 = a.scale * decode_chain::kLog2e;
-  Chain<D> ch;
-  ch.start();
-
-  auto stage = [&](int j) { return ring + ((j - first) % kStages) * TmaRing<D>::kStage; };
+  auto stage = [&](int j) { return ring + ((j - w.first) % kStages) * TmaRing<D>::kStage; };
   auto fill = [&](int j) {  // lane 0: tile j's K and V column blocks, kStageBytes in all (zeros past kv_len)
-    uint64_t* bar = &full[(j - first) % kStages];
+    uint64_t* bar = &full[(j - w.first) % kStages];
     mbar_arrive_expect_tx(bar, uint32_t(TmaRing<D>::kStageBytes));
     __half* s = stage(j);
 #pragma unroll
     for (int cb = 0; cb < D / 64; ++cb) {
-      tma_load_3d(s + cb * SwizzledBlocks<D>::kBlock, &k_map, 64 * cb, j * kT, pair, bar);
-      tma_load_3d(s + SwizzledBlocks<D>::kTile + cb * SwizzledBlocks<D>::kBlock, &v_map, 64 * cb, j * kT, pair, bar);
+      tma_load_3d(s + cb * SwizzledBlocks<D>::kBlock, &k_map, 64 * cb, j * kT, w.pair, bar);
+      tma_load_3d(s + SwizzledBlocks<D>::kTile + cb * SwizzledBlocks<D>::kBlock, &v_map, 64 * cb, j * kT, w.pair, bar);
     }
   };
   if (lane == 0) {
     prefetch_tensor_map(&k_map), prefetch_tensor_map(&v_map);
     for (int s = 0; s < kStages; ++s) mbar_init(&full[s], 1);
     fence_proxy_async();  // the initialized barriers before the copy engine completes bytes on them
-    for (int st = 0; st < kStages - 1 && first + st < last; ++st) fill(first + st);
+    for (int st = 0; st < kStages - 1 && w.first + st < w.last; ++st) fill(w.first + st);
   }
   __syncwarp();  // the barriers initialized before any lane waits on them
-  for (int j = first; j < last; ++j) {
-    mbar_wait(&full[(j - first) % kStages], ((j - first) / kStages) & 1);  // tile j has landed
+  for (int j = w.first; j < w.last; ++j) {
+    mbar_wait(&full[(j - w.first) % kStages], ((j - w.first) / kStages) & 1);  // tile j has landed
     __syncwarp();  // every lane has left tile j − 1's stage
-    if (lane == 0 && j + kStages - 1 < last) fill(j + kStages - 1);
-    const __half* sK = stage(j);
-    float s[kMT][4] = {};
-    scores<D, SwizzledBlocks<D>>(sK, qf, s);
-    uint32_t pb[kMT][2];
-    decode_chain::softmax_tile<D, kMT>(s, min(kT, a.kv_len - j * kT), scale_log2, ch, pb);
-    pv<D, SwizzledBlocks<D>>(sK + SwizzledBlocks<D>::kTile, pb, ch);
+    if (lane == 0 && j + kStages - 1 < w.last) fill(j + kStages - 1);
+    w.template attend<SwizzledBlocks<D>>(a, stage(j), j);
   }
-
-  const size_t rows_total = size_t(a.batch) * a.q_heads;
-  decode_chain::store<D>(ch, group, size_t(b) * a.q_heads + size_t(kvh) * group,
-                         {a.o, a.lse, a.workspace, chains, chain, rows_total});
+  w.finish(a);
 #endif
 }
 
