@@ -17,14 +17,6 @@
 set -u
 source kernels/bench/session_lib.sh
 session_start "baselines-${STEP:-build}"
-edit_config() {  # config $1 with the Python statements $2 applied to its dict `c`, on stdout
-  python3 - "$1" "$2" <<'PY'
-import json, sys
-c = json.load(open(sys.argv[1]))
-exec(sys.argv[2])
-print(json.dumps(c))
-PY
-}
 case "${STEP:-build}" in
 build)
   step "peers: building in the background (/tmp/peers/*.log)"

@@ -25,13 +25,7 @@ build)
   ;;
 bench)
   gpus=$(nvidia-smi -L | wc -l)
-  edit=$(printf 'c["sweep"] = [{"vary": "problem.gpus", "values": list(range(1, %d + 1))}]' "$gpus")
-  python3 - "$edit" >"$out/config.json" <<'PY'
-import json, sys
-c = json.load(open("configs/bench-context-parallel.json"))
-exec(sys.argv[1])
-print(json.dumps(c))
-PY
+  edit_config configs/bench-context-parallel.json "c['sweep'][1]['values'] = list(range(1, $gpus + 1))" >"$out/config.json"
   bench_ours "gpus$gpus" "$out/config.json" 30
   ;;
 esac

@@ -30,12 +30,8 @@ bench)
   for shape in "32 32 128" "32 8 128" "40 10 128" "32 8 64"; do
     set -- $shape
     tag="h$1-$2-d$3"
-    python3 - "$1" "$2" "$3" >"$out/config-$tag.json" <<'PY'
-import json, sys
-c = json.load(open("configs/bench-flash2-decode.json"))
-c["problem"].update(q_heads=int(sys.argv[1]), kv_heads=int(sys.argv[2]), head_dim=int(sys.argv[3]))
-print(json.dumps(c))
-PY
+    edit_config configs/bench-flash2-decode.json "c['problem'].update(q_heads=$1, kv_heads=$2, head_dim=$3)" \
+      >"$out/config-$tag.json"
     bench_ours "$tag" "$out/config-$tag.json" 14 --vary "problem.batch=${BATCHES:-1,4,16}" \
       --vary "problem.kv_len=${LENS:-4096,8192,16384,32768}"
   done

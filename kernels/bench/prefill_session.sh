@@ -32,14 +32,7 @@
 set -u
 source kernels/bench/session_lib.sh
 session_start prefill-session
-with_dim() {  # a bench config at head dim $2 from config $1
-  python3 - "$1" "$2" <<'PY'
-import json, sys
-c = json.load(open(sys.argv[1]))
-c["problem"]["head_dim"] = int(sys.argv[2])
-print(json.dumps(c))
-PY
-}
+with_dim() { edit_config "$1" "c['problem']['head_dim'] = $2"; }  # a bench config at head dim $2 from config $1
 case "${STEP:-build}" in
 build)
   step "peers: building in the background (/tmp/peers/*.log)"

@@ -77,6 +77,17 @@ bench_with_peers() {
   peers_on "$1" "${3:-24}"
 }
 
+# CONFIG (a file) with the Python statements STATEMENTS applied to its dict `c`, on stdout:
+#   edit_config configs/bench-flash2-prefill.json "c['problem']['head_dim'] = 64" >d64.json
+edit_config() {
+  python3 - "$1" "$2" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+exec(sys.argv[2])
+print(json.dumps(c))
+PY
+}
+
 # A config for one kernel launch under Nsight Compute, on stdout: BASE (a config file) with only the variant VARIANT (a
 # JSON object), the problem fields of UPDATE (a JSON object, optional) changed, the kernel backend alone, no sweep.
 one_launch_config() {

@@ -68,6 +68,15 @@ struct Rank {
   Rank& operator=(const Rank&) = delete;
 };
 
+// One exchange's arguments (ring_transport.h), a slot per rank.
+struct Exchange {
+  std::vector<const void*> send;
+  std::vector<void*> recv;
+  std::vector<size_t> bytes;
+  std::vector<cudaStream_t> streams;
+  explicit Exchange(size_t ranks) : send(ranks), recv(ranks), bytes(ranks, 0), streams(ranks) {}
+};
+
 size_t rows_of(const Problem& p, cp::Span q) { return size_t(p.batch * p.q_heads * q.size()); }
 
 // O in FP16 and its logsumexp, once.
@@ -188,28 +197,24 @@ RingRun prefill(const Problem& p, const RingVariant& v, RingTransport& t, bool t
                                      rows_of(p, plan.shards[size_t(r)].q[c]), d, k.compute));
     }
     for (int s = 0; s < P; ++s) {
-      const size_t n = ranks.size();
-      std::vector<const void*> send(n);
-      std::vector<void*> recv(n);
-      std::vector<size_t> bytes(n, 0);
-      std::vector<cudaStream_t> comm(n);
+      Exchange x(ranks.size());
       for (int r = 0; r < P; ++r) {
         Rank& k = *ranks[size_t(r)];
         OnDevice on(k.device);
         if (s > 0) ATTNLAB_CUDA(cudaStreamWaitEvent(k.compute, k.received));  // (1)
         if (s > 0 && s < P - 1) ATTNLAB_CUDA(cudaStreamWaitEvent(k.comm, k.computed));  // (2)
-        send[size_t(r)] = in_hand(k, s);
-        recv[size_t(r)] = P > 1 ? k.ring[(s + 1) % 2].as<void>() : nullptr;
-        bytes[size_t(r)] = v.shard_bytes(plan.shards[size_t(plan.steps[size_t(s)][size_t(r)].kv_owner)].kv);
-        comm[size_t(r)] = k.comm;
+        x.send[size_t(r)] = in_hand(k, s);
+        x.recv[size_t(r)] = P > 1 ? k.ring[(s + 1) % 2].as<void>() : nullptr;
+        x.bytes[size_t(r)] = v.shard_bytes(plan.shards[size_t(plan.steps[size_t(s)][size_t(r)].kv_owner)].kv);
+        x.streams[size_t(r)] = k.comm;
       }
       if (s < P - 1) {
-        t.shift(send, recv, bytes, comm);
+        t.shift(x.send, x.recv, x.bytes, x.streams);
         for (int r = 0; r < P; ++r) {
           Rank& k = *ranks[size_t(r)];
           OnDevice on(k.device);
           ATTNLAB_CUDA(cudaEventRecord(k.received, k.comm));
-          wire += double(bytes[size_t(r)]);
+          wire += double(x.bytes[size_t(r)]);
         }
       }
       for (int r = 0; r < P; ++r) {  // (3)
@@ -296,11 +301,7 @@ RingRun decode(const Problem& p, const RingVariant& v, RingTransport& t, bool ti
   }
   double wire = 0;
   auto once = [&] {
-    const size_t n = ranks.size();
-    std::vector<const void*> send(n);
-    std::vector<void*> recv(n);
-    std::vector<size_t> bytes(n, 0);
-    std::vector<cudaStream_t> comm(n);
+    Exchange x(ranks.size());
     for (int r = 0; r < P; ++r) {
       Rank& k = *ranks[size_t(r)];
       OnDevice on(k.device);
@@ -310,17 +311,17 @@ RingRun decode(const Problem& p, const RingVariant& v, RingTransport& t, bool ti
         const std::vector<cp::Span> spans{own};
         v.attend(k.q[0].as<void>(), queries, k.own.as<void>(), spans, 0, false, reinterpret_cast<__half*>(part),
                  reinterpret_cast<float*>(part + o_bytes), k.workspace.as<void>(), k.compute);
-        bytes[size_t(r)] = r == 0 ? 0 : part_bytes;
+        x.bytes[size_t(r)] = r == 0 ? 0 : part_bytes;
       }
       ATTNLAB_CUDA(cudaEventRecord(k.computed, k.compute));
       ATTNLAB_CUDA(cudaStreamWaitEvent(k.comm, k.computed));
-      send[size_t(r)] = part;
-      recv[size_t(r)] = ranks[0]->parts[size_t(r)].as<void>();
-      comm[size_t(r)] = k.comm;
+      x.send[size_t(r)] = part;
+      x.recv[size_t(r)] = ranks[0]->parts[size_t(r)].as<void>();
+      x.streams[size_t(r)] = k.comm;
     }
-    t.gather(send, recv, bytes, comm);
+    t.gather(x.send, x.recv, x.bytes, x.streams);
     wire = 0;
-    for (size_t b : bytes) wire += double(b);
+    for (size_t b : x.bytes) wire += double(b);
     Rank& first = *ranks[0];
     OnDevice on(first.device);
     ATTNLAB_CUDA(cudaEventRecord(first.received, first.comm));
