@@ -15,6 +15,7 @@
 #include "core/ground_truth.h"
 #include "core/metrics.h"
 #include "core/registry.h"
+#include "kernels/common/backend.h"
 #include "kernels/common/device.h"
 #include "kernels/common/kernel_table.h"
 #include "kernels/context_parallel/ring_attention.h"
@@ -171,6 +172,28 @@ TEST_CASE("context-parallel ring over NCCL equals the one-GPU kernel within the 
     check_ring(dev, "flash2", problem(128, 32, 8, 8192, false, Phase::decode), *t, seed);
     if (dev.warpgroup_mma) check_ring(dev, "flash3_fp8", problem(128, 8, 2, 4096, true, Phase::prefill), *t, seed);
   }
+}
+
+// The kernel backend's answers for problem.gpus > 1: the variants without a ring and the shapes the ring does not take
+// are refused per variant, the split itself where NCCL or the GPUs are missing.
+TEST_CASE("context-parallel ring: the kernel backend's refusals for problem.gpus > 1", "[gpu][kernels]") {
+  const kernels::DeviceInfo dev = kernels::probe_device();
+  if (!dev.usable) ATTNLAB_SKIP(dev.reason);
+  const kernels::KernelBackend backend;
+  Experiment e;
+  e.problem = problem(128, 8, 2, 1024, true, Phase::prefill);
+  e.problem.gpus = 2;
+  auto request = [](const std::string& id) {
+    VariantRequest v;
+    v.id = id, v.params = ParamValues::defaults(find_variant(id)->params);
+    return v;
+  };
+  CHECK(backend.cannot_run(request("int_flash"), e).find("no context-parallel kernel") == 0);
+  CHECK(backend.cannot_run(request("flash2"), e).empty());
+  e.problem.q_len = 512;
+  CHECK(backend.cannot_run(request("flash2"), e).find("q_len 512 ≠ kv_len 1024") != std::string::npos);
+  CHECK(backend.cannot_split(1).empty());
+  CHECK(backend.cannot_split(2) == kernels::nccl_refusal(2));
 }
 
 // The refusals need no GPU: what the ring cannot split, and NCCL's answer for more GPUs than any host has.
