@@ -33,6 +33,22 @@ namespace attnlab::cp {
 // cache stores those tokens.
 inline constexpr int64_t kShardAlign = 128;
 
+// The merge of partial results (kernels/context_parallel/lse_merge.h), in HBM bytes per query row of d values — one
+// account for the kernels' ring and the cost model. A partial is what a block's kernel leaves and what a decode rank
+// sends to rank 0: O in FP16 and its logsumexp in FP32. The running result is O and L in FP32: cleared once per query
+// chunk, merged with every partial (read the partial, read and write the running result; two launches: the values,
+// then the logsumexps), stored once (read it, write O in FP16 and L).
+inline constexpr int64_t partial_bytes_per_row(int64_t d) { return 2 * d + 4; }
+inline constexpr int64_t running_bytes_per_row(int64_t d) { return 4 * d + 4; }
+inline constexpr int64_t merge_clear_bytes_per_row(int64_t d) { return running_bytes_per_row(d); }
+inline constexpr int64_t merge_add_bytes_per_row(int64_t d) {
+  return partial_bytes_per_row(d) + 2 * running_bytes_per_row(d);
+}
+inline constexpr int64_t merge_store_bytes_per_row(int64_t d) {
+  return running_bytes_per_row(d) + partial_bytes_per_row(d);
+}
+inline constexpr int kMergeAddLaunches = 2;  // lse_merge_add: the values, then the logsumexps
+
 // How the sequence is cut into the GPUs' shards.
 enum class Balance {
   contiguous,  // P chunks, GPU r gets chunk r (balanced without a mask)

@@ -32,12 +32,13 @@ double hbm_ms(const GpuSpec& g, double bytes) {
   return 1e3 * bytes / (g.peak(Unit::hbm) * g.efficiency_of(Unit::hbm));
 }
 
-// Merging a block's partial into a GPU's running result, in the attention kernel's epilogue (the ring's kernel
-// takes the running O and logsumexp in and writes them back, as a split-KV combine does; a choice of this model):
-// beside the one-GPU kernel's traffic it reads the running O and logsumexp in FP32 and writes O in FP32 instead of
-// FP16 — 4 + 2 bytes per element, serial (the epilogue overlaps nothing).
-double merge_bytes(const Problem& p, int64_t rows) {
-  return 6.0 * double(p.batch * p.q_heads * rows) * double(p.head_dim + 1);
+// The ring's merge passes (core/context_parallel.h's account of kernels/context_parallel/lse_merge.h): each its own
+// launch, bound by HBM, `rows` query rows of every batch and query head.
+double merge_ms(const GpuSpec& g, const Problem& p, int64_t rows, int64_t bytes_per_row, int launches) {
+  return hbm_ms(g, double(p.batch * p.q_heads * rows) * double(bytes_per_row)) + launches * kLaunchUs * 1e-3;
+}
+double merge_bytes(const Problem& p, int64_t rows, int64_t bytes_per_row) {
+  return double(p.batch * p.q_heads * rows) * double(bytes_per_row);
 }
 
 // The one-GPU model of a block: the (query chunk, key chunk) pairs as a problem of their own. A block whose
@@ -71,26 +72,35 @@ MultiGpuPrediction ring_prefill(const Problem& p, const VariantRequest& v, const
   MultiGpuPrediction m;
   m.imbalance = plan.imbalance();
   std::vector<double> hbm(P, 0.0);
-  double attention_ms = 0;               // Σ over steps of the slowest GPU's compute
-  std::vector<bool> started(P, false);  // a GPU's first block writes its running result; later ones merge into it
+  double attention_ms = 0;  // Σ over steps of the slowest GPU's compute
   bool scaled = false;
+  const int64_t d = p.head_dim;
+  auto charge_merge = [&](RingSlot& slot, int64_t rows, int64_t bytes_per_row, int launches) {
+    slot.compute_ms += merge_ms(g, p, rows, bytes_per_row, launches);
+    hbm[size_t(slot.gpu)] += merge_bytes(p, rows, bytes_per_row);
+  };
   for (int s = 0; s < P; ++s) {
     const auto& row = plan.steps[size_t(s)];
     double slowest = 0;
     std::vector<RingSlot> slots;
     for (const cp::RingStep& st : row) {
       RingSlot slot{.gpu = st.gpu, .step = s, .pairs = st.pairs};
+      // Across GPUs each query chunk's running result is cleared at the first step, merged with every block's
+      // partial, and stored at the last (one GPU runs the one-GPU kernel: no merges).
+      const bool merges = P > 1;
+      for (const cp::Span& q : plan.shards[size_t(st.gpu)].q) {
+        const int64_t per_row = s == 0       ? cp::merge_clear_bytes_per_row(d)
+                                : s == P - 1 ? cp::merge_store_bytes_per_row(d)
+                                             : 0;
+        if (merges && per_row > 0 && q.size() > 0) charge_merge(slot, q.size(), per_row, 1);
+      }
       for (const cp::RingBlock& blk : st.blocks) {
         if (blk.kind == cp::BlockKind::masked) continue;
         const BlockTime t = block_time(p, v, g, o, blk);
         scaled = scaled || t.scaled;
         slot.compute_ms += t.ms;
         hbm[size_t(st.gpu)] += t.dram_bytes;
-        if (started[size_t(st.gpu)]) {
-          slot.compute_ms += hbm_ms(g, merge_bytes(p, blk.q.size()));
-          hbm[size_t(st.gpu)] += merge_bytes(p, blk.q.size());
-        }
-        started[size_t(st.gpu)] = true;
+        if (merges) charge_merge(slot, blk.q.size(), cp::merge_add_bytes_per_row(d), cp::kMergeAddLaunches);
       }
       if (s + 1 < P) {
         const double shard = wire_bytes(p, v, st.kv_tokens);
@@ -129,7 +139,7 @@ MultiGpuPrediction sharded_decode(const Problem& p, const VariantRequest& v, con
                                   const ModelOptions& o, const Link& link) {
   const std::vector<cp::Span> shards = cp::decode_shards(p.kv_len, P, cp::kShardAlign);
   MultiGpuPrediction m;
-  const double partial = 4.0 * double(p.batch * p.q_heads) * double(p.head_dim + 1);  // O in FP32 and the logsumexp
+  const double partial = merge_bytes(p, 1, cp::partial_bytes_per_row(p.head_dim));  // O in FP16, its logsumexp
   double slowest = 0, pairs_max = 0, pairs_sum = 0;
   for (int r = 0; r < P; ++r) {
     RingSlot slot{.gpu = r, .step = 0, .pairs = shards[size_t(r)].size() * p.batch * p.q_heads};
@@ -147,7 +157,14 @@ MultiGpuPrediction sharded_decode(const Problem& p, const VariantRequest& v, con
   for (RingSlot& slot : m.timeline) slot.idle_ms = slowest - slot.compute_ms;
   // Step 1: GPUs 1 … P − 1 send their partials to GPU 0, which receives them on its one link, then merges.
   const double gather = P > 1 ? 1e3 * link.latency_s + 1e3 * double(P - 1) * partial / link.bytes_per_s : 0.0;
-  const double merge = P > 1 ? hbm_ms(g, double(P) * partial + partial / 2) + kLaunchUs * 1e-3 : 0.0;
+  // GPU 0 clears its running result, merges every non-empty shard's partial in rank order, stores.
+  int parts = 0;
+  for (const cp::Span& s : shards) parts += s.size() > 0;
+  const int64_t d = p.head_dim;
+  const double merge = P > 1 ? merge_ms(g, p, 1, cp::merge_clear_bytes_per_row(d), 1) +
+                                   parts * merge_ms(g, p, 1, cp::merge_add_bytes_per_row(d), cp::kMergeAddLaunches) +
+                                   merge_ms(g, p, 1, cp::merge_store_bytes_per_row(d), 1)
+                             : 0.0;
   for (int r = 0; r < P; ++r) {
     RingSlot slot{.gpu = r, .step = 1};
     if (r == 0) {
@@ -164,8 +181,8 @@ MultiGpuPrediction sharded_decode(const Problem& p, const VariantRequest& v, con
   m.imbalance = pairs_sum > 0 ? pairs_max / (pairs_sum / P) : 1.0;
   m.link_bound_steps = gather > slowest ? 1 : 0;  // the exchange, which no compute hides, outlasts the attention
   m.explain.push_back(fmt::format(
-      "decode over {} GPUs: the cache split by tokens (shards aligned to {} tokens), each GPU's partial (O in FP32, "
-      "the logsumexp) sent to GPU 0 ({:.0f} bytes each) and merged there",
+      "decode over {} GPUs: the cache split by tokens (shards aligned to {} tokens), each GPU's partial (O in FP16, "
+      "the logsumexp) sent to GPU 0 ({:.0f} bytes each) and merged there in rank order",
       P, cp::kShardAlign, partial));
   return m;
 }

@@ -279,7 +279,8 @@ RingRun decode(const Problem& p, const RingVariant& v, RingTransport& t, bool ti
   const int d = int(p.head_dim);
   const cp::Span queries{0, p.q_len};
   const size_t rows = rows_of(p, queries), o_bytes = rows * size_t(d) * sizeof(__half);
-  const size_t part_bytes = o_bytes + rows * sizeof(float);  // O in FP16, then the logsumexps
+  const size_t part_bytes = rows * size_t(cp::partial_bytes_per_row(d));  // O in FP16, then the logsumexps
+  static_assert(cp::partial_bytes_per_row(1) == sizeof(__half) + sizeof(float));
   std::vector<std::unique_ptr<Rank>> ranks;
   for (int r = 0; r < P; ++r) {
     ranks.push_back(std::make_unique<Rank>(t.device_of(r)));

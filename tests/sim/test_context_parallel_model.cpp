@@ -117,9 +117,12 @@ TEST_CASE("NVLink hides the ring's transfers at long sequences; PCIe does not at
   CHECK(nv.bound == "compute");
   CHECK(nv.link_bound_steps == 0);
   // With every transfer hidden, what is lost is the blocks' own overheads (their launches and tails, the diagonal
-  // blocks' causal waves, the merges' 6 bytes per element): the model keeps them under issue 39's 10% (0.909 here), and
-  // no split can beat one GPU (the blocks' work adds up to the whole problem's).
-  CHECK(nv.scaling_efficiency > 0.9);
+  // blocks' causal waves: 0.909 of one GPU's time) and the ring's merges as the kernels run them (core/
+  // context_parallel.h: 10 bytes an element and two launches per block, a clear and a store per chunk — 1.6 of 55.7 ms
+  // here): 0.882, under issue 39's 0.9 by the merges, which a merge in the kernels' epilogue would save. No split can
+  // beat one GPU (the blocks' work adds up to the whole problem's).
+  CHECK(nv.scaling_efficiency > 0.87);
+  CHECK(nv.scaling_efficiency < 0.9);
   CHECK(nv.scaling_efficiency <= 1.0 + 1e-9);
   // An L40S (PCIe 4.0, 25.6 GB/s after the efficiency), N 4k non-causal MHA: a 1k-token FP16 shard of 32 KV heads
   // (16 MiB) takes 0.66 ms, the attention of a 1k × 1k block about a fifth of that.
@@ -161,7 +164,8 @@ TEST_CASE("sharded decode: the slowest shard, the partials to GPU 0, one merge",
       const MultiGpuPrediction m = predict_context_parallel(p, variant(id), h100, gpus, cp::Balance::contiguous);
       REQUIRE(m.terms.size() == 3);
       CHECK(terms_sum(m) == Approx(m.time_ms).epsilon(kRounding));
-      const double partial = 4.0 * double(p.batch * p.q_heads) * double(p.head_dim + 1);
+      // The kernels' partial (kernels/context_parallel/lse_merge.h): O in FP16 and its logsumexp, 2·d + 4 bytes a row.
+      const double partial = double(p.batch * p.q_heads) * double(2 * p.head_dim + 4);
       CHECK(m.link_bytes == double(gpus - 1) * partial);
       CHECK(m.terms[1].ms == Approx(1e3 * (10e-6 + (gpus - 1) * partial / 337.5e9)).epsilon(1e-9));
       // The slowest shard is a 1/gpus decode: less than the one-GPU time, more than its 1/gpus share.
