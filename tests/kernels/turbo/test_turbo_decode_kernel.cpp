@@ -139,7 +139,9 @@ TEST_CASE("turbo decode kernel equals the turbo reference (SAS) up to ℓ's summ
                           Case{d, 2, 8, 1000, 0, 0, false, 3, "normal"},      // GQA 8:1, no buffer, 4-bit
                           Case{d, 4, 1, 545, 70, 4, false, 1, "llm_like"},    // MHA, all 2-bit, Alg. 2's one loop
                           Case{d, 1, 2, 64 * 9 + 1, 64, 0, false, 0, "student_t"},
-                          Case{d, 2, 3, 700, 30, 1, false, 0, "llm_like"}})  // G = 3: an empty row in the spread
+                          Case{d, 2, 3, 700, 30, 1, false, 0, "llm_like"},   // G = 3: an empty row in the spread
+                          // GQA 4:1 and 3:1, all 2-bit: at d 128 the 2-bit kernel with a two-block ring (v12)
+                          Case{d, 2, 4, 1300, 40, 2, false, 0, "llm_like"}, Case{d, 3, 3, 900, 20, 3, false, 0, "llm_like"}})
       check_case(c, seed++);
 }
 
@@ -279,6 +281,7 @@ TEST_CASE("turbo decode: 200 GPU steps with appends and flushes equal the refere
 TEST_CASE("turbo decode kernel on a small shape (sanitizer run)", "[gpu][sanitize]") {
   GPU_OR_SKIP();
   check_case(Case{64, 1, 4, 200, 70, 1, false, 2, "llm_like"}, 31);
+  check_case(Case{128, 1, 4, 300, 70, 1, false, 3, "llm_like"}, 32);  // all 2-bit at G 4: the two-block ring
 }
 
 }  // namespace
