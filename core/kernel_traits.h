@@ -31,6 +31,9 @@ struct KernelTraits {
                               // the INT8 tiles (turbo prefill: kernels/turbo/turbo_cache_write.cu; PrefillIssue)
   bool balanced_chains = false;  // warp-chain decode: chains per pair from balanced_warp_chains (the busiest SM's
                                  // tiles), not decode_splits (fireq decode)
+  int block_c_not_causal = 0;  // prefill with the producer's loads, not causal: B_c of FlashAttention-3's wider tile
+                               // (core/producer_loads.h's prefill_block_c says when), its ring as many of them as fit
+                               // beside Q (at most `stages`); 0: block_c everywhere
   // A warpgroup-MMA kernel's query rows per warpgroup (four warps): turbo's Alg. 1 query block.
   constexpr int warpgroup_rows() const { return block_r / (warps / 4); }
 };
@@ -42,8 +45,9 @@ inline constexpr KernelTraits kKernelTraits[] = {
     // flash2 wgmma (kernels/flash2/flash2_sm90.cu): two warpgroups of 64 query rows, three K/V tiles; v2 (kv_loads =
     // tma_producer, kProducerLoads) adds the producer warpgroup (384 threads: 168 registers at launch, the consumers
     // 240 by setmaxnreg), v1 (cp_async) 256 threads at 168 / 210. Shared memory holds either to one CTA per SM at d 128.
+    // v3: not causal at d 128, FlashAttention-3's 176-key tile, two in the ring (kernels/PERF.md, flash2 prefill v3).
     {"flash2",      64,  90,  128, 128, 8,    3,     168, 1},
-    {"flash2",      128, 90,  128, 128, 8,    3,     210, 1},
+    {"flash2",      128, 90,  128, 128, 8,    3,     210, 1, false, false, false, false, false, 176},
     // flash2 decode (kernels/flash2/flash2_decode.cu): B_r = the ≤ 8 query heads of one KV head (the MMA's N columns),
     // B_c = 32 tokens; one warp per CTA running one chain, 3 tiles in its ring (d 128: 51 KB, so 4 CTAs on an H100's
     // SM, 3 on an A100's, 1 on an RTX 4090's; d 64: 27 KB); chains from decode_splits over the warps the GPU holds.

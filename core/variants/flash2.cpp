@@ -140,6 +140,10 @@ VariantSpec flash2() {
       ParamSpec::choice("kv_loads", "tma_producer", {"tma_producer", "cp_async"},
                         "the wgmma kernel's K/V loads: a producer warpgroup's TMA copies (FlashAttention-3 §3.1's warp "
                         "specialization), or every thread's cp.async; the reference's numbers do not depend on it"),
+      ParamSpec::choice("kv_tile", "auto", {"auto", "128"},
+                        "the wgmma kernel's keys per K/V tile: auto takes FlashAttention-3's 176 (two in the ring) where "
+                        "the problem is not causal at d 128 with the producer's loads, else 128 (three); 128 pins 128. "
+                        "Only the kernel's order of accumulation depends on it"),
   };
   v.reference = run;
   v.working_memory = flash2_working_memory;

@@ -83,10 +83,17 @@ struct NoConvert {
 // kernel initializes the barriers — full[] counts the producer's arrivals, empty[] the 256 consumers — and
 // syncs the CTA before the warpgroups part.
 struct ProducerFills {};
+// A filled ring whose K and V parts of a slot have barriers of their own (FlashAttention-3's separate K and V
+// pipelines; tma_fill.cuh's kv_produce with two parts): full[s] and empty[s] for tile s's K, full[kStages + s] and
+// empty[kStages + s] for its V. The consumers wait for K_{j+1} before S_{j+1} and for V_j before P·V_j, and give
+// K's slot back once S has landed — an iteration before V's — so K_{j+2} loads while P·V_j still reads V_j. With
+// two slots (flash2's 176-key tile) that is what keeps the loads a whole iteration ahead of the MMAs.
+struct ProducerFillsKV {};
 
 template <int kStages, bool kPingPong = false, class Steps, class Convert = NoConvert>
 __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uint64_t* empty, Convert convert = {}) {
-  constexpr bool kFilled = std::is_same_v<Convert, ProducerFills>;
+  constexpr bool kSplitKV = std::is_same_v<Convert, ProducerFillsKV>;
+  constexpr bool kFilled = kSplitKV || std::is_same_v<Convert, ProducerFills>;
   constexpr bool kConverts = !kFilled && !std::is_same_v<Convert, NoConvert>;
   static_assert(kStages >= (kConverts ? 4 : kFilled ? 2 : 6),
                 "tiles j−2 … j+3 resident while j+4 loads (converting: j−1 … j+2; filled: the producer waits on "
@@ -100,6 +107,15 @@ __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uin
     __syncthreads();  // the barriers initialized before anyone uses them
   }
   auto parity = [](int t) { return (t / kStages) & 1; };
+  // Tile t's K (all of it where K and V share a barrier) and, split, its V: waited for, given back.
+  auto wait_k = [&](int t) { mbar_wait(&full[t % kStages], parity(t)); };
+  auto wait_v = [&](int t) {
+    if constexpr (kSplitKV) mbar_wait(&full[kStages + t % kStages], parity(t));
+  };
+  auto release_k = [&](int t) {
+    if constexpr (kSplitKV) mbar_arrive(&empty[t % kStages]);
+  };
+  auto release_v = [&](int t) { mbar_arrive(&empty[(kSplitKV ? kStages : 0) + t % kStages]); };
   const int group = threadIdx.x / 128;
   int turns_left = tiles + 1;  // this warpgroup's MMA issues
   auto my_turn = [&] {
@@ -137,7 +153,7 @@ __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uin
     mbar_arrive(&full[0]);
     if (tiles > 1) mbar_arrive(&full[1]);
   }
-  mbar_wait(&full[0], 0);
+  wait_k(0);
   my_turn();
   wgmma_fence();
   k.issue_scores(0);
@@ -145,6 +161,7 @@ __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uin
   your_turn();
   wgmma_wait<0>();
   k.pin_scores();
+  release_k(0);
   float alpha[2];
   k.softmax(0, alpha);
   k.pack_p();
@@ -168,7 +185,8 @@ __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uin
       fence_proxy_async();
       if (j + 2 < tiles) mbar_arrive(&full[(j + 2) % kStages]);
     }
-    mbar_wait(&full[(j + 1) % kStages], parity(j + 1));  // everyone's copies of tile j + 1
+    wait_k(j + 1);  // everyone's copies of tile j + 1 (split: its K)
+    wait_v(j);
     k.pin_pv();
     my_turn();
     wgmma_fence();
@@ -179,13 +197,15 @@ __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uin
     your_turn();
     wgmma_wait<1>();  // S_{j+1}; P·V_j may still run
     k.pin_scores();
+    release_k(j + 1);
     k.softmax(j + 1, alpha);
     wgmma_wait<0>();  // P·V_j
     k.pin_pv();
-    mbar_arrive(&empty[j % kStages]);
+    release_v(j);
     k.finish_pv(alpha, true);
     k.pack_p();
   }
+  wait_v(tiles - 1);
   k.pin_pv();
   my_turn();
   wgmma_fence();

@@ -58,43 +58,55 @@ inline constexpr int kProducerCtaLaunchRegs = 65536 / 384 / 8 * 8;
 inline constexpr int kConsumerRegs = 240, kProducerRegs = 24;
 static_assert(2 * kConsumerRegs + kProducerRegs <= 3 * kProducerCtaLaunchRegs);
 
-// The producer's loop, run by one thread: tile t into slot t mod kStages once every consumer has arrived on
-// that slot's empty barrier for tile t − kStages (phase ⌊t/kStages⌋ − 1), then expect_tx of the tile's bytes on
-// full[slot] and issue(t, &full[slot]) — the tile's TMA loads. The thread may leave while its last loads are in
-// flight: the consumers wait for them on full[], and the CTA's shared memory lives until they are done.
-template <int kStages, class Issue>
-__device__ __forceinline__ void kv_produce(int tiles, uint32_t tile_bytes, Issue&& issue, uint64_t* full,
+// The producer's loop, run by one thread, over a ring of kParts barrier pairs per slot (kv_ring.cuh's ProducerFills:
+// one, the tile; ProducerFillsKV: two, its K and its V): part k of tile t into slot t mod kStages once every
+// consumer has arrived on that part's empty barrier for tile t − kStages (phase ⌊t/kStages⌋ − 1), then expect_tx of
+// the part's bytes on its full barrier and issue(k, t, bar) — its TMA loads. Part k's barriers are
+// full[k·kStages + slot] and empty[k·kStages + slot]. The thread may leave while its last loads are in flight: the
+// consumers wait for them on full[], and the CTA's shared memory lives until they are done.
+template <int kStages, int kParts, class Issue>
+__device__ __forceinline__ void kv_produce(int tiles, const uint32_t (&part_bytes)[kParts], Issue&& issue, uint64_t* full,
                                            uint64_t* empty) {
-  for (int t = 0; t < tiles; ++t) {
-    const int slot = t % kStages;
-    if (t >= kStages) mbar_wait(&empty[slot], (t / kStages - 1) & 1);
-    mbar_arrive_expect_tx(&full[slot], tile_bytes);
-    issue(t, &full[slot]);
-  }
+  for (int t = 0; t < tiles; ++t)
+#pragma unroll
+    for (int k = 0; k < kParts; ++k) {
+      const int bar = k * kStages + t % kStages;
+      if (t >= kStages) mbar_wait(&empty[bar], (t / kStages - 1) & 1);
+      mbar_arrive_expect_tx(&full[bar], part_bytes[k]);
+      issue(k, t, &full[bar]);
+    }
 }
 
 // The warpgroups part of a producer kernel: thread 0 initializes the ring's barriers — full[] for the producer's
-// one arrival (and the bytes), empty[] for every consumer thread — and after the CTA's last barrier the
-// producer warpgroup (threads kConsumers …) gives its registers back; one of its threads calls prefetch() and
-// runs kv_produce with `issue`. Returns false to the producer's threads, which then leave, and true to the
-// consumers once they hold kConsumerRegs.
-template <int kStages, int kConsumers, class Prefetch, class Issue>
-__device__ __forceinline__ bool split_warpgroups(int tiles, uint32_t tile_bytes, Prefetch&& prefetch, Issue&& issue,
-                                                 uint64_t* full, uint64_t* empty) {
+// one arrival (and the bytes), empty[] for every consumer thread, kParts · kStages of each — and after the CTA's
+// last barrier the producer warpgroup (threads kConsumers …) gives its registers back; one of its threads calls
+// prefetch() and runs kv_produce with `issue`. Returns false to the producer's threads, which then leave, and true
+// to the consumers once they hold kConsumerRegs.
+template <int kStages, int kConsumers, int kParts, class Prefetch, class Issue>
+__device__ __forceinline__ bool split_warpgroups(int tiles, const uint32_t (&part_bytes)[kParts], Prefetch&& prefetch,
+                                                 Issue&& issue, uint64_t* full, uint64_t* empty) {
   static_assert(kConsumers == 256, "two consumer warpgroups: the register split above");
   if (threadIdx.x == 0)
-    for (int s = 0; s < kStages; ++s) mbar_init(&full[s], 1), mbar_init(&empty[s], kConsumers);
+    for (int s = 0; s < kParts * kStages; ++s) mbar_init(&full[s], 1), mbar_init(&empty[s], kConsumers);
   __syncthreads();  // the barriers initialized; no CTA-wide barrier after this point
   if (threadIdx.x >= kConsumers) {
     warpgroup_release_registers<kProducerRegs>();
     if (threadIdx.x == kConsumers) {
       prefetch();
-      kv_produce<kStages>(tiles, tile_bytes, issue, full, empty);
+      kv_produce<kStages>(tiles, part_bytes, issue, full, empty);
     }
     return false;
   }
   warpgroup_claim_registers<kConsumerRegs>();
   return true;
+}
+// The ring of whole tiles (ProducerFills): issue(t, bar) loads tile t's `tile_bytes`.
+template <int kStages, int kConsumers, class Prefetch, class Issue>
+__device__ __forceinline__ bool split_warpgroups(int tiles, uint32_t tile_bytes, Prefetch&& prefetch, Issue&& issue,
+                                                 uint64_t* full, uint64_t* empty) {
+  const uint32_t bytes[1] = {tile_bytes};
+  return split_warpgroups<kStages, kConsumers, 1>(
+      tiles, bytes, prefetch, [&](int, int t, uint64_t* bar) { issue(t, bar); }, full, empty);
 }
 
 }  // namespace attnlab::kernels

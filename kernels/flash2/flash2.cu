@@ -298,6 +298,13 @@ KernelPath flash2_resolved_path(const Flash2Args& a) {
   return g == 90 ? KernelPath::warpgroup_mma : KernelPath::warp_mma;
 }
 
+int flash2_block_c(const Flash2Args& a) {
+  if (flash2_resolved_path(a) == KernelPath::warpgroup_mma)
+    return flash2_sm90_wide_tile(a) ? kWideTile : find_kernel_traits("flash2", a.head_dim, 90)->block_c;
+  if (flash2_decode_takes(a)) return 0;
+  return find_kernel_traits("flash2", a.head_dim)->block_c;
+}
+
 cudaError_t flash2_forward(const Flash2Args& a, cudaStream_t stream) {
   if (a.splits > 1 && a.workspace == nullptr) return cudaErrorInvalidValue;
   if (flash2_resolved_path(a) == KernelPath::warpgroup_mma) {

@@ -38,6 +38,9 @@ struct Flash2Args {
   // cp.async where false or elsewhere.
   bool tma_producer = true;
   bool ping_pong = true;  // with the producer: the two consumer warpgroups' MMA issues alternate (kv_ring.cuh)
+  // With the producer, not causal, at d 128: FlashAttention-3's 176-key K/V tile, two in the ring (flash2_sm90_wide_tile);
+  // false keeps 128 keys, three in the ring. The numbers differ only in the order of the accumulation.
+  bool wide_tile = true;
 };
 
 bool flash2_supports(int head_dim);  // a compiled kernel exists for this d (64 and 128)
@@ -56,6 +59,9 @@ size_t flash2_workspace_bytes(const Flash2Args& a);
 
 // The generation flash2_forward runs for `a` on the current device (never `automatic`).
 KernelPath flash2_resolved_path(const Flash2Args& a);
+// Keys per K/V tile of the prefill kernel flash2_forward(a) launches (the wgmma one's: 128, or kWideTile where
+// flash2_sm90_wide_tile holds); 0 where the decode kernel runs.
+int flash2_block_c(const Flash2Args& a);
 
 // Launches on `stream`; returns the launch error (cudaSuccess when queued). cudaErrorNotSupported when
 // the warpgroup path is asked for where it cannot run.

@@ -35,7 +35,9 @@ void flash2_run(const Experiment& e, const VariantRequest& v, const QKV& in, con
   const size_t copies = input_copies(sets[0].bytes());
   while (sets.size() < copies) sets.push_back(upload_fp16(in));
   // The wgmma generation's loads from the variant's kv_loads (core/producer_loads.h: the model's rule too).
-  const Flash2Schedule schedule{.tma_producer = producer_loads(v, 90)};
+  // kv_tile 128 pins the wgmma kernel's 128-key tile where auto takes FlashAttention-3's wider one (flash2.h's
+  // wide_tile; core/producer_loads.h's prefill_block_c, the model's rule too).
+  const Flash2Schedule schedule{.tma_producer = producer_loads(v, 90), .wide_tile = !kv_tile_pinned(v)};
   const Flash2Output once = flash2_once(p, sets[0], device.sm_count,
                                         path_of_generation(variants::pinned_generation(v.params)), 0, schedule);
   std::vector<Flash2Args> args;
@@ -44,17 +46,19 @@ void flash2_run(const Experiment& e, const VariantRequest& v, const QKV& in, con
     args.back().path = once.path;
     args.back().splits = once.splits;
     args.back().tma_producer = schedule.tma_producer;
+    args.back().wide_tile = schedule.wide_tile;
   }
   DeviceBuffer workspace(flash2_workspace_bytes(args[0]));
   for (auto& a : args) a.workspace = workspace.as<float>();
   const auto ms = time_launches([&](size_t c) { ATTNLAB_CUDA(flash2_forward(args[c], nullptr)); }, copies);
   into.kernel = result_of(p, once.o, once.lse, truth, ms, double(sets[0].bytes() + o.bytes() + lse.bytes()));
   into.kernel->probes["kernel.launch"] = labelled(
-      {"splits", "input_sets", "timed_runs", "arch", "tma_producer"},
+      {"splits", "input_sets", "timed_runs", "arch", "tma_producer", "block_c"},
       {double(once.splits), double(copies), double(kTimedRuns), double(generation_of(once.path)),
-       double(once.tma_producer)},
+       double(once.tma_producer), double(once.block_c)},
       "", "split-KV CTAs per head, rotating input copies, timed launches, kernel generation (80 mma.sync, 90 wgmma), "
-      "K/V by TMA (1: a producer warpgroup's in prefill, each decode chain's own) or cp.async (0)");
+      "K/V by TMA (1: a producer warpgroup's in prefill, each decode chain's own) or cp.async (0), keys per K/V tile "
+      "of the prefill kernel (0: the decode kernel)");
 }
 
 }  // namespace attnlab::kernels

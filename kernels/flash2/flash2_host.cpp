@@ -35,12 +35,12 @@ Flash2Output flash2_once(const Problem& p, const Flash2Inputs& inputs, int sm_co
   DeviceBuffer workspace(flash2_workspace_bytes(a));
   a.workspace = workspace.as<float>();
   a.path = path;
-  a.tma_producer = schedule.tma_producer, a.ping_pong = schedule.ping_pong;
+  a.tma_producer = schedule.tma_producer, a.ping_pong = schedule.ping_pong, a.wide_tile = schedule.wide_tile;
   ATTNLAB_CUDA(flash2_forward(a, nullptr));
   ATTNLAB_CUDA(cudaDeviceSynchronize());
   const KernelPath ran = flash2_resolved_path(a);
   const bool tma = ran == KernelPath::warpgroup_mma ? a.tma_producer : flash2_decode_takes(a) && flash2_decode_tma(a);
-  Flash2Output out{Tensor(), {}, a.splits, ran, tma};
+  Flash2Output out{Tensor(), {}, a.splits, ran, tma, flash2_block_c(a)};
   out_dev.read("flash2", out.o, out.lse);
   return out;
 }

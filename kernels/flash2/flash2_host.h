@@ -27,11 +27,12 @@ struct Flash2Output {
   int splits = 1;
   KernelPath path = KernelPath::warp_mma;  // the kernel generation that ran
   bool tma_producer = false;  // K/V by TMA: the warpgroup generation's producer warpgroup, or the decode chains' own
+  int block_c = 0;            // keys per K/V tile of the prefill kernel that ran (0: the decode kernel ran)
 };
 
-// The warpgroup generation's loads and schedule (flash2.h's tma_producer and ping_pong).
+// The warpgroup generation's loads, schedule and tile (flash2.h's tma_producer, ping_pong and wide_tile).
 struct Flash2Schedule {
-  bool tma_producer = true, ping_pong = true;
+  bool tma_producer = true, ping_pong = true, wide_tile = true;
 };
 
 // Arguments for problem p on `inputs` writing to `o`/`lse`, with the split rule for `sm_count` SMs.

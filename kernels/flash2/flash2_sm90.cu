@@ -2,7 +2,9 @@
 // function as flash2.cu (flash2.h states the contract), for prefill on an sm_90 GPU.
 //
 // CTA = 2 warpgroups × 64 query rows (B_r = 128) sharing each K/V tile (B_c = 128 keys); K/V tiles are
-// three-deep in shared memory (128-byte swizzle, wgmma.cuh; who copies them: below). Per warpgroup,
+// three-deep in shared memory (128-byte swizzle, wgmma.cuh; who copies them: below). Not causal at d 128 with
+// the producer (flash2.h's wide_tile), FlashAttention-3's tile instead: B_c = 176 keys, two in the ring — a
+// third fewer tiles, so a third fewer row reductions, rescales and MMA waits per key (v3). Per warpgroup,
 // FlashAttention-3's intra-warpgroup pipelining (Shah et al. 2024, §3.2; the loop is kv_pipeline.cuh or
 // kv_ring.cuh, shared with the other Hopper kernels) overlaps the softmax of tile j + 1 with the P̃·V product of tile j:
 //   issue  S_{j+1} = Q·K_{j+1}ᵀ                  wgmma, A = Q and B = K from shared memory (K-major)
@@ -15,8 +17,9 @@
 // K/V loads (flash2.h's tma_producer): true adds a producer warpgroup (FlashAttention-3 §3.1's warp
 // specialization) — one of its threads copies each K and V tile with TMA (tma_fill.cuh), one load per 64-channel
 // column block of each, into the three-tile ring of kv_ring.cuh (mbarriers: the warpgroups need not meet every
-// tile), and setmaxnreg moves registers to the two consumer warpgroups (240 each, the producer 24). With ping_pong
-// the consumers' MMA issues alternate (FA3 §3.1's ping-pong: one warpgroup's softmax under the other's GEMMs).
+// tile; K and V of a slot on barriers of their own, v3), and setmaxnreg moves registers to the two consumer
+// warpgroups (240 each, the producer 24). With ping_pong the consumers' MMA issues alternate (FA3 §3.1's
+// ping-pong: one warpgroup's softmax under the other's GEMMs).
 // false: every thread copies its share of each tile with cp.async and the CTA meets once per tile
 // (kv_pipeline.cuh). The same numbers either way, bit for bit: the loads and the schedule change, not one
 // operation of the arithmetic ([gpu] test). Causal CTAs start with the last row blocks (the most tiles), so the
@@ -37,27 +40,30 @@ namespace attnlab::kernels {
 
 namespace {
 
-template <int D, bool Producer>
+// Bc: the traits' B_c (128), or kWideTile where flash2.h's wide_tile picks it. The ring holds the traits' three
+// tiles where they fit beside Q, else as many as do (176 keys at d 128: two, 212 KB with Q).
+template <int D, bool Producer, int Bc = find_kernel_traits("flash2", D, 90)->block_c>
 struct HopperTile {
   static constexpr KernelTraits kTraits = *find_kernel_traits("flash2", D, 90);
-  static constexpr int kBr = kTraits.block_r, kBc = kTraits.block_c, kStages = kTraits.stages;
+  static constexpr int kBr = kTraits.block_r, kBc = Bc;
   static constexpr int kConsumers = 32 * kTraits.warps, kGroups = kTraits.warps / 4;
   static constexpr int kThreads = kConsumers + (Producer ? 128 : 0);  // + the producer warpgroup
   static constexpr int kQBytes = kBr * D * 2, kKVBytes = kBc * D * 2;
+  static constexpr int kStages = ring_slots(kTraits.stages, kQBytes + 1024, 2 * kKVBytes);
   static constexpr size_t kSmemBytes = size_t(kQBytes) + size_t(kStages) * 2 * kKVBytes + 1024;  // + alignment
   static_assert(kBr == 64 * kGroups, "each warpgroup owns one m64 tile of query rows");
-  static_assert(kBc == 128, "S is one m64n128 accumulator");
+  static_assert(kBc == 128 || (kBc == kWideTile && Producer), "S is one m64n128 accumulator, or m64n176 with the producer");
   static_assert(D % 64 == 0, "whole 128-byte swizzle rows");
-  static_assert(kStages == kKvPipelineStages, "kv_pipeline.cuh loads tile j + 2 while tiles j and j + 1 are read");
-  static_assert(kSmemBytes <= kSm90SmemPerCta, "Q and three K/V tiles in one CTA's shared memory (d 128: 225 KB)");
+  static_assert(Producer || kStages == kKvPipelineStages, "kv_pipeline.cuh loads tile j + 2 while tiles j and j + 1 are read");
+  static_assert(kStages >= 2 && kSmemBytes <= kSm90SmemPerCta, "Q and the K/V ring in one CTA's shared memory");
 };
 
-template <int D, bool Producer, bool PingPong>
-__global__ void __launch_bounds__(HopperTile<D, Producer>::kThreads, 1)
+template <int D, bool Producer, bool PingPong, int Bc>
+__global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
     flash2_sm90_kernel(Flash2Args a, const __grid_constant__ CUtensorMap k_map,
                        const __grid_constant__ CUtensorMap v_map) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using T = HopperTile<D, Producer>;
+  using T = HopperTile<D, Producer, Bc>;
   constexpr int kBc = T::kBc;
   constexpr float kLog2e = 1.4426950408889634f;
   extern __shared__ char smem_raw[];
@@ -98,7 +104,7 @@ __global__ void __launch_bounds__(HopperTile<D, Producer>::kThreads, 1)
     return sw128_desc(stage_k(j % T::kStages) + T::kKVBytes + ks * 16 * 128, kBc * 128, 1024);
   };
 
-  float s[kBc / 2];      // S (then P̃ in FP32) of the tile in the softmax: m64n128 accumulator
+  float s[kBc / 2];      // S (then P̃ in FP32) of the tile in the softmax: m64n(B_c) accumulator
   float o[D / 2] = {};   // O: m64nD accumulator
   uint32_t p[kBc / 16][4];  // P̃ in FP16 as A fragments, one per 16-key k-step
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};  // running max (scaled, log₂) and partial ℓ
@@ -106,7 +112,10 @@ __global__ void __launch_bounds__(HopperTile<D, Producer>::kThreads, 1)
   // S ← Q·K_jᵀ (issued, not waited for).
   auto issue_scores = [&](int j) {
 #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) wgmma_m64n128k16_f16_ss(s, desc_q(kk), desc_k(j, kk), kk > 0);
+    for (int kk = 0; kk < D / 16; ++kk) {
+      if constexpr (kBc == 128) wgmma_m64n128k16_f16_ss(s, desc_q(kk), desc_k(j, kk), kk > 0);
+      else wgmma_m64n176k16_f16_ss(s, desc_q(kk), desc_k(j, kk), kk > 0);
+    }
   };
   // The online softmax of tile j on s (App. D): masks, new running max, P̃ in place; returns α per row.
   auto softmax = [&](int j, float (&alpha)[2]) {
@@ -160,24 +169,24 @@ __global__ void __launch_bounds__(HopperTile<D, Producer>::kThreads, 1)
                          pin_registers(p);
                        }};
   if constexpr (Producer) {  // tma_fill.cuh: the producer warpgroup copies, the consumers compute
-    __shared__ uint64_t full[T::kStages], empty[T::kStages];
-    const bool consumer = split_warpgroups<T::kStages, T::kConsumers>(
-        tiles, 2 * T::kKVBytes,
+    // K and V of a slot on barriers of their own (kv_ring.cuh's ProducerFillsKV): K_{j+2} loads while P·V_j reads V_j.
+    __shared__ uint64_t full[2 * T::kStages], empty[2 * T::kStages];
+    constexpr uint32_t kPartBytes[2] = {T::kKVBytes, T::kKVBytes};
+    const bool consumer = split_warpgroups<T::kStages, T::kConsumers, 2>(
+        tiles, kPartBytes,
         [&] {
           prefetch_tensor_map(&k_map);
           prefetch_tensor_map(&v_map);
         },
-        [&](int j, uint64_t* bar) {  // K and V rows j·B_c …, one load per 64-channel column block of each
-          char* st = stage_k(j % T::kStages);
+        [&](int part, int j, uint64_t* bar) {  // K (part 0) or V rows j·B_c …, one load per 64-channel column block
+          char* st = stage_k(j % T::kStages) + part * T::kKVBytes;
+          const CUtensorMap* map = part == 0 ? &k_map : &v_map;
 #pragma unroll
-          for (int c = 0; c < D / 64; ++c) {
-            tma_load_3d(st + c * kBc * 128, &k_map, 64 * c, j * kBc, bkv, bar);
-            tma_load_3d(st + T::kKVBytes + c * kBc * 128, &v_map, 64 * c, j * kBc, bkv, bar);
-          }
+          for (int c = 0; c < D / 64; ++c) tma_load_3d(st + c * kBc * 128, map, 64 * c, j * kBc, bkv, bar);
         },
         full, empty);
     if (!consumer) return;
-    kv_ring<T::kStages, PingPong>(tiles, steps, full, empty, ProducerFills{});
+    kv_ring<T::kStages, PingPong>(tiles, steps, full, empty, ProducerFillsKV{});
   } else {
     kv_pipeline(tiles, steps);
   }
@@ -188,9 +197,9 @@ __global__ void __launch_bounds__(HopperTile<D, Producer>::kThreads, 1)
 #endif
 }
 
-template <int D, bool Producer, bool PingPong>
+template <int D, bool Producer, bool PingPong, int Bc = HopperTile<D, Producer>::kBc>
 cudaError_t launch(const Flash2Args& a, cudaStream_t stream) {
-  using T = HopperTile<D, Producer>;
+  using T = HopperTile<D, Producer, Bc>;
   CUtensorMap k_map{}, v_map{};  // unread without the producer
   if constexpr (Producer) {  // K and V alike: (heads, kv_len, d) FP16 rows, 64-channel boxes (tensor_map.h)
     const int64_t heads = int64_t(a.batch) * a.kv_heads;
@@ -198,7 +207,7 @@ cudaError_t launch(const Flash2Args& a, cudaStream_t stream) {
     if (e == cudaSuccess) e = fp16_rows_tensor_map(v_map, a.v, heads, a.kv_len, D, T::kBc);
     if (e != cudaSuccess) return e;
   }
-  auto* kernel = flash2_sm90_kernel<D, Producer, PingPong>;
+  auto* kernel = flash2_sm90_kernel<D, Producer, PingPong, Bc>;
   if (const cudaError_t e =
           cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(T::kSmemBytes));
       e != cudaSuccess)
@@ -211,10 +220,17 @@ cudaError_t launch(const Flash2Args& a, cudaStream_t stream) {
 template <int D>
 cudaError_t launch_d(const Flash2Args& a, cudaStream_t stream) {
   if (!a.tma_producer) return launch<D, false, false>(a, stream);  // kv_pipeline.cuh has no ping-pong
+  if constexpr (D == 128)
+    if (flash2_sm90_wide_tile(a)) return a.ping_pong ? launch<D, true, true, kWideTile>(a, stream) : launch<D, true, false, kWideTile>(a, stream);
   return a.ping_pong ? launch<D, true, true>(a, stream) : launch<D, true, false>(a, stream);
 }
 
 }  // namespace
+
+bool flash2_sm90_wide_tile(const Flash2Args& a) {
+  const KernelTraits* t = find_kernel_traits("flash2", a.head_dim, 90);
+  return a.wide_tile && a.tma_producer && !a.causal && t && t->block_c_not_causal == kWideTile;
+}
 
 cudaError_t flash2_sm90_forward(const Flash2Args& a, cudaStream_t stream) {
   if (a.splits != 1) return cudaErrorInvalidValue;

@@ -4,11 +4,20 @@
 // flash2_forward picks it by itself where it applies (KernelPath::automatic).
 #pragma once
 
+#include "core/kernel_traits.h"
 #include "kernels/flash2/flash2.h"
 
 namespace attnlab::kernels {
 
 // Launches on `stream` (a.splits must be 1; d ∈ {64, 128}); returns the launch error.
 cudaError_t flash2_sm90_forward(const Flash2Args& a, cudaStream_t stream);
+
+// FlashAttention-3's non-causal d 128 tile (core/kernel_traits.h's block_c_not_causal): the keys per K/V tile where
+// flash2_sm90_wide_tile(a) holds.
+inline constexpr int kWideTile = find_kernel_traits("flash2", 128, 90)->block_c_not_causal;
+static_assert(kWideTile == 176, "S on the wide tile is one m64n176 accumulator (wgmma.cuh)");
+// Whether a launch takes kWideTile-key tiles: a.wide_tile, the producer's loads, not causal, and a kernel row with
+// the wide tile at a.head_dim (the rule of core/producer_loads.h's prefill_block_c on the launch's arguments).
+bool flash2_sm90_wide_tile(const Flash2Args& a);
 
 }  // namespace attnlab::kernels

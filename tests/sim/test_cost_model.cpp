@@ -56,6 +56,33 @@ TEST_CASE("flash2's schedule moves exactly the bytes of the IO law and of the re
   for (const auto& [tensor, bytes] : naive_hbm_bytes(p, 4.0)) CHECK(bytes_of(s.total(), tensor) == bytes);
 }
 
+// flash2's wgmma kernel not causal at d 128 takes FlashAttention-3's 176-key tile, two in the ring (core/producer_loads.h's
+// prefill_block_c: what the kernel backend launches); causal, at d 64, with kv_tile 128 or without the producer's loads
+// it keeps 128 keys and three tiles. The wide tile moves fewer K/V bytes: ⌈N/B_r⌉ row blocks each read N keys either way,
+// so K/V bytes are equal where N is a multiple of both tiles — and the model counts a third fewer tiles.
+TEST_CASE("flash2's wgmma schedule: the 176-key tile where the kernel takes it", "[sim][model]") {
+  struct Case {
+    int64_t d;
+    bool causal;
+    const char *param, *value;  // one parameter set, or none
+    int block_c, stages;
+  };
+  const Case cases[] = {{128, false, nullptr, nullptr, 176, 2},
+                        {128, true, nullptr, nullptr, 128, 3},
+                        {64, false, nullptr, nullptr, 128, 3},
+                        {128, false, "kv_tile", "128", 128, 3},
+                        {128, false, "kv_loads", "cp_async", 128, 3}};
+  for (const Case& c : cases) {
+    const Problem p = prefill(176 * 64, c.d, c.causal);
+    const Schedule s = make_schedule(p, c.param ? request("flash2", {{c.param, c.value}}) : request("flash2"), h100());
+    INFO(fmt::format("d={} causal={} {}={}", c.d, c.causal, c.param ? c.param : "-", c.value ? c.value : "-"));
+    CHECK(s.warpgroup_mma);
+    CHECK(s.block_c == c.block_c);
+    CHECK(s.stages == c.stages);
+    CHECK(s.classes.front().tiles == (c.causal ? s.classes.front().tiles : p.kv_len / c.block_c));
+  }
+}
+
 TEST_CASE("IO laws: flash < naive from N = 2 blocks; naive's S/P grow as N², flash's K/V as ⌈N/B_r⌉·N",
           "[sim][model]") {
   for (int64_t n : {256, 512, 1024, 2048}) {

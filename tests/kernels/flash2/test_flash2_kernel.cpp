@@ -136,17 +136,17 @@ TEST_CASE("flash2 kernel equals the flash2 reference within FP32 rounding", "[gp
               check_case(dev, d, n, causal, gqa, phase, seed + n + d, path);
 }
 
-// The wgmma generation's three schedules — a producer warpgroup's TMA into the mbarrier ring with the consumers in
-// ping-pong or not, and every thread's cp.async with a CTA barrier per tile (kernels/flash2/flash2_sm90.cu) — run the
-// same operations on the same values in the same order: their outputs are equal bit for bit. Every GQA group 1–8,
-// ragged N (a partial last tile, fewer keys than one tile), q_len below kv_len (bottom-right causal), d 64 and 128;
-// and the producer's against the reference on each.
+// The wgmma generation's three schedules on 128-key tiles — a producer warpgroup's TMA into the mbarrier ring with the
+// consumers in ping-pong or not, and every thread's cp.async with a CTA barrier per tile (kernels/flash2/flash2_sm90.cu)
+// — run the same operations on the same values in the same order: their outputs are equal bit for bit. Every GQA
+// group 1–8, ragged N (a partial last tile, fewer keys than one tile), q_len below kv_len (bottom-right causal), d 64
+// and 128; and the producer's against the reference on each.
 TEST_CASE("flash2 wgmma kernel: the producer ring and the cp.async pipeline give the same bits", "[gpu][kernels]") {
   const kernels::DeviceInfo dev = kernels::probe_device();
   if (!dev.usable) ATTNLAB_SKIP(dev.reason);
   if (!kernels::warpgroup_mma_available()) ATTNLAB_SKIP(kernels::warpgroup_mma_refusal(dev));
   const uint64_t seed = fresh_seed();
-  const kernels::Flash2Schedule schedules[] = {{true, true}, {true, false}, {false, false}};
+  const kernels::Flash2Schedule schedules[] = {{true, true, false}, {true, false, false}, {false, false, false}};
   for (int64_t d : {64, 128})
     for (int64_t group : {1, 2, 3, 4, 5, 6, 7, 8})
       for (auto [q_len, kv_len] : {std::pair<int64_t, int64_t>{70, 70}, {300, 300}, {129, 1000}, {1024, 1024}}) {
@@ -168,8 +168,38 @@ TEST_CASE("flash2 wgmma kernel: the producer ring and the cp.async pipeline give
           CHECK(std::memcmp(outs[k].o.data(), outs[0].o.data(), size_t(outs[0].o.size()) * sizeof(float)) == 0);
           CHECK(outs[k].lse == outs[0].lse);
         }
-        if (q_len == 300) check_problem(dev, p, s, kernels::KernelPath::warpgroup_mma);
+        if (q_len == 300) check_problem(dev, p, s, kernels::KernelPath::warpgroup_mma, 0, schedules[0]);
       }
+}
+
+// FlashAttention-3's non-causal tile (flash2.h's wide_tile, the default): 176 keys, two in the ring, at d 128 with the
+// producer's loads. Only the order of the accumulation changes — 176 keys a tile instead of 128 — so the reference's
+// bound holds as for the 128-key tile (check_problem: 2·2⁻¹¹ relative on O, 10⁻⁴ on the logsumexp). Every GQA group
+// 1–8, ragged N (one partial tile, fewer keys than one tile, a last tile of one key: 1057 = 6·176 + 1), q_len below
+// and above kv_len, with and without ping-pong; causal problems and d 64 keep 128 keys.
+TEST_CASE("flash2 wgmma kernel: the 176-key tile equals the reference", "[gpu][kernels]") {
+  const kernels::DeviceInfo dev = kernels::probe_device();
+  if (!dev.usable) ATTNLAB_SKIP(dev.reason);
+  if (!kernels::warpgroup_mma_available()) ATTNLAB_SKIP(kernels::warpgroup_mma_refusal(dev));
+  const uint64_t seed = fresh_seed();
+  for (int64_t group : {1, 2, 3, 4, 5, 6, 7, 8})
+    for (auto [q_len, kv_len] : {std::pair<int64_t, int64_t>{70, 70}, {300, 176}, {129, 1057}, {1024, 1024}, {500, 100}}) {
+      Problem p;
+      p.batch = 2, p.kv_heads = 2, p.q_heads = 2 * group, p.head_dim = 128, p.q_len = q_len, p.kv_len = kv_len;
+      const uint64_t s = seed + uint64_t(group + kv_len);
+      INFO(fmt::format("group={} q_len={} kv_len={} seed={}", group, q_len, kv_len, s));
+      check_problem(dev, p, s, kernels::KernelPath::warpgroup_mma, 0, {.ping_pong = group % 2 == 0});
+      const QKV in = data::generate(p, "normal", ParamValues::defaults(data::find_generator("normal")->params), s);
+      const kernels::Flash2Inputs inputs = kernels::upload_fp16(in);
+      CHECK(kernels::flash2_once(p, inputs, dev.sm_count, kernels::KernelPath::warpgroup_mma).block_c == kernels::kWideTile);
+      CHECK(kernels::flash2_once(p, inputs, dev.sm_count, kernels::KernelPath::warpgroup_mma, 0, {.wide_tile = false}).block_c == 128);
+      p.causal = true;
+      CHECK(kernels::flash2_once(p, inputs, dev.sm_count, kernels::KernelPath::warpgroup_mma).block_c == 128);
+    }
+  Problem d64;
+  d64.batch = 1, d64.q_heads = d64.kv_heads = 2, d64.head_dim = 64, d64.q_len = d64.kv_len = 300;
+  const QKV in = data::generate(d64, "normal", ParamValues::defaults(data::find_generator("normal")->params), seed);
+  CHECK(kernels::flash2_once(d64, kernels::upload_fp16(in), dev.sm_count, kernels::KernelPath::warpgroup_mma).block_c == 128);
 }
 
 TEST_CASE("flash2 kernel: rows that see no key are zero with logsumexp −∞", "[gpu][kernels]") {
@@ -216,6 +246,10 @@ TEST_CASE("flash2 kernel: small shapes for the sanitizers", "[gpu][sanitize]") {
       Problem p;
       p.batch = 1, p.q_heads = 4, p.kv_heads = 1, p.head_dim = d, p.q_len = 129, p.kv_len = 500, p.causal = true;
       check_problem(dev, p, 9, kernels::KernelPath::warpgroup_mma, 0, {.tma_producer = false, .ping_pong = false});
+      if (d == 128) {  // the 176-key tile: two ring slots, 400 keys = three tiles, the last ragged
+        p.q_len = p.kv_len = 400, p.causal = false;
+        check_problem(dev, p, 10, kernels::KernelPath::warpgroup_mma);
+      }
     }
   }
 }
