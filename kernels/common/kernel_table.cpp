@@ -12,7 +12,7 @@ namespace {
 constexpr KernelRow kRows[] = {
     //  variant      cannot_run             run             ring (context parallelism)
     {"flash2",      flash2_cannot_run,     flash2_run,     flash2_ring},
-    {"int_flash",   int_flash_cannot_run,  int_flash_run},
+    {"int_flash",   int_flash_cannot_run,  int_flash_run,  int_flash_ring},
     {"flash3_fp8",  flash3_fp8_cannot_run, flash3_fp8_run, flash3_fp8_ring},
     {"turbo",       turbo_cannot_run,      turbo_run},
     {"kivi",        kivi_cannot_run,       kivi_run},

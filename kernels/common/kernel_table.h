@@ -7,6 +7,7 @@
 
 #include "core/runner.h"
 #include "kernels/common/device.h"
+#include "kernels/common/kernel_path.h"
 #include "kernels/context_parallel/ring_attention.h"
 
 #include <memory>
@@ -44,6 +45,11 @@ std::unique_ptr<RingVariant> flash2_ring(const Experiment& e, const VariantReque
 std::string int_flash_cannot_run(const VariantRequest& v, const Experiment& e, const DeviceInfo& device);
 void int_flash_run(const Experiment& e, const VariantRequest& v, const QKV& in, const TensorF64& truth,
                    const DeviceInfo& device, VariantResult& into);
+std::unique_ptr<RingVariant> int_flash_ring(const Experiment& e, const VariantRequest& v, const QKV& in,
+                                            const DeviceInfo& device);
+// int_flash's kernel generation for v on p (core/kernel_traits.h's rule: its P codes depend on the tile width): ""
+// and `path` set, or why no kernel computes the variant's function (int_flash_backend.cpp; its ring takes it too).
+std::string int_flash_path(const VariantRequest& v, const Problem& p, const DeviceInfo& device, KernelPath& path);
 
 std::string flash3_fp8_cannot_run(const VariantRequest& v, const Experiment& e, const DeviceInfo& device);
 void flash3_fp8_run(const Experiment& e, const VariantRequest& v, const QKV& in, const TensorF64& truth,

@@ -75,7 +75,7 @@ class Flash2Ring final : public RingVariant {
     a.causal = causal;
     a.scale = static_cast<float>(p_.scale());
     a.path = path_;
-    a.tma_producer = schedule_.tma_producer, a.ping_pong = schedule_.ping_pong;
+    a.tma_producer = schedule_.tma_producer, a.ping_pong = schedule_.ping_pong, a.wide_tile = schedule_.wide_tile;
     a.splits = flash2_splits(a, sm_count_);
     if (flash2_resolved_path(a) == KernelPath::warpgroup_mma) a.splits = 1;
     return a;
@@ -94,7 +94,7 @@ std::unique_ptr<RingVariant> flash2_ring(const Experiment& e, const VariantReque
                                          const DeviceInfo& device) {
   return std::make_unique<Flash2Ring>(e.problem, in, device.sm_count,
                                       path_of_generation(variants::pinned_generation(v.params)),
-                                      Flash2Schedule{.tma_producer = producer_loads(v, 90)});
+                                      Flash2Schedule{.tma_producer = producer_loads(v, 90), .wide_tile = !kv_tile_pinned(v)});
 }
 
 }  // namespace attnlab::kernels

@@ -20,8 +20,6 @@
 
 namespace attnlab::kernels {
 
-namespace {
-
 // int_flash's generation by core/kernel_traits.h's rule (the cost model's too). Returns "" and sets
 // `path`, or why no kernel computes the variant's function.
 std::string int_flash_path(const VariantRequest& v, const Problem& p, const DeviceInfo& device, KernelPath& path) {
@@ -42,6 +40,8 @@ std::string int_flash_path(const VariantRequest& v, const Problem& p, const Devi
   return fmt::format("int_flash's kernels compute with B_c = {} keys: set block_c to match (its P codes depend on it)",
                      widths);
 }
+
+namespace {
 
 // The scales the GPU computed for int_flash's inputs, under the reference's probe names and shapes, so the
 // two backends' values sit side by side.

@@ -1,5 +1,5 @@
 // The context-parallel ring (kernels/context_parallel/ring_attention.h) against the one-GPU kernel it is made of:
-// flash2's (and flash3_fp8's, check_ring says how) ring over P ranks — on one device ([gpu]: every rank on this GPU, the same shards, blocks, transfers'
+// flash2's (and flash3_fp8's and int_flash's, check_ring says how) ring over P ranks — on one device ([gpu]: every rank on this GPU, the same shards, blocks, transfers'
 // order and merges) and over NCCL where a host has several GPUs ([gpu][multi]) — must give the one-GPU flash2
 // kernel's output up to the merge's rounding. Skipped, with the reason printed, where there is no GPU (or no
 // second GPU and NCCL for [multi]).
@@ -21,7 +21,10 @@
 #include "kernels/context_parallel/ring_attention.h"
 #include "kernels/flash2/flash2_host.h"
 #include "kernels/fp8/flash3_fp8_host.h"
+#include "kernels/int8/int_flash_host.h"
+#include "sim/context_parallel_model.h"
 #include "tests/catch.h"
+#include "tests/support/variant_cases.h"
 
 #include <fmt/format.h>
 
@@ -40,7 +43,14 @@ struct OneGpu {
   Tensor o;
   std::vector<float> lse;
 };
-OneGpu one_gpu(const kernels::DeviceInfo& dev, const std::string& variant, const Problem& p, const QKV& in) {
+OneGpu one_gpu(const kernels::DeviceInfo& dev, const VariantRequest& v, const Problem& p, const QKV& in) {
+  const std::string& variant = v.id;
+  if (variant == "int_flash") {  // the generation and loads the backend picks (int_flash_path, kv_loads)
+    kernels::KernelPath path = kernels::KernelPath::warp_mma;
+    REQUIRE(kernels::int_flash_path(v, p, dev, path).empty());
+    kernels::IntFlashOutput out = kernels::int_flash_once(p, kernels::upload_int8(p, in, v.params.flag("v_fp16")), path);
+    return {std::move(out.o), std::move(out.lse)};
+  }
   if (variant == "flash3_fp8") {
     kernels::Fp8Output out = kernels::flash3_fp8_once(p, kernels::upload_fp8(p, in));
     return {std::move(out.o), std::move(out.lse)};
@@ -56,20 +66,26 @@ OneGpu one_gpu(const kernels::DeviceInfo& dev, const std::string& variant, const
 // the row's (one E4M3 ulp, 2⁻⁴, where a value straddles a rounding point — an error of the FP8 format's own size,
 // not a bounded multiple of the FP16 one), so the ring's error against the FP64 truth must stay within 1.25× the
 // one-GPU kernel's; its logsumexp sums the FP32 P̃ (flash3_fp8.h), so it holds the 10⁻⁴ bound as flash2's does.
+// int_flash: Q's, K's and V's codes and scales are the one-GPU kernel's (int_flash_ring.cpp: S_V over the whole
+// sequence), so again only P's rounding moves — to INT8 codes, ≤ half a code each, against a block's maximum, never
+// above the row's, so never a larger error in the row's units. O as flash3_fp8's (1.25× the one-GPU error against
+// FP64); the logsumexp is log Σ codes, whose rounding (≤ half a code a key) is no longer a 10⁻⁴ affair: each row's
+// against the FP64 logsumexp within 1.5× the one-GPU kernel's largest such error, + 10⁻⁴ for the FP32 merge.
 void check_ring(const kernels::DeviceInfo& dev, const std::string& variant, const Problem& p, kernels::RingTransport& t,
-                uint64_t seed) {
+                uint64_t seed, test::ParamSettings set = {}) {
   const QKV in = data::generate(p, "normal", ParamValues::defaults(data::find_generator("normal")->params), seed);
   Experiment e;
   e.problem = p;
   VariantRequest v;
-  v.id = variant, v.params = ParamValues::defaults(find_variant(variant)->params);
+  v.id = variant, v.params = test::params_of(*find_variant(variant), set);
   const std::unique_ptr<kernels::RingVariant> ring = kernels::find_kernel_row(variant)->ring(e, v, in, dev);
   const kernels::RingRun run = kernels::run_ring(p, *ring, t, false);
   Problem one = p;
   one.gpus = 1;
-  const OneGpu ref = one_gpu(dev, variant, one, in);
-  INFO(fmt::format("{} {} over {} ranks ({}): B {} heads {}/{} N {} d {} causal {} seed {}", variant,
-                   to_string(p.phase), run.ranks, run.transport, p.batch, p.q_heads, p.kv_heads, p.kv_len, p.head_dim, p.causal, seed));
+  const OneGpu ref = one_gpu(dev, v, one, in);
+  INFO(fmt::format("{} {} over {} ranks ({}): B {} heads {}/{} N {} d {} causal {} seed {} params {}", variant,
+                   to_string(p.phase), run.ranks, run.transport, p.batch, p.q_heads, p.kv_heads, p.kv_len, p.head_dim, p.causal, seed,
+                   v.params.to_json().dump()));
   REQUIRE(run.o.shape() == ref.o.shape());
   int64_t bad = 0;
   if (variant == "flash2") {
@@ -88,11 +104,23 @@ void check_ring(const kernels::DeviceInfo& dev, const std::string& variant, cons
     CHECK(err_ring <= 1.25 * err_one + 1e-6);
   }
   REQUIRE(run.lse.size() == ref.lse.size());
-  for (size_t i = 0; i < run.lse.size(); ++i)
-    if (!(std::abs(run.lse[i] - ref.lse[i]) <= 1e-4 * (1 + std::abs(ref.lse[i]))) && bad++ < 3)
-      FAIL_CHECK(fmt::format("lse[{}] = {} ring vs {} one GPU", i, run.lse[i], ref.lse[i]));
+  if (variant == "int_flash") {
+    TensorF64 lse_truth;
+    attention_fp64(one, in, &lse_truth);
+    double worst_one = 0;
+    for (size_t i = 0; i < ref.lse.size(); ++i) worst_one = std::max(worst_one, std::abs(ref.lse[i] - lse_truth.data()[i]));
+    INFO(fmt::format("one GPU's largest logsumexp error against FP64: {:.3e}", worst_one));
+    for (size_t i = 0; i < run.lse.size(); ++i)
+      if (!(std::abs(run.lse[i] - lse_truth.data()[i]) <= 1.5 * worst_one + 1e-4) && bad++ < 3)
+        FAIL_CHECK(fmt::format("lse[{}] = {} ring vs {} FP64 ({} one GPU)", i, run.lse[i], lse_truth.data()[i], ref.lse[i]));
+  } else {
+    for (size_t i = 0; i < run.lse.size(); ++i)
+      if (!(std::abs(run.lse[i] - ref.lse[i]) <= 1e-4 * (1 + std::abs(ref.lse[i]))) && bad++ < 3)
+        FAIL_CHECK(fmt::format("lse[{}] = {} ring vs {} one GPU", i, run.lse[i], ref.lse[i]));
+  }
   // What crossed the links: every shard P − 1 times in the variant's format (FP16 K and V: 4·d bytes a token and KV
-  // head; E4M3 with block scales about half), or each non-empty decode part but rank 0's.
+  // head; E4M3 with block scales, or INT8 K and V with K's token scales, about half; INT8 K with FP16 V three
+  // quarters), or each non-empty decode part but rank 0's.
   const double fp16_bytes = 2.0 * double(p.batch * p.kv_heads * p.kv_len * p.head_dim) * 2;
   if (p.phase == Phase::prefill) {
     const cp::RingPlan plan =
@@ -101,6 +129,7 @@ void check_ring(const kernels::DeviceInfo& dev, const std::string& variant, cons
     for (const cp::Shards& s : plan.shards) shards += double(ring->shard_bytes(s.kv));
     CHECK(run.wire_bytes == (run.ranks - 1) * shards);
     if (variant == "flash2") CHECK(shards == fp16_bytes);
+    else if (v.params.values().count("v_fp16") && v.params.flag("v_fp16")) CHECK(shards < 0.8 * fp16_bytes);
     else CHECK(shards < 0.6 * fp16_bytes);
   } else {
     const std::vector<cp::Span> shards = cp::decode_shards(p.kv_len, run.ranks, cp::kShardAlign);
@@ -138,7 +167,17 @@ TEST_CASE("context-parallel ring on one device equals the one-GPU kernel within 
     for (int64_t d : {64, 128})
       for (int64_t n : {100, 1000, 4097})
         check_ring(dev, "flash2", problem(d, 32, 8, n, false, Phase::decode), *t, seed + n);
-    if (!dev.warpgroup_mma) continue;  // flash3_fp8 runs on sm_90a's FP8 warpgroup MMA only
+    // int_flash: the mma.sync kernel (block_c 64, the default) on any GPU; full and half INT8.
+    for (int64_t d : {64, 128}) {
+      for (bool causal : {false, true})
+        check_ring(dev, "int_flash", problem(d, 8, 2, 1100, causal, Phase::prefill), *t, seed + d);
+      check_ring(dev, "int_flash", problem(d, 4, 4, 300, true, Phase::prefill), *t, seed + d, {{"v_fp16", true}});
+      check_ring(dev, "int_flash", problem(d, 32, 8, 4097, false, Phase::decode), *t, seed + d);
+    }
+    if (!dev.warpgroup_mma) continue;  // flash3_fp8 and int_flash's wgmma kernel run on sm_90a only
+    for (int64_t d : {64, 128})
+      for (bool causal : {false, true})
+        check_ring(dev, "int_flash", problem(d, 8, 2, 1100, causal, Phase::prefill), *t, seed + d, {{"block_c", 128}});
     for (int64_t d : {64, 128}) {
       for (bool causal : {false, true})
         check_ring(dev, "flash3_fp8", problem(d, 8, 2, 1100, causal, Phase::prefill), *t, seed + d);
@@ -156,6 +195,7 @@ TEST_CASE("context-parallel ring: small shapes for the sanitizers", "[gpu][sanit
   const std::unique_ptr<kernels::RingTransport> t = kernels::one_device_transport(3);
   check_ring(dev, "flash2", problem(64, 4, 2, 700, true, Phase::prefill), *t, 11);
   check_ring(dev, "flash2", problem(128, 8, 2, 300, false, Phase::decode), *t, 12);
+  check_ring(dev, "int_flash", problem(64, 4, 2, 700, true, Phase::prefill), *t, 13);  // INT8 shards, ragged chunks
 }
 
 TEST_CASE("context-parallel ring over NCCL equals the one-GPU kernel within the merge's rounding",
@@ -171,6 +211,8 @@ TEST_CASE("context-parallel ring over NCCL equals the one-GPU kernel within the 
       check_ring(dev, "flash2", problem(128, 8, 2, 4096, causal, Phase::prefill), *t, seed);
     check_ring(dev, "flash2", problem(128, 32, 8, 8192, false, Phase::decode), *t, seed);
     if (dev.warpgroup_mma) check_ring(dev, "flash3_fp8", problem(128, 8, 2, 4096, true, Phase::prefill), *t, seed);
+    check_ring(dev, "int_flash", problem(128, 8, 2, 4096, true, Phase::prefill), *t, seed,
+               {{"block_c", dev.warpgroup_mma ? 128 : 64}});
   }
 }
 
@@ -188,8 +230,9 @@ TEST_CASE("context-parallel ring: the kernel backend's refusals for problem.gpus
     v.id = id, v.params = ParamValues::defaults(find_variant(id)->params);
     return v;
   };
-  CHECK(backend.cannot_run(request("int_flash"), e).find("no context-parallel kernel") == 0);
+  CHECK(backend.cannot_run(request("turbo"), e).find("no context-parallel kernel") == 0);
   CHECK(backend.cannot_run(request("flash2"), e).empty());
+  CHECK(backend.cannot_run(request("int_flash"), e).empty());
   e.problem.q_len = 512;
   CHECK(backend.cannot_run(request("flash2"), e).find("q_len 512 ≠ kv_len 1024") != std::string::npos);
   CHECK(backend.cannot_split(1).empty());
@@ -212,4 +255,36 @@ TEST_CASE("context-parallel ring: what it refuses, in one line each", "[kernels]
 }
 
 }  // namespace ATTNLAB_FILE_LOCAL
+}  // namespace attnlab
+
+namespace attnlab {
+namespace ATTNLAB_FILE_LOCAL {
+
+// What the cost model puts on the links (sim::wire_bytes: the variant's storage declaration for the shard's tokens)
+// against what each ring packs. flash2's FP16 K and V are the same bytes; flash3_fp8's and int_flash's shards add
+// only their layout's padding (Vᵀ's keys to 16, int_flash's 256-byte aligned parts, flash3_fp8's scale blocks) —
+// under 1% of a 4096-token shard. CPU only: packing and sizes need no GPU.
+TEST_CASE("context-parallel ring: every ring's shard is the model's wire bytes, up to its padding", "[kernels]") {
+  const kernels::DeviceInfo dev;  // no GPU: the rings' layouts only
+  for (const char* variant : {"flash2", "flash3_fp8", "int_flash"})
+    for (bool v_fp16 : {false, true}) {
+      if (v_fp16 && std::string(variant) != "int_flash") continue;
+      Experiment e;
+      e.problem = problem(128, 8, 2, 8192, true, Phase::prefill);
+      const QKV in = data::generate(e.problem, "normal", ParamValues::defaults(data::find_generator("normal")->params), 5);
+      VariantRequest v;
+      v.id = variant;
+      v.params = std::string(variant) == "int_flash" ? test::params_of(*find_variant(variant), {{"v_fp16", v_fp16}})
+                                                     : ParamValues::defaults(find_variant(variant)->params);
+      const std::unique_ptr<kernels::RingVariant> ring = kernels::find_kernel_row(variant)->ring(e, v, in, dev);
+      const std::vector<cp::Span> shard{{0, 4096}};
+      const double packed = double(ring->shard_bytes(shard)), model = sim::wire_bytes(e.problem, v, 4096);
+      INFO(fmt::format("{} v_fp16 {}: ring {} bytes, model {}", variant, v_fp16, packed, model));
+      CHECK(packed >= model);
+      CHECK(packed <= 1.01 * model);
+      if (std::string(variant) == "int_flash") CHECK(double(ring->pack_shard(shard).size()) == packed);
+    }
+}
+
+}  // namespace
 }  // namespace attnlab
