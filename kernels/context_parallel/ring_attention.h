@@ -50,6 +50,15 @@ class RingVariant {
                       bool causal, __half* o, float* lse, void* workspace, cudaStream_t stream) const = 0;
 };
 
+// A shard laid out chunk after chunk, chunk_bytes(n) bytes for a chunk of n tokens (what every RingVariant's
+// pack_shard writes): the bytes of the chunks before `chunk` (all of them for chunk = spans.size(): the shard's size).
+template <class ChunkBytes>
+size_t chunk_offset(std::span<const cp::Span> spans, size_t chunk, ChunkBytes&& chunk_bytes) {
+  size_t bytes = 0;
+  for (size_t c = 0; c < chunk; ++c) bytes += chunk_bytes(spans[c].size());
+  return bytes;
+}
+
 // Why the ring cannot run p ("" when it can): a prefill needs q_len = kv_len, a decode one query row.
 std::string ring_refusal(const Problem& p);
 

@@ -35,9 +35,7 @@ class Flash2Ring final : public RingVariant {
       : p_(p), in_(in), sm_count_(sm_count), path_(path), schedule_(schedule) {}
 
   size_t shard_bytes(std::span<const cp::Span> spans) const override {
-    size_t tokens = 0;
-    for (const cp::Span& s : spans) tokens += size_t(s.size());
-    return 2 * tokens * size_t(p_.batch * p_.kv_heads * p_.head_dim) * sizeof(__half);
+    return chunk_offset(spans, spans.size(), [&](int64_t n) { return chunk_bytes(n); });
   }
   std::vector<std::byte> pack_shard(std::span<const cp::Span> spans) const override {
     std::vector<std::byte> out;
@@ -55,9 +53,9 @@ class Flash2Ring final : public RingVariant {
   void attend(const void* q, cp::Span q_rows, const void* shard, std::span<const cp::Span> spans, int chunk,
               bool causal, __half* o, float* lse, void* workspace, cudaStream_t stream) const override {
     Flash2Args a = args(q_rows.size(), spans[size_t(chunk)].size(), causal);
-    const auto* base = static_cast<const std::byte*>(shard);
-    for (int c = 0; c < chunk; ++c) base += shard_bytes(spans.subspan(size_t(c), 1));  // the chunks before it
-    const size_t half = shard_bytes(spans.subspan(size_t(chunk), 1)) / 2;
+    const auto* base = static_cast<const std::byte*>(shard) +
+                       chunk_offset(spans, size_t(chunk), [&](int64_t n) { return chunk_bytes(n); });
+    const size_t half = chunk_bytes(spans[size_t(chunk)].size()) / 2;
     a.q = static_cast<const __half*>(q);
     a.k = reinterpret_cast<const __half*>(base);
     a.v = reinterpret_cast<const __half*>(base + half);
@@ -66,6 +64,8 @@ class Flash2Ring final : public RingVariant {
   }
 
  private:
+  // One chunk of n tokens: K then V, (B, Hkv, n, d) FP16 each.
+  size_t chunk_bytes(int64_t n) const { return 2 * size_t(n) * size_t(p_.batch * p_.kv_heads * p_.head_dim) * sizeof(__half); }
   // flash2_args' rule for a block of nq query rows against nk keys: the split-KV count for this GPU, one split where
   // the warpgroup generation runs (it does not split), the variant's pinned generation and K/V loads.
   Flash2Args args(int64_t nq, int64_t nk, bool causal) const {

@@ -220,8 +220,9 @@ cudaError_t launch(const Flash2Args& a, cudaStream_t stream) {
 template <int D>
 cudaError_t launch_d(const Flash2Args& a, cudaStream_t stream) {
   if (!a.tma_producer) return launch<D, false, false>(a, stream);  // kv_pipeline.cuh has no ping-pong
-  if constexpr (D == 128)
-    if (flash2_sm90_wide_tile(a)) return a.ping_pong ? launch<D, true, true, kWideTile>(a, stream) : launch<D, true, false, kWideTile>(a, stream);
+  if constexpr (find_kernel_traits("flash2", D, 90)->block_c_not_causal == kWideTile)  // d 128 (kernel_traits.h)
+    if (flash2_sm90_wide_tile(a))
+      return a.ping_pong ? launch<D, true, true, kWideTile>(a, stream) : launch<D, true, false, kWideTile>(a, stream);
   return a.ping_pong ? launch<D, true, true>(a, stream) : launch<D, true, false>(a, stream);
 }
 

@@ -44,9 +44,7 @@ class Flash3Fp8Ring final : public RingVariant {
   Flash3Fp8Ring(const Problem& p, const QKV& in, bool tma_producer) : p_(p), in_(in), tma_producer_(tma_producer) {}
 
   size_t shard_bytes(std::span<const cp::Span> spans) const override {
-    size_t bytes = 0;
-    for (const cp::Span& s : spans) bytes += chunk_layout(s.size()).total;
-    return bytes;
+    return chunk_offset(spans, spans.size(), [&](int64_t n) { return chunk_layout(n).total; });
   }
   std::vector<std::byte> pack_shard(std::span<const cp::Span> spans) const override {
     std::vector<std::byte> out;
@@ -72,8 +70,8 @@ class Flash3Fp8Ring final : public RingVariant {
   size_t workspace_bytes(int64_t, int64_t) const override { return 0; }
   void attend(const void* q, cp::Span q_rows, const void* shard, std::span<const cp::Span> spans, int chunk,
               bool causal, __half* o, float* lse, void*, cudaStream_t stream) const override {
-    const auto* base = static_cast<const uint8_t*>(shard);
-    for (int c = 0; c < chunk; ++c) base += chunk_layout(spans[size_t(c)].size()).total;
+    const auto* base = static_cast<const uint8_t*>(shard) +
+                       chunk_offset(spans, size_t(chunk), [&](int64_t n) { return chunk_layout(n).total; });
     const int64_t nq = q_rows.size(), nk = spans[size_t(chunk)].size();
     const Layout kv = chunk_layout(nk);
     Flash3Fp8Args a;
