@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace attnlab::quant {
 
@@ -76,6 +77,45 @@ void kivi_dequantize(const KiviCache& c, float* k_out, float* v_out) {
   }
   std::copy(c.k_residual.begin(), c.k_residual.end(), k_out + nq);
   std::copy(c.v_residual.begin(), c.v_residual.end(), v_out + nq);
+}
+
+namespace {
+
+// Rows [begin, end) of q with their groups (begin and end on q's row tiles).
+Quantized rows_of(const Quantized& q, int64_t begin, int64_t end) {
+  const Tile t = tile_of(q.spec, q.rows, q.cols);
+  const int64_t per_row_tile = (q.cols + t.col_span - 1) / t.col_span;
+  const int64_t g0 = begin / t.row_span * per_row_tile, g1 = end / t.row_span * per_row_tile;
+  Quantized s;
+  s.rows = end - begin, s.cols = q.cols, s.spec = q.spec;
+  s.q.assign(q.q.begin() + begin * q.cols, q.q.begin() + end * q.cols);
+  auto groups = [&](const std::vector<float>& v) {
+    return v.empty() ? std::vector<float>{} : std::vector<float>(v.begin() + g0, v.begin() + g1);
+  };
+  s.scale = groups(q.scale), s.zero = groups(q.zero), s.group_min = groups(q.group_min), s.group_max = groups(q.group_max);
+  return s;
+}
+
+}  // namespace
+
+KiviCache kivi_slice(const KiviCache& c, int64_t begin, int64_t end) {
+  const int64_t qt = c.quantized_tokens;
+  if (begin < 0 || end > c.tokens || begin >= end)
+    throw std::invalid_argument(fmt::format("kivi_slice: tokens [{}, {}) of a {}-token cache", begin, end, c.tokens));
+  if ((begin < qt && begin % c.group != 0) || (end < qt && end % c.group != 0))
+    throw std::invalid_argument(fmt::format("kivi_slice: [{}, {}) cuts a key group of {} tokens", begin, end, c.group));
+  KiviCache s;
+  s.tokens = end - begin, s.channels = c.channels, s.bits = c.bits, s.group = c.group;
+  const int64_t qb = std::min(begin, qt), qe = std::min(end, qt);
+  s.quantized_tokens = qe - qb;
+  s.residual = s.tokens - s.quantized_tokens;
+  if (s.quantized_tokens > 0) s.keys = rows_of(c.keys, qb, qe), s.values = rows_of(c.values, qb, qe);
+  const int64_t r0 = (std::max(begin, qt) - qt) * c.channels, r1 = (end - qt) * c.channels;
+  if (end > qt) {
+    s.k_residual.assign(c.k_residual.begin() + r0, c.k_residual.begin() + r1);
+    s.v_residual.assign(c.v_residual.begin() + r0, c.v_residual.begin() + r1);
+  }
+  return s;
 }
 
 int64_t kivi_cache_bytes(const KiviCache& c) {

@@ -44,6 +44,12 @@ KiviCache kivi_quantize(const float* k, const float* v, int64_t tokens, int64_t 
 // k_out and v_out are (tokens, channels): dequantized rows, then the FP16 residual, all FP16 values.
 void kivi_dequantize(const KiviCache& c, float* k_out, float* v_out);
 
+// Tokens [begin, end) of c as a cache of their own (a context-parallel shard), every value as c holds it: its
+// quantized rows keep their codes, scales and zero points, its FP16 rows stay FP16, so kivi_dequantize of the
+// slice is rows [begin, end) of c's. Its `residual` is the slice's FP16 token count, so the split rule above holds
+// for it. Where begin or end falls inside c's quantized rows it must be a multiple of c.group (a key group is never
+// cut); otherwise, or for an empty or out-of-range span, std::invalid_argument. Quantization stats are not carried.
+KiviCache kivi_slice(const KiviCache& c, int64_t begin, int64_t end);
 // Bytes of the cache: packed codes ⌈n·bits/8⌉ per tensor + FP16 scale and zero point per group
 // (2 + 2 bytes) + the FP16 residual of K and V (2 bytes per value).
 int64_t kivi_cache_bytes(const KiviCache& c);

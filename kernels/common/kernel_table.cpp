@@ -15,7 +15,7 @@ constexpr KernelRow kRows[] = {
     {"int_flash",   int_flash_cannot_run,  int_flash_run,  int_flash_ring},
     {"flash3_fp8",  flash3_fp8_cannot_run, flash3_fp8_run, flash3_fp8_ring},
     {"turbo",       turbo_cannot_run,      turbo_run},
-    {"kivi",        kivi_cannot_run,       kivi_run},
+    {"kivi",        kivi_cannot_run,       kivi_run,       kivi_ring},
     {"fireq",       fireq_cannot_run,      fireq_run},
 };
 // clang-format on

@@ -50,12 +50,13 @@ class RingVariant {
                       bool causal, __half* o, float* lse, void* workspace, cudaStream_t stream) const = 0;
 };
 
-// A shard laid out chunk after chunk, chunk_bytes(n) bytes for a chunk of n tokens (what every RingVariant's
-// pack_shard writes): the bytes of the chunks before `chunk` (all of them for chunk = spans.size(): the shard's size).
+// A shard laid out chunk after chunk, chunk_bytes(span) bytes for the chunk of tokens `span` (what every
+// RingVariant's pack_shard writes): the bytes of the chunks before `chunk` (all of them for chunk = spans.size(): the
+// shard's size).
 template <class ChunkBytes>
 size_t chunk_offset(std::span<const cp::Span> spans, size_t chunk, ChunkBytes&& chunk_bytes) {
   size_t bytes = 0;
-  for (size_t c = 0; c < chunk; ++c) bytes += chunk_bytes(spans[c].size());
+  for (size_t c = 0; c < chunk; ++c) bytes += chunk_bytes(spans[c]);
   return bytes;
 }
 

@@ -35,7 +35,7 @@ class Flash2Ring final : public RingVariant {
       : p_(p), in_(in), sm_count_(sm_count), path_(path), schedule_(schedule) {}
 
   size_t shard_bytes(std::span<const cp::Span> spans) const override {
-    return chunk_offset(spans, spans.size(), [&](int64_t n) { return chunk_bytes(n); });
+    return chunk_offset(spans, spans.size(), [&](const cp::Span& s) { return chunk_bytes(s.size()); });
   }
   std::vector<std::byte> pack_shard(std::span<const cp::Span> spans) const override {
     std::vector<std::byte> out;
@@ -54,7 +54,7 @@ class Flash2Ring final : public RingVariant {
               bool causal, __half* o, float* lse, void* workspace, cudaStream_t stream) const override {
     Flash2Args a = args(q_rows.size(), spans[size_t(chunk)].size(), causal);
     const auto* base = static_cast<const std::byte*>(shard) +
-                       chunk_offset(spans, size_t(chunk), [&](int64_t n) { return chunk_bytes(n); });
+                       chunk_offset(spans, size_t(chunk), [&](const cp::Span& s) { return chunk_bytes(s.size()); });
     const size_t half = chunk_bytes(spans[size_t(chunk)].size()) / 2;
     a.q = static_cast<const __half*>(q);
     a.k = reinterpret_cast<const __half*>(base);

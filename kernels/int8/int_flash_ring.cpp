@@ -73,7 +73,7 @@ class IntFlashRing final : public RingVariant {
   }
 
   size_t shard_bytes(std::span<const cp::Span> spans) const override {
-    return chunk_offset(spans, spans.size(), [&](int64_t n) { return chunk_layout(n).total; });
+    return chunk_offset(spans, spans.size(), [&](const cp::Span& s) { return chunk_layout(s.size()).total; });
   }
   std::vector<std::byte> pack_shard(std::span<const cp::Span> spans) const override {
     std::vector<std::byte> out;
@@ -119,7 +119,7 @@ class IntFlashRing final : public RingVariant {
   void attend(const void* q, cp::Span q_rows, const void* shard, std::span<const cp::Span> spans, int chunk,
               bool causal, __half* o, float* lse, void*, cudaStream_t stream) const override {
     const auto* base = static_cast<const std::byte*>(shard) +
-                       chunk_offset(spans, size_t(chunk), [&](int64_t n) { return chunk_layout(n).total; });
+                       chunk_offset(spans, size_t(chunk), [&](const cp::Span& s) { return chunk_layout(s.size()).total; });
     const int64_t nq = q_rows.size(), nk = spans[size_t(chunk)].size();
     const Layout kv = chunk_layout(nk);
     IntFlashArgs a;

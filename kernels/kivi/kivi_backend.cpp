@@ -1,6 +1,7 @@
 // attnlab kernels: the kernel backend's `kivi` entry points (kivi_backend.h); timing from kernels/common/timing.h.
 #include "kernels/kivi/kivi_backend.h"
 
+#include "core/context_parallel.h"
 #include "core/metrics.h"
 #include "core/variants/kivi_layout.h"
 #include "kernels/common/backend.h"
@@ -29,6 +30,8 @@ std::string kivi_cannot_run(const VariantRequest& v, const Experiment& e, const 
   if (bits != 2 && bits != 4) return fmt::format("the kivi kernel reads 2- or 4-bit caches (got bits = {})", bits);
   if (!kivi_layout::supports(d, bits, group))
     return fmt::format("the kivi kernel needs group a power of two ≥ 16 (got {})", group);
+  if (p.gpus > 1 && cp::kShardAlign % group != 0)
+    return fmt::format("kivi across GPUs needs group ≤ {} (the shards' token alignment; got {})", cp::kShardAlign, group);
   return "";
 }
 

@@ -8,7 +8,9 @@
 #include "core/results.h"
 #include "core/tensor.h"
 #include "kernels/common/device.h"
+#include "kernels/context_parallel/ring_attention.h"
 
+#include <memory>
 #include <string>
 
 namespace attnlab::kernels {
@@ -16,6 +18,8 @@ namespace attnlab::kernels {
 std::string kivi_cannot_run(const VariantRequest& v, const Experiment& e, const DeviceInfo& device);
 
 // Fills into.kernel. Throws std::runtime_error on a CUDA failure or an output left unwritten.
+std::unique_ptr<RingVariant> kivi_ring(const Experiment& e, const VariantRequest& v, const QKV& in,
+                                       const DeviceInfo& device);  // kivi_ring.cpp: decode over a sharded cache
 void kivi_run(const Experiment& e, const VariantRequest& v, const QKV& in, const TensorF64& truth,
               const DeviceInfo& device, VariantResult& into);
 

@@ -40,20 +40,31 @@ size_t KiviDeviceCache::bytes() const {
          v_residual.bytes() + slot_exact.bytes();
 }
 
-KiviDeviceCache upload_kivi_cache(const std::vector<quant::KiviCache>& caches) {
-  if (caches.empty()) throw std::logic_error("upload_kivi_cache: no pairs");
+kivi_layout::Image pairs_image(const std::vector<quant::KiviCache>& caches) {
+  if (caches.empty()) throw std::logic_error("kivi cache: no pairs");
   const quant::KiviCache& c0 = caches[0];
   kivi_layout::Image all;
   for (const quant::KiviCache& c : caches) {
     if (c.tokens != c0.tokens || c.channels != c0.channels || c.bits != c0.bits || c.group != c0.group ||
         c.quantized_tokens != c0.quantized_tokens)
-      throw std::logic_error("upload_kivi_cache: every pair must have the same shape");
+      throw std::logic_error("kivi cache: every pair must have the same shape");
     const kivi_layout::Image img = kivi_layout::device_image(c);  // throws where the layout cannot hold c
     append(all.k_codes, img.k_codes), append(all.v_codes, img.v_codes);
     append(all.k_params, img.k_params), append(all.v_params, img.v_params);
     append(all.k_residual, img.k_residual), append(all.v_residual, img.v_residual);
     append(all.slot_exact, img.slot_exact);
   }
+  return all;
+}
+
+void set_cache_shape(KiviCacheArgs& a, const std::vector<quant::KiviCache>& caches) {
+  const quant::KiviCache& c0 = caches.at(0);
+  a.pairs = int(caches.size()), a.head_dim = int(c0.channels), a.bits = c0.bits, a.group = int(c0.group);
+  a.quantized_tokens = int(c0.quantized_tokens), a.residual_tokens = int(c0.residual_tokens());
+}
+
+KiviDeviceCache upload_kivi_cache(const std::vector<quant::KiviCache>& caches) {
+  const kivi_layout::Image all = pairs_image(caches);
   KiviDeviceCache d;
   d.k_codes = upload(all.k_codes), d.v_codes = upload(all.v_codes);
   d.k_params = upload(all.k_params), d.v_params = upload(all.v_params);
@@ -65,8 +76,7 @@ KiviDeviceCache upload_kivi_cache(const std::vector<quant::KiviCache>& caches) {
   a.k_params = d.k_params.as<__half>(), a.v_params = d.v_params.as<__half>();  // FP16 bit patterns
   a.k_residual = d.k_residual.as<__half>(), a.v_residual = d.v_residual.as<__half>();
   a.slot_exact = d.slot_exact.as<uint8_t>();
-  a.pairs = int(caches.size()), a.head_dim = int(c0.channels), a.bits = c0.bits, a.group = int(c0.group);
-  a.quantized_tokens = int(c0.quantized_tokens), a.residual_tokens = int(c0.residual_tokens());
+  set_cache_shape(a, caches);
   return d;
 }
 

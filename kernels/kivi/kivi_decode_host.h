@@ -7,6 +7,7 @@
 #include "core/params.h"
 #include "core/problem.h"
 #include "core/quant/kivi.h"
+#include "core/variants/kivi_image.h"
 #include "core/tensor.h"
 #include "kernels/common/cuda_check.h"
 #include "kernels/kivi/kivi_decode.h"
@@ -18,6 +19,12 @@ namespace attnlab::kernels {
 // The `kivi` reference's cache of every pair (B·H_kv, in (batch, KV head) order): kivi_quantize with the
 // variant's bits, group and residual, on the whole K/V of the problem (core/variants/kivi.cpp, step 1).
 std::vector<quant::KiviCache> kivi_host_caches(const Problem& p, const QKV& in, const ParamValues& params);
+
+// Every pair's cache in kivi_layout's device image, pair after pair in each part (what upload_kivi_cache uploads and
+// the context-parallel ring sends); throws std::logic_error when the pairs differ in shape or the layout cannot hold them.
+kivi_layout::Image pairs_image(const std::vector<quant::KiviCache>& caches);
+// The shape fields of a's cache arguments (pairs, d, bits, group, the quantized and FP16 token counts) from the caches.
+void set_cache_shape(KiviCacheArgs& a, const std::vector<quant::KiviCache>& caches);
 
 // Every pair's cache on the device; `args` points into the buffers.
 struct KiviDeviceCache {

@@ -156,5 +156,36 @@ TEST_CASE("KIVI validates its parameters and data", "[quant]") {
                "kivi.k (rounded to FP16, max 65504)"));
 }
 
+// A slice of the cache (a context-parallel shard) dequantizes to exactly the rows it covers: inside the quantized
+// rows (on group boundaries), across the split into the FP16 residual, and inside the residual; the split rule holds
+// for the slice (its residual field is its FP16 count); a cut key group or an empty span is refused.
+TEST_CASE("KIVI: a slice of the cache dequantizes to its rows of the whole", "[quant]") {
+  const int64_t tokens = 700, channels = 12, group = 32, residual = 100;
+  const std::vector<float> k = kv_data(tokens, channels, true, 7), v = kv_data(tokens, channels, false, 8);
+  for (int bits : {2, 4}) {
+    const KiviCache c = kivi_quantize(k.data(), v.data(), tokens, channels, bits, group, residual);
+    REQUIRE(c.quantized_tokens == 576);
+    std::vector<float> k_all(size_t(tokens * channels)), v_all(k_all.size());
+    kivi_dequantize(c, k_all.data(), v_all.data());
+    for (auto [begin, end] : {std::pair<int64_t, int64_t>{0, 128}, {128, 384}, {512, 700}, {576, 700}, {600, 650}, {0, 700}}) {
+      const KiviCache s = kivi_slice(c, begin, end);
+      INFO(fmt::format("bits {} [{}, {})", bits, begin, end));
+      CHECK(s.tokens == end - begin);
+      CHECK(s.quantized_tokens == std::max<int64_t>(0, std::min(end, c.quantized_tokens) - begin));
+      CHECK(s.quantized_tokens ==
+            (s.tokens > s.residual ? (s.tokens - s.residual) / group * group : 0));  // the split rule, for the slice
+      std::vector<float> ks(size_t(s.tokens * channels)), vs(ks.size());
+      kivi_dequantize(s, ks.data(), vs.data());
+      CHECK(std::equal(ks.begin(), ks.end(), k_all.begin() + begin * channels));
+      CHECK(std::equal(vs.begin(), vs.end(), v_all.begin() + begin * channels));
+    }
+    CHECK_THROWS_AS(kivi_slice(c, 16, 128), std::invalid_argument);   // cuts a key group
+    CHECK_THROWS_AS(kivi_slice(c, 0, 300), std::invalid_argument);    // ends inside one
+    CHECK_NOTHROW(kivi_slice(c, 0, 610));                             // ends in the residual: any token
+    CHECK_THROWS_AS(kivi_slice(c, 128, 128), std::invalid_argument);  // empty
+    CHECK_THROWS_AS(kivi_slice(c, 600, 701), std::invalid_argument);  // past the end
+  }
+}
+
 }  // namespace
 }  // namespace attnlab::quant

@@ -22,6 +22,7 @@
 #include "kernels/flash2/flash2_host.h"
 #include "kernels/fp8/flash3_fp8_host.h"
 #include "kernels/int8/int_flash_host.h"
+#include "kernels/kivi/kivi_decode_host.h"
 #include "sim/context_parallel_model.h"
 #include "tests/catch.h"
 #include "tests/support/variant_cases.h"
@@ -51,6 +52,13 @@ OneGpu one_gpu(const kernels::DeviceInfo& dev, const VariantRequest& v, const Pr
     kernels::IntFlashOutput out = kernels::int_flash_once(p, kernels::upload_int8(p, in, v.params.flag("v_fp16")), path);
     return {std::move(out.o), std::move(out.lse)};
   }
+  if (variant == "kivi") {  // the one-GPU cache and chains the backend builds
+    const kernels::KiviDeviceCache cache = kernels::upload_kivi_cache(kernels::kivi_host_caches(p, in, v.params));
+    const kernels::DeviceBuffer q = kernels::upload_query_fp16(in.q);
+    kernels::KiviDecodeOutput out =
+        kernels::kivi_decode_once(p, cache, q.as<__half>(), kernels::kivi_chains_here(p, cache, dev.sm_count));
+    return {std::move(out.o), std::move(out.lse)};
+  }
   if (variant == "flash3_fp8") {
     kernels::Fp8Output out = kernels::flash3_fp8_once(p, kernels::upload_fp8(p, in));
     return {std::move(out.o), std::move(out.lse)};
@@ -71,6 +79,9 @@ OneGpu one_gpu(const kernels::DeviceInfo& dev, const VariantRequest& v, const Pr
 // above the row's, so never a larger error in the row's units. O as flash3_fp8's (1.25× the one-GPU error against
 // FP64); the logsumexp is log Σ codes, whose rounding (≤ half a code a key) is no longer a 10⁻⁴ affair: each row's
 // against the FP64 logsumexp within 1.5× the one-GPU kernel's largest such error, + 10⁻⁴ for the FP32 merge.
+// kivi (decode): every rank's shard is its tokens of the one-GPU cache (the same codes, scales, FP16 residual), so
+// K̂ and V̂ are the one-GPU kernel's and flash2's bound holds with max|V̂| ≤ max|v|·(1 + 2⁻¹¹) (asymmetric codes
+// dequantize inside each group's [min, max], then round to FP16).
 void check_ring(const kernels::DeviceInfo& dev, const std::string& variant, const Problem& p, kernels::RingTransport& t,
                 uint64_t seed, test::ParamSettings set = {}) {
   const QKV in = data::generate(p, "normal", ParamValues::defaults(data::find_generator("normal")->params), seed);
@@ -88,9 +99,9 @@ void check_ring(const kernels::DeviceInfo& dev, const std::string& variant, cons
                    v.params.to_json().dump()));
   REQUIRE(run.o.shape() == ref.o.shape());
   int64_t bad = 0;
-  if (variant == "flash2") {
+  if (variant == "flash2" || variant == "kivi") {
     double max_v = 0;
-    for (float x : in.v.values()) max_v = std::max(max_v, double(std::abs(x)));
+    for (float x : in.v.values()) max_v = std::max(max_v, double(std::abs(x)) * (1 + kU16));
     for (int64_t i = 0; i < run.o.size(); ++i) {
       const double r = ref.o.data()[i], k = run.o.data()[i];
       if (!(std::abs(k - r) <= 4 * kU16 * (max_v + std::abs(r))) && bad++ < 3)
@@ -174,6 +185,12 @@ TEST_CASE("context-parallel ring on one device equals the one-GPU kernel within 
       check_ring(dev, "int_flash", problem(d, 4, 4, 300, true, Phase::prefill), *t, seed + d, {{"v_fp16", true}});
       check_ring(dev, "int_flash", problem(d, 32, 8, 4097, false, Phase::decode), *t, seed + d);
     }
+    // kivi: decode over the sharded cache, 2 and 4 bits; N 100 leaves empty shards, 1000 and 4097 split the FP16
+    // residual (the last 128–159 tokens) from the codes at a rank boundary or inside the last shard.
+    for (int64_t d : {64, 128})
+      for (int64_t n : {100, 1000, 4097})
+        for (int bits : {2, 4})
+          check_ring(dev, "kivi", problem(d, 32, 8, n, false, Phase::decode), *t, seed + n + bits, {{"bits", bits}});
     if (!dev.warpgroup_mma) continue;  // flash3_fp8 and int_flash's wgmma kernel run on sm_90a only
     for (int64_t d : {64, 128})
       for (bool causal : {false, true})
@@ -196,6 +213,7 @@ TEST_CASE("context-parallel ring: small shapes for the sanitizers", "[gpu][sanit
   check_ring(dev, "flash2", problem(64, 4, 2, 700, true, Phase::prefill), *t, 11);
   check_ring(dev, "flash2", problem(128, 8, 2, 300, false, Phase::decode), *t, 12);
   check_ring(dev, "int_flash", problem(64, 4, 2, 700, true, Phase::prefill), *t, 13);  // INT8 shards, ragged chunks
+  check_ring(dev, "kivi", problem(128, 8, 2, 700, false, Phase::decode), *t, 14);  // the residual on the last rank
 }
 
 TEST_CASE("context-parallel ring over NCCL equals the one-GPU kernel within the merge's rounding",
@@ -213,6 +231,7 @@ TEST_CASE("context-parallel ring over NCCL equals the one-GPU kernel within the 
     if (dev.warpgroup_mma) check_ring(dev, "flash3_fp8", problem(128, 8, 2, 4096, true, Phase::prefill), *t, seed);
     check_ring(dev, "int_flash", problem(128, 8, 2, 4096, true, Phase::prefill), *t, seed,
                {{"block_c", dev.warpgroup_mma ? 128 : 64}});
+    check_ring(dev, "kivi", problem(128, 32, 8, 8192, false, Phase::decode), *t, seed);
   }
 }
 
@@ -284,6 +303,24 @@ TEST_CASE("context-parallel ring: every ring's shard is the model's wire bytes, 
       CHECK(packed <= 1.01 * model);
       if (std::string(variant) == "int_flash") CHECK(double(ring->pack_shard(shard).size()) == packed);
     }
+  // kivi (decode): each rank's shard is its tokens of the one-GPU cache in the kernel's device image; the ranks'
+  // shards together hold at least the whole cache's bytes (kivi_cache_bytes), and each packs to its stated size.
+  Experiment e;
+  e.problem = problem(128, 32, 8, 4097, false, Phase::decode);
+  const QKV in = data::generate(e.problem, "normal", ParamValues::defaults(data::find_generator("normal")->params), 6);
+  VariantRequest v;
+  v.id = "kivi", v.params = ParamValues::defaults(find_variant("kivi")->params);
+  const std::unique_ptr<kernels::RingVariant> ring = kernels::find_kernel_row("kivi")->ring(e, v, in, dev);
+  double shards = 0, cache = 0;
+  for (const cp::Span& s : cp::decode_shards(e.problem.kv_len, 3, cp::kShardAlign)) {
+    const std::vector<cp::Span> one{s};
+    CHECK(ring->pack_shard(one).size() == ring->shard_bytes(one));
+    shards += double(ring->shard_bytes(one));
+  }
+  for (const quant::KiviCache& c : kernels::kivi_host_caches(e.problem, in, v.params)) cache += double(quant::kivi_cache_bytes(c));
+  INFO(fmt::format("kivi: shards {} bytes, the cache {}", shards, cache));
+  CHECK(shards >= cache);
+  CHECK(shards <= 1.1 * cache);
 }
 
 }  // namespace
