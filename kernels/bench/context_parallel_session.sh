@@ -3,11 +3,12 @@
 # GPU machine. NCCL comes from PyTorch's wheel there (nvidia-nccl-cu13: its include/ and lib/), which CMake is told
 # through ATTNLAB_NCCL_ROOT. NVLink multicast stays off (the machines' NCCL_NVLS_ENABLE=0 is inherited).
 #   STEP=build  attnlab for sm_90a with NCCL; the ring's [gpu] tests (every rank on one device: shards, blocks,
-#               transfers and merges against the one-GPU flash2 kernel; on a host of several GPUs also the NCCL
-#               [multi] case), compute-sanitizer memcheck and racecheck on the one-device ring
+#               transfers and merges against each one-GPU kernel — flash2, flash3_fp8, int_flash, kivi's decode; on a
+#               host of several GPUs also the NCCL [multi] case), compute-sanitizer memcheck and racecheck on the
+#               one-device ring
 #   STEP=bench  on a host of GPUS GPUs (default 2 and 4 where present): attnlab bench on
-#               configs/bench-context-parallel.json (flash2 prefill N 128k causal and decode N 1M, 1 … GPUS GPUs, the
-#               cost model beside each run)
+#               configs/bench-context-parallel.json (flash2, flash3_fp8 and int_flash prefill, N 64k and 128k causal,
+#               1 … GPUS GPUs, the cost model beside each run)
 set -u
 source kernels/bench/session_lib.sh
 session_start context-parallel
