@@ -236,6 +236,7 @@ std::string describe(const Storage& s) {
   if (s.kv_in)
     out += fmt::format("; K, V read in {}{}", describe(*s.kv_in),
                        kv_in_holds_operands(s) ? " (the operands as stored)" : " and quantized on chip");
+  if (s.kv_wire) out += fmt::format("; across GPUs K, V sent in {}", describe(*s.kv_wire));
   return out + "; cache " + describe(s.cache);
 }
 

@@ -115,6 +115,10 @@ struct Storage {
                                         // quantized on chip unless already the operands' format) instead of out
                                         // of the cache; the kernel writes the cache (TurboAttention Alg. 1: FP16;
                                         // FireQ App. D's prefill: E4M3 + β, the operands as stored)
+  // K and V as a prefill split across GPUs sends them around the ring, where that is neither kv_in nor the cache
+  // (TurboAttention: Alg. 1's INT8 tiles, which each GPU's pre-pass would quantize once from the FP16 it holds).
+  // Unset: kv_in where declared (what the prefill reads), else the cache (sim::wire_bytes).
+  std::optional<TensorStorage> kv_wire;
   int64_t decode_steps = 0;             // of the problem's kv_len, the last tokens appended through the buffer
 };
 

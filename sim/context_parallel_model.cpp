@@ -202,6 +202,11 @@ double wire_bytes(const Problem& p, const VariantRequest& v, int64_t tokens) {
   Problem shard = p;
   shard.kv_len = tokens;
   const Storage st = spec->storage(shard, v.params);
+  // A prefill sends K and V as its declaration's kv_wire says (TurboAttention: Alg. 1's INT8 tiles), else as it
+  // reads them where that is not the cache (kv_in: FireQ App. D's E4M3 operands); otherwise the shard is the
+  // variant's cache for those tokens.
+  if (p.phase == Phase::prefill && (st.kv_wire || st.kv_in))
+    return double(p.batch * p.kv_heads) * 2 * tensor_bytes(st.kv_wire ? *st.kv_wire : *st.kv_in, tokens, p.head_dim).total();
   return double(p.batch) * cache_bytes(st.cache, p.kv_heads, tokens).total();
 }
 

@@ -431,7 +431,12 @@ Storage storage(const Problem& p, const ParamValues& v) {
   s.q = s.k = s.v = s.p = kInt8;
   s.o = kFp16;
   s.q_in = unscaled(kFp16);
-  if (p.phase == Phase::prefill) s.kv_in = unscaled(kFp16);
+  if (p.phase == Phase::prefill) {
+    s.kv_in = unscaled(kFp16);
+    // Across GPUs the ring sends the INT8 tiles Alg. 1's attention reads (l. 7's K^q1, V^q1: Eq. 9 per block of
+    // B_c tokens, one FP32 scale each; kernels/turbo/turbo_ring.cpp), not the FP16 K and V.
+    s.kv_wire = TensorStorage{kInt8, kWhole, {{"s", kFp32, {v.integer("block_c"), kWhole}}}};
+  }
   s.decode_steps = p.phase == Phase::decode ? v.integer("decode_steps") : 0;
   s.cache.channels = p.head_dim;
   s.cache.block_tokens = v.integer("block_c");

@@ -156,6 +156,25 @@ Int8Tiles tiles_of(const HeadCache& c) {
   return t;
 }
 
+HeadCache slice_by_last_token(const HeadCache& c, int64_t begin, int64_t end) {
+  HeadCache part;
+  part.d = c.d, part.bits = c.bits;
+  part.k_universal = c.k_universal, part.v_universal = c.v_universal;
+  int64_t first = 0;  // the block's first token
+  for (size_t j = 0; j < c.k_blocks.size(); ++j) {
+    const int64_t rows = c.k_blocks[j].rows, last = first + rows - 1;
+    if (last >= begin && last < end) {
+      part.k_blocks.push_back(c.k_blocks[j]);
+      part.v_blocks.push_back(c.v_blocks[j]);
+      if (int64_t(j) < c.prefill_blocks) ++part.prefill_blocks, part.prefill_tokens += rows;
+    }
+    first += rows;
+  }
+  const int64_t last = first + c.pending() - 1;  // the pending tokens follow the blocks
+  if (c.pending() > 0 && last >= begin && last < end) part.k_pending = c.k_pending, part.v_pending = c.v_pending;
+  return part;
+}
+
 Int8Tiles decode_tiles(const float* k, const float* v, int64_t tokens, int64_t d, const DecodeSettings& s,
                        CacheStats& stats) {
   const HeadCache c = decode_cache(k, v, tokens, d, s);

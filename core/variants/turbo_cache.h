@@ -85,6 +85,15 @@ struct HeadCache {
 // Alg. 2 and §3.3: the cache decode reads for K and V (tokens, d) of one KV head.
 HeadCache decode_cache(const float* k, const float* v, int64_t tokens, int64_t d, const DecodeSettings& s);
 
+// The part of cache c that one GPU holds when the sequence is split into token ranges across GPUs (context
+// parallelism): the tiles — blocks, and the pending buffer tokens — whose LAST token lies in [begin, end). Cut at
+// any boundaries, the parts hold every tile exactly once, in order; a part that holds a tile holds all of it (a
+// cut never splits a block); a part whose range ends at the cache's end holds the pending tokens; and, since no
+// tile is longer than block_c, every range of at least block_c tokens, and every range that holds the cache's last
+// token, holds a tile. The part's own prefill is its blocks that were the prefill's (prefill_tokens: their tokens);
+// the width and the universal scales are the whole cache's; stats stay empty.
+HeadCache slice_by_last_token(const HeadCache& c, int64_t begin, int64_t end);
+
 // Alg. 2 line 6: the INT8 tiles a cache reads back to — its blocks dequantized (an 8-bit head's kept as
 // they are), then the pending buffer tokens as one tile, with their scales.
 Int8Tiles tiles_of(const HeadCache& c);

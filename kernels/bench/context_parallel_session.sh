@@ -3,7 +3,7 @@
 # GPU machine. NCCL comes from PyTorch's wheel there (nvidia-nccl-cu13: its include/ and lib/), which CMake is told
 # through ATTNLAB_NCCL_ROOT. NVLink multicast stays off (the machines' NCCL_NVLS_ENABLE=0 is inherited).
 #   STEP=build  attnlab for sm_90a with NCCL; the ring's [gpu] tests (every rank on one device: shards, blocks,
-#               transfers and merges against each one-GPU kernel — flash2, flash3_fp8, int_flash, kivi's decode; on a
+#               transfers and merges against each one-GPU kernel — every variant's ring; on a
 #               host of several GPUs also the NCCL [multi] case), compute-sanitizer memcheck and racecheck on the
 #               one-device ring
 #   STEP=bench  on a host of GPUS GPUs (default 2 and 4 where present): attnlab bench on

@@ -14,9 +14,9 @@ constexpr KernelRow kRows[] = {
     {"flash2",      flash2_cannot_run,     flash2_run,     flash2_ring},
     {"int_flash",   int_flash_cannot_run,  int_flash_run,  int_flash_ring},
     {"flash3_fp8",  flash3_fp8_cannot_run, flash3_fp8_run, flash3_fp8_ring},
-    {"turbo",       turbo_cannot_run,      turbo_run},
+    {"turbo",       turbo_cannot_run,      turbo_run,      turbo_ring},
     {"kivi",        kivi_cannot_run,       kivi_run,       kivi_ring},
-    {"fireq",       fireq_cannot_run,      fireq_run},
+    {"fireq",       fireq_cannot_run,      fireq_run,      fireq_ring},
 };
 // clang-format on
 

@@ -60,6 +60,8 @@ std::unique_ptr<RingVariant> flash3_fp8_ring(const Experiment& e, const VariantR
 std::string turbo_cannot_run(const VariantRequest& v, const Experiment& e, const DeviceInfo& device);
 void turbo_run(const Experiment& e, const VariantRequest& v, const QKV& in, const TensorF64& truth,
                const DeviceInfo& device, VariantResult& into);
+std::unique_ptr<RingVariant> turbo_ring(const Experiment& e, const VariantRequest& v, const QKV& in,
+                                        const DeviceInfo& device);
 
 std::span<const KernelRow> kernel_table();
 const KernelRow* find_kernel_row(std::string_view variant);  // nullptr: no kernel computes the variant

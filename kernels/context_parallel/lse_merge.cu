@@ -1,5 +1,8 @@
 #include "kernels/context_parallel/lse_merge.h"
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <cmath>
 
 namespace attnlab::kernels {
@@ -8,15 +11,25 @@ namespace {
 
 constexpr int kThreads = 128;
 
+__device__ float to_float(__half x) { return __half2float(x); }
+__device__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+template <class T>
+__device__ T from_float(float x);
+template <>
+__device__ __half from_float<__half>(float x) { return __float2half_rn(x); }
+template <>
+__device__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+
 // One thread per value; a row's L is read by every thread of it and written by none of them: merge_lse, launched
 // after it on the same stream (lse_merge_add), updates the L, so no thread reads one already updated.
-__global__ void merge_values(float* o_acc, const float* l_acc, const __half* o, const float* l, size_t rows, int d) {
+template <class T>
+__global__ void merge_values(float* o_acc, const float* l_acc, const T* o, const float* l, size_t rows, int d) {
   const size_t i = size_t(blockIdx.x) * kThreads + threadIdx.x;
   if (i >= rows * size_t(d)) return;
   const size_t row = i / size_t(d);
   const float a = l_acc[row], b = l[row];
   if (b == -INFINITY) return;  // the block saw no key of this row
-  const float x = __half2float(o[i]);
+  const float x = to_float(o[i]);
   if (a == -INFINITY) {
     o_acc[i] = x;
     return;
@@ -44,9 +57,10 @@ __global__ void clear(float* o_acc, float* l_acc, size_t rows, int d) {
   if (i < rows) l_acc[i] = -INFINITY;
 }
 
-__global__ void store(const float* o_acc, const float* l_acc, __half* o, float* l, size_t rows, int d) {
+template <class T>
+__global__ void store(const float* o_acc, const float* l_acc, T* o, float* l, size_t rows, int d) {
   const size_t i = size_t(blockIdx.x) * kThreads + threadIdx.x;
-  if (i < rows * size_t(d)) o[i] = __float2half_rn(o_acc[i]);
+  if (i < rows * size_t(d)) o[i] = from_float<T>(o_acc[i]);
   if (i < rows) l[i] = l_acc[i];
 }
 
@@ -60,19 +74,26 @@ cudaError_t lse_merge_clear(float* o_acc, float* l_acc, size_t rows, int d, cuda
   return cudaGetLastError();
 }
 
-cudaError_t lse_merge_add(float* o_acc, float* l_acc, const __half* o, const float* l, size_t rows, int d,
-                          cudaStream_t stream) {
+cudaError_t lse_merge_add(float* o_acc, float* l_acc, const void* o, OutputElement element, const float* l, size_t rows,
+                          int d, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
-  merge_values<<<blocks(rows * size_t(d)), kThreads, 0, stream>>>(o_acc, l_acc, o, l, rows, d);
+  if (element == OutputElement::bf16)
+    merge_values<<<blocks(rows * size_t(d)), kThreads, 0, stream>>>(o_acc, l_acc, static_cast<const __nv_bfloat16*>(o), l,
+                                                                    rows, d);
+  else
+    merge_values<<<blocks(rows * size_t(d)), kThreads, 0, stream>>>(o_acc, l_acc, static_cast<const __half*>(o), l, rows, d);
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   merge_lse<<<blocks(rows), kThreads, 0, stream>>>(l_acc, l, rows);
   return cudaGetLastError();
 }
 
-cudaError_t lse_merge_store(const float* o_acc, const float* l_acc, __half* o, float* l, size_t rows, int d,
-                            cudaStream_t stream) {
+cudaError_t lse_merge_store(const float* o_acc, const float* l_acc, void* o, OutputElement element, float* l,
+                            size_t rows, int d, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
-  store<<<blocks(rows * size_t(d)), kThreads, 0, stream>>>(o_acc, l_acc, o, l, rows, d);
+  if (element == OutputElement::bf16)
+    store<<<blocks(rows * size_t(d)), kThreads, 0, stream>>>(o_acc, l_acc, static_cast<__nv_bfloat16*>(o), l, rows, d);
+  else
+    store<<<blocks(rows * size_t(d)), kThreads, 0, stream>>>(o_acc, l_acc, static_cast<__half*>(o), l, rows, d);
   return cudaGetLastError();
 }
 

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include <cuda_bf16.h>
+
 #include <algorithm>
 #include <functional>
 #include <memory>
@@ -84,14 +86,24 @@ double output_bytes(const Problem& p) {
   return double(p.q_shape().count()) * sizeof(__half) + double(p.batch * p.q_heads * p.q_len) * sizeof(float);
 }
 
+// A result of `count` values of type `element` on the device, as floats.
+std::vector<float> download_output(const DeviceBuffer& d, size_t count, OutputElement element) {
+  std::vector<uint16_t> bits(count);
+  if (count > 0) ATTNLAB_CUDA(cudaMemcpy(bits.data(), d.as<void>(), count * sizeof(uint16_t), cudaMemcpyDeviceToHost));
+  std::vector<float> out(count);
+  for (size_t i = 0; i < count; ++i)
+    out[i] = element == OutputElement::bf16 ? __bfloat162float(__nv_bfloat16_raw{bits[i]}) : __half2float(__half_raw{bits[i]});
+  return out;
+}
+
 // The kernel's output rows of query chunk `q` into the whole problem's (B, Hq, Nq, ·) tensors.
-void place(const Problem& p, cp::Span q, const std::vector<__half>& o, const std::vector<float>& lse, RingRun& into) {
+void place(const Problem& p, cp::Span q, const std::vector<float>& o, const std::vector<float>& lse, RingRun& into) {
   const int64_t d = p.head_dim, n = q.size();
   for (int64_t b = 0; b < p.batch; ++b)
     for (int64_t h = 0; h < p.q_heads; ++h)
       for (int64_t i = 0; i < n; ++i) {
         const size_t row = size_t((b * p.q_heads + h) * n + i);
-        for (int64_t c = 0; c < d; ++c) into.o.at(b, h, q.begin + i, c) = __half2float(o[row * size_t(d) + size_t(c)]);
+        for (int64_t c = 0; c < d; ++c) into.o.at(b, h, q.begin + i, c) = o[row * size_t(d) + size_t(c)];
         into.lse[size_t((b * p.q_heads + h) * p.q_len + q.begin + i)] = lse[row];
       }
 }
@@ -148,6 +160,7 @@ void synchronize(std::vector<std::unique_ptr<Rank>>& ranks) {
 
 RingRun prefill(const Problem& p, const RingVariant& v, RingTransport& t, bool timed) {
   const int P = t.ranks();
+  const OutputElement element = v.output_element();
   const cp::RingPlan plan =
       cp::plan_ring(p.q_len, p.kv_len, p.causal, P, cp::default_balance(p.causal), cp::kShardAlign);
   const int d = int(p.head_dim);
@@ -229,10 +242,11 @@ RingRun prefill(const Problem& p, const RingVariant& v, RingTransport& t, bool t
           if (b.kind == cp::BlockKind::partial && !(b.q == b.kv))
             throw std::runtime_error("ring prefill: a masked block off the diagonal (q_len ≠ kv_len)");
           v.attend(k.q[size_t(b.q_chunk)].as<void>(), b.q, in_hand(k, s), held, b.kv_chunk,
-                   b.kind == cp::BlockKind::partial, k.o_block.as<__half>(), k.lse_block.as<float>(),
+                   b.kind == cp::BlockKind::partial, k.o_block.as<void>(), k.lse_block.as<float>(),
                    k.workspace.as<void>(), k.compute);
           ATTNLAB_CUDA(lse_merge_add(k.o_acc[size_t(b.q_chunk)].as<float>(), k.l_acc[size_t(b.q_chunk)].as<float>(),
-                                     k.o_block.as<__half>(), k.lse_block.as<float>(), rows_of(p, b.q), d, k.compute));
+                                     k.o_block.as<void>(), element, k.lse_block.as<float>(), rows_of(p, b.q), d,
+                                     k.compute));
         }
         ATTNLAB_CUDA(cudaEventRecord(k.computed, k.compute));
       }
@@ -241,7 +255,7 @@ RingRun prefill(const Problem& p, const RingVariant& v, RingTransport& t, bool t
       Rank& k = *ranks[size_t(r)];
       OnDevice on(k.device);
       for (size_t c = 0; c < k.o_acc.size(); ++c)
-        ATTNLAB_CUDA(lse_merge_store(k.o_acc[c].as<float>(), k.l_acc[c].as<float>(), k.o_out[c].as<__half>(),
+        ATTNLAB_CUDA(lse_merge_store(k.o_acc[c].as<float>(), k.l_acc[c].as<float>(), k.o_out[c].as<void>(), element,
                                      k.l_out[c].as<float>(), rows_of(p, plan.shards[size_t(r)].q[c]), d, k.compute));
     }
   };
@@ -263,8 +277,8 @@ RingRun prefill(const Problem& p, const RingVariant& v, RingTransport& t, bool t
     OnDevice on(k.device);
     for (size_t c = 0; c < k.o_out.size(); ++c) {
       const cp::Span q = plan.shards[size_t(r)].q[c];
-      place(p, q, download<__half>(k.o_out[c], rows_of(p, q) * size_t(d)), download<float>(k.l_out[c], rows_of(p, q)),
-            run);
+      place(p, q, download_output(k.o_out[c], rows_of(p, q) * size_t(d), element),
+            download<float>(k.l_out[c], rows_of(p, q)), run);
     }
   }
   if (timed) run.ms = time_ring(ranks, once);
@@ -275,6 +289,7 @@ RingRun prefill(const Problem& p, const RingVariant& v, RingTransport& t, bool t
 
 RingRun decode(const Problem& p, const RingVariant& v, RingTransport& t, bool timed) {
   const int P = t.ranks();
+  const OutputElement element = v.output_element();
   const std::vector<cp::Span> shards = cp::decode_shards(p.kv_len, P, cp::kShardAlign);
   const int d = int(p.head_dim);
   const cp::Span queries{0, p.q_len};
@@ -310,7 +325,7 @@ RingRun decode(const Problem& p, const RingVariant& v, RingTransport& t, bool ti
       auto* part = k.part.as<std::byte>();
       if (own.size() > 0) {
         const std::vector<cp::Span> spans{own};
-        v.attend(k.q[0].as<void>(), queries, k.own.as<void>(), spans, 0, false, reinterpret_cast<__half*>(part),
+        v.attend(k.q[0].as<void>(), queries, k.own.as<void>(), spans, 0, false, part,
                  reinterpret_cast<float*>(part + o_bytes), k.workspace.as<void>(), k.compute);
         x.bytes[size_t(r)] = r == 0 ? 0 : part_bytes;
       }
@@ -333,10 +348,10 @@ RingRun decode(const Problem& p, const RingVariant& v, RingTransport& t, bool ti
     for (int r = 0; r < P; ++r) {  // in rank order: the merge's rounding does not depend on arrival
       if (shards[size_t(r)].size() == 0) continue;
       const auto* part = r == 0 ? first.part.as<std::byte>() : first.parts[size_t(r)].as<std::byte>();
-      ATTNLAB_CUDA(lse_merge_add(o_acc, l_acc, reinterpret_cast<const __half*>(part),
-                                 reinterpret_cast<const float*>(part + o_bytes), rows, d, first.compute));
+      ATTNLAB_CUDA(lse_merge_add(o_acc, l_acc, part, element, reinterpret_cast<const float*>(part + o_bytes), rows, d,
+                                 first.compute));
     }
-    ATTNLAB_CUDA(lse_merge_store(o_acc, l_acc, first.o_out[0].as<__half>(), first.l_out[0].as<float>(), rows, d,
+    ATTNLAB_CUDA(lse_merge_store(o_acc, l_acc, first.o_out[0].as<void>(), element, first.l_out[0].as<float>(), rows, d,
                                  first.compute));
   };
 
@@ -351,8 +366,8 @@ RingRun decode(const Problem& p, const RingVariant& v, RingTransport& t, bool ti
   run.lse.assign(rows, 0.f);
   {
     OnDevice on(ranks[0]->device);
-    place(p, queries, download<__half>(ranks[0]->o_out[0], rows * size_t(d)), download<float>(ranks[0]->l_out[0], rows),
-          run);
+    place(p, queries, download_output(ranks[0]->o_out[0], rows * size_t(d), element),
+          download<float>(ranks[0]->l_out[0], rows), run);
   }
   if (timed) run.ms = time_ring(ranks, once);
   return run;

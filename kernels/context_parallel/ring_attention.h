@@ -18,6 +18,7 @@
 #include "core/context_parallel.h"
 #include "core/problem.h"
 #include "core/tensor.h"
+#include "kernels/context_parallel/lse_merge.h"
 #include "kernels/context_parallel/ring_transport.h"
 
 #include <cuda_fp16.h>
@@ -45,9 +46,11 @@ class RingVariant {
   // Scratch the kernel needs for `q_rows` query rows against `kv_len` keys (its KV-split workspace).
   virtual size_t workspace_bytes(int64_t q_rows, int64_t kv_len) const = 0;
   // Queries `q` (pack_queries of q_rows) against chunk `chunk` of a shard (`shard`, pack_shard of `spans`) — causal
-  // or not — into o (B, Hq, q_rows, d) FP16 and lse (B, Hq, q_rows), on `stream`.
+  // or not — into o (B, Hq, q_rows, d) of output_element() and lse (B, Hq, q_rows), on `stream`.
   virtual void attend(const void* q, cp::Span q_rows, const void* shard, std::span<const cp::Span> spans, int chunk,
-                      bool causal, __half* o, float* lse, void* workspace, cudaStream_t stream) const = 0;
+                      bool causal, void* o, float* lse, void* workspace, cudaStream_t stream) const = 0;
+  // The type the variant's kernel stores O in; the ring's result is stored in it too.
+  virtual OutputElement output_element() const { return OutputElement::fp16; }
 };
 
 // A shard laid out chunk after chunk, chunk_bytes(span) bytes for the chunk of tokens `span` (what every
@@ -64,7 +67,7 @@ size_t chunk_offset(std::span<const cp::Span> spans, size_t chunk, ChunkBytes&& 
 std::string ring_refusal(const Problem& p);
 
 struct RingRun {
-  Tensor o;                // (B, Hq, Nq, d), FP16 values, as the one-GPU kernel's output
+  Tensor o;                // (B, Hq, Nq, d), values of the variant's output element, as the one-GPU kernel's output
   std::vector<float> lse;  // (B, Hq, Nq)
   std::vector<float> ms;   // one time per timed run (empty when not timed)
   double wire_bytes = 0;   // bytes the transport moved in one run: the shards around the ring, or the partials

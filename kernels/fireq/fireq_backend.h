@@ -9,7 +9,9 @@
 #include "core/results.h"
 #include "core/tensor.h"
 #include "kernels/common/device.h"
+#include "kernels/context_parallel/ring_attention.h"
 
+#include <memory>
 #include <string>
 
 namespace attnlab::kernels {
@@ -19,5 +21,8 @@ std::string fireq_cannot_run(const VariantRequest& v, const Experiment& e, const
 // Fills into.kernel. Throws std::runtime_error on a CUDA failure or an output left unwritten.
 void fireq_run(const Experiment& e, const VariantRequest& v, const QKV& in, const TensorF64& truth,
                const DeviceInfo& device, VariantResult& into);
+
+std::unique_ptr<RingVariant> fireq_ring(const Experiment& e, const VariantRequest& v, const QKV& in,
+                                        const DeviceInfo& device);  // fireq_ring.cpp: prefill's ring, decode's shards
 
 }  // namespace attnlab::kernels

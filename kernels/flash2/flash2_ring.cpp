@@ -51,7 +51,7 @@ class Flash2Ring final : public RingVariant {
     return flash2_workspace_bytes(args(q_rows, kv_len, false));
   }
   void attend(const void* q, cp::Span q_rows, const void* shard, std::span<const cp::Span> spans, int chunk,
-              bool causal, __half* o, float* lse, void* workspace, cudaStream_t stream) const override {
+              bool causal, void* o, float* lse, void* workspace, cudaStream_t stream) const override {
     Flash2Args a = args(q_rows.size(), spans[size_t(chunk)].size(), causal);
     const auto* base = static_cast<const std::byte*>(shard) +
                        chunk_offset(spans, size_t(chunk), [&](const cp::Span& s) { return chunk_bytes(s.size()); });
@@ -59,7 +59,7 @@ class Flash2Ring final : public RingVariant {
     a.q = static_cast<const __half*>(q);
     a.k = reinterpret_cast<const __half*>(base);
     a.v = reinterpret_cast<const __half*>(base + half);
-    a.o = o, a.lse = lse, a.workspace = static_cast<float*>(workspace);
+    a.o = static_cast<__half*>(o), a.lse = lse, a.workspace = static_cast<float*>(workspace);
     ATTNLAB_CUDA(flash2_forward(a, stream));
   }
 

@@ -69,7 +69,7 @@ class Flash3Fp8Ring final : public RingVariant {
   }
   size_t workspace_bytes(int64_t, int64_t) const override { return 0; }
   void attend(const void* q, cp::Span q_rows, const void* shard, std::span<const cp::Span> spans, int chunk,
-              bool causal, __half* o, float* lse, void*, cudaStream_t stream) const override {
+              bool causal, void* o, float* lse, void*, cudaStream_t stream) const override {
     const auto* base = static_cast<const uint8_t*>(shard) +
                        chunk_offset(spans, size_t(chunk), [&](const cp::Span& s) { return chunk_layout(s.size()).total; });
     const int64_t nq = q_rows.size(), nk = spans[size_t(chunk)].size();
@@ -79,7 +79,7 @@ class Flash3Fp8Ring final : public RingVariant {
     a.s_q = reinterpret_cast<const float*>(a.q + size_t(p_.batch * p_.q_heads * nq * p_.head_dim));
     a.k = base, a.vt = base + kv.vt;
     a.s_k = reinterpret_cast<const float*>(base + kv.s_k), a.s_v = reinterpret_cast<const float*>(base + kv.s_v);
-    a.o = o, a.lse = lse;
+    a.o = static_cast<__half*>(o), a.lse = lse;
     a.batch = int(p_.batch), a.q_heads = int(p_.q_heads), a.kv_heads = int(p_.kv_heads);
     a.q_len = int(nq), a.kv_len = int(nk), a.kv_pad = int(kv_pad(nk)), a.head_dim = int(p_.head_dim);
     a.causal = causal;

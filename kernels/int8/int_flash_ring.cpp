@@ -19,6 +19,7 @@
 #include "kernels/common/cuda_check.h"
 #include "kernels/common/kernel_table.h"
 #include "kernels/common/vt_permutation.h"
+#include "kernels/context_parallel/shard_parts.h"
 #include "kernels/int8/int_flash.h"
 #include "kernels/int8/int_flash_host.h"
 
@@ -31,10 +32,8 @@ namespace attnlab::kernels {
 
 namespace {
 
-constexpr double kR = 127;       // Alg. 1's R: the codes' range
-constexpr size_t kPartAlign = 256;  // each part of a chunk starts 256-byte aligned (TMA needs 16)
+constexpr double kR = 127;  // Alg. 1's R: the codes' range
 
-size_t align_up(size_t n) { return (n + kPartAlign - 1) / kPartAlign * kPartAlign; }
 int64_t kv_pad(int64_t n) { return (n + 15) / 16 * 16; }
 
 // One tensor's INT8 codes and scales for every (batch, head), quantized once by the reference's rules: per token
@@ -57,13 +56,6 @@ Codes quantize_all(const Tensor& t, quant::Granularity g) {
   return c;
 }
 
-template <class T>
-T* grow(std::vector<std::byte>& out, size_t count) {  // count T's, zeroed, at the next aligned offset of `out`
-  const size_t at = align_up(out.size());
-  out.resize(at + align_up(count * sizeof(T)));
-  return reinterpret_cast<T*>(out.data() + at);
-}
-
 class IntFlashRing final : public RingVariant {
  public:
   IntFlashRing(const Problem& p, const QKV& in, KernelPath path, IntFlashSchedule schedule, bool v_fp16)
@@ -81,23 +73,23 @@ class IntFlashRing final : public RingVariant {
     for (const cp::Span& s : spans) {
       const int64_t n = s.size(), pad = kv_pad(n);
       if (n == 0) continue;
-      int8_t* k = grow<int8_t>(out, size_t(heads * n * d));
+      int8_t* k = grow_part<int8_t>(out, size_t(heads * n * d));
       for (int64_t h = 0; h < heads; ++h)
         std::memcpy(k + h * n * d, k_.q.data() + (h * n_all + s.begin) * d, size_t(n * d));
-      float* s_k = grow<float>(out, size_t(heads * pad));  // padding keys: scale 0 (int_flash.h)
+      float* s_k = grow_part<float>(out, size_t(heads * pad));  // padding keys: scale 0 (int_flash.h)
       for (int64_t h = 0; h < heads; ++h)
         std::memcpy(s_k + h * pad, k_.scale.data() + h * n_all + s.begin, size_t(n) * sizeof(float));
       if (v_fp16_) {  // half-INT8: V rounded once to FP16 (upload_int8's v16)
-        __half* v = grow<__half>(out, size_t(heads * n * d));
+        __half* v = grow_part<__half>(out, size_t(heads * n * d));
         for (int64_t h = 0; h < heads; ++h)
           for (int64_t i = 0; i < n * d; ++i) v[h * n * d + i] = __float2half_rn(in_.v.data()[(h * n_all + s.begin) * d + i]);
       } else {  // Vᵀ (heads × d × pad), keys permuted per 16; padding keys code 0; then S_V per head
-        int8_t* vt = grow<int8_t>(out, size_t(heads * d * pad));
+        int8_t* vt = grow_part<int8_t>(out, size_t(heads * d * pad));
         for (int64_t h = 0; h < heads; ++h)
           for (int64_t key = 0; key < n; ++key)
             for (int64_t c = 0; c < d; ++c)
               vt[(h * d + c) * pad + key / 16 * 16 + vt_position_of(int(key))] = v_.q[size_t((h * n_all + s.begin + key) * d + c)];
-        std::memcpy(grow<float>(out, size_t(heads)), v_.scale.data(), size_t(heads) * sizeof(float));
+        std::memcpy(grow_part<float>(out, size_t(heads)), v_.scale.data(), size_t(heads) * sizeof(float));
       }
     }
     if (out.size() != shard_bytes(spans)) throw std::logic_error("int_flash ring: a shard's layout and size disagree");
@@ -108,29 +100,29 @@ class IntFlashRing final : public RingVariant {
     std::vector<std::byte> out;
     const int64_t heads = p_.batch * p_.q_heads, d = p_.head_dim, n = rows.size();
     if (n == 0) return out;
-    int8_t* q = grow<int8_t>(out, size_t(heads * n * d));
+    int8_t* q = grow_part<int8_t>(out, size_t(heads * n * d));
     for (int64_t h = 0; h < heads; ++h) std::memcpy(q + h * n * d, q_.q.data() + (h * p_.q_len + rows.begin) * d, size_t(n * d));
-    float* s_q = grow<float>(out, size_t(heads * n));
+    float* s_q = grow_part<float>(out, size_t(heads * n));
     for (int64_t h = 0; h < heads; ++h)
       std::memcpy(s_q + h * n, q_.scale.data() + h * p_.q_len + rows.begin, size_t(n) * sizeof(float));
     return out;
   }
   size_t workspace_bytes(int64_t, int64_t) const override { return 0; }
   void attend(const void* q, cp::Span q_rows, const void* shard, std::span<const cp::Span> spans, int chunk,
-              bool causal, __half* o, float* lse, void*, cudaStream_t stream) const override {
+              bool causal, void* o, float* lse, void*, cudaStream_t stream) const override {
     const auto* base = static_cast<const std::byte*>(shard) +
                        chunk_offset(spans, size_t(chunk), [&](const cp::Span& s) { return chunk_layout(s.size()).total; });
     const int64_t nq = q_rows.size(), nk = spans[size_t(chunk)].size();
     const Layout kv = chunk_layout(nk);
     IntFlashArgs a;
     a.q = static_cast<const int8_t*>(q);
-    a.s_q = reinterpret_cast<const float*>(a.q + align_up(size_t(p_.batch * p_.q_heads * nq * p_.head_dim)));
+    a.s_q = reinterpret_cast<const float*>(a.q + align_part(size_t(p_.batch * p_.q_heads * nq * p_.head_dim)));
     a.k = reinterpret_cast<const int8_t*>(base);
     a.s_k = reinterpret_cast<const float*>(base + kv.s_k);
     if (v_fp16_) a.v16 = reinterpret_cast<const __half*>(base + kv.v);
     else a.vt = reinterpret_cast<const int8_t*>(base + kv.v), a.s_v = reinterpret_cast<const float*>(base + kv.s_v);
     a.v_fp16 = v_fp16_;
-    a.o = o, a.lse = lse;
+    a.o = static_cast<__half*>(o), a.lse = lse;
     a.batch = int(p_.batch), a.q_heads = int(p_.q_heads), a.kv_heads = int(p_.kv_heads);
     a.q_len = int(nq), a.kv_len = int(nk), a.kv_pad = int(kv_pad(nk)), a.head_dim = int(p_.head_dim);
     a.causal = causal;
@@ -141,7 +133,7 @@ class IntFlashRing final : public RingVariant {
   }
 
  private:
-  // Byte offsets of one chunk's parts in a shard, as pack_shard lays them out (each part 256-byte aligned).
+  // Byte offsets of one chunk's parts in a shard, as pack_shard lays them out (shard_parts.h).
   struct Layout {
     size_t s_k = 0, v = 0, s_v = 0, total = 0;
   };
@@ -149,11 +141,11 @@ class IntFlashRing final : public RingVariant {
     if (n == 0) return {};
     const size_t heads = size_t(p_.batch * p_.kv_heads), d = size_t(p_.head_dim), pad = size_t(kv_pad(n));
     Layout l;
-    l.s_k = align_up(heads * size_t(n) * d);
-    l.v = l.s_k + align_up(heads * pad * sizeof(float));
-    if (v_fp16_) return l.s_v = l.v, l.total = l.v + align_up(heads * size_t(n) * d * sizeof(__half)), l;
-    l.s_v = l.v + align_up(heads * d * pad);
-    l.total = l.s_v + align_up(heads * sizeof(float));
+    l.s_k = align_part(heads * size_t(n) * d);
+    l.v = l.s_k + align_part(heads * pad * sizeof(float));
+    if (v_fp16_) return l.s_v = l.v, l.total = l.v + align_part(heads * size_t(n) * d * sizeof(__half)), l;
+    l.s_v = l.v + align_part(heads * d * pad);
+    l.total = l.s_v + align_part(heads * sizeof(float));
     return l;
   }
 

@@ -11,12 +11,12 @@
 #include "core/variants/kivi_image.h"
 #include "kernels/common/cuda_check.h"
 #include "kernels/common/kernel_table.h"
+#include "kernels/context_parallel/shard_parts.h"
 #include "kernels/kivi/kivi_decode.h"
 #include "kernels/kivi/kivi_decode_host.h"
 
 #include <cuda_fp16.h>
 
-#include <cstring>
 #include <map>
 #include <stdexcept>
 #include <utility>
@@ -25,23 +25,12 @@ namespace attnlab::kernels {
 
 namespace {
 
-constexpr size_t kPartAlign = 256;
-size_t align_up(size_t n) { return (n + kPartAlign - 1) / kPartAlign * kPartAlign; }
-
 // One chunk's image in a shard: its bytes and where each part of KiviCacheArgs starts in them.
 struct ChunkImage {
   std::vector<std::byte> bytes;
   size_t k_codes = 0, v_codes = 0, k_params = 0, v_params = 0, k_residual = 0, v_residual = 0, slot_exact = 0;
   KiviCacheArgs shape;  // pointers unset: the shape fields only
 };
-
-template <class T>
-size_t put(std::vector<std::byte>& out, const std::vector<T>& part) {
-  const size_t at = align_up(out.size());
-  out.resize(at + align_up(part.size() * sizeof(T)));
-  if (!part.empty()) std::memcpy(out.data() + at, part.data(), part.size() * sizeof(T));
-  return at;
-}
 
 class KiviRing final : public RingVariant {
  public:
@@ -79,12 +68,13 @@ class KiviRing final : public RingVariant {
     return most;
   }
   void attend(const void* q, cp::Span q_rows, const void* shard, std::span<const cp::Span> spans, int chunk, bool,
-              __half* o, float* lse, void* workspace, cudaStream_t stream) const override {
+              void* o, float* lse, void* workspace, cudaStream_t stream) const override {
     const auto* base = static_cast<const std::byte*>(shard) +
                        chunk_offset(spans, size_t(chunk), [&](const cp::Span& s) { return chunk_bytes(s); });
     const ChunkImage& img = image(spans[size_t(chunk)]);
     KiviDecodeArgs a = args_for(img, base, q_rows.size());
-    a.q = static_cast<const __half*>(q), a.o = o, a.lse = lse, a.workspace = static_cast<float*>(workspace);
+    a.q = static_cast<const __half*>(q), a.o = static_cast<__half*>(o), a.lse = lse;
+    a.workspace = static_cast<float*>(workspace);
     ATTNLAB_CUDA(kivi_decode(a, stream));
   }
 
@@ -96,10 +86,10 @@ class KiviRing final : public RingVariant {
     for (const quant::KiviCache& c : caches_) slices.push_back(quant::kivi_slice(c, s.begin, s.end));
     const kivi_layout::Image all = pairs_image(slices);
     ChunkImage c;
-    c.k_codes = put(c.bytes, all.k_codes), c.v_codes = put(c.bytes, all.v_codes);
-    c.k_params = put(c.bytes, all.k_params), c.v_params = put(c.bytes, all.v_params);
-    c.k_residual = put(c.bytes, all.k_residual), c.v_residual = put(c.bytes, all.v_residual);
-    c.slot_exact = put(c.bytes, all.slot_exact);
+    c.k_codes = put_part(c.bytes, all.k_codes), c.v_codes = put_part(c.bytes, all.v_codes);
+    c.k_params = put_part(c.bytes, all.k_params), c.v_params = put_part(c.bytes, all.v_params);
+    c.k_residual = put_part(c.bytes, all.k_residual), c.v_residual = put_part(c.bytes, all.v_residual);
+    c.slot_exact = put_part(c.bytes, all.slot_exact);
     set_cache_shape(c.shape, slices);
     return images_.emplace(key, std::move(c)).first->second;
   }

@@ -53,43 +53,46 @@ std::vector<int> pair_order_of(const std::vector<int>& bits) {
   return order;
 }
 
-// Every pair's image on the device, in pair order, with its width and universal scales.
-TurboDeviceCache upload_images(const std::vector<DeviceImage>& images, const std::vector<int>& bits,
-                               const std::vector<float>& universal, int64_t d, int slots, int64_t prefill_tokens,
-                               int64_t tokens) {
-  std::vector<uint8_t> codes;
-  std::vector<int8_t> sz, kbuf, vbuf;
-  std::vector<float> bscales;
-  TurboDeviceCache c;
+// Every pair's image back to back, in pair order, with its width and universal scales.
+TurboCacheImage assemble(const std::vector<DeviceImage>& images, const std::vector<int>& bits,
+                         const std::vector<float>& universal, int64_t d, int slots, int64_t prefill_tokens,
+                         int64_t tokens) {
+  TurboCacheImage c;
   for (size_t i = 0; i < images.size(); ++i) {
     const DeviceImage& img = images[i];
-    c.offsets.push_back(int64_t(codes.size()));
-    c.head_bits.push_back(bits[i]);
-    codes.insert(codes.end(), img.codes.begin(), img.codes.end());
-    sz.insert(sz.end(), img.scale_zero.begin(), img.scale_zero.end());
-    bscales.insert(bscales.end(), img.block_scales.begin(), img.block_scales.end());
-    kbuf.insert(kbuf.end(), img.k_buffer.begin(), img.k_buffer.end());
-    vbuf.insert(vbuf.end(), img.v_buffer.begin(), img.v_buffer.end());
+    c.offsets.push_back(int64_t(c.codes.size()));
+    c.codes.insert(c.codes.end(), img.codes.begin(), img.codes.end());
+    c.scale_zero.insert(c.scale_zero.end(), img.scale_zero.begin(), img.scale_zero.end());
+    c.block_scales.insert(c.block_scales.end(), img.block_scales.begin(), img.block_scales.end());
+    c.k_buffer.insert(c.k_buffer.end(), img.k_buffer.begin(), img.k_buffer.end());
+    c.v_buffer.insert(c.v_buffer.end(), img.v_buffer.begin(), img.v_buffer.end());
   }
-  c.codes = upload(codes), c.code_offset = upload(c.offsets), c.scale_zero = upload(sz);
-  c.block_scales = upload(bscales), c.k_buffer = upload(kbuf), c.v_buffer = upload(vbuf);
-  c.universal = upload(universal), c.bits = upload(c.head_bits);
-  c.pair_order = upload(pair_order_of(c.head_bits));
+  c.bits = bits, c.universal = universal, c.pair_order = pair_order_of(bits);
+  c.shape.wide_pairs = int(std::count(bits.begin(), bits.end(), 4));
+  c.shape.pairs = int(images.size()), c.shape.slots = slots, c.shape.head_dim = int(d);
+  c.shape.prefill_tokens = int(prefill_tokens), c.shape.tokens = int(tokens);
+  return c;
+}
+
+TurboDeviceCache upload_images(const TurboCacheImage& h) {
+  TurboDeviceCache c;
+  c.offsets = h.offsets, c.head_bits = h.bits;
+  c.codes = upload(h.codes), c.code_offset = upload(h.offsets), c.scale_zero = upload(h.scale_zero);
+  c.block_scales = upload(h.block_scales), c.k_buffer = upload(h.k_buffer), c.v_buffer = upload(h.v_buffer);
+  c.universal = upload(h.universal), c.bits = upload(h.bits), c.pair_order = upload(h.pair_order);
   TurboCacheArgs& a = c.args;
+  a = h.shape;
   a.codes = c.codes.as<uint8_t>(), a.code_offset = c.code_offset.as<int64_t>();
   a.scale_zero = c.scale_zero.as<int8_t>(), a.block_scales = c.block_scales.as<float>();
   a.k_buffer = c.k_buffer.as<int8_t>(), a.v_buffer = c.v_buffer.as<int8_t>();
   a.universal = c.universal.as<float>(), a.bits = c.bits.as<int>(), a.pair_order = c.pair_order.as<int>();
-  a.wide_pairs = int(std::count(c.head_bits.begin(), c.head_bits.end(), 4));
-  a.pairs = int(images.size()), a.slots = slots, a.head_dim = int(d);
-  a.prefill_tokens = int(prefill_tokens), a.tokens = int(tokens);
   return c;
 }
 
 }  // namespace
 
-TurboDeviceCache upload_turbo_cache(const std::vector<HeadCache>& heads, int slots) {
-  if (heads.empty()) throw std::logic_error("upload_turbo_cache: no heads");
+TurboCacheImage turbo_cache_image(const std::vector<HeadCache>& heads, int slots) {
+  if (heads.empty()) throw std::logic_error("turbo_cache_image: no heads");
   std::vector<DeviceImage> images;
   std::vector<int> bits;
   std::vector<float> universal;
@@ -101,7 +104,11 @@ TurboDeviceCache upload_turbo_cache(const std::vector<HeadCache>& heads, int slo
   const HeadCache& h0 = heads[0];
   const int64_t tokens =
       h0.prefill_tokens + h0.pending() + int64_t(h0.k_blocks.size() - size_t(h0.prefill_blocks)) * kTurboBlock;
-  return upload_images(images, bits, universal, h0.d, slots, h0.prefill_tokens, tokens);
+  return assemble(images, bits, universal, h0.d, slots, h0.prefill_tokens, tokens);
+}
+
+TurboDeviceCache upload_turbo_cache(const std::vector<HeadCache>& heads, int slots) {
+  return upload_images(turbo_cache_image(heads, slots));
 }
 
 TurboDeviceCache allocate_turbo_cache(const std::vector<int>& bits, int64_t d, int slots, int64_t prefill_tokens) {
@@ -115,8 +122,8 @@ TurboDeviceCache allocate_turbo_cache(const std::vector<int>& bits, int64_t d, i
     img.k_buffer.assign(size_t(kTurboBlock * d), 0), img.v_buffer.assign(size_t(kTurboBlock * d), 0);
     images.push_back(std::move(img));
   }
-  return upload_images(images, bits, std::vector<float>(2 * bits.size(), 0.0f), d, slots, prefill_tokens,
-                       prefill_tokens);
+  return upload_images(
+      assemble(images, bits, std::vector<float>(2 * bits.size(), 0.0f), d, slots, prefill_tokens, prefill_tokens));
 }
 
 void read_back_turbo_widths(TurboDeviceCache& c) {

@@ -26,6 +26,19 @@ struct TurboDeviceCache {
   size_t bytes() const;          // everything the cache holds on the device (each pair's codes at its width)
 };
 
+// What upload_turbo_cache uploads, on the host: every pair's image (device_image) back to back in pair order — codes
+// (each pair's at `offsets`), s_int/z_int, block scales, buffers — their widths, universal scales and the attention's
+// pair order, and the shape fields of TurboCacheArgs (its pointers unset).
+struct TurboCacheImage {
+  std::vector<uint8_t> codes;
+  std::vector<int64_t> offsets;
+  std::vector<int8_t> scale_zero, k_buffer, v_buffer;
+  std::vector<float> block_scales, universal;
+  std::vector<int> bits, pair_order;
+  TurboCacheArgs shape;
+};
+TurboCacheImage turbo_cache_image(const std::vector<HeadCache>& heads, int slots);
+
 // heads (B·H_kv, in (batch, KV head) order) with `slots` blocks of room each (≥ every head's blocks).
 // All heads have the same prefill length; tokens = prefill + appended so far.
 TurboDeviceCache upload_turbo_cache(const std::vector<HeadCache>& heads, int slots);

@@ -69,10 +69,12 @@ TEST_CASE("across GPUs: link bytes beside HBM bytes, the compressed formats fewe
   };
   for (size_t v = 0; v < r.variants.size(); ++v)
     CHECK(c.bars[v].segments[0] == r.variants[v].model->details["context_parallel"]["link_bytes"].get<double>());
-  // FP16 K/V: 4 bytes a channel and token; the INT8 tiles about half, FP8 half, the 4-bit caches about a quarter.
+  // FP16 K/V: 4 bytes a channel and token; the INT8 tiles (int_flash's, turbo's Alg. 1) about half, FP8 half, FireQ's
+  // 4-bit cache about a quarter.
   CHECK(link_of("INT8 tiles") < 0.52 * link_of("FP16"));
+  CHECK(link_of("turbo INT8 tiles") < 0.52 * link_of("FP16"));
   CHECK(link_of("FP8") < 0.52 * link_of("FP16"));
-  CHECK(link_of("turbo 4-bit cache") < 0.3 * link_of("FP16"));
+  CHECK(link_of("FireQ INT4 cache") < 0.3 * link_of("FP16"));
   // The report draws both.
   const std::string html = report::render_html(r);
   CHECK(html.find("Across GPUs: each GPU") != std::string::npos);

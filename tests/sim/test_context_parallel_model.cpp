@@ -62,6 +62,23 @@ TEST_CASE("the ring sends every K/V shard P − 1 times, in the variant's storag
   // INT-FlashAttention's tiles: INT8 K with an FP32 scale per token, INT8 V with one FP32 scale per tensor (each
   // shard carries its copy).
   CHECK(wire_bytes(p, variant("int_flash"), p.kv_len) == heads * (n * (2 * d + 4) + 4));
+  // FireQ's INT4 cache (Eq. 1): d/2 bytes of codes and an E4M3 σ per token, for K and for V.
+  CHECK(wire_bytes(p, variant("fireq"), p.kv_len) == heads * n * (d + 2));
+  // With prefill_kv = fp8 the prefill reads App. D's operands, not the cache, and those travel: E4M3 K and V with a
+  // BF16 β per token (the declaration's kv_in; fp8_k_scale = tile: one per 128-key tile).
+  VariantRequest fp8 = variant("fireq");
+  const std::vector<ParamSpec>& fireq_params = find_variant("fireq")->params;
+  fp8.params.set(fireq_params, "prefill_kv", "fp8", "test");
+  CHECK(wire_bytes(p, fp8, p.kv_len) == heads * n * (2 * d + 4));
+  fp8.params.set(fireq_params, "fp8_k_scale", "tile", "test");
+  CHECK(wire_bytes(p, fp8, p.kv_len) == heads * (n * 2 * d + 2 * 2 * n / 128));
+  // TurboAttention's prefill reads FP16 K and V (kv_in) and sends Alg. 1's INT8 tiles: a byte a channel and token,
+  // and one FP32 scale per 64-token block (kv_wire).
+  CHECK(wire_bytes(p, variant("turbo"), p.kv_len) == heads * 2 * (n * d + 4 * n / 64));
+  // A decode's shard is the cache, whatever the prefill reads.
+  Problem decode = p;
+  decode.q_len = 1, decode.phase = Phase::decode, decode.causal = false;
+  CHECK(wire_bytes(decode, fp8, p.kv_len) == heads * n * (d + 2));
   for (const int gpus : {2, 4, 8}) {
     INFO(gpus << " GPUs");
     // Every GPU forwards the shard in hand at steps 0 … P − 2, and the shards of a step are the P shards; each shard

@@ -221,3 +221,76 @@ TEST_CASE("turbo decode chains: the auto rule depends on the shape alone", "[tur
 
 }  // namespace
 }  // namespace attnlab
+
+namespace attnlab {
+namespace ATTNLAB_FILE_LOCAL {
+
+// The decode kernel's tiles of a cache (turbo_decode.cu, Tiles), written here from its contract: ⌈P / 64⌉ prefill
+// blocks, the last one P − 64·(⌈P / 64⌉ − 1) rows; then (tokens − P) / 64 flushed blocks of 64; then the pending
+// (tokens − P) mod 64 as one tile. Its rows per tile, for a cache of prefill P and `tokens` tokens.
+std::vector<int64_t> kernel_tile_rows(int64_t prefill, int64_t tokens) {
+  const int64_t blocks = (prefill + 63) / 64, appended = tokens - prefill;
+  std::vector<int64_t> rows;
+  for (int64_t j = 0; j < blocks; ++j) rows.push_back(j == blocks - 1 ? prefill - 64 * (blocks - 1) : 64);
+  for (int64_t j = 0; j < appended / 64; ++j) rows.push_back(64);
+  if (appended % 64 > 0) rows.push_back(appended % 64);
+  return rows;
+}
+
+// Context parallelism's decode splits turbo's cache by tokens (kernels/turbo/turbo_ring.cpp): each GPU holds the tiles
+// whose last token falls in its range. Cut at the ring's 128-token boundaries (and at odd ones), the parts must hold
+// every tile of the whole cache once and in order — the same INT8 values after Alg. 2's dequantization, the same
+// scales — every part with a range holding a tile, and each part a cache the kernel reads as it reads a whole one
+// (its tiles' rows by the kernel's rule from the part's prefill and token counts).
+TEST_CASE("turbo cache cut across GPUs: the parts hold every tile once, in order", "[turbo][layout]") {
+  using variants::turbo_detail::Int8Tiles;
+  // (tokens, decode steps): a prefill-only cache with a short last block; 22-token prefill tail then a flushed block
+  // and 36 pending; a long prefill and 97 appended tokens (one flushed block, 33 pending, off the 64 grid).
+  for (const auto& [tokens, steps] : {std::pair<int64_t, int64_t>{4097, 0}, {250, 100}, {4097, 97}})
+    for (int bits : {2, 4}) {
+      const HeadCache whole = random_cache(64, bits, tokens, steps, uint32_t(tokens + steps + bits));
+      const Int8Tiles all = variants::turbo_detail::tiles_of(whole);
+      const std::vector<std::vector<int64_t>> cut_sets = {{0, 128, 256, tokens},
+                                                          {0, 2048, tokens},
+                                                          {0, 128 * ((tokens / 3) / 128), tokens - 1, tokens},
+                                                          {0, 100, 200, tokens}};
+      for (const std::vector<int64_t>& cuts : cut_sets) {
+        std::string at;
+        for (int64_t c : cuts) at += fmt::format(" {}", c);
+        INFO(fmt::format("tokens {} steps {} bits {} cuts{}", tokens, steps, bits, at));
+        int64_t tile = 0, row = 0;
+        for (size_t r = 0; r + 1 < cuts.size(); ++r) {
+          const int64_t begin = std::min(cuts[r], tokens), end = std::min(cuts[r + 1], tokens);
+          const HeadCache part = variants::turbo_detail::slice_by_last_token(whole, begin, end);
+          const Int8Tiles t = variants::turbo_detail::tiles_of(part);
+          if (end > begin && (end - begin >= 64 || end == tokens)) CHECK(t.tiles() > 0);
+          CHECK(part.bits == whole.bits);
+          CHECK(part.k_universal == whole.k_universal);
+          const int64_t part_tokens = t.start.back();
+          const int64_t flushed_and_pending = part_tokens - part.prefill_tokens;
+          std::vector<int64_t> rows;
+          for (int64_t j = 0; j < t.tiles(); ++j) rows.push_back(t.start[size_t(j + 1)] - t.start[size_t(j)]);
+          CHECK(rows == kernel_tile_rows(part.prefill_tokens, part.prefill_tokens + flushed_and_pending));
+          for (int64_t j = 0; j < t.tiles(); ++j, ++tile) {
+            REQUIRE(tile < all.tiles());
+            CHECK(t.s_k[size_t(j)] == all.s_k[size_t(tile)]);
+            CHECK(t.s_v[size_t(j)] == all.s_v[size_t(tile)]);
+            CHECK(all.start[size_t(tile)] == row);
+            row += rows[size_t(j)];
+          }
+          for (int64_t i = 0; i < part_tokens * 64; ++i) {
+            const int64_t at = (row - part_tokens) * 64 + i;
+            if (t.k.data()[i] != all.k.data()[at] || t.v.data()[i] != all.v.data()[at]) {
+              FAIL_CHECK(fmt::format("part {} value {} differs from the whole cache's", r, i));
+              break;
+            }
+          }
+        }
+        CHECK(tile == all.tiles());
+        CHECK(row == tokens);
+      }
+    }
+}
+
+}  // namespace ATTNLAB_FILE_LOCAL
+}  // namespace attnlab

@@ -1,10 +1,11 @@
 // The context-parallel ring (kernels/context_parallel/ring_attention.h) against the one-GPU kernel it is made of:
-// flash2's (and flash3_fp8's and int_flash's, check_ring says how) ring over P ranks — on one device ([gpu]: every rank on this GPU, the same shards, blocks, transfers'
-// order and merges) and over NCCL where a host has several GPUs ([gpu][multi]) — must give the one-GPU flash2
-// kernel's output up to the merge's rounding. Skipped, with the reason printed, where there is no GPU (or no
-// second GPU and NCCL for [multi]).
+// every variant's ring with a kernel-table row (flash2, int_flash, flash3_fp8, kivi, fireq; check_ring says how each
+// is bounded) over P ranks — on one device ([gpu]: every rank on this GPU, the same shards, blocks, transfers' order
+// and merges) and over NCCL where a host has several GPUs ([gpu][multi]) — must give the variant's one-GPU kernel's
+// output up to the merge's rounding. Skipped, with the reason printed, where there is no GPU (or no second GPU and
+// NCCL for [multi]).
 //
-// The bound. Both outputs are FP16 roundings of the same attention. The one-GPU kernel's differs from the exact one
+// flash2's bound. Both outputs are FP16 roundings of the same attention. The one-GPU kernel's differs from the exact one
 // by its P̃ roundings (≤ 2⁻¹¹·max|v|: each weight within 2⁻¹¹ of the real one, a convex sum of values) and its store
 // (2⁻¹¹·|o|). The ring's: each block's P̃ roundings (≤ 2⁻¹¹·max|v| over the merged, convex weights), each block's
 // O stored in FP16 before the merge (2⁻¹¹·max|v|), the FP32 merge (≈ 2⁻²³), the final store (2⁻¹¹·|o|). So
@@ -14,15 +15,21 @@
 #include "core/error.h"
 #include "core/ground_truth.h"
 #include "core/metrics.h"
+#include "core/producer_loads.h"
 #include "core/registry.h"
 #include "kernels/common/backend.h"
 #include "kernels/common/device.h"
 #include "kernels/common/kernel_table.h"
+#include "kernels/common/upload.h"
 #include "kernels/context_parallel/ring_attention.h"
+#include "kernels/fireq/fireq_decode_host.h"
+#include "kernels/fireq/fireq_prefill_host.h"
 #include "kernels/flash2/flash2_host.h"
 #include "kernels/fp8/flash3_fp8_host.h"
 #include "kernels/int8/int_flash_host.h"
 #include "kernels/kivi/kivi_decode_host.h"
+#include "kernels/turbo/turbo_decode_host.h"
+#include "kernels/turbo/turbo_prefill_host.h"
 #include "sim/context_parallel_model.h"
 #include "tests/catch.h"
 #include "tests/support/variant_cases.h"
@@ -63,6 +70,30 @@ OneGpu one_gpu(const kernels::DeviceInfo& dev, const VariantRequest& v, const Pr
     kernels::Fp8Output out = kernels::flash3_fp8_once(p, kernels::upload_fp8(p, in));
     return {std::move(out.o), std::move(out.lse)};
   }
+  if (variant == "turbo" && p.phase == Phase::decode) {  // the cache, query and chains the backend builds (turbo_run)
+    const int64_t prefill = p.kv_len - v.params.integer("decode_steps");
+    const kernels::TurboDeviceCache cache = kernels::upload_turbo_cache(kernels::turbo_host_caches(p, in, v.params),
+                                                                        kernels::turbo_slots(prefill, p.kv_len));
+    const kernels::DeviceBuffer q = kernels::upload(in.q.values());
+    kernels::TurboDecodeOutput out = kernels::turbo_decode_once(p, cache, q.as<float>(), kernels::turbo_exp_args(v.params),
+                                                                kernels::turbo_chains_for(p, v.params, cache.args));
+    return {std::move(out.o), std::move(out.lse)};
+  }
+  if (variant == "turbo") {  // FP16 inputs, as the backend gives them
+    kernels::TurboPrefillOutput out = kernels::turbo_prefill_once(p, in, v.params, 0, nullptr, /*fp16_inputs=*/true);
+    return {std::move(out.o), std::move(out.lse)};
+  }
+  if (variant == "fireq" && p.phase == Phase::decode) {  // the chains the backend picks (fireq_chains_here)
+    kernels::FireqDecodeOutput out = kernels::fireq_decode_once(
+        p, kernels::upload_fireq(p, kernels::fireq_host_inputs(p, in, v.params)), kernels::fireq_chains_here(p, dev.sm_count));
+    return {std::move(out.o), std::move(out.lse)};
+  }
+  if (variant == "fireq") {  // the loop order and loads the backend picks (fireq_backend.cpp)
+    kernels::FireqPrefillOutput out =
+        kernels::fireq_prefill_once(p, kernels::upload_fireq_prefill(kernels::fireq_prefill_host_inputs(p, in, v.params)),
+                                    v.params.choice("pipeline") == "three_stage", true, producer_loads(v, 90));
+    return {std::move(out.o), std::move(out.lse)};
+  }
   kernels::Flash2Output out =
       kernels::flash2_once(p, kernels::upload_fp16(in), dev.sm_count, kernels::KernelPath::automatic, 0, {});
   return {std::move(out.o), std::move(out.lse)};
@@ -82,6 +113,17 @@ OneGpu one_gpu(const kernels::DeviceInfo& dev, const VariantRequest& v, const Pr
 // kivi (decode): every rank's shard is its tokens of the one-GPU cache (the same codes, scales, FP16 residual), so
 // K̂ and V̂ are the one-GPU kernel's and flash2's bound holds with max|V̂| ≤ max|v|·(1 + 2⁻¹¹) (asymmetric codes
 // dequantize inside each group's [min, max], then round to FP16).
+// fireq (prefill and decode): every chunk is its tokens of the one-GPU operands (the INT4 cache's tiles, or App. D's
+// E4M3 K̂, V̂ᵀ and their per-token and per-tile scales), and Q̂ and β are the one-GPU kernel's (fireq_ring.cpp), so
+// again only P̃'s E4M3 rounding moves: flash3_fp8's bound on O (1.25× the one-GPU error against FP64; O in BF16 on
+// both sides, each block's too, 2⁻⁹ relative — far below the INT4 cache's error that the one-GPU error holds); ℓ sums
+// the FP32 P̃ before its FP8 rounding (core/variants/fireq.cpp), so the logsumexp holds the 10⁻⁴ bound.
+// turbo: the prefill's chunks are FP16 K and V that each block's pre-pass quantizes into exactly the one-GPU INT8 tiles
+// and scales (64-token blocks inside 128-aligned chunks), the decode's parts the one-GPU cache's tiles
+// (turbo_ring.cpp); what moves is P̃'s INT8 rounding and SAS (Eq. 14–15) taken against a block's maximum: SAS's
+// approximation error lands on other arguments, and its threshold n_r drops fewer keys (a block's maximum is never
+// above the row's). O as int_flash's (1.25× the one-GPU error against FP64); the logsumexp — ℓ a sum of SAS's P̃,
+// rescaled by SAS — against the FP64 one within 1.5× the one-GPU kernel's largest such error, + 10⁻⁴ for the merge.
 void check_ring(const kernels::DeviceInfo& dev, const std::string& variant, const Problem& p, kernels::RingTransport& t,
                 uint64_t seed, test::ParamSettings set = {}) {
   const QKV in = data::generate(p, "normal", ParamValues::defaults(data::find_generator("normal")->params), seed);
@@ -115,7 +157,7 @@ void check_ring(const kernels::DeviceInfo& dev, const std::string& variant, cons
     CHECK(err_ring <= 1.25 * err_one + 1e-6);
   }
   REQUIRE(run.lse.size() == ref.lse.size());
-  if (variant == "int_flash") {
+  if (variant == "int_flash" || variant == "turbo") {
     TensorF64 lse_truth;
     attention_fp64(one, in, &lse_truth);
     double worst_one = 0;
@@ -131,7 +173,8 @@ void check_ring(const kernels::DeviceInfo& dev, const std::string& variant, cons
   }
   // What crossed the links: every shard P − 1 times in the variant's format (FP16 K and V: 4·d bytes a token and KV
   // head; E4M3 with block scales, or INT8 K and V with K's token scales, about half; INT8 K with FP16 V three
-  // quarters), or each non-empty decode part but rank 0's.
+  // quarters; FireQ's INT4 cache about a quarter; turbo's prefill FP16, as it reads K and V), or each non-empty
+  // decode part but rank 0's.
   const double fp16_bytes = 2.0 * double(p.batch * p.kv_heads * p.kv_len * p.head_dim) * 2;
   if (p.phase == Phase::prefill) {
     const cp::RingPlan plan =
@@ -139,7 +182,8 @@ void check_ring(const kernels::DeviceInfo& dev, const std::string& variant, cons
     double shards = 0;
     for (const cp::Shards& s : plan.shards) shards += double(ring->shard_bytes(s.kv));
     CHECK(run.wire_bytes == (run.ranks - 1) * shards);
-    if (variant == "flash2") CHECK(shards == fp16_bytes);
+    if (variant == "flash2" || variant == "turbo") CHECK(shards == fp16_bytes);
+    else if (variant == "fireq" && v.params.choice("prefill_kv") == "int4") CHECK(shards < 0.3 * fp16_bytes);
     else if (v.params.values().count("v_fp16") && v.params.flag("v_fp16")) CHECK(shards < 0.8 * fp16_bytes);
     else CHECK(shards < 0.6 * fp16_bytes);
   } else {
@@ -191,6 +235,20 @@ TEST_CASE("context-parallel ring on one device equals the one-GPU kernel within 
       for (int64_t n : {100, 1000, 4097})
         for (int bits : {2, 4})
           check_ring(dev, "kivi", problem(d, 32, 8, n, false, Phase::decode), *t, seed + n + bits, {{"bits", bits}});
+    // turbo: decode over the sharded compressed cache, 4-bit heads and a quarter of them 2-bit; N 100 leaves empty
+    // shards; decode_steps 97 puts a flushed block and 33 pending buffer tokens off the 128-token grid.
+    for (int64_t d : {64, 128})
+      for (int64_t n : {100, 1000, 4097})
+        for (int64_t steps : {0, 97})
+          if (steps < n)
+            check_ring(dev, "turbo", problem(d, 32, 8, n, false, Phase::decode), *t, seed + n + steps,
+                       {{"decode_steps", steps}, {"two_bit_heads", 2}});
+    // fireq: decode over the sharded INT4 cache (FP8 tensor cores, sm_89 or newer); N 100 leaves empty shards, 1000
+    // and 4097 a last 64-token tile that is short.
+    if (dev.sm_major * 10 + dev.sm_minor >= 89)
+      for (int64_t d : {64, 128})
+        for (int64_t n : {100, 1000, 4097})
+          check_ring(dev, "fireq", problem(d, 32, 8, n, false, Phase::decode), *t, seed + n + 5);
     if (!dev.warpgroup_mma) continue;  // flash3_fp8 and int_flash's wgmma kernel run on sm_90a only
     for (int64_t d : {64, 128})
       for (bool causal : {false, true})
@@ -200,8 +258,26 @@ TEST_CASE("context-parallel ring on one device equals the one-GPU kernel within 
         check_ring(dev, "flash3_fp8", problem(d, 8, 2, 1100, causal, Phase::prefill), *t, seed + d);
       check_ring(dev, "flash3_fp8", problem(d, 32, 8, 4097, false, Phase::decode), *t, seed + d);
     }
+    // turbo's prefill: FP16 shards, each block quantized by its pre-pass (Alg. 1).
+    for (int64_t d : {64, 128})
+      for (bool causal : {false, true})
+        check_ring(dev, "turbo", problem(d, 8, 2, 1100, causal, Phase::prefill), *t, seed + d + 11);
+    check_ring(dev, "turbo", problem(128, 4, 4, 300, true, Phase::prefill), *t, seed + 12);
+    // fireq's prefill: the INT4 cache (the default) and App. D's FP8 operands — K's β per token, or per 128-key
+    // tile; the three-stage order (d 64).
+    for (int64_t d : {64, 128})
+      for (bool causal : {false, true}) {
+        check_ring(dev, "fireq", problem(d, 8, 2, 1100, causal, Phase::prefill), *t, seed + d + 7);
+        check_ring(dev, "fireq", problem(d, 8, 2, 1100, causal, Phase::prefill), *t, seed + d + 8,
+                   {{"prefill_kv", "fp8"}});
+      }
+    check_ring(dev, "fireq", problem(128, 4, 4, 300, true, Phase::prefill), *t, seed + 9,
+               {{"prefill_kv", "fp8"}, {"fp8_k_scale", "tile"}});
+    check_ring(dev, "fireq", problem(64, 4, 4, 300, true, Phase::prefill), *t, seed + 10,
+               {{"prefill_kv", "fp8"}, {"pipeline", "three_stage"}});
   }
-  if (!dev.warpgroup_mma) WARN("no sm_90a kernel on this GPU: flash3_fp8's ring is not tested");
+  if (!dev.warpgroup_mma)
+    WARN("no sm_90a kernel on this GPU: flash3_fp8's, turbo's and fireq's prefill rings are not tested");
 }
 
 // Small shapes for compute-sanitizer (kernels/bench/context_parallel_session.sh): three ranks on one device, a causal
@@ -214,6 +290,14 @@ TEST_CASE("context-parallel ring: small shapes for the sanitizers", "[gpu][sanit
   check_ring(dev, "flash2", problem(128, 8, 2, 300, false, Phase::decode), *t, 12);
   check_ring(dev, "int_flash", problem(64, 4, 2, 700, true, Phase::prefill), *t, 13);  // INT8 shards, ragged chunks
   check_ring(dev, "kivi", problem(128, 8, 2, 700, false, Phase::decode), *t, 14);  // the residual on the last rank
+  check_ring(dev, "turbo", problem(64, 8, 2, 700, false, Phase::decode), *t, 18, {{"decode_steps", 97}});
+  if (dev.sm_major * 10 + dev.sm_minor >= 89)  // BF16 blocks into the merge, a short last cache tile
+    check_ring(dev, "fireq", problem(128, 8, 2, 700, false, Phase::decode), *t, 15);
+  if (dev.warpgroup_mma) {
+    check_ring(dev, "turbo", problem(64, 4, 2, 700, true, Phase::prefill), *t, 19);
+    check_ring(dev, "fireq", problem(64, 4, 2, 700, true, Phase::prefill), *t, 16);
+    check_ring(dev, "fireq", problem(128, 4, 2, 700, true, Phase::prefill), *t, 17, {{"prefill_kv", "fp8"}});
+  }
 }
 
 TEST_CASE("context-parallel ring over NCCL equals the one-GPU kernel within the merge's rounding",
@@ -232,11 +316,16 @@ TEST_CASE("context-parallel ring over NCCL equals the one-GPU kernel within the 
     check_ring(dev, "int_flash", problem(128, 8, 2, 4096, true, Phase::prefill), *t, seed,
                {{"block_c", dev.warpgroup_mma ? 128 : 64}});
     check_ring(dev, "kivi", problem(128, 32, 8, 8192, false, Phase::decode), *t, seed);
+    check_ring(dev, "fireq", problem(128, 32, 8, 8192, false, Phase::decode), *t, seed);
+    check_ring(dev, "turbo", problem(128, 32, 8, 8192, false, Phase::decode), *t, seed, {{"decode_steps", 97}});
+    if (dev.warpgroup_mma) check_ring(dev, "turbo", problem(128, 8, 2, 4096, true, Phase::prefill), *t, seed);
+    if (dev.warpgroup_mma) check_ring(dev, "fireq", problem(128, 8, 2, 4096, true, Phase::prefill), *t, seed);
   }
 }
 
-// The kernel backend's answers for problem.gpus > 1: the variants without a ring and the shapes the ring does not take
-// are refused per variant, the split itself where NCCL or the GPUs are missing.
+// The kernel backend's answers for problem.gpus > 1: every variant with a kernel has a ring (a row without one would be
+// refused, "no context-parallel kernel"); the shapes the ring does not take are refused per variant, the split itself
+// where NCCL or the GPUs are missing.
 TEST_CASE("context-parallel ring: the kernel backend's refusals for problem.gpus > 1", "[gpu][kernels]") {
   const kernels::DeviceInfo dev = kernels::probe_device();
   if (!dev.usable) ATTNLAB_SKIP(dev.reason);
@@ -249,9 +338,12 @@ TEST_CASE("context-parallel ring: the kernel backend's refusals for problem.gpus
     v.id = id, v.params = ParamValues::defaults(find_variant(id)->params);
     return v;
   };
-  CHECK(backend.cannot_run(request("turbo"), e).find("no context-parallel kernel") == 0);
+  for (const kernels::KernelRow& row : kernels::kernel_table()) CHECK(row.ring != nullptr);
   CHECK(backend.cannot_run(request("flash2"), e).empty());
   CHECK(backend.cannot_run(request("int_flash"), e).empty());
+  if (dev.warpgroup_mma)
+    for (const char* id : {"flash3_fp8", "turbo", "fireq"}) CHECK(backend.cannot_run(request(id), e).empty());
+  CHECK(backend.cannot_run(request("kivi"), e).find("context-parallel") == std::string::npos);  // kivi: decode only
   e.problem.q_len = 512;
   CHECK(backend.cannot_run(request("flash2"), e).find("q_len 512 ≠ kv_len 1024") != std::string::npos);
   CHECK(backend.cannot_split(1).empty());
@@ -321,6 +413,57 @@ TEST_CASE("context-parallel ring: every ring's shard is the model's wire bytes, 
   INFO(fmt::format("kivi: shards {} bytes, the cache {}", shards, cache));
   CHECK(shards >= cache);
   CHECK(shards <= 1.1 * cache);
+  // fireq: the INT4 cache's 64-token tiles (d + 2 bytes a token and KV head, the model's exactly, up to the 256-byte
+  // part alignment), in a prefill and a decode; App. D's FP8 operands (E4M3 K and V, and the scales: β_K per token or
+  // per tile and β_V per tile, as FP32 where the model declares BF16 — at most 4 bytes in 2·d + 4 a token).
+  for (const auto& [phase, set] :
+       {std::pair{Phase::prefill, nlohmann::json::object()}, std::pair{Phase::decode, nlohmann::json::object()},
+        std::pair{Phase::prefill, nlohmann::json{{"prefill_kv", "fp8"}}},
+        std::pair{Phase::prefill, nlohmann::json{{"prefill_kv", "fp8"}, {"fp8_k_scale", "tile"}}}}) {
+    Experiment f;
+    f.problem = problem(128, 8, 2, 8192, phase == Phase::prefill, phase);
+    const QKV fin = data::generate(f.problem, "normal", ParamValues::defaults(data::find_generator("normal")->params), 7);
+    VariantRequest fv;
+    fv.id = "fireq", fv.params = ParamValues::parse(find_variant("fireq")->params, set, "fireq");
+    const std::unique_ptr<kernels::RingVariant> fring = kernels::find_kernel_row("fireq")->ring(f, fv, fin, dev);
+    const std::vector<cp::Span> one{{0, 4096}};
+    const double packed = double(fring->shard_bytes(one)), model = sim::wire_bytes(f.problem, fv, 4096);
+    INFO(fmt::format("fireq {} {}: ring {} bytes, model {}", to_string(phase), set.dump(), packed, model));
+    CHECK(double(fring->pack_shard(one).size()) == packed);
+    CHECK(packed >= model);
+    CHECK(packed <= 1.01 * model);
+    CHECK(fring->output_element() == kernels::OutputElement::bf16);
+  }
+  // turbo: the prefill sends the FP16 K and V it reads (the declaration's kv_in), exactly; the decode's parts together
+  // hold the whole cache's tiles (slice_by_last_token) with each part's per-part arrays (code offsets, widths, pair
+  // order, universal scales), its 256-byte alignment and, on the part with the pending tokens, the 64-token buffer —
+  // within 10% of the model's cache bytes at 4097 tokens, 2-bit heads and decode_steps 97 among them.
+  for (const Phase phase : {Phase::prefill, Phase::decode}) {
+    Experiment t;
+    t.problem = phase == Phase::prefill ? problem(128, 8, 2, 8192, true, phase) : problem(128, 32, 8, 4097, false, phase);
+    const QKV tin = data::generate(t.problem, "normal", ParamValues::defaults(data::find_generator("normal")->params), 8);
+    VariantRequest tv;
+    tv.id = "turbo";
+    tv.params = phase == Phase::prefill ? ParamValues::defaults(find_variant("turbo")->params)
+                                        : test::params_of(*find_variant("turbo"), {{"decode_steps", 97}, {"two_bit_heads", 2}});
+    const std::unique_ptr<kernels::RingVariant> tring = kernels::find_kernel_row("turbo")->ring(t, tv, tin, dev);
+    if (phase == Phase::prefill) {
+      const std::vector<cp::Span> one{{0, 4096}};
+      CHECK(double(tring->shard_bytes(one)) == sim::wire_bytes(t.problem, tv, 4096));
+      CHECK(tring->pack_shard(one).size() == tring->shard_bytes(one));
+      continue;
+    }
+    double parts = 0;
+    for (const cp::Span& s : cp::decode_shards(t.problem.kv_len, 3, cp::kShardAlign)) {
+      const std::vector<cp::Span> one{s};
+      CHECK(tring->pack_shard(one).size() == tring->shard_bytes(one));
+      parts += double(tring->shard_bytes(one));
+    }
+    const double model = sim::wire_bytes(t.problem, tv, t.problem.kv_len);
+    INFO(fmt::format("turbo decode: parts {} bytes, the model's cache {}", parts, model));
+    CHECK(parts >= model);
+    CHECK(parts <= 1.1 * model);
+  }
 }
 
 }  // namespace
