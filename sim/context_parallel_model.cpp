@@ -1,8 +1,7 @@
 #include "sim/context_parallel_model.h"
 
+#include "core/context_parallel_bytes.h"
 #include "core/error.h"
-#include "core/registry.h"
-#include "core/storage.h"
 #include "sim/schedule.h"
 
 #include <fmt/format.h>
@@ -103,7 +102,7 @@ MultiGpuPrediction ring_prefill(const Problem& p, const VariantRequest& v, const
         if (merges) charge_merge(slot, blk.q.size(), cp::merge_add_bytes_per_row(d), cp::kMergeAddLaunches);
       }
       if (s + 1 < P) {
-        const double shard = wire_bytes(p, v, st.kv_tokens);
+        const double shard = cp::wire_bytes(p, v, st.kv_tokens);
         slot.send_ms = transfer_ms(link, shard), slot.link_bytes = shard;
         m.link_bytes += shard;
       }
@@ -193,21 +192,6 @@ std::string links_missing(const GpuSpec& gpu) {
   return gpu.pcie_gbs_per_direction > 0
              ? ""
              : fmt::format("the spec of the {} has no links section: no multi-GPU model for it", gpu.name);
-}
-
-double wire_bytes(const Problem& p, const VariantRequest& v, int64_t tokens) {
-  if (tokens <= 0) return 0;
-  const VariantSpec* spec = find_variant(v.id);
-  if (!spec || !spec->storage) fail_input("model", fmt::format("no storage declaration for variant '{}'", v.id));
-  Problem shard = p;
-  shard.kv_len = tokens;
-  const Storage st = spec->storage(shard, v.params);
-  // A prefill sends K and V as its declaration's kv_wire says (TurboAttention: Alg. 1's INT8 tiles), else as it
-  // reads them where that is not the cache (kv_in: FireQ App. D's E4M3 operands); otherwise the shard is the
-  // variant's cache for those tokens.
-  if (p.phase == Phase::prefill && (st.kv_wire || st.kv_in))
-    return double(p.batch * p.kv_heads) * 2 * tensor_bytes(st.kv_wire ? *st.kv_wire : *st.kv_in, tokens, p.head_dim).total();
-  return double(p.batch) * cache_bytes(st.cache, p.kv_heads, tokens).total();
 }
 
 MultiGpuPrediction predict_context_parallel(const Problem& p, const VariantRequest& v, const GpuSpec& gpu, int gpus,

@@ -58,11 +58,6 @@ struct MultiGpuPrediction {
 // Why `gpu`'s spec has no multi-GPU model ("" when it has one: a links section).
 std::string links_missing(const GpuSpec& gpu);
 
-// Bytes of K and V for `tokens` tokens of every sequence and KV head as the ring sends them: in a prefill as the
-// storage declaration's kv_wire, else its kv_in (as the prefill reads them) where it has one; else as the variant
-// stores them (its cache).
-double wire_bytes(const Problem& p, const VariantRequest& v, int64_t tokens);
-
 // The model of p (prefill or decode) across `gpus` GPUs of `gpu`'s kind; balance: the ring's split of a causal
 // prefill (core/context_parallel.h). Throws InputError when the spec has no links section, or the variant no
 // schedule.

@@ -1,6 +1,7 @@
 // attnlab kernels: GPU memory as an input limit (device_memory.h).
 #include "kernels/common/device_memory.h"
 
+#include "core/context_parallel_bytes.h"
 #include "core/error.h"
 #include "core/registry.h"
 #include "core/storage.h"
@@ -30,6 +31,7 @@ FreeMemory free_memory() {
 }  // namespace
 
 double least_device_bytes(const Problem& p, const VariantRequest& v) {
+  if (p.gpus > 1) return cp::rank_device_bytes(p, v);  // each GPU of the ring holds its part
   const double q = double(p.q_shape().count()), rows = double(p.batch * p.q_heads * p.q_len);
   double stored_kv = 2.0 * 2.0 * double(p.batch * p.kv_heads * p.kv_len * p.head_dim);  // FP16 K and V
   if (const VariantSpec* spec = find_variant(v.id); spec && spec->storage) {

@@ -14,7 +14,8 @@ namespace attnlab::kernels {
 // logsumexp in FP32 and the variant's stored K/V as its storage declaration counts them (core/storage.h:
 // the FP16 K and V for flash2, the compressed cache for turbo and kivi). Every kernel backend holds at
 // least this much at once, so a problem above it cannot run; the rotating timing copies come on top and
-// are sized to the memory left (timing.h: input_copies).
+// are sized to the memory left (timing.h: input_copies). A problem split across GPUs (p.gpus > 1): the most one GPU of
+// the ring holds (cp::rank_device_bytes), which is what must fit on each.
 double least_device_bytes(const Problem& p, const VariantRequest& v);
 
 // Throws InputError "<who>: needs at least X GiB of GPU memory, the GPU has Y GiB free (of Z GiB)" when

@@ -1,6 +1,7 @@
 // The cost model across GPUs (sim/context_parallel_model.h): its link term, its bytes on the wire per storage
 // format, the ring's lock-step arithmetic, decode's exchange and merge, and the model backend and runner around it
 // (problem.gpus). Exact where the model is arithmetic on the one-GPU model; the one tolerance is double rounding.
+#include "core/context_parallel_bytes.h"
 #include "core/error.h"
 #include "core/registry.h"
 #include "core/runner.h"
@@ -58,27 +59,27 @@ TEST_CASE("the ring sends every K/V shard P − 1 times, in the variant's storag
   const Problem p = prefill(131072, true);
   const double d = double(p.head_dim), heads = double(p.batch * p.kv_heads), n = double(p.kv_len);
   // FP16 K and V: 2 · 2 · d bytes per token and KV head.
-  CHECK(wire_bytes(p, variant("flash2"), p.kv_len) == heads * n * 4 * d);
+  CHECK(cp::wire_bytes(p, variant("flash2"), p.kv_len) == heads * n * 4 * d);
   // INT-FlashAttention's tiles: INT8 K with an FP32 scale per token, INT8 V with one FP32 scale per tensor (each
   // shard carries its copy).
-  CHECK(wire_bytes(p, variant("int_flash"), p.kv_len) == heads * (n * (2 * d + 4) + 4));
+  CHECK(cp::wire_bytes(p, variant("int_flash"), p.kv_len) == heads * (n * (2 * d + 4) + 4));
   // FireQ's INT4 cache (Eq. 1): d/2 bytes of codes and an E4M3 σ per token, for K and for V.
-  CHECK(wire_bytes(p, variant("fireq"), p.kv_len) == heads * n * (d + 2));
+  CHECK(cp::wire_bytes(p, variant("fireq"), p.kv_len) == heads * n * (d + 2));
   // With prefill_kv = fp8 the prefill reads App. D's operands, not the cache, and those travel: E4M3 K and V with a
   // BF16 β per token (the declaration's kv_in; fp8_k_scale = tile: one per 128-key tile).
   VariantRequest fp8 = variant("fireq");
   const std::vector<ParamSpec>& fireq_params = find_variant("fireq")->params;
   fp8.params.set(fireq_params, "prefill_kv", "fp8", "test");
-  CHECK(wire_bytes(p, fp8, p.kv_len) == heads * n * (2 * d + 4));
+  CHECK(cp::wire_bytes(p, fp8, p.kv_len) == heads * n * (2 * d + 4));
   fp8.params.set(fireq_params, "fp8_k_scale", "tile", "test");
-  CHECK(wire_bytes(p, fp8, p.kv_len) == heads * (n * 2 * d + 2 * 2 * n / 128));
+  CHECK(cp::wire_bytes(p, fp8, p.kv_len) == heads * (n * 2 * d + 2 * 2 * n / 128));
   // TurboAttention's prefill reads FP16 K and V (kv_in) and sends Alg. 1's INT8 tiles: a byte a channel and token,
   // and one FP32 scale per 64-token block (kv_wire).
-  CHECK(wire_bytes(p, variant("turbo"), p.kv_len) == heads * 2 * (n * d + 4 * n / 64));
+  CHECK(cp::wire_bytes(p, variant("turbo"), p.kv_len) == heads * 2 * (n * d + 4 * n / 64));
   // A decode's shard is the cache, whatever the prefill reads.
   Problem decode = p;
   decode.q_len = 1, decode.phase = Phase::decode, decode.causal = false;
-  CHECK(wire_bytes(decode, fp8, p.kv_len) == heads * n * (d + 2));
+  CHECK(cp::wire_bytes(decode, fp8, p.kv_len) == heads * n * (d + 2));
   for (const int gpus : {2, 4, 8}) {
     INFO(gpus << " GPUs");
     // Every GPU forwards the shard in hand at steps 0 … P − 2, and the shards of a step are the P shards; each shard
@@ -86,7 +87,7 @@ TEST_CASE("the ring sends every K/V shard P − 1 times, in the variant's storag
     const double extra_scales = double(gpus - 1) * heads * 4;
     for (const auto& [id, extra] : {std::pair{"flash2", 0.0}, std::pair{"int_flash", extra_scales}}) {
       const MultiGpuPrediction m = predict_context_parallel(p, variant(id), h100, gpus, cp::Balance::zigzag);
-      CHECK(m.link_bytes == Approx(double(gpus - 1) * (wire_bytes(p, variant(id), p.kv_len) + extra)).epsilon(kRounding));
+      CHECK(m.link_bytes == Approx(double(gpus - 1) * (cp::wire_bytes(p, variant(id), p.kv_len) + extra)).epsilon(kRounding));
     }
     const double fp16 = predict_context_parallel(p, variant("flash2"), h100, gpus, cp::Balance::zigzag).link_bytes;
     const double int8 = predict_context_parallel(p, variant("int_flash"), h100, gpus, cp::Balance::zigzag).link_bytes;
@@ -149,7 +150,7 @@ TEST_CASE("NVLink hides the ring's transfers at long sequences; PCIe does not at
   CHECK(pcie.link == "PCIe");
   CHECK(pcie.bound == "link");
   CHECK(pcie.link_bound_steps == 3);
-  const double shard_ms = 1e3 * (10e-6 + wire_bytes(mha, variant("flash2"), 1024) / 25.6e9);
+  const double shard_ms = 1e3 * (10e-6 + cp::wire_bytes(mha, variant("flash2"), 1024) / 25.6e9);
   CHECK(pcie.timeline[0].send_ms == Approx(shard_ms).epsilon(1e-9));
   // Each of the first three steps lasts its transfer; the last, which sends nothing, its slowest GPU.
   double last = 0;

@@ -49,6 +49,29 @@ TEST_CASE("device memory: the least bytes a kernel needs follow the variant's st
   CHECK(t < kv_fp16 / 3);
 }
 
+// Across GPUs each GPU holds its part of the ring (core/context_parallel_bytes.h), derived here from the ring's buffers:
+// flash2's causal prefill of 1M tokens over 4 GPUs (zig-zag: each GPU two chunks of N/8 query rows and keys) holds
+// its Q rows in FP16, their FP32 running result and FP16 output with two logsumexps (running + partial bytes a row),
+// one block's partial (N/8 rows), and three K/V shards of N/4 tokens in FP16 (its own, two receive buffers); a
+// decode's GPU 0 its query, its quarter of the cache, its partial, the three others' and the running result.
+TEST_CASE("device memory: across GPUs the check is one GPU's part of the ring", "[kernels]") {
+  Experiment e = parse_experiment({{"problem", {{"batch", 1}, {"q_heads", 32}, {"kv_heads", 8}, {"q_len", 1 << 20},
+                                                {"kv_len", 1 << 20}, {"head_dim", 128}, {"causal", true}, {"gpus", 4}}},
+                                   {"variants", {{{"id", "flash2"}}}}});
+  const Problem& p = e.problem;
+  const double n = double(p.kv_len), d = 128, heads = 32, kv = 2.0 * 2.0 * 8 * n * d;
+  const double rows = heads * n / 4, partial = 2 * d + 4, running = 4 * d + 4;
+  CHECK(kernels::least_device_bytes(p, e.variants[0]) ==
+        Approx(rows * 2 * d + rows * (running + partial) + heads * n / 8 * partial + 3 * kv / 4).epsilon(1e-12));
+  Problem one = p;
+  one.gpus = 1;
+  CHECK(kernels::least_device_bytes(p, e.variants[0]) < 0.8 * kernels::least_device_bytes(one, e.variants[0]));
+  Problem dec = one;
+  dec.q_len = 1, dec.phase = Phase::decode, dec.causal = false, dec.gpus = 4;
+  CHECK(kernels::least_device_bytes(dec, e.variants[0]) ==
+        Approx(heads * 2 * d + kv / 4 + heads * partial + heads * (3 * partial + running + partial)).epsilon(1e-12));
+}
+
 TEST_CASE("device memory: a CUDA error names its enum name and the call", "[kernels]") {
   // The message format is host code: checked with the error code a faulting kernel would return.
   const std::string m = message_of<std::runtime_error>([] { kernels::check(cudaErrorIllegalAddress, "turbo_decode_attend(a, nullptr)"); });

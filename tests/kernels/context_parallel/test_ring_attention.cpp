@@ -11,6 +11,7 @@
 // O stored in FP16 before the merge (2⁻¹¹·max|v|), the FP32 merge (≈ 2⁻²³), the final store (2⁻¹¹·|o|). So
 //   |o_ring − o_one| ≤ 3·2⁻¹¹·max|v| + 2·2⁻¹¹·|o| + FP32 terms ≤ 2⁻⁹·(max|v| + |o_one|),
 // and the logsumexps, FP32 sums of the same exponentials in another order and ex2.approx, within 10⁻⁴·(1 + |L|).
+#include "core/context_parallel_bytes.h"
 #include "core/data/generators.h"
 #include "core/error.h"
 #include "core/ground_truth.h"
@@ -30,14 +31,15 @@
 #include "kernels/kivi/kivi_decode_host.h"
 #include "kernels/turbo/turbo_decode_host.h"
 #include "kernels/turbo/turbo_prefill_host.h"
-#include "sim/context_parallel_model.h"
 #include "tests/catch.h"
 #include "tests/support/variant_cases.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <stdexcept>
 
 namespace attnlab {
 namespace ATTNLAB_FILE_LOCAL {
@@ -300,6 +302,73 @@ TEST_CASE("context-parallel ring: small shapes for the sanitizers", "[gpu][sanit
   }
 }
 
+// flash2's ring with one rank failing: its shard too large for any GPU (shard_bytes of that rank's chunks 1 PiB, so the
+// receive buffers every rank allocates for the largest shard do not fit), or its kernel failing (attend throws, as
+// ATTNLAB_CUDA does on a failed launch, at that rank's first block).
+class FailingRing final : public kernels::RingVariant {
+ public:
+  FailingRing(std::unique_ptr<kernels::RingVariant> inner, std::vector<cp::Span> failing, bool out_of_memory)
+      : inner_(std::move(inner)), failing_(std::move(failing)), out_of_memory_(out_of_memory) {}
+  size_t shard_bytes(std::span<const cp::Span> spans) const override {
+    return out_of_memory_ && fails(spans) ? size_t(1) << 50 : inner_->shard_bytes(spans);
+  }
+  std::vector<std::byte> pack_shard(std::span<const cp::Span> spans) const override { return inner_->pack_shard(spans); }
+  std::vector<std::byte> pack_queries(cp::Span rows) const override { return inner_->pack_queries(rows); }
+  size_t workspace_bytes(int64_t q_rows, int64_t kv_len) const override { return inner_->workspace_bytes(q_rows, kv_len); }
+  void attend(const void* q, cp::Span q_rows, const void* shard, std::span<const cp::Span> spans, int chunk, bool causal,
+              void* o, float* lse, void* workspace, cudaStream_t stream) const override {
+    if (!out_of_memory_ && fails(spans))
+      throw std::runtime_error("CUDA error cudaErrorLaunchFailure (unspecified launch failure) in flash2_forward(a, stream)");
+    inner_->attend(q, q_rows, shard, spans, chunk, causal, o, lse, workspace, stream);
+  }
+
+ private:
+  bool fails(std::span<const cp::Span> spans) const { return std::equal(spans.begin(), spans.end(), failing_.begin(), failing_.end()); }
+  std::unique_ptr<kernels::RingVariant> inner_;
+  std::vector<cp::Span> failing_;
+  bool out_of_memory_;
+};
+
+// A rank that fails fails the whole ring, with the one line its error says — out of memory on one GPU as bad input
+// (InputError: the problem is too large), a failed kernel as an internal error — and leaves the GPUs and the
+// transport as they were: the same ring then runs and equals the one-GPU kernel.
+void check_failing_rank(const kernels::DeviceInfo& dev, kernels::RingTransport& t, uint64_t seed) {
+  const Problem p = problem(64, 4, 2, 1100, true, Phase::prefill);
+  const QKV in = data::generate(p, "normal", ParamValues::defaults(data::find_generator("normal")->params), seed);
+  Experiment e;
+  e.problem = p;
+  VariantRequest v;
+  v.id = "flash2", v.params = ParamValues::defaults(find_variant("flash2")->params);
+  const cp::RingPlan plan = cp::plan_ring(p.q_len, p.kv_len, p.causal, t.ranks(), cp::default_balance(p.causal), cp::kShardAlign);
+  const std::vector<cp::Span> last = plan.shards.back().kv;
+  auto flash2 = [&] { return kernels::find_kernel_row("flash2")->ring(e, v, in, dev); };
+  try {
+    (void)kernels::run_ring(p, FailingRing(flash2(), last, true), t, false);
+    FAIL("a ring whose shard does not fit ran");
+  } catch (const InputError& err) {
+    const std::string m = err.what();
+    CHECK(m.find("does not fit") != std::string::npos);
+    CHECK(m.find('\n') == std::string::npos);
+  }
+  try {
+    (void)kernels::run_ring(p, FailingRing(flash2(), last, false), t, false);
+    FAIL("a ring whose kernel failed on one rank ran");
+  } catch (const InputError&) {
+    FAIL("a failed kernel reported as bad input");
+  } catch (const std::runtime_error& err) {
+    CHECK(std::string(err.what()).find("cudaErrorLaunchFailure") != std::string::npos);
+  }
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  check_ring(dev, "flash2", p, t, seed);
+}
+
+TEST_CASE("context-parallel ring: a rank that fails fails the whole run, in one line", "[gpu][kernels]") {
+  const kernels::DeviceInfo dev = kernels::probe_device();
+  if (!dev.usable) ATTNLAB_SKIP(dev.reason);
+  const std::unique_ptr<kernels::RingTransport> t = kernels::one_device_transport(3);
+  check_failing_rank(dev, *t, fresh_seed());
+}
+
 TEST_CASE("context-parallel ring over NCCL equals the one-GPU kernel within the merge's rounding",
           "[gpu][multi][kernels]") {
   const kernels::DeviceInfo dev = kernels::probe_device();
@@ -316,6 +385,7 @@ TEST_CASE("context-parallel ring over NCCL equals the one-GPU kernel within the 
     check_ring(dev, "int_flash", problem(128, 8, 2, 4096, true, Phase::prefill), *t, seed,
                {{"block_c", dev.warpgroup_mma ? 128 : 64}});
     check_ring(dev, "kivi", problem(128, 32, 8, 8192, false, Phase::decode), *t, seed);
+    check_failing_rank(dev, *t, seed);
     check_ring(dev, "fireq", problem(128, 32, 8, 8192, false, Phase::decode), *t, seed);
     check_ring(dev, "turbo", problem(128, 32, 8, 8192, false, Phase::decode), *t, seed, {{"decode_steps", 97}});
     if (dev.warpgroup_mma) check_ring(dev, "turbo", problem(128, 8, 2, 4096, true, Phase::prefill), *t, seed);
@@ -371,7 +441,7 @@ TEST_CASE("context-parallel ring: what it refuses, in one line each", "[kernels]
 namespace attnlab {
 namespace ATTNLAB_FILE_LOCAL {
 
-// What the cost model puts on the links (sim::wire_bytes: the variant's storage declaration for the shard's tokens)
+// What the cost model puts on the links (cp::wire_bytes: the variant's storage declaration for the shard's tokens)
 // against what each ring packs. flash2's FP16 K and V are the same bytes; flash3_fp8's and int_flash's shards add
 // only their layout's padding (Vᵀ's keys to 16, int_flash's 256-byte aligned parts, flash3_fp8's scale blocks) —
 // under 1% of a 4096-token shard. CPU only: packing and sizes need no GPU.
@@ -389,7 +459,7 @@ TEST_CASE("context-parallel ring: every ring's shard is the model's wire bytes, 
                                                      : ParamValues::defaults(find_variant(variant)->params);
       const std::unique_ptr<kernels::RingVariant> ring = kernels::find_kernel_row(variant)->ring(e, v, in, dev);
       const std::vector<cp::Span> shard{{0, 4096}};
-      const double packed = double(ring->shard_bytes(shard)), model = sim::wire_bytes(e.problem, v, 4096);
+      const double packed = double(ring->shard_bytes(shard)), model = cp::wire_bytes(e.problem, v, 4096);
       INFO(fmt::format("{} v_fp16 {}: ring {} bytes, model {}", variant, v_fp16, packed, model));
       CHECK(packed >= model);
       CHECK(packed <= 1.01 * model);
@@ -427,7 +497,7 @@ TEST_CASE("context-parallel ring: every ring's shard is the model's wire bytes, 
     fv.id = "fireq", fv.params = ParamValues::parse(find_variant("fireq")->params, set, "fireq");
     const std::unique_ptr<kernels::RingVariant> fring = kernels::find_kernel_row("fireq")->ring(f, fv, fin, dev);
     const std::vector<cp::Span> one{{0, 4096}};
-    const double packed = double(fring->shard_bytes(one)), model = sim::wire_bytes(f.problem, fv, 4096);
+    const double packed = double(fring->shard_bytes(one)), model = cp::wire_bytes(f.problem, fv, 4096);
     INFO(fmt::format("fireq {} {}: ring {} bytes, model {}", to_string(phase), set.dump(), packed, model));
     CHECK(double(fring->pack_shard(one).size()) == packed);
     CHECK(packed >= model);
@@ -449,7 +519,7 @@ TEST_CASE("context-parallel ring: every ring's shard is the model's wire bytes, 
     const std::unique_ptr<kernels::RingVariant> tring = kernels::find_kernel_row("turbo")->ring(t, tv, tin, dev);
     if (phase == Phase::prefill) {
       const std::vector<cp::Span> one{{0, 4096}};
-      CHECK(double(tring->shard_bytes(one)) == sim::wire_bytes(t.problem, tv, 4096));
+      CHECK(double(tring->shard_bytes(one)) == cp::wire_bytes(t.problem, tv, 4096));
       CHECK(tring->pack_shard(one).size() == tring->shard_bytes(one));
       continue;
     }
@@ -459,7 +529,7 @@ TEST_CASE("context-parallel ring: every ring's shard is the model's wire bytes, 
       CHECK(tring->pack_shard(one).size() == tring->shard_bytes(one));
       parts += double(tring->shard_bytes(one));
     }
-    const double model = sim::wire_bytes(t.problem, tv, t.problem.kv_len);
+    const double model = cp::wire_bytes(t.problem, tv, t.problem.kv_len);
     INFO(fmt::format("turbo decode: parts {} bytes, the model's cache {}", parts, model));
     CHECK(parts >= model);
     CHECK(parts <= 1.1 * model);
