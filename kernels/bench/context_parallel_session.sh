@@ -7,8 +7,9 @@
 #               host of several GPUs also the NCCL [multi] case), compute-sanitizer memcheck and racecheck on the
 #               one-device ring
 #   STEP=bench  on a host of GPUS GPUs (default 2 and 4 where present): attnlab bench on
-#               configs/bench-context-parallel.json (flash2, flash3_fp8 and int_flash prefill, N 64k and 128k causal,
-#               1 … GPUS GPUs, the cost model beside each run)
+#               configs/bench-context-parallel.json (every variant's prefill ring, N 64k and 128k causal) and on
+#               configs/bench-context-parallel-decode.json (the sharded caches' decode: batch 1 at N 256k and 1M, batch
+#               16 at 32k and 128k), 1 … GPUS GPUs, the cost model beside each run
 set -u
 source kernels/bench/session_lib.sh
 session_start context-parallel
@@ -28,5 +29,11 @@ bench)
   gpus=$(nvidia-smi -L | wc -l)
   edit_config configs/bench-context-parallel.json "c['sweep'][1]['values'] = list(range(1, $gpus + 1))" >"$out/config.json"
   bench_ours "gpus$gpus" "$out/config.json" 30
+  edit_config configs/bench-context-parallel-decode.json "c['sweep'][1]['values'] = list(range(1, $gpus + 1))" \
+    >"$out/decode-b1.json"
+  bench_ours "decode-b1-gpus$gpus" "$out/decode-b1.json" 20
+  edit_config configs/bench-context-parallel-decode.json "c['problem']['batch'] = 16; c['sweep'][0]['values'] = [32768, 131072]; c['sweep'][1]['values'] = list(range(1, $gpus + 1))" \
+    >"$out/decode-b16.json"
+  bench_ours "decode-b16-gpus$gpus" "$out/decode-b16.json" 20
   ;;
 esac

@@ -115,8 +115,10 @@ std::vector<T> download(const DeviceBuffer& d, size_t count) {
   return h;
 }
 
-// Runs `once` (one whole ring, its work on the ranks' streams) bracketed as run_ring's timing says.
-std::vector<float> time_ring(std::vector<std::unique_ptr<Rank>>& ranks, const std::function<void()>& once) {
+// Runs `once` (one whole ring, its work on the ranks' streams) bracketed as run_ring's timing says; after_run is called
+// once each timed run has finished (its events may be read).
+std::vector<float> time_ring(std::vector<std::unique_ptr<Rank>>& ranks, const std::function<void()>& once,
+                             const std::function<void()>& after_run = {}) {
   Rank& first = *ranks[0];
   OnDevice on(first.device);
   cudaEvent_t start, stop, fork;
@@ -143,7 +145,10 @@ std::vector<float> time_ring(std::vector<std::unique_ptr<Rank>>& ranks, const st
     ATTNLAB_CUDA(cudaEventSynchronize(stop));
     float t = 0;
     ATTNLAB_CUDA(cudaEventElapsedTime(&t, start, stop));
-    if (run >= kWarmupRuns) ms.push_back(t);
+    if (run >= kWarmupRuns) {
+      ms.push_back(t);
+      if (after_run) after_run();
+    }
   }
   for (cudaEvent_t e : {start, stop, fork}) cudaEventDestroy(e);
   return ms;
@@ -316,6 +321,18 @@ RingRun decode(const Problem& p, const RingVariant& v, RingTransport& t, bool ti
     }
   }
   double wire = 0;
+  // The merge on rank 0, timed apart: from the moment every partial is there to the stored result.
+  cudaEvent_t merge_start = nullptr, merge_end = nullptr;
+  {
+    OnDevice on(ranks[0]->device);
+    ATTNLAB_CUDA(cudaEventCreate(&merge_start));
+    ATTNLAB_CUDA(cudaEventCreate(&merge_end));
+  }
+  struct Events {  // destroyed on every path out
+    cudaEvent_t& a;
+    cudaEvent_t& b;
+    ~Events() { cudaEventDestroy(a), cudaEventDestroy(b); }
+  } events{merge_start, merge_end};
   auto once = [&] {
     Exchange x(ranks.size());
     for (int r = 0; r < P; ++r) {
@@ -342,6 +359,7 @@ RingRun decode(const Problem& p, const RingVariant& v, RingTransport& t, bool ti
     OnDevice on(first.device);
     ATTNLAB_CUDA(cudaEventRecord(first.received, first.comm));
     ATTNLAB_CUDA(cudaStreamWaitEvent(first.compute, first.received));
+    ATTNLAB_CUDA(cudaEventRecord(merge_start, first.compute));
     float* o_acc = first.o_acc[0].as<float>();
     float* l_acc = first.l_acc[0].as<float>();
     ATTNLAB_CUDA(lse_merge_clear(o_acc, l_acc, rows, d, first.compute));
@@ -353,6 +371,7 @@ RingRun decode(const Problem& p, const RingVariant& v, RingTransport& t, bool ti
     }
     ATTNLAB_CUDA(lse_merge_store(o_acc, l_acc, first.o_out[0].as<void>(), element, first.l_out[0].as<float>(), rows, d,
                                  first.compute));
+    ATTNLAB_CUDA(cudaEventRecord(merge_end, first.compute));
   };
 
   RingRun run;
@@ -369,7 +388,12 @@ RingRun decode(const Problem& p, const RingVariant& v, RingTransport& t, bool ti
     place(p, queries, download_output(ranks[0]->o_out[0], rows * size_t(d), element),
           download<float>(ranks[0]->l_out[0], rows), run);
   }
-  if (timed) run.ms = time_ring(ranks, once);
+  if (timed)
+    run.ms = time_ring(ranks, once, [&] {
+      float t = 0;
+      ATTNLAB_CUDA(cudaEventElapsedTime(&t, merge_start, merge_end));
+      run.merge_ms.push_back(t);
+    });
   return run;
 }
 

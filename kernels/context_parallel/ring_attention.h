@@ -70,6 +70,7 @@ struct RingRun {
   Tensor o;                // (B, Hq, Nq, d), values of the variant's output element, as the one-GPU kernel's output
   std::vector<float> lse;  // (B, Hq, Nq)
   std::vector<float> ms;   // one time per timed run (empty when not timed)
+  std::vector<float> merge_ms;  // decode: per timed run, rank 0's merge of the partials (all arrived → stored)
   double wire_bytes = 0;   // bytes the transport moved in one run: the shards around the ring, or the partials
   double io_bytes = 0;     // the inputs once in their storage format (every query, every shard) and the output once
   int ranks = 1;

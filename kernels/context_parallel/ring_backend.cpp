@@ -16,9 +16,13 @@ void run_context_parallel(const KernelRow& row, const Experiment& e, const Varia
   const RingRun run = run_ring(p, *ring, *transport, true);
   into.kernel = result_of(p, run.o, run.lse, truth, run.ms, run.io_bytes);
   into.kernel->probes["kernel.context_parallel"] = labelled(
-      {"gpus", "wire_bytes", "timed_runs"}, {double(run.ranks), run.wire_bytes, double(run.ms.size())}, "",
+      {"gpus", "wire_bytes", "timed_runs", "merge_ms"},
+      {double(run.ranks), run.wire_bytes, double(run.ms.size()), run.merge_ms.empty() ? 0.0 : percentile(run.merge_ms, 0.5)},
+      "",
       "GPUs of the ring (one rank each, NCCL), bytes the ring moved between them in one run (the K/V shards in the "
-      "variant's storage format, or a decode's partial results), timed runs of the whole ring");
+      "variant's storage format, or a decode's partial results), timed runs of the whole ring, and a decode's merge "
+      "on GPU 0 (median ms from the last partial's arrival to the stored result; 0 for a prefill, whose merges "
+      "follow each block)");
 }
 
 }  // namespace attnlab::kernels
