@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -18,6 +19,14 @@ T* grow_part(std::vector<std::byte>& out, size_t count) {
   const size_t at = align_part(out.size());
   out.resize(at + align_part(count * sizeof(T)));
   return reinterpret_cast<T*>(out.data() + at);
+}
+
+// `count` elements of each of `rows` rows of `from` (row stride `from_stride`, the run starting at `from_at` in each
+// row) into `to`, back to back: a chunk's tokens of every head out of the whole sequence's array.
+template <class T>
+void copy_rows(T* to, const std::vector<T>& from, int64_t rows, int64_t from_stride, int64_t from_at, int64_t count) {
+  for (int64_t r = 0; r < rows; ++r)
+    std::memcpy(to + r * count, from.data() + r * from_stride + from_at, size_t(count) * sizeof(T));
 }
 
 // `part` copied to the next aligned offset of `out`; returns that offset.

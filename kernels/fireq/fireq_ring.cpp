@@ -29,7 +29,6 @@
 #include "kernels/fireq/fireq_prefill.h"
 #include "kernels/fireq/fireq_prefill_host.h"
 
-#include <cstring>
 #include <stdexcept>
 
 namespace attnlab::kernels {
@@ -38,14 +37,6 @@ namespace {
 
 int64_t kv_pad(int64_t n) { return (n + 15) / 16 * 16; }
 int64_t scale_tiles(int64_t n) { return (n + kFireqPrefillBlock - 1) / kFireqPrefillBlock; }
-
-// Copies `count` elements of each of `rows` rows of `from` (row stride `from_stride`, starting at `from_at`) to `to`
-// (row stride `count`).
-template <class T>
-void copy_rows(T* to, const std::vector<T>& from, int64_t rows, int64_t from_stride, int64_t from_at, int64_t count) {
-  for (int64_t r = 0; r < rows; ++r)
-    std::memcpy(to + r * count, from.data() + r * from_stride + from_at, size_t(count) * sizeof(T));
-}
 
 class FireqRing final : public RingVariant {
  public:

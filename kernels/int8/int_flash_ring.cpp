@@ -73,12 +73,9 @@ class IntFlashRing final : public RingVariant {
     for (const cp::Span& s : spans) {
       const int64_t n = s.size(), pad = kv_pad(n);
       if (n == 0) continue;
-      int8_t* k = grow_part<int8_t>(out, size_t(heads * n * d));
-      for (int64_t h = 0; h < heads; ++h)
-        std::memcpy(k + h * n * d, k_.q.data() + (h * n_all + s.begin) * d, size_t(n * d));
+      copy_rows(grow_part<int8_t>(out, size_t(heads * n * d)), k_.q, heads, n_all * d, s.begin * d, n * d);
       float* s_k = grow_part<float>(out, size_t(heads * pad));  // padding keys: scale 0 (int_flash.h)
-      for (int64_t h = 0; h < heads; ++h)
-        std::memcpy(s_k + h * pad, k_.scale.data() + h * n_all + s.begin, size_t(n) * sizeof(float));
+      for (int64_t h = 0; h < heads; ++h) copy_rows(s_k + h * pad, k_.scale, 1, 0, h * n_all + s.begin, n);
       if (v_fp16_) {  // half-INT8: V rounded once to FP16 (upload_int8's v16)
         __half* v = grow_part<__half>(out, size_t(heads * n * d));
         for (int64_t h = 0; h < heads; ++h)
@@ -100,11 +97,8 @@ class IntFlashRing final : public RingVariant {
     std::vector<std::byte> out;
     const int64_t heads = p_.batch * p_.q_heads, d = p_.head_dim, n = rows.size();
     if (n == 0) return out;
-    int8_t* q = grow_part<int8_t>(out, size_t(heads * n * d));
-    for (int64_t h = 0; h < heads; ++h) std::memcpy(q + h * n * d, q_.q.data() + (h * p_.q_len + rows.begin) * d, size_t(n * d));
-    float* s_q = grow_part<float>(out, size_t(heads * n));
-    for (int64_t h = 0; h < heads; ++h)
-      std::memcpy(s_q + h * n, q_.scale.data() + h * p_.q_len + rows.begin, size_t(n) * sizeof(float));
+    copy_rows(grow_part<int8_t>(out, size_t(heads * n * d)), q_.q, heads, p_.q_len * d, rows.begin * d, n * d);
+    copy_rows(grow_part<float>(out, size_t(heads * n)), q_.scale, heads, p_.q_len, rows.begin, n);
     return out;
   }
   size_t workspace_bytes(int64_t, int64_t) const override { return 0; }

@@ -4,20 +4,18 @@
 // (kivi_layout::device_image, pair after pair: pairs_image), its parts 256-byte aligned in one block of bytes — what
 // the links carry; the cache of every rank is the one-GPU kernel's, cut on 128-token boundaries (cp::kShardAlign), so
 // a key group (a power of two ≤ 128: kivi_cannot_run) is never cut and the FP16 residual stays with the last ranks.
-// A block is the one-GPU decode kernel on the shard, its chains by kivi_decode_chains on this GPU.
-//
-// The ring calls a variant from one host thread: the images of the spans it has packed are kept (a shard's layout is
-// needed again at every attend) in a map behind `mutable`.
+// A block is the one-GPU decode kernel on the shard, its chains by kivi_decode_chains on this GPU. The images of the
+// spans are kept (image_ring.h).
 #include "core/variants/kivi_image.h"
 #include "kernels/common/cuda_check.h"
 #include "kernels/common/kernel_table.h"
+#include "kernels/context_parallel/image_ring.h"
 #include "kernels/context_parallel/shard_parts.h"
 #include "kernels/kivi/kivi_decode.h"
 #include "kernels/kivi/kivi_decode_host.h"
 
 #include <cuda_fp16.h>
 
-#include <map>
 #include <stdexcept>
 #include <utility>
 
@@ -32,23 +30,11 @@ struct ChunkImage {
   KiviCacheArgs shape;  // pointers unset: the shape fields only
 };
 
-class KiviRing final : public RingVariant {
+class KiviRing final : public ImageRing<ChunkImage> {
  public:
   KiviRing(const Problem& p, const QKV& in, const ParamValues& params, int sm_count)
       : p_(p), in_(in), caches_(kivi_host_caches(p, in, params)), sm_count_(sm_count) {}
 
-  size_t shard_bytes(std::span<const cp::Span> spans) const override {
-    return chunk_offset(spans, spans.size(), [&](const cp::Span& s) { return chunk_bytes(s); });
-  }
-  std::vector<std::byte> pack_shard(std::span<const cp::Span> spans) const override {
-    std::vector<std::byte> out;
-    for (const cp::Span& s : spans)
-      if (s.size() > 0) {
-        const ChunkImage& c = image(s);
-        out.insert(out.end(), c.bytes.begin(), c.bytes.end());
-      }
-    return out;
-  }
   // The step's query, rounded to FP16 (the reference stores Q in FP16; upload_query_fp16).
   std::vector<std::byte> pack_queries(cp::Span rows) const override {
     std::vector<std::byte> out(size_t(p_.batch * p_.q_heads * rows.size() * p_.head_dim) * sizeof(__half));
@@ -59,29 +45,20 @@ class KiviRing final : public RingVariant {
         for (int64_t c = 0; c < s.dim; ++c) *h++ = __float2half_rn(in_.q.data()[(bh * s.len + r) * s.dim + c]);
     return out;
   }
-  // The ring asks after packing the shards (a decode's): the largest workspace among the packed chunks of at most kv_len
-  // tokens, their chains on this GPU (a chunk's tiles depend on where its FP16 residual starts, not on its size alone).
+  // The chunks' chains on this GPU (a chunk's tiles depend on where its FP16 residual starts, not on its size alone).
   size_t workspace_bytes(int64_t q_rows, int64_t kv_len) const override {
-    size_t most = 0;
-    for (const auto& [span, c] : images_)
-      if (span.second - span.first <= kv_len) most = std::max(most, kivi_decode_workspace_bytes(args_for(c, nullptr, q_rows)));
-    return most;
+    return most_over_images(kv_len, [&](const ChunkImage& c) { return kivi_decode_workspace_bytes(args_for(c, nullptr, q_rows)); });
   }
   void attend(const void* q, cp::Span q_rows, const void* shard, std::span<const cp::Span> spans, int chunk, bool,
               void* o, float* lse, void* workspace, cudaStream_t stream) const override {
-    const auto* base = static_cast<const std::byte*>(shard) +
-                       chunk_offset(spans, size_t(chunk), [&](const cp::Span& s) { return chunk_bytes(s); });
-    const ChunkImage& img = image(spans[size_t(chunk)]);
-    KiviDecodeArgs a = args_for(img, base, q_rows.size());
+    KiviDecodeArgs a = args_for(image(spans[size_t(chunk)]), chunk_base(shard, spans, chunk), q_rows.size());
     a.q = static_cast<const __half*>(q), a.o = static_cast<__half*>(o), a.lse = lse;
     a.workspace = static_cast<float*>(workspace);
     ATTNLAB_CUDA(kivi_decode(a, stream));
   }
 
  private:
-  const ChunkImage& image(cp::Span s) const {
-    const auto key = std::make_pair(s.begin, s.end);
-    if (auto it = images_.find(key); it != images_.end()) return it->second;
+  ChunkImage build_image(cp::Span s) const override {
     std::vector<quant::KiviCache> slices;
     for (const quant::KiviCache& c : caches_) slices.push_back(quant::kivi_slice(c, s.begin, s.end));
     const kivi_layout::Image all = pairs_image(slices);
@@ -91,9 +68,8 @@ class KiviRing final : public RingVariant {
     c.k_residual = put_part(c.bytes, all.k_residual), c.v_residual = put_part(c.bytes, all.v_residual);
     c.slot_exact = put_part(c.bytes, all.slot_exact);
     set_cache_shape(c.shape, slices);
-    return images_.emplace(key, std::move(c)).first->second;
+    return c;
   }
-  size_t chunk_bytes(const cp::Span& s) const { return s.size() > 0 ? image(s).bytes.size() : 0; }
   // The decode arguments of one chunk whose image starts at `base` (nullptr: sizes only), its chains on this GPU.
   KiviDecodeArgs args_for(const ChunkImage& img, const std::byte* base, int64_t q_rows) const {
     KiviDecodeArgs a;
@@ -119,7 +95,6 @@ class KiviRing final : public RingVariant {
   const QKV& in_;
   std::vector<quant::KiviCache> caches_;  // every pair's one-GPU cache
   int sm_count_;
-  mutable std::map<std::pair<int64_t, int64_t>, ChunkImage> images_;
   mutable int warps_per_sm_ = 0;
 };
 

@@ -26,6 +26,7 @@
 #include "kernels/common/cuda_check.h"
 #include "kernels/common/kernel_table.h"
 #include "kernels/common/vt_permutation.h"
+#include "kernels/context_parallel/image_ring.h"
 #include "kernels/context_parallel/shard_parts.h"
 #include "kernels/turbo/turbo_decode.h"
 #include "kernels/turbo/turbo_decode_host.h"
@@ -35,7 +36,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <map>
 #include <memory>
 #include <stdexcept>
 #include <utility>
@@ -87,8 +87,7 @@ class TurboPrefillRing final : public RingVariant {
       const int64_t n = s.size(), pad = blocks_of(n) * kTurboBlock, first = s.begin / kTurboBlock;
       if (n == 0) continue;
       int8_t* k = grow_part<int8_t>(out, size_t(pairs * pad * d));  // K^q1 (pairs, pad, d); padding keys 0
-      for (int64_t h = 0; h < pairs; ++h)
-        std::memcpy(k + h * pad * d, k_.codes.data() + (h * n_all + s.begin) * d, size_t(n * d));
+      for (int64_t h = 0; h < pairs; ++h) copy_rows(k + h * pad * d, k_.codes, 1, 0, (h * n_all + s.begin) * d, n * d);
       int8_t* vt = grow_part<int8_t>(out, size_t(pairs * d * pad));  // V^q1ᵀ (pairs, d, pad), keys permuted per 16
       for (int64_t h = 0; h < pairs; ++h)
         for (int64_t key = 0; key < n; ++key)
@@ -109,13 +108,9 @@ class TurboPrefillRing final : public RingVariant {
     std::vector<std::byte> out;
     const int64_t heads = p_.batch * p_.q_heads, d = p_.head_dim, n = rows.size(), blocks_all = blocks_of(p_.q_len);
     if (n == 0) return out;
-    int8_t* q = grow_part<int8_t>(out, size_t(heads * n * d));
-    for (int64_t h = 0; h < heads; ++h)
-      std::memcpy(q + h * n * d, q_.codes.data() + (h * p_.q_len + rows.begin) * d, size_t(n * d));
-    float* s_q = grow_part<float>(out, size_t(heads * blocks_of(n)));
-    for (int64_t h = 0; h < heads; ++h)
-      std::memcpy(s_q + h * blocks_of(n), q_.scales.data() + h * blocks_all + rows.begin / kTurboBlock,
-                  size_t(blocks_of(n)) * sizeof(float));
+    copy_rows(grow_part<int8_t>(out, size_t(heads * n * d)), q_.codes, heads, p_.q_len * d, rows.begin * d, n * d);
+    copy_rows(grow_part<float>(out, size_t(heads * blocks_of(n))), q_.scales, heads, blocks_all, rows.begin / kTurboBlock,
+              blocks_of(n));
     return out;
   }
   size_t workspace_bytes(int64_t, int64_t) const override { return 0; }
@@ -169,23 +164,11 @@ struct ChunkImage {
   TurboCacheArgs shape;               // pointers unset
 };
 
-class TurboDecodeRing final : public RingVariant {
+class TurboDecodeRing final : public ImageRing<ChunkImage> {
  public:
   TurboDecodeRing(const Problem& p, const QKV& in, const ParamValues& params)
       : p_(p), in_(in), params_(params), heads_(turbo_host_caches(p, in, params)), exp_(turbo_exp_args(params)) {}
 
-  size_t shard_bytes(std::span<const cp::Span> spans) const override {
-    return chunk_offset(spans, spans.size(), [&](const cp::Span& s) { return chunk_bytes(s); });
-  }
-  std::vector<std::byte> pack_shard(std::span<const cp::Span> spans) const override {
-    std::vector<std::byte> out;
-    for (const cp::Span& s : spans)
-      if (s.size() > 0) {
-        const ChunkImage& c = image(s);
-        out.insert(out.end(), c.bytes.begin(), c.bytes.end());
-      }
-    return out;
-  }
   // The step's query in FP32, as the one-GPU backend uploads it (quantized to INT8 on chip, Alg. 2 l. 1).
   std::vector<std::byte> pack_queries(cp::Span rows) const override {
     if (rows.begin != 0 || rows.end != 1) throw std::logic_error("turbo ring: decode has one query row");
@@ -193,28 +176,20 @@ class TurboDecodeRing final : public RingVariant {
     std::memcpy(out.data(), in_.q.data(), out.size());
     return out;
   }
-  // The ring asks after packing a decode's shards: the largest workspace among the packed chunks of at most kv_len
-  // tokens (the chains depend on a part's tiles).
+  // The parts' chains (turbo_chains: they depend on a part's tiles).
   size_t workspace_bytes(int64_t q_rows, int64_t kv_len) const override {
-    size_t most = 0;
-    for (const auto& [span, c] : images_)
-      if (span.second - span.first <= kv_len) most = std::max(most, turbo_decode_workspace_bytes(args_for(c, nullptr, q_rows)));
-    return most;
+    return most_over_images(kv_len, [&](const ChunkImage& c) { return turbo_decode_workspace_bytes(args_for(c, nullptr, q_rows)); });
   }
   void attend(const void* q, cp::Span q_rows, const void* shard, std::span<const cp::Span> spans, int chunk, bool,
               void* o, float* lse, void* workspace, cudaStream_t stream) const override {
-    const auto* base = static_cast<const std::byte*>(shard) +
-                       chunk_offset(spans, size_t(chunk), [&](const cp::Span& s) { return chunk_bytes(s); });
-    TurboDecodeArgs a = args_for(image(spans[size_t(chunk)]), base, q_rows.size());
+    TurboDecodeArgs a = args_for(image(spans[size_t(chunk)]), chunk_base(shard, spans, chunk), q_rows.size());
     a.q = static_cast<const float*>(q), a.o = static_cast<__half*>(o), a.lse = lse;
     a.workspace = static_cast<float*>(workspace);
     ATTNLAB_CUDA(turbo_decode_attend(a, stream));
   }
 
  private:
-  const ChunkImage& image(cp::Span s) const {
-    const auto key = std::make_pair(s.begin, s.end);
-    if (auto it = images_.find(key); it != images_.end()) return it->second;
+  ChunkImage build_image(cp::Span s) const override {
     std::vector<HeadCache> parts;
     for (const HeadCache& h : heads_) parts.push_back(variants::turbo_detail::slice_by_last_token(h, s.begin, s.end));
     // Every pair's part has the same tiles (the pairs share the sequence's structure); a range of ≥ 64 tokens, or the
@@ -231,9 +206,8 @@ class TurboDecodeRing final : public RingVariant {
     c.k_buffer = c.v_buffer = c.codes;
     if (parts[0].pending() > 0) c.k_buffer = put_part(c.bytes, all.k_buffer), c.v_buffer = put_part(c.bytes, all.v_buffer);
     c.shape = all.shape;
-    return images_.emplace(key, std::move(c)).first->second;
+    return c;
   }
-  size_t chunk_bytes(const cp::Span& s) const { return s.size() > 0 ? image(s).bytes.size() : 0; }
   // The decode arguments of one part whose image starts at `base` (nullptr: sizes only), its chains by turbo_chains
   // (the one-GPU rule, on the part's tiles). The kernel does not write the cache in an attention: the pointers TurboCacheArgs
   // holds for the append step lose their const here only.
@@ -265,7 +239,6 @@ class TurboDecodeRing final : public RingVariant {
   ParamValues params_;
   std::vector<HeadCache> heads_;  // every pair's one-GPU cache
   TurboExpArgs exp_;
-  mutable std::map<std::pair<int64_t, int64_t>, ChunkImage> images_;  // the ring calls from one host thread
 };
 
 }  // namespace
