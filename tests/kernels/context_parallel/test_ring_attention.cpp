@@ -18,10 +18,13 @@
 #include "core/metrics.h"
 #include "core/producer_loads.h"
 #include "core/registry.h"
+#include "core/variants/fireq_layout.h"
+#include "core/variants/turbo_cache.h"
 #include "kernels/common/backend.h"
 #include "kernels/common/device.h"
 #include "kernels/common/kernel_table.h"
 #include "kernels/common/upload.h"
+#include "kernels/common/vt_permutation.h"
 #include "kernels/context_parallel/ring_attention.h"
 #include "kernels/fireq/fireq_decode_host.h"
 #include "kernels/fireq/fireq_prefill_host.h"
@@ -39,6 +42,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 
 namespace attnlab {
@@ -537,4 +541,106 @@ TEST_CASE("context-parallel ring: every ring's shard is the model's wire bytes, 
 }
 
 }  // namespace
+}  // namespace attnlab
+
+namespace attnlab {
+namespace ATTNLAB_FILE_LOCAL {
+
+// A chunk's packed bytes hold, where the kernel's arguments say (the parts end to end, each 256-byte aligned), the
+// one-GPU operands of its tokens — derived here from the one-GPU host inputs, apart from the rings' own packing: fireq's
+// INT4 cache tiles (fireq_cache_images), App. D's E4M3 K̂, V̂ᵀ (keys permuted per 16) and scales
+// (fireq_prefill_host_inputs), and turbo's INT8 tiles of Alg. 1 (the reference's prefill_tiles on the FP16-rounded
+// inputs the one-GPU backend gives the kernel). An interior chunk [256, 640) and the ragged last one [1024, 1100).
+// CPU only: the bytes are packed on the host.
+size_t aligned(size_t n) { return (n + 255) / 256 * 256; }
+
+template <class T>
+T at(const std::vector<std::byte>& bytes, size_t offset, size_t index) {
+  T v;
+  std::memcpy(&v, bytes.data() + offset + index * sizeof(T), sizeof(T));
+  return v;
+}
+
+TEST_CASE("context-parallel ring: a chunk holds the one-GPU operands of its tokens", "[kernels]") {
+  const kernels::DeviceInfo dev;  // no GPU: packing only
+  Experiment e;
+  e.problem = problem(64, 4, 2, 1100, true, Phase::prefill);
+  const Problem& p = e.problem;
+  const QKV in = data::generate(p, "normal", ParamValues::defaults(data::find_generator("normal")->params), 9);
+  const int64_t pairs = p.batch * p.kv_heads, d = p.head_dim, n_all = p.kv_len;
+  for (const cp::Span s : {cp::Span{256, 640}, cp::Span{1024, 1100}}) {
+    const int64_t n = s.size();
+    const std::vector<cp::Span> one{s};
+    INFO(fmt::format("chunk [{}, {})", s.begin, s.end));
+    // fireq, the INT4 cache: each pair's tiles [begin / 64, begin / 64 + ⌈n / 64⌉).
+    {
+      VariantRequest v;
+      v.id = "fireq", v.params = ParamValues::defaults(find_variant("fireq")->params);
+      const std::vector<std::byte> got = kernels::find_kernel_row("fireq")->ring(e, v, in, dev)->pack_shard(one);
+      const kernels::FireqCacheImages images = kernels::fireq_cache_images(p, in, v.params);
+      const int64_t tile = fireq_layout::tile_bytes(d), tiles = fireq_layout::tiles_for(n);
+      REQUIRE(got.size() == aligned(size_t(pairs * tiles * tile)));
+      int64_t bad = 0;
+      for (int64_t h = 0; h < pairs; ++h)
+        for (int64_t b = 0; b < tiles * tile; ++b)
+          bad += uint8_t(got[size_t(h * tiles * tile + b)]) != images.images[size_t(h)][size_t(s.begin / 64 * tile + b)];
+      CHECK(bad == 0);
+    }
+    // fireq, App. D's operands: K̂ (pairs, n, d), V̂ᵀ (pairs, d, pad16), β_K·τ (pairs, pad16), β_V (pairs, ⌈n / 128⌉).
+    {
+      VariantRequest v;
+      v.id = "fireq", v.params = test::params_of(*find_variant("fireq"), {{"prefill_kv", "fp8"}});
+      const std::vector<std::byte> got = kernels::find_kernel_row("fireq")->ring(e, v, in, dev)->pack_shard(one);
+      const kernels::FireqPrefillHostInputs x = kernels::fireq_prefill_host_inputs(p, in, v.params);
+      const int64_t pad = (n + 15) / 16 * 16, tiles = (n + 127) / 128, all_tiles = (n_all + 127) / 128;
+      const size_t vt = aligned(size_t(pairs * n * d)), bk = vt + aligned(size_t(pairs * d * pad)),
+                   bv = bk + aligned(size_t(pairs * pad) * 4);
+      REQUIRE(got.size() == bv + aligned(size_t(pairs * tiles) * 4));
+      int64_t bad = 0;
+      for (int64_t h = 0; h < pairs; ++h) {
+        for (int64_t i = 0; i < n * d; ++i) bad += at<uint8_t>(got, 0, size_t(h * n * d + i)) != x.k[size_t((h * n_all + s.begin) * d + i)];
+        for (int64_t c = 0; c < d; ++c)
+          for (int64_t j = 0; j < pad; ++j)
+            bad += at<uint8_t>(got, vt, size_t((h * d + c) * pad + j)) != x.vt[size_t((h * d + c) * x.kv_pad + s.begin + j)];
+        for (int64_t j = 0; j < pad; ++j)
+          bad += at<float>(got, bk, size_t(h * pad + j)) != x.beta_k_tau[size_t(h * x.kv_pad + s.begin + j)];
+        for (int64_t j = 0; j < tiles; ++j)
+          bad += at<float>(got, bv, size_t(h * tiles + j)) != x.beta_v[size_t(h * all_tiles + s.begin / 128 + j)];
+      }
+      CHECK(bad == 0);
+    }
+    // turbo: Alg. 1's INT8 tiles — K^q1 (pairs, pad64, d), V^q1ᵀ (pairs, d, pad64) keys permuted per 16, (s_K, s_V)
+    // per 64-token block — the reference's prefill_tiles of the pair's FP16-rounded K and V.
+    {
+      VariantRequest v;
+      v.id = "turbo", v.params = ParamValues::defaults(find_variant("turbo")->params);
+      const std::vector<std::byte> got = kernels::find_kernel_row("turbo")->ring(e, v, in, dev)->pack_shard(one);
+      const int64_t pad = (n + 63) / 64 * 64, blocks = pad / 64;
+      const size_t vt = aligned(size_t(pairs * pad * d)), sc = vt + aligned(size_t(pairs * d * pad));
+      REQUIRE(got.size() == sc + aligned(size_t(pairs * blocks * 2) * 4));
+      int64_t bad = 0;
+      for (int64_t h = 0; h < pairs; ++h) {
+        std::vector<float> k(size_t(n_all * d)), vv(size_t(n_all * d));
+        for (size_t i = 0; i < k.size(); ++i) {
+          k[i] = __half2float(__float2half_rn(in.k.head(h / p.kv_heads, h % p.kv_heads).data()[i]));
+          vv[i] = __half2float(__float2half_rn(in.v.head(h / p.kv_heads, h % p.kv_heads).data()[i]));
+        }
+        const variants::turbo_detail::Int8Tiles t = variants::turbo_detail::prefill_tiles(k.data(), vv.data(), n_all, d, 64, 119);
+        for (int64_t r = 0; r < pad; ++r)
+          for (int64_t c = 0; c < d; ++c) {
+            const int expect_k = r < n ? int(t.k(s.begin + r, c)) : 0, expect_v = r < n ? int(t.v(s.begin + r, c)) : 0;
+            bad += at<int8_t>(got, 0, size_t((h * pad + r) * d + c)) != expect_k;
+            bad += at<int8_t>(got, vt, size_t((h * d + c) * pad + r / 16 * 16 + kernels::vt_position_of(int(r)))) != expect_v;
+          }
+        for (int64_t j = 0; j < blocks; ++j) {
+          bad += at<float>(got, sc, size_t((h * blocks + j) * 2)) != t.s_k[size_t(s.begin / 64 + j)];
+          bad += at<float>(got, sc, size_t((h * blocks + j) * 2 + 1)) != t.s_v[size_t(s.begin / 64 + j)];
+        }
+      }
+      CHECK(bad == 0);
+    }
+  }
+}
+
+}  // namespace ATTNLAB_FILE_LOCAL
 }  // namespace attnlab
