@@ -5,6 +5,8 @@
 // kernel; the cost model then uses the variant's own block_r/block_c parameters and says so.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <string_view>
 
 namespace attnlab {
@@ -356,6 +358,21 @@ constexpr int kernel_generation(std::string_view variant, int head_dim, int gpu_
   if (pinned != 80 && group_runs && block_c == group->block_c) return 90;
   if (pinned != 90 && sync && block_c == sync->block_c) return 80;
   return 0;
+}
+
+// The shared memory one sm_90 CTA may ask for (227 KB: sim/specs' smem_per_cta_bytes for the H100 and H200).
+inline constexpr size_t kSm90SmemPerCta = 227 * 1024;
+
+// A warpgroup kernel's K/V ring: `wanted` slots (the traits' stages) where they fit beside `fixed_bytes` in
+// kSm90SmemPerCta, else as many as do (fireq's INT4 mode and half-INT8 int_flash at d = 128 hold 4; flash2's 176-key
+// tile two). The kernels size their rings by it and the cost model schedules by it.
+constexpr int ring_slots(int wanted, size_t fixed_bytes, size_t slot_bytes) {
+  return std::min<int>(wanted, int((kSm90SmemPerCta - fixed_bytes) / slot_bytes));
+}
+// flash2's wgmma kernel (kernels/flash2/flash2_sm90.cu): FP16 Q of B_r rows (+ 1 KB of barriers and alignment) and a
+// ring of FP16 K and V tiles of block_c keys.
+constexpr int flash2_ring_slots(const KernelTraits& t, int head_dim, int block_c) {
+  return ring_slots(t.stages, size_t(t.block_r) * head_dim * 2 + 1024, size_t(2) * block_c * head_dim * 2);
 }
 
 }  // namespace attnlab

@@ -20,12 +20,13 @@ inline bool producer_loads(const VariantRequest& v, int arch) {
   return false;
 }
 
-// B_c of the prefill kernel of generation t.arch that v runs on a problem causal or not: t.block_c_not_causal where
-// the row has one, the problem is not causal, a producer warpgroup copies the tiles and v's kv_tile (where it has
-// one) does not pin 128; else t.block_c. The kernel backend launches by it, the cost model schedules by it.
+// Whether v's kv_tile parameter (where it has one) pins the 128-key tile.
 inline bool kv_tile_pinned(const VariantRequest& v) {
   return v.params.values().count("kv_tile") > 0 && v.params.choice("kv_tile") != "auto";
 }
+// B_c of the prefill kernel of generation t.arch that v runs on a problem causal or not: t.block_c_not_causal where
+// the row has one, the problem is not causal, a producer warpgroup copies the tiles and kv_tile does not pin 128;
+// else t.block_c. The kernel backend launches by it, the cost model schedules by it.
 inline int prefill_block_c(const KernelTraits& t, const VariantRequest& v, bool causal) {
   return t.block_c_not_causal > 0 && !causal && !kv_tile_pinned(v) && producer_loads(v, t.arch) ? t.block_c_not_causal
                                                                                                 : t.block_c;

@@ -425,10 +425,9 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
       s.explain.push_back("K/V tiles copied by a producer warpgroup's TMA loads (FlashAttention-3 §3.1); the two "
                           "consumer warpgroups issue no copies");
     if (const int wide = prefill_block_c(*t, v, p.causal); p.phase == Phase::prefill && wide != t->block_c) {
-      // The ring holds as many FP16 K/V tiles as fit beside Q, at most the row's (kv_ring.cuh's ring_slots).
-      const double q_bytes = double(t->block_r) * double(p.head_dim) * 2, tile_bytes = 2.0 * wide * double(p.head_dim) * 2;
+      // The ring holds as many FP16 K/V tiles as fit beside Q, at most the row's (the kernel's own rule).
       s.block_c = wide;
-      s.stages = std::min(t->stages, int((gpu.smem_per_cta_bytes - q_bytes - 1024) / tile_bytes));
+      s.stages = flash2_ring_slots(*t, int(p.head_dim), wide);
       s.explain.push_back(fmt::format("not causal: FlashAttention-3's {}-key tile, {} in the ring", wide, s.stages));
     }
   } else {

@@ -29,6 +29,7 @@
 // before it refills the slot with tile t + kStages. The consumers only wait, compute and arrive on empty.
 #pragma once
 
+#include "core/kernel_traits.h"
 #include "kernels/common/kv_pipeline.cuh"
 
 #include <algorithm>
@@ -37,14 +38,7 @@
 
 namespace attnlab::kernels {
 
-// The shared memory one CTA may ask for on sm_90 (227 KB: sim/specs' smem_per_cta_bytes for the H100 and H200).
-inline constexpr size_t kSm90SmemPerCta = 227 * 1024;
-
-// The ring's slots: the traits' count where they fit beside `fixed_bytes` in kSm90SmemPerCta, else as many as
-// do (fireq's INT4 mode and half-INT8 int_flash at d = 128 hold 4).
-constexpr int ring_slots(int wanted, size_t fixed_bytes, size_t slot_bytes) {
-  return std::min<int>(wanted, int((kSm90SmemPerCta - fixed_bytes) / slot_bytes));
-}
+// kSm90SmemPerCta and ring_slots, the rings' sizes: core/kernel_traits.h (the cost model reads them too).
 
 __device__ __forceinline__ void mbar_init(uint64_t* bar, int count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count) : "memory");

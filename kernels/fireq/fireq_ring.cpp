@@ -129,7 +129,8 @@ class FireqRing final : public RingVariant {
     a.int4_kv = int4_, a.k_tile = prefill_.k_tile, a.fp16_softmax = prefill_.fp16_softmax;
     a.o = static_cast<__nv_bfloat16*>(o), a.lse = lse;
     a.batch = int(p_.batch), a.q_heads = int(p_.q_heads), a.kv_heads = int(p_.kv_heads);
-    a.q_len = int(nq), a.kv_len = int(nk), a.kv_pad = int(kv_pad(nk)), a.head_dim = int(p_.head_dim);
+    a.q_len = int(nq), a.kv_len = int(nk), a.head_dim = int(p_.head_dim);
+    a.kv_pad = int4_ ? 0 : int(kv_pad(nk));  // V̂ᵀ's and β_K's key stride (FP8 mode), as the one-GPU host sets it
     a.causal = causal;
     a.scale = static_cast<float>(p_.scale());  // the reference's τ
     a.three_stage = three_stage_, a.tma_producer = tma_producer_;

@@ -49,7 +49,7 @@ struct HopperTile {
   static constexpr int kConsumers = 32 * kTraits.warps, kGroups = kTraits.warps / 4;
   static constexpr int kThreads = kConsumers + (Producer ? 128 : 0);  // + the producer warpgroup
   static constexpr int kQBytes = kBr * D * 2, kKVBytes = kBc * D * 2;
-  static constexpr int kStages = ring_slots(kTraits.stages, kQBytes + 1024, 2 * kKVBytes);
+  static constexpr int kStages = flash2_ring_slots(kTraits, D, Bc);  // the model's rule too
   static constexpr size_t kSmemBytes = size_t(kQBytes) + size_t(kStages) * 2 * kKVBytes + 1024;  // + alignment
   static_assert(kBr == 64 * kGroups, "each warpgroup owns one m64 tile of query rows");
   static_assert(kBc == 128 || (kBc == kWideTile && Producer), "S is one m64n128 accumulator, or m64n176 with the producer");
