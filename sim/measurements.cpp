@@ -34,6 +34,86 @@ const FieldTable& measurement_row() {
   return t;
 }
 
+// One GPU's share of one ring step, measured (the kernels' traced run) or predicted (the cost model's timeline).
+const FieldTable& ring_slot_fields() {
+  static const FieldTable t = {
+      FieldSpec::integer("step", 0, 2 * kMaxGpus, "the ring step (a decode: 0 the attention, 1 the gather and merge)"),
+      FieldSpec::integer("gpu", 0, kMaxGpus - 1, "the GPU"),
+      FieldSpec::real("compute_ms", 0, kMaxMs, "its attention and merges in the step, ms"),
+      FieldSpec::real("idle_ms", 0, kMaxMs, "the rest of the step it waited (its next shard, the slowest GPU), ms"),
+      FieldSpec::real("exchange_ms", 0, kMaxMs, "what it sent and received during the step, ms (absent: nothing)")
+          .optional(),
+  };
+  return t;
+}
+
+const FieldTable& ring_slot_row() {
+  static const FieldTable t = {FieldSpec::object("slot", ring_slot_fields, "one GPU's share of one ring step")};
+  return t;
+}
+
+const FieldTable& ring_model_fields() {
+  static const FieldTable t = {
+      FieldSpec::real("time_ms", 0, kMaxMs, "the model's time of the whole run across the GPUs, ms"),
+      FieldSpec::real("one_gpu_ms", 0, kMaxMs, "the model's time of the problem on one GPU, ms"),
+      FieldSpec::real("scaling_efficiency", 0, 100, "one_gpu_ms / (gpus · time_ms)"),
+      FieldSpec::array("timeline", 1, 2 * kMaxGpus * kMaxGpus, ring_slot_row,
+                       "its slots, step-major (its exchange: the shard or partial sent on the link)"),
+  };
+  return t;
+}
+
+const FieldTable& context_parallel_fields() {
+  static const FieldTable t = {
+      FieldSpec::integer("gpus", 1, kMaxGpus, "GPUs of the ring"),
+      FieldSpec::real("wire_bytes", 0, 1e18, "bytes the ring moved between the GPUs in one run"),
+      FieldSpec::real("merge_ms", 0, kMaxMs, "a decode's merge on GPU 0 (median), ms").optional(),
+      FieldSpec::array("timeline", 1, 2 * kMaxGpus * kMaxGpus, ring_slot_row,
+                       "one traced run after the timed ones, step-major").optional(),
+      FieldSpec::object("model", ring_model_fields, "the cost model's prediction of the same run").optional(),
+  };
+  return t;
+}
+
+json slot_json(int step, int gpu, double compute_ms, double idle_ms, double exchange_ms) {
+  json s = {{"step", step}, {"gpu", gpu}, {"compute_ms", compute_ms}, {"idle_ms", idle_ms}};
+  if (exchange_ms > 0) s["exchange_ms"] = exchange_ms;
+  return s;
+}
+
+// A ring's measurement (the kernel backend's probes, kernels/context_parallel/ring_backend.cpp) and the model's
+// prediction beside it, for a variant that ran across GPUs; null otherwise.
+json context_parallel_json(const VariantResult& v) {
+  const auto ring = v.kernel->probes.find("kernel.context_parallel");
+  if (ring == v.kernel->probes.end() || ring->second.values.size() < 4) return nullptr;
+  const ProbeValues& r = ring->second.values;  // labels: gpus, wire_bytes, timed_runs, merge_ms
+  json out = {{"gpus", int(r[0])}, {"wire_bytes", r[1]}};
+  if (r[3] > 0) out["merge_ms"] = r[3];
+  if (const auto t = v.kernel->probes.find("kernel.context_parallel.timeline");
+      t != v.kernel->probes.end() && t->second.shape.size() == 3) {
+    const int64_t steps = t->second.shape[0], gpus = t->second.shape[1];
+    const ProbeValues& x = t->second.values;
+    out["timeline"] = json::array();
+    for (int64_t s = 0; s < steps; ++s)
+      for (int64_t g = 0; g < gpus; ++g) {
+        const size_t at = size_t((s * gpus + g) * 3);
+        out["timeline"].push_back(slot_json(int(s), int(g), x[at], x[at + 1], x[at + 2]));
+      }
+  }
+  if (v.model && v.model->details.contains("context_parallel")) {
+    const json& m = v.model->details["context_parallel"];
+    json model = {{"time_ms", v.model->time_ms},
+                  {"one_gpu_ms", m.value("one_gpu_ms", 0.0)},
+                  {"scaling_efficiency", m.value("scaling_efficiency", 0.0)},
+                  {"timeline", json::array()}};
+    for (const json& slot : m.value("timeline", json::array()))
+      model["timeline"].push_back(slot_json(slot.value("step", 0), slot.value("gpu", 0), slot.value("compute_ms", 0.0),
+                                            slot.value("idle_ms", 0.0), slot.value("send_ms", 0.0)));
+    if (!model["timeline"].empty()) out["model"] = std::move(model);
+  }
+  return out;
+}
+
 std::vector<std::string> variant_ids() {
   std::vector<std::string> ids;
   for (const auto& v : variant_registry()) ids.push_back(v.id);
@@ -56,6 +136,8 @@ const FieldTable& measurement_fields() {
       FieldSpec::real("hbm_gbps", 0, 1e7, "achieved DRAM bandwidth, GB/s").optional(),
       FieldSpec::real("decode_step_ms", 1e-6, kMaxMs, "the serving loop's mean time per generated token (append, "
                       "flush, attend), ms").optional(),
+      FieldSpec::object("context_parallel", context_parallel_fields,
+                        "a run across GPUs: its ring's bytes, a traced run's timeline, the model's beside it").optional(),
   };
   return t;
 }
@@ -83,6 +165,7 @@ json measurements_json(const std::vector<Results>& runs) {
                   {"hbm_gbps", k.hbm_gbps}};
       if (const auto it = k.probes.find("decode.steps"); it != k.probes.end() && it->second.values.size() >= 2)
         row["decode_step_ms"] = it->second.values[1];  // labels: steps, step_ms, attend_ms, step_over_attend
+      if (json ring = context_parallel_json(v); !ring.is_null()) row["context_parallel"] = std::move(ring);
       list.push_back(std::move(row));
     }
   }

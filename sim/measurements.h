@@ -5,6 +5,9 @@
 //   {"schema": "attnlab.measurements/1", "gpu": "h100-sxm5", "device": "NVIDIA H100 80GB HBM3",
 //    "measurements": [{"variant": "flash2", "params": {…}, "problem": {…config problem…},
 //                      "median_ms": 0.41, "p10_ms": …, "p90_ms": …}, …]}
+// A run across GPUs adds "context_parallel": {"gpus", "wire_bytes", "merge_ms", "timeline": the traced run's slots
+// [{"step", "gpu", "compute_ms", "idle_ms", "exchange_ms"}, …], "model": {"time_ms", "one_gpu_ms",
+// "scaling_efficiency", "timeline"}}: the measured ring step by step beside the cost model's.
 #pragma once
 
 #include "core/config.h"

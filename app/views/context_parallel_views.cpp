@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
+
 namespace attnlab::views {
 
 namespace {
@@ -15,31 +18,82 @@ std::vector<std::pair<const VariantResult*, const nlohmann::json*>> split_runs(c
   return out;
 }
 
+// The kernels' traced ring of a variant (kernels/context_parallel/ring_backend.cpp's probe: [step, GPU, (compute,
+// idle, exchange)] ms), or null.
+const ProbeArray* measured_timeline(const VariantResult& v) {
+  if (!v.kernel) return nullptr;
+  const auto it = v.kernel->probes.find("kernel.context_parallel.timeline");
+  if (it == v.kernel->probes.end() || it->second.shape.size() != 3 || it->second.shape[2] != 3) return nullptr;
+  return &it->second;
+}
+
+// A bar of the timeline: attention and merges, the wait for the step's end, the exchange beside them (none: no bar).
+Bar slot_bar(std::string label, double compute, double idle, double exchange) {
+  return {std::move(label), {compute, idle, exchange > 0 ? exchange : kNone}, false};
+}
+
 // One bar per (variant, step, GPU): its attention and merges, then the time it waits in the step — for the slowest
 // GPU of the step, or for the shard it receives — so each step's bars stand equally tall; what it sends during the
-// step beside them (the link works under the compute).
-View timeline_view(const std::vector<std::pair<const VariantResult*, const nlohmann::json*>>& runs) {
+// step beside them (the link works under the compute). Where the kernels ran the ring too, the traced run's bar
+// ("measured") stands beside the model's ("model") for every slot.
+View timeline_view(const Results& r) {
   BarChart c;
   c.y = {"time", "ms"};
   c.x_label = "variant · ring step · GPU";
   c.stacks = {"attention and merge", "waiting (slowest GPU or shard)", "sending its shard (under the rest)"};
   c.grouped = false;
-  for (const auto& [v, cp] : runs)
-    for (const auto& slot : (*cp)["timeline"]) {
-      const double send = slot.value("send_ms", 0.0);
-      c.bars.push_back({fmt::format("{} · step {} · GPU {}", v->label, slot.value("step", 0), slot.value("gpu", 0)),
-                        {slot.value("compute_ms", 0.0), slot.value("idle_ms", 0.0), send > 0 ? send : kNone},
-                        false});
+  const nlohmann::json* first_model = nullptr;
+  int measured_gpus = 0;
+  for (const VariantResult& v : r.variants) {
+    const nlohmann::json* model = nullptr;
+    if (v.model && v.model->details.contains("context_parallel") && v.model->details["context_parallel"].is_object())
+      model = &v.model->details["context_parallel"];
+    const ProbeArray* measured = measured_timeline(v);
+    if (!model && !measured) continue;
+    if (model && !first_model) first_model = model;
+    std::map<std::pair<int, int>, Bar> measured_bars;  // (step, GPU)
+    if (measured) {
+      const int64_t steps = measured->shape[0], gpus = measured->shape[1];
+      measured_gpus = int(gpus);
+      for (int64_t s = 0; s < steps; ++s)
+        for (int64_t g = 0; g < gpus; ++g) {
+          const size_t at = size_t((s * gpus + g) * 3);
+          measured_bars[{int(s), int(g)}] =
+              slot_bar(fmt::format("{} · step {} · GPU {}{}", v.label, s, g, model ? " · measured" : ""),
+                       measured->values[at], measured->values[at + 1], measured->values[at + 2]);
+        }
     }
-  const nlohmann::json& first = *runs.front().second;
-  const std::string note = fmt::format(
-      "Context parallelism on {} GPUs over {} ({:.0f} GB/s per direction): at each ring step every GPU attends the K/V "
-      "shard in hand and merges the partial result into its own, while it sends that shard on to the next GPU; a step "
-      "lasts as long as its slowest GPU or its transfer. The third segment is the send, which runs under the first "
-      "two: where it is taller than they are, the link binds that step. Decode has two steps: each GPU's shard of "
-      "the cache, then the partials to GPU 0 and its merge.",
-      first.value("gpus", 0), first.value("link", std::string()), first.value("link_gbs", 0.0));
-  return {"cp_timeline", "HBM traffic", "Across GPUs: each GPU's ring steps (the cost model)", note, c};
+    if (!model) {
+      for (auto& [_, bar] : measured_bars) c.bars.push_back(std::move(bar));
+      continue;
+    }
+    for (const auto& slot : (*model)["timeline"]) {
+      const int step = slot.value("step", 0), gpu = slot.value("gpu", 0);
+      c.bars.push_back(slot_bar(fmt::format("{} · step {} · GPU {}{}", v.label, step, gpu, measured ? " · model" : ""),
+                                slot.value("compute_ms", 0.0), slot.value("idle_ms", 0.0), slot.value("send_ms", 0.0)));
+      if (const auto it = measured_bars.find({step, gpu}); it != measured_bars.end()) c.bars.push_back(it->second);
+    }
+  }
+  std::string note =
+      first_model ? fmt::format("Context parallelism on {} GPUs over {} ({:.0f} GB/s per direction): ",
+                                first_model->value("gpus", 0), first_model->value("link", std::string()),
+                                first_model->value("link_gbs", 0.0))
+                  : fmt::format("Context parallelism on {} GPUs: ", measured_gpus);
+  note +=
+      "at each ring step every GPU attends the K/V shard in hand and merges the partial result into its own, while it "
+      "sends that shard on to the next GPU; a step lasts as long as its slowest GPU or its transfer. The third segment "
+      "is the send, which runs under the first two: where it is taller than they are, the link binds that step. "
+      "Decode has two steps: each GPU's shard of the cache, then the partials to GPU 0 and its merge.";
+  std::string title = "Across GPUs: each GPU's ring steps (the cost model)";
+  if (measured_gpus > 0) {
+    note +=
+        " The measured bars are one traced run of the kernels' ring after the timed ones (CUDA events on each GPU's "
+        "streams); their third segment is the step's exchange — NCCL sends the shard and receives the next in one "
+        "group, so the two finish together.";
+    title = first_model ? "Across GPUs: each GPU's ring steps, the cost model beside the measurement"
+                        : "Across GPUs: each GPU's ring steps (measured)";
+  }
+  return {"cp_timeline", "HBM traffic", title, note, c};
 }
 
 // Grouped per variant: the bytes on every link over the whole run, and the DRAM bytes of the busiest GPU.
@@ -61,9 +115,13 @@ View bytes_view(const std::vector<std::pair<const VariantResult*, const nlohmann
 }  // namespace
 
 std::vector<View> context_parallel_views(const Results& r) {
+  std::vector<View> out;
   const auto runs = split_runs(r);
-  if (runs.empty()) return {};
-  return {timeline_view(runs), bytes_view(runs)};
+  const bool measured = std::any_of(r.variants.begin(), r.variants.end(),
+                                    [](const VariantResult& v) { return measured_timeline(v) != nullptr; });
+  if (!runs.empty() || measured) out.push_back(timeline_view(r));
+  if (!runs.empty()) out.push_back(bytes_view(runs));
+  return out;
 }
 
 }  // namespace attnlab::views

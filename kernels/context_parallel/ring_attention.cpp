@@ -161,6 +161,91 @@ void synchronize(std::vector<std::unique_ptr<Rank>>& ranks) {
   }
 }
 
+// The marks of one traced run (core/context_parallel_trace.h): per rank an origin event, recorded where its streams
+// start the run, and per step four timing events — the attention's begin and end on the compute stream, the
+// exchange's on the communication stream — each read as ms from the rank's origin (events of one device only are
+// compared). A mark that was never recorded stays NaN.
+class RingTracer {
+ public:
+  enum Mark { compute_begin, compute_end, exchange_begin, exchange_end, kMarks };
+
+  RingTracer(const std::vector<std::unique_ptr<Rank>>& ranks, int steps) : ranks_(ranks), steps_(steps) {
+    for (const auto& r : ranks_) {
+      OnDevice on(r->device);
+      events_.emplace_back(size_t(1 + steps * kMarks), nullptr);
+      recorded_.emplace_back(size_t(steps * kMarks), false);
+      for (cudaEvent_t& e : events_.back()) ATTNLAB_CUDA(cudaEventCreate(&e));
+    }
+  }
+  ~RingTracer() {
+    for (size_t r = 0; r < events_.size(); ++r) {
+      cudaSetDevice(ranks_[r]->device);
+      for (cudaEvent_t e : events_[r])
+        if (e) cudaEventDestroy(e);
+    }
+    if (!ranks_.empty()) cudaSetDevice(ranks_[0]->device);
+  }
+  RingTracer(const RingTracer&) = delete;
+  RingTracer& operator=(const RingTracer&) = delete;
+
+  // On the rank's device (the caller's scope has it current).
+  void origin(int rank, cudaStream_t s) { ATTNLAB_CUDA(cudaEventRecord(events_[size_t(rank)][0], s)); }
+  void mark(int rank, int step, Mark m, cudaStream_t s) {
+    const size_t i = size_t(step * kMarks + m);
+    ATTNLAB_CUDA(cudaEventRecord(events_[size_t(rank)][1 + i], s));
+    recorded_[size_t(rank)][i] = true;
+  }
+
+  // Step-major marks, once every rank has finished.
+  std::vector<cp::StepMarks> marks() const {
+    std::vector<cp::StepMarks> out(size_t(steps_) * ranks_.size());
+    for (size_t r = 0; r < ranks_.size(); ++r) {
+      OnDevice on(ranks_[r]->device);
+      for (int s = 0; s < steps_; ++s) {
+        double t[kMarks];
+        for (int m = 0; m < kMarks; ++m) {
+          const size_t i = size_t(s * kMarks + m);
+          float ms = NAN;
+          if (recorded_[r][i]) ATTNLAB_CUDA(cudaEventElapsedTime(&ms, events_[r][0], events_[r][1 + i]));
+          t[m] = ms;
+        }
+        out[size_t(s) * ranks_.size() + r] = {t[compute_begin], t[compute_end], t[exchange_begin], t[exchange_end]};
+      }
+    }
+    return out;
+  }
+
+ private:
+  const std::vector<std::unique_ptr<Rank>>& ranks_;
+  int steps_;
+  std::vector<std::vector<cudaEvent_t>> events_;  // [rank]: origin, then [step · kMarks + mark]
+  std::vector<std::vector<bool>> recorded_;
+};
+
+// One run of `once` traced: every rank's streams start from one event of rank 0, as in time_ring, each rank's origin
+// recorded there.
+std::vector<cp::StepMarks> trace_ring(std::vector<std::unique_ptr<Rank>>& ranks, RingTracer& tracer,
+                                      const std::function<void()>& once) {
+  cudaEvent_t fork = nullptr;
+  {
+    OnDevice on(ranks[0]->device);
+    ATTNLAB_CUDA(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+    ATTNLAB_CUDA(cudaEventRecord(fork, ranks[0]->compute));
+  }
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    OnDevice at(ranks[r]->device);
+    for (cudaStream_t s : {ranks[r]->compute, ranks[r]->comm}) ATTNLAB_CUDA(cudaStreamWaitEvent(s, fork));
+    tracer.origin(int(r), ranks[r]->compute);
+  }
+  once();
+  synchronize(ranks);
+  {
+    OnDevice on(ranks[0]->device);
+    cudaEventDestroy(fork);
+  }
+  return tracer.marks();
+}
+
 // ----- prefill: the ring -----
 
 RingRun prefill(const Problem& p, const RingVariant& v, RingTransport& t, bool timed) {
@@ -204,12 +289,15 @@ RingRun prefill(const Problem& p, const RingVariant& v, RingTransport& t, bool t
   // then sends the shard in hand and receives the next, (3) the compute stream attends the blocks of the shard in
   // hand. The stream waits capture the events' records of the previous step: (1) and (2) are issued before the
   // step re-records them. The own shard stays where it is, so the timed runs repeat the same ring.
+  // A traced run marks each step's attention (from the clears at step 0 to the stores at the last) and exchange.
   auto in_hand = [&](Rank& k, int s) { return s == 0 ? k.own.as<void>() : k.ring[s % 2].as<void>(); };
+  RingTracer* tracer = nullptr;
   auto once = [&] {
     wire = 0;
     for (int r = 0; r < P; ++r) {
       Rank& k = *ranks[size_t(r)];
       OnDevice on(k.device);
+      if (tracer) tracer->mark(r, 0, RingTracer::compute_begin, k.compute);
       for (size_t c = 0; c < k.o_acc.size(); ++c)
         ATTNLAB_CUDA(lse_merge_clear(k.o_acc[c].as<float>(), k.l_acc[c].as<float>(),
                                      rows_of(p, plan.shards[size_t(r)].q[c]), d, k.compute));
@@ -221,6 +309,8 @@ RingRun prefill(const Problem& p, const RingVariant& v, RingTransport& t, bool t
         OnDevice on(k.device);
         if (s > 0) ATTNLAB_CUDA(cudaStreamWaitEvent(k.compute, k.received));  // (1)
         if (s > 0 && s < P - 1) ATTNLAB_CUDA(cudaStreamWaitEvent(k.comm, k.computed));  // (2)
+        if (tracer && s > 0) tracer->mark(r, s, RingTracer::compute_begin, k.compute);
+        if (tracer && s < P - 1) tracer->mark(r, s, RingTracer::exchange_begin, k.comm);
         x.send[size_t(r)] = in_hand(k, s);
         x.recv[size_t(r)] = P > 1 ? k.ring[(s + 1) % 2].as<void>() : nullptr;
         x.bytes[size_t(r)] = v.shard_bytes(plan.shards[size_t(plan.steps[size_t(s)][size_t(r)].kv_owner)].kv);
@@ -232,6 +322,7 @@ RingRun prefill(const Problem& p, const RingVariant& v, RingTransport& t, bool t
           Rank& k = *ranks[size_t(r)];
           OnDevice on(k.device);
           ATTNLAB_CUDA(cudaEventRecord(k.received, k.comm));
+          if (tracer) tracer->mark(r, s, RingTracer::exchange_end, k.comm);
           wire += double(x.bytes[size_t(r)]);
         }
       }
@@ -254,6 +345,7 @@ RingRun prefill(const Problem& p, const RingVariant& v, RingTransport& t, bool t
                                      k.compute));
         }
         ATTNLAB_CUDA(cudaEventRecord(k.computed, k.compute));
+        if (tracer && s < P - 1) tracer->mark(r, s, RingTracer::compute_end, k.compute);
       }
     }
     for (int r = 0; r < P; ++r) {
@@ -262,6 +354,7 @@ RingRun prefill(const Problem& p, const RingVariant& v, RingTransport& t, bool t
       for (size_t c = 0; c < k.o_acc.size(); ++c)
         ATTNLAB_CUDA(lse_merge_store(k.o_acc[c].as<float>(), k.l_acc[c].as<float>(), k.o_out[c].as<void>(), element,
                                      k.l_out[c].as<float>(), rows_of(p, plan.shards[size_t(r)].q[c]), d, k.compute));
+      if (tracer) tracer->mark(r, P - 1, RingTracer::compute_end, k.compute);
     }
   };
 
@@ -286,7 +379,13 @@ RingRun prefill(const Problem& p, const RingVariant& v, RingTransport& t, bool t
             download<float>(k.l_out[c], rows_of(p, q)), run);
     }
   }
-  if (timed) run.ms = time_ring(ranks, once);
+  if (timed) {
+    run.ms = time_ring(ranks, once);
+    RingTracer traced(ranks, P);
+    tracer = &traced;
+    run.trace = cp::prefill_trace(P, trace_ring(ranks, traced, once));
+    tracer = nullptr;
+  }
   return run;
 }
 
@@ -333,6 +432,8 @@ RingRun decode(const Problem& p, const RingVariant& v, RingTransport& t, bool ti
     cudaEvent_t& b;
     ~Events() { cudaEventDestroy(a), cudaEventDestroy(b); }
   } events{merge_start, merge_end};
+  // A traced run marks each rank's attention (step 0), its partial's exchange and rank 0's merge (step 1).
+  RingTracer* tracer = nullptr;
   auto once = [&] {
     Exchange x(ranks.size());
     for (int r = 0; r < P; ++r) {
@@ -340,6 +441,7 @@ RingRun decode(const Problem& p, const RingVariant& v, RingTransport& t, bool ti
       OnDevice on(k.device);
       const cp::Span own = shards[size_t(r)];
       auto* part = k.part.as<std::byte>();
+      if (tracer) tracer->mark(r, 0, RingTracer::compute_begin, k.compute);
       if (own.size() > 0) {
         const std::vector<cp::Span> spans{own};
         v.attend(k.q[0].as<void>(), queries, k.own.as<void>(), spans, 0, false, part,
@@ -348,11 +450,20 @@ RingRun decode(const Problem& p, const RingVariant& v, RingTransport& t, bool ti
       }
       ATTNLAB_CUDA(cudaEventRecord(k.computed, k.compute));
       ATTNLAB_CUDA(cudaStreamWaitEvent(k.comm, k.computed));
+      if (tracer) {
+        tracer->mark(r, 0, RingTracer::compute_end, k.compute);
+        tracer->mark(r, 1, RingTracer::exchange_begin, k.comm);
+      }
       x.send[size_t(r)] = part;
       x.recv[size_t(r)] = ranks[0]->parts[size_t(r)].as<void>();
       x.streams[size_t(r)] = k.comm;
     }
     t.gather(x.send, x.recv, x.bytes, x.streams);
+    if (tracer)
+      for (int r = 0; r < P; ++r) {
+        OnDevice on(ranks[size_t(r)]->device);
+        tracer->mark(r, 1, RingTracer::exchange_end, ranks[size_t(r)]->comm);
+      }
     wire = 0;
     for (size_t b : x.bytes) wire += double(b);
     Rank& first = *ranks[0];
@@ -360,6 +471,7 @@ RingRun decode(const Problem& p, const RingVariant& v, RingTransport& t, bool ti
     ATTNLAB_CUDA(cudaEventRecord(first.received, first.comm));
     ATTNLAB_CUDA(cudaStreamWaitEvent(first.compute, first.received));
     ATTNLAB_CUDA(cudaEventRecord(merge_start, first.compute));
+    if (tracer) tracer->mark(0, 1, RingTracer::compute_begin, first.compute);
     float* o_acc = first.o_acc[0].as<float>();
     float* l_acc = first.l_acc[0].as<float>();
     ATTNLAB_CUDA(lse_merge_clear(o_acc, l_acc, rows, d, first.compute));
@@ -372,6 +484,7 @@ RingRun decode(const Problem& p, const RingVariant& v, RingTransport& t, bool ti
     ATTNLAB_CUDA(lse_merge_store(o_acc, l_acc, first.o_out[0].as<void>(), element, first.l_out[0].as<float>(), rows, d,
                                  first.compute));
     ATTNLAB_CUDA(cudaEventRecord(merge_end, first.compute));
+    if (tracer) tracer->mark(0, 1, RingTracer::compute_end, first.compute);
   };
 
   RingRun run;
@@ -394,6 +507,12 @@ RingRun decode(const Problem& p, const RingVariant& v, RingTransport& t, bool ti
       ATTNLAB_CUDA(cudaEventElapsedTime(&t, merge_start, merge_end));
       run.merge_ms.push_back(t);
     });
+  if (timed) {
+    RingTracer traced(ranks, 2);
+    tracer = &traced;
+    run.trace = cp::decode_trace(P, trace_ring(ranks, traced, once));
+    tracer = nullptr;
+  }
   return run;
 }
 

@@ -16,6 +16,7 @@
 #pragma once
 
 #include "core/context_parallel.h"
+#include "core/context_parallel_trace.h"
 #include "core/problem.h"
 #include "core/tensor.h"
 #include "kernels/context_parallel/lse_merge.h"
@@ -71,6 +72,9 @@ struct RingRun {
   std::vector<float> lse;  // (B, Hq, Nq)
   std::vector<float> ms;   // one time per timed run (empty when not timed)
   std::vector<float> merge_ms;  // decode: per timed run, rank 0's merge of the partials (all arrived → stored)
+  // One more run after the timed ones, traced: what each rank did at each step (core/context_parallel_trace.h), the
+  // measured counterpart of the cost model's timeline. Empty when not timed.
+  std::vector<cp::TraceSlot> trace;
   double wire_bytes = 0;   // bytes the transport moved in one run: the shards around the ring, or the partials
   double io_bytes = 0;     // the inputs once in their storage format (every query, every shard) and the output once
   int ranks = 1;
@@ -79,7 +83,7 @@ struct RingRun {
 
 // p across t's ranks with variant v's kernels (v built for p and its inputs). timed: after the correctness run,
 // kWarmupRuns and kTimedRuns runs of the whole ring, each from a start event every rank's streams wait on to the
-// point where rank 0 has seen every rank finish (timing.h's counts).
+// point where rank 0 has seen every rank finish (timing.h's counts), then one traced run (RingRun::trace).
 RingRun run_ring(const Problem& p, const RingVariant& v, RingTransport& t, bool timed);
 
 }  // namespace attnlab::kernels

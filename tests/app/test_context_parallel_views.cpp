@@ -1,12 +1,15 @@
 // The views of a problem across GPUs (app/views/context_parallel_views.h): the ring's timeline per GPU and step,
 // and the link bytes beside the HBM bytes, drawn from the model's details (the preset configs/context-parallel.json,
-// model only: any machine), and in the report's HTML.
+// model only: any machine), and in the report's HTML; the kernels' traced ring (its probe, written here as the
+// kernel backend writes it) beside the model's slot by slot, or alone.
 #include "app/report/html.h"
 #include "app/views/chart.h"
 #include "core/config.h"
 #include "core/runner.h"
 #include "sim/model_backend.h"
 #include "tests/catch.h"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
@@ -79,6 +82,72 @@ TEST_CASE("across GPUs: link bytes beside HBM bytes, the compressed formats fewe
   const std::string html = report::render_html(r);
   CHECK(html.find("Across GPUs: each GPU") != std::string::npos);
   CHECK(html.find("bytes on the links beside HBM bytes") != std::string::npos);
+}
+
+// A traced ring as the kernel backend records it (kernels/context_parallel/ring_backend.cpp): [step, GPU, (compute,
+// idle, exchange)] ms, the values distinct so a bar can be traced to its cell.
+ProbeArray traced(int64_t gpus) {
+  ProbeArray a;
+  a.shape = {gpus, gpus, 3};
+  std::vector<double> values;
+  for (int64_t i = 0; i < gpus * gpus; ++i) {
+    const bool last_step = i / gpus == gpus - 1;
+    values.insert(values.end(), {1.0 + double(i), 0.25 * double(i), last_step ? 0.0 : 0.5 + double(i)});
+  }
+  a.values = std::move(values);
+  a.unit = "ms";
+  return a;
+}
+
+TEST_CASE("across GPUs: the kernels' traced ring stands beside the model's, slot by slot", "[views][context_parallel]") {
+  Results r = preset_at(2);
+  REQUIRE(r.variants.size() >= 2);
+  KernelResult k;
+  k.probes["kernel.context_parallel.timeline"] = traced(2);
+  r.variants[0].kernel = k;
+  const View* timeline = nullptr;
+  const std::vector<View> all = chart_views(r, 64, 0);
+  timeline = find_view(all, "cp_timeline");
+  REQUIRE(timeline);
+  CHECK(timeline->title.find("the cost model beside the measurement") != std::string::npos);
+  CHECK(timeline->note.find("one traced run") != std::string::npos);
+  const auto& c = std::get<BarChart>(timeline->body);
+  // The first variant: 2 steps × 2 GPUs, a model bar then a measured one each; the others their 4 model bars.
+  REQUIRE(c.bars.size() == 8 + (r.variants.size() - 1) * 4);
+  const auto& model = r.variants[0].model->details["context_parallel"]["timeline"];
+  for (int slot = 0; slot < 4; ++slot) {
+    const Bar& predicted = c.bars[size_t(2 * slot)];
+    const Bar& measured = c.bars[size_t(2 * slot + 1)];
+    const int step = model[size_t(slot)]["step"], gpu = model[size_t(slot)]["gpu"];
+    INFO(predicted.label << " | " << measured.label);
+    CHECK(predicted.label == fmt::format("{} · step {} · GPU {} · model", r.variants[0].label, step, gpu));
+    CHECK(measured.label == fmt::format("{} · step {} · GPU {} · measured", r.variants[0].label, step, gpu));
+    CHECK(predicted.segments[0] == model[size_t(slot)]["compute_ms"].get<double>());
+    const int cell = step * 2 + gpu;
+    CHECK(measured.segments[0] == 1.0 + cell);
+    CHECK(measured.segments[1] == 0.25 * cell);
+    CHECK(std::isnan(measured.segments[2]) == (step == 1));  // nothing exchanged at the last step: no bar
+    if (step == 0) CHECK(measured.segments[2] == 0.5 + cell);
+  }
+  CHECK(c.bars[8].label.find(" · model") == std::string::npos);  // a variant measured by no ring: as before
+}
+
+TEST_CASE("across GPUs: a ring measured without the model draws its own timeline", "[views][context_parallel]") {
+  Results r = preset_at(2);
+  for (VariantResult& v : r.variants) v.model.reset();
+  KernelResult k;
+  k.probes["kernel.context_parallel.timeline"] = traced(2);
+  r.variants[0].kernel = k;
+  const std::vector<View> all = chart_views(r, 64, 0);
+  const View* timeline = find_view(all, "cp_timeline");
+  REQUIRE(timeline);
+  CHECK(!find_view(all, "cp_bytes"));  // the link bytes are the model's
+  CHECK(timeline->title == "Across GPUs: each GPU's ring steps (measured)");
+  CHECK(timeline->note.find("Context parallelism on 2 GPUs: ") == 0);
+  const auto& c = std::get<BarChart>(timeline->body);
+  REQUIRE(c.bars.size() == 4);
+  CHECK(c.bars[3].label == fmt::format("{} · step 1 · GPU 1", r.variants[0].label));
+  CHECK(c.bars[3].segments[0] == 4.0);
 }
 
 TEST_CASE("on one GPU there are no across-GPU views", "[views][context_parallel]") {

@@ -430,6 +430,62 @@ TEST_CASE("the measurements bench writes are what calibrate reads", "[sim][calib
   CHECK(m[0].variant.id == "flash2");
 }
 
+TEST_CASE("a ring's measurement carries its traced timeline and the model's beside it", "[sim][calibrate]") {
+  Results r;
+  Problem p = prefill(8192, 128, true, 32, 8);
+  p.gpus = 2;
+  r.problem = to_json(p);
+  r.environment.gpu = "NVIDIA H100 80GB HBM3";
+  VariantResult v;
+  v.id = "flash2", v.label = "FP16", v.params = ParamValues::defaults(find_variant("flash2")->params).to_json();
+  v.kernel = KernelResult{};
+  v.kernel->median_ms = 2.5;
+  v.kernel->probes["kernel.context_parallel"] =
+      labelled({"gpus", "wire_bytes", "timed_runs", "merge_ms"}, {2, 3.0e7, 30, 0}, "", "");
+  ProbeArray trace;  // [step, GPU, (compute, idle, exchange)]
+  trace.shape = {2, 2, 3};
+  trace.values = std::vector<double>{1.0, 0.1, 0.5, 1.05, 0.05, 0.6, 1.2, 0.0, 0.0, 1.1, 0.1, 0.0};
+  v.kernel->probes["kernel.context_parallel.timeline"] = trace;
+  v.model = ModelResult{};
+  v.model->time_ms = 2.4;
+  v.model->details["context_parallel"] = {
+      {"one_gpu_ms", 4.6}, {"scaling_efficiency", 0.958},
+      {"timeline", nlohmann::json::array({{{"step", 0}, {"gpu", 0}, {"compute_ms", 1.1}, {"idle_ms", 0}, {"send_ms", 0.4}},
+                                          {{"step", 0}, {"gpu", 1}, {"compute_ms", 1.0}, {"idle_ms", 0.1}, {"send_ms", 0.4}},
+                                          {{"step", 1}, {"gpu", 0}, {"compute_ms", 1.3}, {"idle_ms", 0}, {"send_ms", 0}},
+                                          {{"step", 1}, {"gpu", 1}, {"compute_ms", 1.2}, {"idle_ms", 0.1}, {"send_ms", 0}}})}};
+  r.variants.push_back(v);
+  const nlohmann::json j = measurements_json({r});
+  const nlohmann::json& cp = j["measurements"][0]["context_parallel"];
+  CHECK(cp["gpus"] == 2);
+  CHECK(cp["wire_bytes"] == 3.0e7);
+  CHECK_FALSE(cp.contains("merge_ms"));  // a prefill's merges follow each block: none timed apart
+  REQUIRE(cp["timeline"].size() == 4);
+  CHECK(cp["timeline"][1] == nlohmann::json({{"step", 0}, {"gpu", 1}, {"compute_ms", 1.05}, {"idle_ms", 0.05},
+                                             {"exchange_ms", 0.6}}));
+  CHECK_FALSE(cp["timeline"][3].contains("exchange_ms"));  // the last step sends nothing
+  CHECK(cp["model"]["time_ms"] == 2.4);
+  CHECK(cp["model"]["scaling_efficiency"] == 0.958);
+  CHECK(cp["model"]["timeline"][0]["exchange_ms"] == 0.4);
+  // The file reads back as every measurements file does; a slot with a negative wait is refused, naming it.
+  const std::string path = std::string(ATTNLAB_TEST_TMP) + "/bench-ring.json";
+  std::filesystem::create_directories(ATTNLAB_TEST_TMP);
+  std::ofstream(path) << j.dump();
+  CHECK(load_measurements(path).size() == 1);
+  nlohmann::json bad = j;
+  bad["measurements"][0]["context_parallel"]["timeline"][2]["idle_ms"] = -0.1;
+  std::ofstream(path) << bad.dump();
+  try {
+    (void)load_measurements(path);
+    FAIL("a negative wait was read");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("measurements[0].context_parallel.timeline[2].idle_ms") != std::string::npos);
+  }
+  // A run on one GPU carries no section.
+  r.variants[0].kernel->probes.clear();
+  CHECK_FALSE(measurements_json({r})["measurements"][0].contains("context_parallel"));
+}
+
 }  // namespace
 }  // namespace attnlab::sim
 

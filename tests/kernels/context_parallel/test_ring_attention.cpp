@@ -373,6 +373,61 @@ TEST_CASE("context-parallel ring: a rank that fails fails the whole run, in one 
   check_failing_rank(dev, *t, fresh_seed());
 }
 
+// The traced run (RingRun::trace) of a timed ring: one slot per rank and step, an exchange exactly where the rank
+// sends or receives (a prefill's steps but the last; a decode's step 1), no negative time, and every rank's steps
+// spanning the same ring — from its start to the ring's end, so their sums agree to the ranks' start skew (a
+// cross-stream or cross-GPU wait: well under 0.1 ms) — and spanning about as long as a timed run: the traced run is one
+// more run of the same ring, so a sum outside half to twice the timed median means a mark in the wrong place (an
+// origin after the work, an end before it), not noise.
+void check_trace(const kernels::DeviceInfo& dev, const Problem& p, kernels::RingTransport& t) {
+  const QKV in = data::generate(p, "normal", ParamValues::defaults(data::find_generator("normal")->params), 21);
+  Experiment e;
+  e.problem = p;
+  VariantRequest v;
+  v.id = "flash2", v.params = ParamValues::defaults(find_variant("flash2")->params);
+  const kernels::RingRun run = kernels::run_ring(p, *kernels::find_kernel_row("flash2")->ring(e, v, in, dev), t, true);
+  const int P = run.ranks, steps = p.phase == Phase::decode ? 2 : P;
+  INFO(fmt::format("{} over {} ranks ({}), N {}", to_string(p.phase), P, run.transport, p.kv_len));
+  REQUIRE(run.trace.size() == size_t(P * steps));
+  REQUIRE(!run.ms.empty());
+  std::vector<float> ms = run.ms;
+  std::sort(ms.begin(), ms.end());
+  const double median = ms[ms.size() / 2];
+  std::vector<double> spanned(size_t(P), 0.0);
+  for (const cp::TraceSlot& s : run.trace) {
+    INFO(fmt::format("step {} GPU {}: compute {} idle {} exchange {}", s.step, s.gpu, s.compute_ms, s.idle_ms, s.exchange_ms));
+    CHECK(s.compute_ms >= 0);
+    CHECK(s.idle_ms >= 0);
+    const bool exchanges = p.phase == Phase::decode ? s.step == 1 : s.step < P - 1;
+    CHECK(std::isnan(s.exchange_ms) == !exchanges);
+    if (p.phase == Phase::prefill || s.step == 0) spanned[size_t(s.gpu)] += s.compute_ms + s.idle_ms;
+  }
+  for (int r = 0; r < P; ++r) {
+    INFO(fmt::format("GPU {}: its steps span {} ms, GPU 0's {} ms, a timed run's median {} ms", r, spanned[size_t(r)],
+                     spanned[0], median));
+    CHECK(std::abs(spanned[size_t(r)] - spanned[0]) < 0.1);
+    if (p.phase == Phase::prefill) {
+      CHECK(spanned[size_t(r)] > 0.5 * median);
+      CHECK(spanned[size_t(r)] < 2 * median);
+    }
+  }
+}
+
+TEST_CASE("context-parallel ring: the traced run's timeline", "[gpu][kernels]") {
+  const kernels::DeviceInfo dev = kernels::probe_device();
+  if (!dev.usable) ATTNLAB_SKIP(dev.reason);
+  for (int ranks : {2, 3}) {
+    const std::unique_ptr<kernels::RingTransport> t = kernels::one_device_transport(ranks);
+    check_trace(dev, problem(128, 8, 2, 8192, true, Phase::prefill), *t);
+    check_trace(dev, problem(128, 32, 8, 16384, false, Phase::decode), *t);
+  }
+  if (kernels::nccl_refusal(2).empty()) {
+    const std::unique_ptr<kernels::RingTransport> t = kernels::nccl_transport(2);
+    check_trace(dev, problem(128, 8, 2, 8192, true, Phase::prefill), *t);
+    check_trace(dev, problem(128, 32, 8, 16384, false, Phase::decode), *t);
+  }
+}
+
 TEST_CASE("context-parallel ring over NCCL equals the one-GPU kernel within the merge's rounding",
           "[gpu][multi][kernels]") {
   const kernels::DeviceInfo dev = kernels::probe_device();
