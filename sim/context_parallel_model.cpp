@@ -213,4 +213,34 @@ MultiGpuPrediction predict_context_parallel(const Problem& p, const VariantReque
   return m;
 }
 
+LinkCrossover link_crossover(const Problem& p, const VariantRequest& v, const GpuSpec& gpu, int gpus,
+                             cp::Balance balance, const ModelOptions& o) {
+  LinkCrossover c;
+  if (gpus < 2) return c;  // one GPU sends nothing
+  auto at = [&](int64_t n) {
+    Problem x = p;
+    x.kv_len = n;
+    if (x.phase == Phase::prefill) x.q_len = n;
+    return predict_context_parallel(x, v, gpu, gpus, balance, o).link_bound_steps > 0;
+  };
+  const int64_t shortest = 2 * gpus * cp::kShardAlign;
+  int64_t bound = 0, hidden = 0;  // the last link-bound length scanned, the first hidden one after it
+  for (int64_t n = shortest; n <= kCrossoverScanTokens; n *= 2) {
+    if (at(n)) bound = n;
+    else if (bound > 0) {
+      hidden = n;
+      break;
+    }
+  }
+  if (bound == 0) return c;
+  if (hidden == 0) return {bound, true};
+  while (hidden - bound > cp::kShardAlign) {  // bound is link-bound, hidden is not
+    const int64_t mid = (bound + hidden) / 2 / cp::kShardAlign * cp::kShardAlign;
+    if (mid <= bound) break;
+    (at(mid) ? bound : hidden) = mid;
+  }
+  c.tokens = bound;
+  return c;
+}
+
 }  // namespace attnlab::sim

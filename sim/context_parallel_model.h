@@ -64,4 +64,19 @@ std::string links_missing(const GpuSpec& gpu);
 MultiGpuPrediction predict_context_parallel(const Problem& p, const VariantRequest& v, const GpuSpec& gpu, int gpus,
                                             cp::Balance balance, const ModelOptions& o = {});
 
+// Where the links bind: the longest sequence at which p's run across `gpus` GPUs still waits on the link in some step
+// (the model's bound "link"). A ring step's transfer grows with N and its attention with N² (a decode's partials do
+// not grow at all), so the links bind below a crossover and are hidden above it; a compressed K/V format moves the
+// crossover down by its bytes. (At the very shortest splits a step's fixed costs — its launches — can outlast its few
+// bytes again: the crossover is the longest link-bound length, not the start of a range.) Found by the model itself:
+// N doubled from the shortest split (2 · gpus · kShardAlign tokens) up to kCrossoverScanTokens, stopping at the first
+// hidden length after a link-bound one, then bisected between the two to kShardAlign.
+inline constexpr int64_t kCrossoverScanTokens = int64_t{1} << 20;  // 1M tokens, the longest the presets ask about
+struct LinkCrossover {
+  int64_t tokens = 0;        // the longest link-bound length; 0: none scanned is
+  bool whole_scan = false;   // link-bound at kCrossoverScanTokens too: the links bind at every length scanned
+};
+LinkCrossover link_crossover(const Problem& p, const VariantRequest& v, const GpuSpec& gpu, int gpus,
+                             cp::Balance balance, const ModelOptions& o = {});
+
 }  // namespace attnlab::sim

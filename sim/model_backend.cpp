@@ -18,6 +18,7 @@ void add_context_parallel(ModelResult& m, const Experiment& e, const VariantRequ
   const int gpus = static_cast<int>(e.problem.gpus);
   const cp::Balance balance = cp::default_balance(e.problem.causal);
   const MultiGpuPrediction mg = predict_context_parallel(e.problem, v, gpu, gpus, balance, o);
+  const LinkCrossover crossover = link_crossover(e.problem, v, gpu, gpus, balance, o);
   nlohmann::json timeline = nlohmann::json::array();
   for (const RingSlot& s : mg.timeline)
     timeline.push_back({{"gpu", s.gpu}, {"step", s.step}, {"compute_ms", s.compute_ms}, {"send_ms", s.send_ms},
@@ -29,7 +30,9 @@ void add_context_parallel(ModelResult& m, const Experiment& e, const VariantRequ
       {"one_gpu_ms", mg.one_gpu_ms}, {"scaling_efficiency", mg.scaling_efficiency},
       {"link_bytes", mg.link_bytes}, {"hbm_bytes_per_gpu", mg.hbm_bytes_per_gpu},
       {"imbalance", mg.imbalance},   {"bound", mg.bound},
-      {"link_bound_steps", mg.link_bound_steps}, {"timeline", timeline}, {"explain", mg.explain}};
+      {"link_bound_steps", mg.link_bound_steps}, {"timeline", timeline}, {"explain", mg.explain},
+      {"link_bound_up_to_tokens", crossover.tokens}, {"link_bound_whole_scan", crossover.whole_scan},
+      {"link_crossover_scanned_to", kCrossoverScanTokens}};
   m.time_ms = mg.time_ms;
   if (mg.bound == "link") m.bound = "link";
   m.details["time_terms_ms"] = nlohmann::json::array();  // the multi-GPU total's terms replace the one GPU's

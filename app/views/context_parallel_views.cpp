@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 namespace attnlab::views {
@@ -112,6 +113,44 @@ View bytes_view(const std::vector<std::pair<const VariantResult*, const nlohmann
   return {"cp_bytes", "HBM traffic", "Across GPUs: bytes on the links beside HBM bytes (the cost model)", note, c};
 }
 
+// Per variant: its link and bytes on it (beside FP16's, where flash2 ran too), whether this N waits on the link, and
+// the model's crossover — the longest N at which a step still waits for its shard (sim/context_parallel_model.h
+// link_crossover): where the links bind, and so where a compressed format pays on the wire.
+View links_view(const std::vector<std::pair<const VariantResult*, const nlohmann::json*>>& runs) {
+  Table t;
+  t.title = "Across GPUs: where the links bind (the cost model)";
+  t.columns = {{"variant", "variant", ""},
+               {"link", "link", ""},
+               {"link_gbs", "per direction", "GB/s"},
+               {"link_bytes", "on the links, one run", "bytes"},
+               {"link_bytes_over_fp16", "× FP16's", ""},
+               {"link_bound_steps", "steps waiting on the link", ""},
+               {"link_bound_up_to_tokens", "the links bind at N ≤", "tokens"},
+               {"scaling_efficiency", "scaling efficiency", ""}};
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();  // a double default: json::value returns its type
+  double fp16 = kNaN;
+  for (const auto& [v, cp] : runs)
+    if (v->id == "flash2") fp16 = cp->value("link_bytes", kNaN);
+  auto text = [](const std::string& s) { return Cell{s, NAN}; };
+  for (const auto& [v, cp] : runs) {
+    const double bytes = cp->value("link_bytes", 0.0);
+    const int64_t up_to = cp->value("link_bound_up_to_tokens", int64_t{0});
+    Cell crossover = up_to > 0 ? number_cell(double(up_to), "{:.0f}") : text("never");
+    if (cp->value("link_bound_whole_scan", false))
+      crossover = text(fmt::format("every N to {}", cp->value("link_crossover_scanned_to", int64_t{0})));
+    t.rows.push_back({text(v->label), text(cp->value("link", std::string())), number_cell(cp->value("link_gbs", kNaN), "{:.0f}"),
+                      number_cell(bytes, "{:.3e}"), number_cell(bytes / fp16, "{:.2f}"),
+                      number_cell(cp->value("link_bound_steps", 0), "{:.0f}"), crossover,
+                      number_cell(cp->value("scaling_efficiency", kNaN), "{:.3f}")});
+  }
+  t.legend =
+      "A ring step's transfer grows with N, its attention with N²: below the crossover a step waits for its shard, "
+      "above it the transfer hides under the attention. A format with fewer bytes on the wire moves the crossover down "
+      "— compression pays on the links only below FP16's crossover (and in HBM at every N). \"never\": no length from "
+      "the shortest split (2 · GPUs · 128 tokens) to the longest the model scans waits on the link.";
+  return {"cp_links", "HBM traffic", t.title, t.legend, t};
+}
+
 }  // namespace
 
 std::vector<View> context_parallel_views(const Results& r) {
@@ -120,7 +159,7 @@ std::vector<View> context_parallel_views(const Results& r) {
   const bool measured = std::any_of(r.variants.begin(), r.variants.end(),
                                     [](const VariantResult& v) { return measured_timeline(v) != nullptr; });
   if (!runs.empty() || measured) out.push_back(timeline_view(r));
-  if (!runs.empty()) out.push_back(bytes_view(runs));
+  if (!runs.empty()) out.push_back(bytes_view(runs)), out.push_back(links_view(runs));
   return out;
 }
 

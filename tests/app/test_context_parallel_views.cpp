@@ -150,10 +150,48 @@ TEST_CASE("across GPUs: a ring measured without the model draws its own timeline
   CHECK(c.bars[3].segments[0] == 4.0);
 }
 
+TEST_CASE("across GPUs: where the links bind, per variant, beside FP16's bytes", "[views][context_parallel]") {
+  const Results r = preset_at(4);
+  const std::vector<View> all = chart_views(r, 64, 0);
+  const View* links = find_view(all, "cp_links");
+  REQUIRE(links);
+  const auto& t = std::get<Table>(links->body);
+  REQUIRE(t.rows.size() == r.variants.size());
+  auto column = [&](const std::string& key) {
+    const auto it = std::find_if(t.columns.begin(), t.columns.end(), [&](const Column& c) { return c.key == key; });
+    REQUIRE(it != t.columns.end());
+    return size_t(it - t.columns.begin());
+  };
+  for (size_t v = 0; v < r.variants.size(); ++v) {
+    const auto& cp = r.variants[v].model->details["context_parallel"];
+    INFO(r.variants[v].label);
+    CHECK(t.rows[v][column("variant")].text == r.variants[v].label);
+    CHECK(t.rows[v][column("link")].text == "NVLink");
+    CHECK(t.rows[v][column("link_bytes")].value == cp["link_bytes"].get<double>());
+    // The preset's H100s over NVLink: no length the model scans waits on the link.
+    CHECK(t.rows[v][column("link_bound_up_to_tokens")].text == "never");
+    CHECK(t.rows[v][column("scaling_efficiency")].value == cp["scaling_efficiency"].get<double>());
+  }
+  CHECK(t.rows[0][column("link_bytes_over_fp16")].value == 1.0);  // the preset's first variant is FP16 (flash2)
+  CHECK(t.rows[3][column("link_bytes_over_fp16")].value < 0.3);    // FireQ's INT4 cache
+  // On PCIe (an L40S) FP16's transfers bind at short sequences: the crossover is a number of tokens.
+  Experiment e = load_experiment(std::string(ATTNLAB_SOURCE_DIR) + "/configs/context-parallel.json");
+  e.gpu_model = "l40s";
+  Runner runner;
+  runner.add_backend(std::make_unique<sim::ModelBackend>());
+  const std::vector<View> pcie = chart_views(runner.run(e), 64, 0);
+  const auto& tp = std::get<Table>(find_view(pcie, "cp_links")->body);
+  CHECK(tp.rows[0][column("link")].text == "PCIe");
+  CHECK(tp.rows[0][column("link_bound_up_to_tokens")].value > 0);
+  CHECK(tp.rows[0][column("link_bound_up_to_tokens")].value ==
+        double(runner.run(e).variants[0].model->details["context_parallel"]["link_bound_up_to_tokens"].get<int64_t>()));
+}
+
 TEST_CASE("on one GPU there are no across-GPU views", "[views][context_parallel]") {
   const std::vector<View> all = chart_views(preset_at(1), 64, 0);
   CHECK(!find_view(all, "cp_timeline"));
   CHECK(!find_view(all, "cp_bytes"));
+  CHECK(!find_view(all, "cp_links"));
 }
 
 }  // namespace ATTNLAB_FILE_LOCAL

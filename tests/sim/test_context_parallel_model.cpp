@@ -136,8 +136,8 @@ TEST_CASE("NVLink hides the ring's transfers at long sequences; PCIe does not at
   CHECK(nv.link_bound_steps == 0);
   // With every transfer hidden, what is lost is the blocks' own overheads (their launches and tails, the diagonal
   // blocks' causal waves: 0.909 of one GPU's time) and the ring's merges as the kernels run them (core/
-  // context_parallel.h: 10 bytes an element and two launches per block, a clear and a store per chunk — 1.6 of 55.7 ms
-  // here): 0.882, under issue 39's 0.9 by the merges, which a merge in the kernels' epilogue would save. No split can
+  // context_parallel.h: 10 bytes an element and two launches per block, a clear and a store per chunk — 2.8 of 56.1 ms
+  // here): 0.876, under issue 39's 0.9 by the merges, which a merge in the kernels' epilogue would save. No split can
   // beat one GPU (the blocks' work adds up to the whole problem's).
   CHECK(nv.scaling_efficiency > 0.87);
   CHECK(nv.scaling_efficiency < 0.9);
@@ -160,6 +160,51 @@ TEST_CASE("NVLink hides the ring's transfers at long sequences; PCIe does not at
   const MultiGpuPrediction pcie8 =
       predict_context_parallel(mha, variant("int_flash"), load_gpu_spec("l40s"), 4, cp::Balance::contiguous);
   CHECK(pcie8.link_bytes < 0.52 * pcie.link_bytes);
+}
+
+TEST_CASE("where the links bind: the longest N at which a step still waits for its shard", "[sim][context_parallel]") {
+  const GpuSpec l40s = load_gpu_spec("l40s"), h100 = load_gpu_spec("h100-sxm5");
+  auto link_bound = [](const Problem& p, const VariantRequest& v, const GpuSpec& g, int64_t n) {
+    Problem x = p;
+    x.kv_len = n;
+    if (x.phase == Phase::prefill) x.q_len = n;
+    return predict_context_parallel(x, v, g, 4, cp::default_balance(x.causal)).link_bound_steps > 0;
+  };
+  // PCIe, FP16, Llama-3-8B's 32/8 heads, causal: bound at the crossover and at the power of two below it, hidden one
+  // alignment step above it and at every longer power of two the scan walked. (The shortest split, 1024 tokens, is
+  // hidden again: its launches outlast its bytes.)
+  const Problem p = prefill(131072, true);
+  const LinkCrossover fp16 = link_crossover(p, variant("flash2"), l40s, 4, cp::Balance::zigzag);
+  REQUIRE(fp16.tokens > 0);
+  CHECK_FALSE(fp16.whole_scan);
+  CHECK(fp16.tokens % cp::kShardAlign == 0);
+  CHECK(link_bound(p, variant("flash2"), l40s, fp16.tokens));
+  CHECK_FALSE(link_bound(p, variant("flash2"), l40s, fp16.tokens + cp::kShardAlign));
+  int64_t below = 2 * 4 * cp::kShardAlign;
+  while (2 * below <= fp16.tokens) below *= 2;
+  CHECK(link_bound(p, variant("flash2"), l40s, below));
+  for (int64_t n = 2 * below; n <= kCrossoverScanTokens; n *= 2) {
+    INFO(n);
+    CHECK_FALSE(link_bound(p, variant("flash2"), l40s, n));
+  }
+  CHECK_FALSE(link_bound(p, variant("flash2"), l40s, 2 * 4 * cp::kShardAlign));
+  // Fewer bytes on the wire move the crossover down (here to none at all): the INT8 tiles, FireQ's INT4 cache.
+  CHECK(link_crossover(p, variant("int_flash"), l40s, 4, cp::Balance::zigzag).tokens < fp16.tokens);
+  CHECK(link_crossover(p, variant("fireq"), l40s, 4, cp::Balance::zigzag).tokens < fp16.tokens);
+  // MHA sends four times the K/V bytes for the same attention: a longer crossover.
+  CHECK(link_crossover(prefill(131072, true, 32), variant("flash2"), l40s, 4, cp::Balance::zigzag).tokens > fp16.tokens);
+  // NVLink never waits at 32/8 heads, not even at the shortest split (the steps' launches outlast 2.5 µs of bytes).
+  const LinkCrossover nv = link_crossover(p, variant("flash2"), h100, 4, cp::Balance::zigzag);
+  CHECK(nv.tokens == 0);
+  CHECK_FALSE(link_bound(p, variant("flash2"), h100, 2 * 4 * cp::kShardAlign));
+  // A link a million times slower binds at every length scanned, and says so.
+  GpuSpec slow = l40s;
+  slow.link_efficiency *= 1e-6;
+  const LinkCrossover always = link_crossover(p, variant("flash2"), slow, 4, cp::Balance::zigzag);
+  CHECK(always.whole_scan);
+  CHECK(always.tokens == kCrossoverScanTokens);
+  // One GPU sends nothing.
+  CHECK(link_crossover(p, variant("flash2"), l40s, 1, cp::Balance::zigzag).tokens == 0);
 }
 
 TEST_CASE("a causal ring balanced by zig-zag chunks beats the contiguous split", "[sim][context_parallel]") {
