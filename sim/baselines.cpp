@@ -12,10 +12,12 @@ namespace attnlab::sim {
 
 namespace {
 
-// One problem as a measurement names it: the sizes and the masking; the softmax scale is the default one.
+// One problem as a measurement names it: the sizes, the masking and the GPUs it ran across (a time on four GPUs is no
+// baseline for one); the softmax scale is the default one.
 bool same_problem(const Problem& a, const Problem& b) {
   return a.batch == b.batch && a.q_heads == b.q_heads && a.kv_heads == b.kv_heads && a.q_len == b.q_len &&
-         a.kv_len == b.kv_len && a.head_dim == b.head_dim && a.causal == b.causal && a.phase == b.phase;
+         a.kv_len == b.kv_len && a.head_dim == b.head_dim && a.causal == b.causal && a.phase == b.phase &&
+         a.gpus == b.gpus;
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "sim/context_parallel_model.h"
 #include "sim/factor_timing.h"
 #include "sim/schedule.h"
 
@@ -28,6 +29,9 @@ constexpr double kPrior = 1e-5;
 constexpr const char* kOverhead = "cta_overhead_us";
 // The latency term's cycles between a warp's instructions (cost_model.h, step 2).
 constexpr const char* kLatency = "issue_latency_cycles";
+// The link term of the model across GPUs (context_parallel_model.h): fitted on the rows measured across GPUs.
+constexpr const char* kLinkEfficiency = "link_efficiency";
+constexpr const char* kLinkLatency = "link_latency_us";
 // The range each fitted factor may take — it stays physical, or the fit explains a time by a unit that did
 // not spend it. An efficiency is a fraction of the datasheet's peak: at most 1.
 struct PhysicalRange {
@@ -53,6 +57,11 @@ constexpr PhysicalRange kPhysical[] = {
     {kOverhead, 0.1, 10},
     // The ALU's dependent latency (about 4 cycles on sm_80–sm_90) to a shared-memory load's (about 30).
     {kLatency, 4, 30},
+    // A ring across GPUs (problem.gpus > 1): the share of the link's datasheet rate per direction NCCL's send/receive
+    // reaches (large messages on NVLink or PCIe: 0.6–0.9), and its fixed time per transfer (a few µs on NVLink, tens
+    // on PCIe through the host).
+    {kLinkEfficiency, 0.3, 1.0},
+    {kLinkLatency, 1, 100},
 };
 
 // Up to this many measurements, each leave-one-out fit is a whole fit of its own (N² work: ~3 s of CPU at 100).
@@ -259,9 +268,9 @@ struct Fitter {
 
 }  // namespace
 
-Calibration calibrate(const GpuSpec& gpu, const std::vector<Measurement>& m, const ModelOptions& o,
-                      const CalibrationProgress& progress, LooMethod loo_method) {
-  if (m.empty()) fail_input("measurements", "nothing to calibrate from");
+// The units' fit (the header's), on rows measured on one GPU.
+Calibration calibrate_units(const GpuSpec& gpu, const std::vector<Measurement>& m, const ModelOptions& o,
+                            const CalibrationProgress& progress, LooMethod loo_method) {
   const LooMethod method = loo_method != LooMethod::automatic ? loo_method
                            : m.size() <= kRefitLooMax  ? LooMethod::refit
                                                        : LooMethod::from_full_fit;
@@ -366,6 +375,159 @@ Calibration calibrate(const GpuSpec& gpu, const std::vector<Measurement>& m, con
   return c;
 }
 
+namespace {
+
+// Rows measured across GPUs: their attention is the blocks' one-GPU model with the units' fitted factors, which the
+// link does not change; what is fitted here is the link — its efficiency and latency — through over_link
+// (context_parallel_model.h), by coordinate descent in ln(value) over each one's physical range with the same weak
+// pull towards the spec's values as the units' fit. Each row is also predicted by a fit without it.
+constexpr int kLinkSweeps = 12;
+struct LinkFit {
+  std::vector<MultiGpuPrediction> blocks;  // each row's prediction with the fitted units (its link replaced below)
+  std::vector<Phase> phases;
+  std::vector<double> measured;
+  LinkRate spec_link;  // the spec's: its rate at efficiency 1, its latency
+  double spec_efficiency = 1, spec_latency_us = 1;
+
+  double time_ms(size_t i, double efficiency, double latency_us) const {
+    LinkRate l = spec_link;
+    l.bytes_per_s *= efficiency, l.latency_s = latency_us * 1e-6;
+    return over_link(blocks[i], phases[i], l).time_ms;
+  }
+  double loss(double e, double lat, size_t skip, bool with_prior = true) const {
+    double s = 0;
+    for (size_t i = 0; i < measured.size(); ++i)
+      if (i != skip) s += std::pow(std::log(time_ms(i, e, lat) / measured[i]), 2);
+    if (with_prior) s += kPrior * (std::pow(std::log(e / spec_efficiency), 2) + std::pow(std::log(lat / spec_latency_us), 2));
+    return s;
+  }
+  // The fit without row `skip` (kNone: with every row): kLinkSweeps sweeps of a 40-step golden section per parameter
+  // (two parameters, nearly separable: the latency moves short transfers, the efficiency long ones).
+  std::pair<double, double> fit(size_t skip) const {
+    static const double phi = (std::sqrt(5.0) - 1) / 2;
+    const auto [elo, ehi] = physical_range(kLinkEfficiency);
+    const auto [llo, lhi] = physical_range(kLinkLatency);
+    double e = spec_efficiency, lat = spec_latency_us;
+    auto golden = [&](double& x, double lo, double hi, const std::function<double(double)>& f) {
+      double a = std::log(lo), b = std::log(hi), c = b - phi * (b - a), d = a + phi * (b - a);
+      double fc = f(std::exp(c)), fd = f(std::exp(d));
+      for (int it = 0; it < 40; ++it) {
+        if (fc < fd) b = d, d = c, fd = fc, c = b - phi * (b - a), fc = f(std::exp(c));
+        else a = c, c = d, fc = fd, d = a + phi * (b - a), fd = f(std::exp(d));
+      }
+      x = std::exp((a + b) / 2);
+    };
+    for (int sweep = 0; sweep < kLinkSweeps; ++sweep) {
+      golden(e, elo, ehi, [&](double x) { return loss(x, lat, skip); });
+      golden(lat, llo, lhi, [&](double x) { return loss(e, x, skip); });
+    }
+    return {e, lat};
+  }
+  // A parameter whose ±10% moves no row is not identifiable: it goes back to the spec's value.
+  bool moves(double e, double lat, bool efficiency, size_t skip) const {
+    const double base = loss(e, lat, skip, false);
+    for (double f : {1.1, 1 / 1.1}) {
+      const double x = efficiency ? loss(e * f, lat, skip, false) : loss(e, lat * f, skip, false);
+      if (std::abs(x - base) > 1e-12) return true;
+    }
+    return false;
+  }
+  std::pair<double, double> settled(size_t skip) const {
+    auto [e, lat] = fit(skip);
+    const bool e_moves = moves(e, lat, true, skip), lat_moves = moves(e, lat, false, skip);
+    return {e_moves ? e : spec_efficiency, lat_moves ? lat : spec_latency_us};
+  }
+};
+
+// The spec with the units' fitted factors in place of the datasheet's.
+GpuSpec with_factors(const GpuSpec& gpu, const Calibration& units) {
+  GpuSpec g = gpu;
+  g.efficiency.clear();
+  g.cta_overhead_us = 1.0;
+  for (const auto& [name, value] : units.efficiency)
+    if (name == kOverhead) g.cta_overhead_us = value;
+    else if (name == kLatency) g.issue_latency_cycles = value;
+    else g.efficiency[name] = value;
+  return g;
+}
+
+}  // namespace
+
+Calibration calibrate(const GpuSpec& gpu, const std::vector<Measurement>& m, const ModelOptions& o,
+                      const CalibrationProgress& progress, LooMethod loo_method) {
+  if (m.empty()) fail_input("measurements", "nothing to calibrate from");
+  std::vector<Measurement> one;
+  std::vector<size_t> on_one, across;  // indices of the rows measured on one GPU, across GPUs
+  for (size_t i = 0; i < m.size(); ++i) {
+    if (m[i].problem.gpus == 1) {
+      one.push_back(m[i]), on_one.push_back(i);
+      continue;
+    }
+    if (!m[i].implementation.empty())
+      fail_input(fmt::format("measurements[{}]", i),
+                 fmt::format("{} across {} GPUs by '{}': the model's ring is attnlab's own (kernels/context_parallel/)",
+                             m[i].label, m[i].problem.gpus, m[i].implementation));
+    if (const std::string why = links_missing(gpu); !why.empty())
+      fail_input(fmt::format("measurements[{}]", i), fmt::format("{} across {} GPUs: {}", m[i].label, m[i].problem.gpus, why));
+    across.push_back(i);
+  }
+  if (across.empty()) return calibrate_units(gpu, one, o, progress, loo_method);
+  // The units first, on the rows of one GPU: the ring's blocks are predicted with them.
+  if (one.empty())
+    fail_input("measurements", "every row was measured across GPUs: the units are fitted on rows of one GPU, with which "
+                               "the ring's blocks are predicted — measure problem.gpus 1 too (configs/"
+                               "bench-context-parallel.json sweeps it)");
+  const double share = double(one.size()) / double(m.size());
+  Calibration c = calibrate_units(gpu, one, o,
+                                  progress ? CalibrationProgress([&](double f, const std::string& stage) {
+                                    progress(share * f, stage);
+                                  })
+                                           : CalibrationProgress{},
+                                  loo_method);
+
+  GpuSpec plain = with_factors(gpu, Calibration{});
+  plain.issue_latency_cycles = gpu.issue_latency_cycles;
+  const GpuSpec fitted = with_factors(gpu, c);
+  LinkFit f;
+  f.spec_link = link_of(gpu);
+  f.spec_link.bytes_per_s /= gpu.link_efficiency;
+  f.spec_efficiency = std::clamp(gpu.link_efficiency, physical_range(kLinkEfficiency).first, 1.0);
+  f.spec_latency_us = std::clamp(gpu.link_latency_us, physical_range(kLinkLatency).first,
+                                 physical_range(kLinkLatency).second);
+  std::vector<double> before;
+  for (size_t i : across) {
+    const Measurement& x = m[i];
+    const int gpus = int(x.problem.gpus);
+    const cp::Balance balance = cp::default_balance(x.problem.causal);
+    before.push_back(predict_context_parallel(x.problem, x.variant, plain, gpus, balance, o).time_ms);
+    f.blocks.push_back(predict_context_parallel(x.problem, x.variant, fitted, gpus, balance, o));
+    f.phases.push_back(x.problem.phase);
+    f.measured.push_back(x.median_ms);
+  }
+  const auto [e, lat] = f.settled(kNone);
+  // settled() put an unidentifiable parameter back to the spec's value; it is reported as such, not as fitted.
+  if (f.moves(e, lat, true, kNone)) c.efficiency[kLinkEfficiency] = e;
+  else c.not_identifiable.push_back(kLinkEfficiency);
+  if (f.moves(e, lat, false, kNone)) c.efficiency[kLinkLatency] = lat;
+  else c.not_identifiable.push_back(kLinkLatency);
+  std::vector<CalibrationRow> in_order(m.size());  // the file's order
+  for (size_t k = 0; k < on_one.size(); ++k) in_order[on_one[k]] = c.rows[k];
+  for (size_t k = 0; k < across.size(); ++k) {
+    const auto [le, llat] = across.size() > 1 ? f.settled(k) : std::pair{e, lat};
+    in_order[across[k]] = {m[across[k]].label, f.measured[k], before[k], f.time_ms(k, e, lat), f.time_ms(k, le, llat)};
+  }
+  c.rows = std::move(in_order);
+  if (progress) progress(1.0, fmt::format("the link: {} rows across GPUs", across.size()));
+  std::vector<double> eb, ea, el;
+  for (const auto& r : c.rows) {
+    eb.push_back(std::abs(r.before_ms / r.measured_ms - 1));
+    ea.push_back(std::abs(r.after_ms / r.measured_ms - 1));
+    el.push_back(std::abs(r.loo_ms / r.measured_ms - 1));
+  }
+  c.median_error_before = median(eb), c.median_error_after = median(ea), c.median_error_loo = median(el);
+  return c;
+}
+
 std::string spec_with_calibration(const std::string& spec_path, const Calibration& c, size_t measurements,
                                   const std::string& source) {
   std::ifstream in(spec_path);
@@ -381,8 +543,8 @@ std::string spec_with_calibration(const std::string& spec_path, const Calibratio
   const auto overhead = factors.find(kOverhead);
   json measured = json::object();
   if (overhead != factors.end()) measured["cta_overhead_us"] = overhead->second, factors.erase(overhead);
-  const auto latency = factors.find(kLatency);
-  if (latency != factors.end()) measured[kLatency] = latency->second, factors.erase(latency);
+  for (const char* name : {kLatency, kLinkEfficiency, kLinkLatency})
+    if (const auto it = factors.find(name); it != factors.end()) measured[name] = it->second, factors.erase(it);
   // The source is a path as the user typed it: escaped, so the spec stays one printable line per field.
   measured.update({{"efficiency", factors},
                    {"fitted_from", measurements},

@@ -57,7 +57,13 @@ using CalibrationProgress = std::function<void(double fraction, const std::strin
 // How the leave-one-out fits are made: automatic picks refit up to 100 measurements, else from_full_fit.
 enum class LooMethod { automatic, refit, from_full_fit };
 
-// Fits the factors of `gpu` (its current efficiency is ignored: the fit starts from 1).
+// Fits the factors of `gpu` (its current efficiency is ignored: the fit starts from 1). Rows measured across GPUs
+// (problem.gpus > 1: attnlab's context-parallel ring) fit the link term instead, after the units are fitted on the
+// rows of one GPU: the ring's blocks are predicted with those units, and the links' efficiency and latency per
+// transfer ("link_efficiency", "link_latency_us", held to physical_range) are fitted through over_link
+// (context_parallel_model.h), each ring row also predicted by a fit without it; where every transfer hides under
+// the attention they are not identifiable. Rows come back in `m`'s order. Throws InputError (naming the row) for a
+// ring measured by another implementation or on a spec without links, and for a file whose every row is a ring.
 Calibration calibrate(const GpuSpec& gpu, const std::vector<Measurement>& m, const ModelOptions& o = {},
                       const CalibrationProgress& progress = {}, LooMethod loo = LooMethod::automatic);
 

@@ -7,25 +7,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace attnlab::sim {
 
 namespace {
 
-struct Link {
-  std::string name;
-  double bytes_per_s = 0, latency_s = 0;
-};
-
-// NVLink where the GPU has it, else PCIe (every host has it): the per-direction rate NCCL reaches.
-Link link_of(const GpuSpec& g) {
-  if (const std::string why = links_missing(g); !why.empty()) fail_input("gpu_model", why);
-  const bool nvlink = g.nvlink_gbs_per_direction > 0;
-  const double gbs = nvlink ? g.nvlink_gbs_per_direction : g.pcie_gbs_per_direction;
-  return {nvlink ? "NVLink" : "PCIe", gbs * 1e9 * g.link_efficiency, g.link_latency_us * 1e-6};
+double transfer_ms(const LinkRate& l, double bytes) {
+  return bytes > 0 ? 1e3 * (l.latency_s + bytes / l.bytes_per_s) : 0;
 }
-
-double transfer_ms(const Link& l, double bytes) { return bytes > 0 ? 1e3 * (l.latency_s + bytes / l.bytes_per_s) : 0; }
 
 double hbm_ms(const GpuSpec& g, double bytes) {
   return 1e3 * bytes / (g.peak(Unit::hbm) * g.efficiency_of(Unit::hbm));
@@ -66,12 +56,11 @@ BlockTime block_time(const Problem& p, const VariantRequest& v, const GpuSpec& g
 }
 
 MultiGpuPrediction ring_prefill(const Problem& p, const VariantRequest& v, const GpuSpec& g, int P, cp::Balance b,
-                                const ModelOptions& o, const Link& link) {
+                                const ModelOptions& o) {
   const cp::RingPlan plan = cp::plan_ring(p.q_len, p.kv_len, p.causal, P, b, cp::kShardAlign);
   MultiGpuPrediction m;
   m.imbalance = plan.imbalance();
   std::vector<double> hbm(P, 0.0);
-  double attention_ms = 0;  // Σ over steps of the slowest GPU's compute
   bool scaled = false;
   const int64_t d = p.head_dim;
   auto charge_merge = [&](RingSlot& slot, int64_t rows, int64_t bytes_per_row, int launches) {
@@ -80,8 +69,6 @@ MultiGpuPrediction ring_prefill(const Problem& p, const VariantRequest& v, const
   };
   for (int s = 0; s < P; ++s) {
     const auto& row = plan.steps[size_t(s)];
-    double slowest = 0;
-    std::vector<RingSlot> slots;
     for (const cp::RingStep& st : row) {
       RingSlot slot{.gpu = st.gpu, .step = s, .pairs = st.pairs};
       // Across GPUs each query chunk's running result is cleared at the first step, merged with every block's
@@ -101,28 +88,10 @@ MultiGpuPrediction ring_prefill(const Problem& p, const VariantRequest& v, const
         hbm[size_t(st.gpu)] += t.dram_bytes;
         if (merges) charge_merge(slot, blk.q.size(), cp::merge_add_bytes_per_row(d), cp::kMergeAddLaunches);
       }
-      if (s + 1 < P) {
-        const double shard = cp::wire_bytes(p, v, st.kv_tokens);
-        slot.send_ms = transfer_ms(link, shard), slot.link_bytes = shard;
-        m.link_bytes += shard;
-      }
-      slowest = std::max(slowest, slot.compute_ms);
-      slots.push_back(slot);
-    }
-    double step_ms = slowest;
-    for (RingSlot& slot : slots) {
-      slot.recv_ms = slots[size_t((slot.gpu + P - 1) % P)].send_ms;  // what GPU r − 1 sends, GPU r receives
-      step_ms = std::max(step_ms, slot.send_ms);
-    }
-    if (step_ms > slowest) ++m.link_bound_steps;
-    for (RingSlot& slot : slots) {
-      slot.idle_ms = step_ms - slot.compute_ms;
+      if (s + 1 < P) slot.link_bytes = cp::wire_bytes(p, v, st.kv_tokens);
       m.timeline.push_back(slot);
     }
-    m.time_ms += step_ms;
-    attention_ms += slowest;
   }
-  m.terms = {{"gpu_attention", attention_ms}, {"link", m.time_ms - attention_ms}};
   m.hbm_bytes_per_gpu = *std::max_element(hbm.begin(), hbm.end());
   m.explain.push_back(fmt::format(
       "ring over {} GPUs, {} split (shards aligned to {} tokens): {} steps; each GPU attends the K/V shard in hand "
@@ -135,11 +104,11 @@ MultiGpuPrediction ring_prefill(const Problem& p, const VariantRequest& v, const
 }
 
 MultiGpuPrediction sharded_decode(const Problem& p, const VariantRequest& v, const GpuSpec& g, int P,
-                                  const ModelOptions& o, const Link& link) {
+                                  const ModelOptions& o) {
   const std::vector<cp::Span> shards = cp::decode_shards(p.kv_len, P, cp::kShardAlign);
   MultiGpuPrediction m;
   const double partial = merge_bytes(p, 1, cp::partial_bytes_per_row(p.head_dim));  // O in FP16, its logsumexp
-  double slowest = 0, pairs_max = 0, pairs_sum = 0;
+  double pairs_max = 0, pairs_sum = 0;
   for (int r = 0; r < P; ++r) {
     RingSlot slot{.gpu = r, .step = 0, .pairs = shards[size_t(r)].size() * p.batch * p.q_heads};
     if (shards[size_t(r)].size() > 0) {
@@ -149,14 +118,11 @@ MultiGpuPrediction sharded_decode(const Problem& p, const VariantRequest& v, con
       slot.compute_ms = pr.time_ms;
       m.hbm_bytes_per_gpu = std::max(m.hbm_bytes_per_gpu, pr.dram_bytes);
     }
-    slowest = std::max(slowest, slot.compute_ms);
     pairs_max = std::max(pairs_max, double(slot.pairs)), pairs_sum += double(slot.pairs);
     m.timeline.push_back(slot);
   }
-  for (RingSlot& slot : m.timeline) slot.idle_ms = slowest - slot.compute_ms;
-  // Step 1: GPUs 1 … P − 1 send their partials to GPU 0, which receives them on its one link, then merges.
-  const double gather = P > 1 ? 1e3 * link.latency_s + 1e3 * double(P - 1) * partial / link.bytes_per_s : 0.0;
-  // GPU 0 clears its running result, merges every non-empty shard's partial in rank order, stores.
+  // Step 1: GPUs 1 … P − 1 send their partials to GPU 0 (over_link times the gather), which merges them: it clears
+  // its running result, merges every non-empty shard's partial in rank order, stores.
   int parts = 0;
   for (const cp::Span& s : shards) parts += s.size() > 0;
   const int64_t d = p.head_dim;
@@ -166,19 +132,11 @@ MultiGpuPrediction sharded_decode(const Problem& p, const VariantRequest& v, con
                              : 0.0;
   for (int r = 0; r < P; ++r) {
     RingSlot slot{.gpu = r, .step = 1};
-    if (r == 0) {
-      slot.recv_ms = gather, slot.compute_ms = merge, slot.idle_ms = gather;
-    } else {
-      slot.send_ms = transfer_ms(link, partial), slot.link_bytes = partial;
-      slot.idle_ms = gather + merge - slot.send_ms;
-      m.link_bytes += partial;
-    }
+    if (r == 0) slot.compute_ms = merge;
+    else slot.link_bytes = partial;
     m.timeline.push_back(slot);
   }
-  m.time_ms = slowest + gather + merge;
-  m.terms = {{"gpu_attention", slowest}, {"link", gather}, {"gpu_merge", merge}};
   m.imbalance = pairs_sum > 0 ? pairs_max / (pairs_sum / P) : 1.0;
-  m.link_bound_steps = gather > slowest ? 1 : 0;  // the exchange, which no compute hides, outlasts the attention
   m.explain.push_back(fmt::format(
       "decode over {} GPUs: the cache split by tokens (shards aligned to {} tokens), each GPU's partial (O in FP16, "
       "the logsumexp) sent to GPU 0 ({:.0f} bytes each) and merged there in rank order",
@@ -194,17 +152,74 @@ std::string links_missing(const GpuSpec& gpu) {
              : fmt::format("the spec of the {} has no links section: no multi-GPU model for it", gpu.name);
 }
 
+LinkRate link_of(const GpuSpec& g) {
+  if (const std::string why = links_missing(g); !why.empty()) fail_input("gpu_model", why);
+  const bool nvlink = g.nvlink_gbs_per_direction > 0;
+  const double gbs = nvlink ? g.nvlink_gbs_per_direction : g.pcie_gbs_per_direction;
+  return {nvlink ? "NVLink" : "PCIe", gbs * 1e9 * g.link_efficiency, g.link_latency_us * 1e-6};
+}
+
+MultiGpuPrediction over_link(MultiGpuPrediction m, Phase phase, const LinkRate& link) {
+  const int P = m.gpus;
+  const size_t steps = m.timeline.size() / size_t(P);
+  if (P < 1 || m.timeline.size() != steps * size_t(P) || (phase == Phase::decode && steps != 2))
+    throw std::logic_error("over_link: a timeline that is not gpus × steps slots");
+  auto slot = [&](size_t s, int r) -> RingSlot& { return m.timeline[s * size_t(P) + size_t(r)]; };
+  auto slowest_of = [&](size_t s) {
+    double t = 0;
+    for (int r = 0; r < P; ++r) t = std::max(t, slot(s, r).compute_ms);
+    return t;
+  };
+  m.link = link.name, m.link_gbs = link.bytes_per_s / 1e9;
+  m.link_bytes = 0, m.link_bound_steps = 0;
+  for (RingSlot& x : m.timeline) m.link_bytes += x.link_bytes, x.send_ms = x.recv_ms = x.idle_ms = 0;
+  if (phase == Phase::decode) {
+    // T = max_r C_r + latency + (P − 1) · partial bytes / link + merge (the header's decode line).
+    const double slowest = slowest_of(0), merge = slot(1, 0).compute_ms;
+    const double gather = P > 1 ? 1e3 * link.latency_s + 1e3 * m.link_bytes / link.bytes_per_s : 0.0;
+    for (int r = 0; r < P; ++r) slot(0, r).idle_ms = slowest - slot(0, r).compute_ms;
+    slot(1, 0).recv_ms = gather, slot(1, 0).idle_ms = gather;
+    for (int r = 1; r < P; ++r) {
+      RingSlot& x = slot(1, r);
+      x.send_ms = transfer_ms(link, x.link_bytes);
+      x.idle_ms = gather + merge - x.send_ms;
+    }
+    m.time_ms = slowest + gather + merge;
+    m.terms = {{"gpu_attention", slowest}, {"link", gather}, {"gpu_merge", merge}};
+    m.link_bound_steps = gather > slowest ? 1 : 0;  // the exchange, which no compute hides, outlasts the attention
+  } else {
+    // T_s = max(max over GPUs of C_{r,s}, X_s), T = Σ_s T_s (the header's prefill lines).
+    double attention_ms = 0;
+    m.time_ms = 0;
+    for (size_t s = 0; s < steps; ++s) {
+      const double slowest = slowest_of(s);
+      double step_ms = slowest;
+      for (int r = 0; r < P; ++r) {
+        slot(s, r).send_ms = transfer_ms(link, slot(s, r).link_bytes);
+        step_ms = std::max(step_ms, slot(s, r).send_ms);
+      }
+      for (int r = 0; r < P; ++r) {
+        slot(s, r).recv_ms = slot(s, (r + P - 1) % P).send_ms;  // what GPU r − 1 sends, GPU r receives
+        slot(s, r).idle_ms = step_ms - slot(s, r).compute_ms;
+      }
+      if (step_ms > slowest) ++m.link_bound_steps;
+      m.time_ms += step_ms;
+      attention_ms += slowest;
+    }
+    m.terms = {{"gpu_attention", attention_ms}, {"link", m.time_ms - attention_ms}};
+  }
+  m.scaling_efficiency = m.time_ms > 0 ? m.one_gpu_ms / (P * m.time_ms) : 0;
+  m.bound = m.link_bound_steps > 0 ? "link" : "compute";
+  return m;
+}
+
 MultiGpuPrediction predict_context_parallel(const Problem& p, const VariantRequest& v, const GpuSpec& gpu, int gpus,
                                             cp::Balance balance, const ModelOptions& o) {
-  const Link link = gpus > 1 ? link_of(gpu) : Link{};  // one GPU sends nothing: no links needed
-  MultiGpuPrediction m = p.phase == Phase::decode ? sharded_decode(p, v, gpu, gpus, o, link)
-                                                  : ring_prefill(p, v, gpu, gpus, balance, o, link);
+  const LinkRate link = gpus > 1 ? link_of(gpu) : LinkRate{};  // one GPU sends nothing: no links needed
+  MultiGpuPrediction m = p.phase == Phase::decode ? sharded_decode(p, v, gpu, gpus, o) : ring_prefill(p, v, gpu, gpus, balance, o);
   m.gpus = gpus;
-  m.link = link.name;
-  m.link_gbs = link.bytes_per_s / 1e9;
   m.one_gpu_ms = predict(make_schedule(p, v, gpu), gpu, o).time_ms;
-  m.scaling_efficiency = m.time_ms > 0 ? m.one_gpu_ms / (gpus * m.time_ms) : 0;
-  m.bound = m.link_bound_steps > 0 ? "link" : "compute";
+  m = over_link(std::move(m), p.phase, link);
   if (gpus > 1)
     m.explain.push_back(fmt::format("{} at {:.0f} GB/s per direction (the spec's rate × its efficiency), {:.0f} µs per "
                                     "transfer; one GPU {:.3f} ms, {} GPUs {:.3f} ms: scaling efficiency {:.2f}",

@@ -55,6 +55,21 @@ struct MultiGpuPrediction {
   std::vector<std::string> explain;
 };
 
+// A link as the model uses it: the per-direction rate NCCL reaches (the spec's rate × its efficiency) and a latency
+// per transfer.
+struct LinkRate {
+  std::string name;  // "NVLink" or "PCIe"
+  double bytes_per_s = 0, latency_s = 0;
+};
+// NVLink where the GPU has it, else PCIe (every host has it). Throws InputError where the spec has no links section.
+LinkRate link_of(const GpuSpec& gpu);
+
+// The same prediction over another link: every link-dependent part — the sends, receives and waits of each slot, the
+// steps' times and the total, the terms, the bound, the scaling efficiency — from the slots' compute and link bytes
+// (which do not depend on the link). predict_context_parallel ends with it; `attnlab calibrate` fits a link's
+// efficiency and latency through it without predicting the blocks again.
+MultiGpuPrediction over_link(MultiGpuPrediction m, Phase phase, const LinkRate& link);
+
 // Why `gpu`'s spec has no multi-GPU model ("" when it has one: a links section).
 std::string links_missing(const GpuSpec& gpu);
 

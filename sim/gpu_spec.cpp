@@ -102,6 +102,8 @@ const FieldTable& fitted_unit_row() {
     for (Unit u : kUnits) names.push_back(to_string(u));
     names.push_back("cta_overhead_us");
     names.push_back("issue_latency_cycles");
+    names.push_back("link_efficiency");
+    names.push_back("link_latency_us");
     return FieldTable{FieldSpec::choice("unit", names, "a unit or parameter no measurement moved")};
   }();
   return t;
@@ -112,6 +114,10 @@ const FieldTable& measured_fields() {
       FieldSpec::real("cta_overhead_us", 0, 100, "fixed time per CTA wave (pipeline fill and drain), µs").optional(),
       FieldSpec::real("issue_latency_cycles", 1, 64, "cycles between a warp's dependent instructions").optional(),
       FieldSpec::object("efficiency", efficiency_fields, "unit → achieved fraction of its peak").optional(),
+      FieldSpec::real("link_efficiency", 0.01, 1, "the links' achieved fraction of their rate per direction, fitted "
+                      "on rings measured across GPUs (replaces links.efficiency)").optional(),
+      FieldSpec::real("link_latency_us", 0, 1e4, "the links' fixed time per transfer, fitted likewise, µs (replaces "
+                      "links.latency_us)").optional(),
       FieldSpec::integer("fitted_from", 1, 1e9, "how many measurements the factors were fitted to").optional(),
       FieldSpec::text("measurements", 4096, "the measurements file they were fitted to").optional(),
       FieldSpec::real("median_error_before", 0, 1e9, "median |t_model/t_measured − 1| before the fit").optional(),
@@ -215,6 +221,12 @@ GpuSpec load_gpu_spec_file(const std::string& path) {
       s.issue_latency_cycles = s.measured["issue_latency_cycles"].get<double>();
     if (s.measured.contains("efficiency"))
       for (const auto& [unit, v] : s.measured["efficiency"].items()) s.efficiency[unit] = v.get<double>();
+    // The link's fit needs a links section to refine: without one there is no multi-GPU model to apply it to.
+    for (const char* key : {"link_efficiency", "link_latency_us"})
+      if (s.measured.contains(key) && !j.contains("links"))
+        fail_input(w + ".measured." + key, "a fitted link term, but the spec has no links section");
+    if (s.measured.contains("link_efficiency")) s.link_efficiency = s.measured["link_efficiency"].get<double>();
+    if (s.measured.contains("link_latency_us")) s.link_latency_us = s.measured["link_latency_us"].get<double>();
   }
   return s;
 }

@@ -192,9 +192,10 @@ std::vector<Measurement> load_measurements(const std::string& path, std::string*
       fail_input(at, err.what());
     }
     const Problem& p = e.problem;
-    const std::string label = fmt::format("{} B={} H={}/{} N={} d={}{}{}", m["variant"].get<std::string>(), p.batch,
+    const std::string label = fmt::format("{} B={} H={}/{} N={} d={}{}{}{}", m["variant"].get<std::string>(), p.batch,
                                           p.q_heads, p.kv_heads, p.kv_len, p.head_dim, p.causal ? " causal" : "",
-                                          p.phase == Phase::decode ? " decode" : "");
+                                          p.phase == Phase::decode ? " decode" : "",
+                                          p.gpus > 1 ? fmt::format(" ×{} GPUs", p.gpus) : "");
     out.push_back({label, p, e.variants[0], m["median_ms"].get<double>(), m.value("implementation", std::string())});
   }
   return out;

@@ -283,6 +283,8 @@ int calibrate_command(const CalibrateOptions& o) {
   for (const auto& [u, e] : c.efficiency)
     if (u == "cta_overhead_us") fmt::print("CTA overhead  {:.2f} µs per wave\n", e);
     else if (u == "issue_latency_cycles") fmt::print("latency       {:.2f} cycles between a warp's instructions\n", e);
+    else if (u == "link_efficiency") fmt::print("links         {:.3f} of their rate per direction\n", e);
+    else if (u == "link_latency_us") fmt::print("links         {:.1f} µs per transfer\n", e);
     else fmt::print("efficiency {:<10} {:.3f}\n", u, e);
   if (!c.not_identifiable.empty())
     fmt::print("not identifiable from these measurements (left at the datasheet's value): {}\n",
