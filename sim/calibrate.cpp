@@ -89,6 +89,17 @@ double median(std::vector<double> v) {
 
 namespace {
 
+// The medians of |t_model/t_measured − 1| over c's rows, before the fit, after it and left out of it.
+void set_median_errors(Calibration& c) {
+  std::vector<double> eb, ea, el;
+  for (const auto& r : c.rows) {
+    eb.push_back(std::abs(r.before_ms / r.measured_ms - 1));
+    ea.push_back(std::abs(r.after_ms / r.measured_ms - 1));
+    el.push_back(std::abs(r.loo_ms / r.measured_ms - 1));
+  }
+  c.median_error_before = median(eb), c.median_error_after = median(ea), c.median_error_loo = median(el);
+}
+
 // A fitted parameter: a unit's efficiency factor, or the per-wave CTA overhead (µs); searched in ln.
 struct Param {
   std::string name;
@@ -365,13 +376,7 @@ Calibration calibrate_units(const GpuSpec& gpu, const std::vector<Measurement>& 
   for (size_t i = 0; i < m.size(); ++i)
     c.rows.push_back({m[i].label, m[i].median_ms, timing_of.time_ms(i, start_rates),
                       timing_of.time_ms(i, fitted_rates), loo[i]});
-  std::vector<double> eb, ea, el;
-  for (const auto& r : c.rows) {
-    eb.push_back(std::abs(r.before_ms / r.measured_ms - 1));
-    ea.push_back(std::abs(r.after_ms / r.measured_ms - 1));
-    el.push_back(std::abs(r.loo_ms / r.measured_ms - 1));
-  }
-  c.median_error_before = median(eb), c.median_error_after = median(ea), c.median_error_loo = median(el);
+  set_median_errors(c);
   return c;
 }
 
@@ -518,13 +523,7 @@ Calibration calibrate(const GpuSpec& gpu, const std::vector<Measurement>& m, con
   }
   c.rows = std::move(in_order);
   if (progress) progress(1.0, fmt::format("the link: {} rows across GPUs", across.size()));
-  std::vector<double> eb, ea, el;
-  for (const auto& r : c.rows) {
-    eb.push_back(std::abs(r.before_ms / r.measured_ms - 1));
-    ea.push_back(std::abs(r.after_ms / r.measured_ms - 1));
-    el.push_back(std::abs(r.loo_ms / r.measured_ms - 1));
-  }
-  c.median_error_before = median(eb), c.median_error_after = median(ea), c.median_error_loo = median(el);
+  set_median_errors(c);
   return c;
 }
 

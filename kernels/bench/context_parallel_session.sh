@@ -9,7 +9,9 @@
 #   STEP=bench  on a host of GPUS GPUs (default 2 and 4 where present): attnlab bench on
 #               configs/bench-context-parallel.json (every variant's prefill ring, N 64k and 128k causal) and on
 #               configs/bench-context-parallel-decode.json (the sharded caches' decode: batch 1 at N 256k and 1M, batch
-#               16 at 32k and 128k), 1 … GPUS GPUs, the cost model beside each run
+#               16 at 32k and 128k), 1 … GPUS GPUs, the cost model beside each run, each ring's traced timeline in
+#               its measurement (context_parallel.timeline, the model's beside it), and `attnlab calibrate --dry-run`
+#               fitting the link term to the rings
 set -u
 source kernels/bench/session_lib.sh
 session_start context-parallel
@@ -35,5 +37,12 @@ bench)
   edit_config configs/bench-context-parallel-decode.json "c['problem']['batch'] = 16; c['sweep'][0]['values'] = [32768, 131072]; c['sweep'][1]['values'] = list(range(1, $gpus + 1))" \
     >"$out/decode-b16.json"
   bench_ours "decode-b16-gpus$gpus" "$out/decode-b16.json" 20
+  # The link term fitted to the rings (their one-GPU rows fit the units): per-row model error before and after, and the
+  # links' efficiency and latency per transfer, or "not identifiable" where every transfer hid.
+  for name in "gpus$gpus" "decode-b1-gpus$gpus"; do
+    step "attnlab calibrate --dry-run on ours-$name.json"
+    build-gpu/bin/attnlab calibrate --measurements "$out/ours-$name.json" --dry-run >"$out/calibrate-$name.log" 2>&1
+    echo "exit $?"; tail -8 "$out/calibrate-$name.log"
+  done
   ;;
 esac

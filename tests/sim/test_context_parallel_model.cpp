@@ -193,7 +193,7 @@ TEST_CASE("where the links bind: the longest N at which a step still waits for i
   CHECK(link_crossover(p, variant("fireq"), l40s, 4, cp::Balance::zigzag).tokens < fp16.tokens);
   // MHA sends four times the K/V bytes for the same attention: a longer crossover.
   CHECK(link_crossover(prefill(131072, true, 32), variant("flash2"), l40s, 4, cp::Balance::zigzag).tokens > fp16.tokens);
-  // NVLink never waits at 32/8 heads, not even at the shortest split (the steps' launches outlast 2.5 µs of bytes).
+  // NVLink never waits at 32/8 heads, not even at the shortest split (the steps' launches outlast a 1 MiB shard's 3.1 µs).
   const LinkCrossover nv = link_crossover(p, variant("flash2"), h100, 4, cp::Balance::zigzag);
   CHECK(nv.tokens == 0);
   CHECK_FALSE(link_bound(p, variant("flash2"), h100, 2 * 4 * cp::kShardAlign));
