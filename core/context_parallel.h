@@ -48,6 +48,11 @@ inline constexpr int64_t merge_store_bytes_per_row(int64_t d) {
   return running_bytes_per_row(d) + partial_bytes_per_row(d);
 }
 inline constexpr int kMergeAddLaunches = 2;  // lse_merge_add: the values, then the logsumexps
+// A decode's merge on GPU 0 (lse_merge_parts): every part's partial read once, the result written in the partial's
+// format (O in FP16 or BF16, L in FP32); one launch.
+inline constexpr int64_t merge_parts_bytes_per_row(int64_t d, int64_t parts) {
+  return (parts + 1) * partial_bytes_per_row(d);
+}
 
 // How the sequence is cut into the GPUs' shards.
 enum class Balance {

@@ -53,7 +53,7 @@ double rank_device_bytes(const Problem& p, const VariantRequest& v) {
     for (int r = 0; r < gpus; ++r) {
       double bytes = query_bytes(p, st, p.q_len) + wire_bytes(p, v, shards[size_t(r)].size()) +
                      heads * double(p.q_len) * partial;
-      if (r == 0) bytes += heads * double(p.q_len) * ((gpus - 1) * partial + running + partial);  // the gathered parts
+      if (r == 0) bytes += heads * double(p.q_len) * ((gpus - 1) * partial + partial);  // the gathered parts, the output
       most = std::max(most, bytes);
     }
     return most;

@@ -21,7 +21,7 @@ double wire_bytes(const Problem& p, const VariantRequest& v, int64_t tokens);
 // (kernels/context_parallel/ring_attention.cpp's buffers): a prefill's query chunks as the kernel reads Q (the
 // declaration's q_in), their FP32 running result and FP16 output with the logsumexps, the largest block's partial,
 // and three K/V shards (its own and the two it receives into); a decode's queries, its shard and its partial — and
-// on GPU 0 every other GPU's partial and the running result. Without the variant's scratch.
+// on GPU 0 every other GPU's partial and the merged output. Without the variant's scratch.
 double rank_device_bytes(const Problem& p, const VariantRequest& v);
 
 }  // namespace attnlab::cp

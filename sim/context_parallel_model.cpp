@@ -121,15 +121,12 @@ MultiGpuPrediction sharded_decode(const Problem& p, const VariantRequest& v, con
     pairs_max = std::max(pairs_max, double(slot.pairs)), pairs_sum += double(slot.pairs);
     m.timeline.push_back(slot);
   }
-  // Step 1: GPUs 1 … P − 1 send their partials to GPU 0 (over_link times the gather), which merges them: it clears
-  // its running result, merges every non-empty shard's partial in rank order, stores.
+  // Step 1: GPUs 1 … P − 1 send their partials to GPU 0 (over_link times the gather), which merges every non-empty
+  // shard's partial in one pass (one launch, each partial read once, the result written once).
   int parts = 0;
   for (const cp::Span& s : shards) parts += s.size() > 0;
   const int64_t d = p.head_dim;
-  const double merge = P > 1 ? merge_ms(g, p, 1, cp::merge_clear_bytes_per_row(d), 1) +
-                                   parts * merge_ms(g, p, 1, cp::merge_add_bytes_per_row(d), cp::kMergeAddLaunches) +
-                                   merge_ms(g, p, 1, cp::merge_store_bytes_per_row(d), 1)
-                             : 0.0;
+  const double merge = P > 1 ? merge_ms(g, p, 1, cp::merge_parts_bytes_per_row(d, parts), 1) : 0.0;
   for (int r = 0; r < P; ++r) {
     RingSlot slot{.gpu = r, .step = 1};
     if (r == 0) slot.compute_ms = merge;

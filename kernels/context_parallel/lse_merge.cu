@@ -64,6 +64,28 @@ __global__ void store(const float* o_acc, const float* l_acc, T* o, float* l, si
   if (i < rows) l[i] = l_acc[i];
 }
 
+// One thread per value of the merged output: its row's logsumexps from every part (a few floats, read by the row's d
+// threads alike), the weights, the weighted sum in rank order; the row's first thread stores L.
+template <class T>
+__global__ void merge_parts(MergeParts parts, T* o, float* l, size_t rows, int d) {
+  const size_t i = size_t(blockIdx.x) * kThreads + threadIdx.x;
+  if (i >= rows * size_t(d)) return;
+  const size_t row = i / size_t(d);
+  float m = -INFINITY;
+  for (int r = 0; r < parts.count; ++r) m = fmaxf(m, parts.l[r][row]);
+  float sum = 0.f, value = 0.f;
+  if (m != -INFINITY)
+    for (int r = 0; r < parts.count; ++r) {
+      const float lr = parts.l[r][row];
+      if (lr == -INFINITY) continue;  // a part that saw no key of this row
+      const float w = expf(lr - m);
+      sum += w;
+      value += w * to_float(static_cast<const T*>(parts.o[r])[i]);
+    }
+  o[i] = from_float<T>(m == -INFINITY ? 0.f : value / sum);
+  if (i % size_t(d) == 0) l[row] = m == -INFINITY ? -INFINITY : m + logf(sum);
+}
+
 unsigned blocks(size_t n) { return unsigned((n + kThreads - 1) / kThreads); }
 
 }  // namespace
@@ -94,6 +116,17 @@ cudaError_t lse_merge_store(const float* o_acc, const float* l_acc, void* o, Out
     store<<<blocks(rows * size_t(d)), kThreads, 0, stream>>>(o_acc, l_acc, static_cast<__nv_bfloat16*>(o), l, rows, d);
   else
     store<<<blocks(rows * size_t(d)), kThreads, 0, stream>>>(o_acc, l_acc, static_cast<__half*>(o), l, rows, d);
+  return cudaGetLastError();
+}
+
+cudaError_t lse_merge_parts(const MergeParts& parts, void* o, OutputElement element, float* l, size_t rows, int d,
+                            cudaStream_t stream) {
+  if (parts.count < 1 || parts.count > kMaxMergeParts) return cudaErrorInvalidValue;
+  if (rows == 0) return cudaSuccess;
+  if (element == OutputElement::bf16)
+    merge_parts<<<blocks(rows * size_t(d)), kThreads, 0, stream>>>(parts, static_cast<__nv_bfloat16*>(o), l, rows, d);
+  else
+    merge_parts<<<blocks(rows * size_t(d)), kThreads, 0, stream>>>(parts, static_cast<__half*>(o), l, rows, d);
   return cudaGetLastError();
 }
 

@@ -25,4 +25,20 @@ cudaError_t lse_merge_add(float* o_acc, float* l_acc, const void* o, OutputEleme
 cudaError_t lse_merge_store(const float* o_acc, const float* l_acc, void* o, OutputElement element, float* l,
                             size_t rows, int d, cudaStream_t stream);
 
+// A decode's partials, gathered on rank 0: up to kMaxMergeParts of them (the GPUs of a host), each rows × d values of
+// the output element and rows logsumexps, in rank order.
+inline constexpr int kMaxMergeParts = 8;
+struct MergeParts {
+  const void* o[kMaxMergeParts] = {};
+  const float* l[kMaxMergeParts] = {};
+  int count = 0;
+};
+// Every part merged at once, in one launch, into o (`element`) and l: per row M = max_r L_r, w_r = e^{L_r − M},
+//   O = (Σ_r w_r·O_r) / Σ_r w_r,   L = M + log Σ_r w_r   (sums in rank order; a part with L = −∞ weighs 0)
+// — the pairwise merge above over all parts, with one division instead of one per part, and none of its running
+// result's FP32 reads and writes or its launches per part (a decode merges rows of one query each: its cost was the
+// 2 + 2P launches). Fails with cudaErrorInvalidValue for no part or more than kMaxMergeParts.
+cudaError_t lse_merge_parts(const MergeParts& parts, void* o, OutputElement element, float* l, size_t rows, int d,
+                            cudaStream_t stream);
+
 }  // namespace attnlab::kernels

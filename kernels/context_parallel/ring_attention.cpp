@@ -52,7 +52,7 @@ struct Rank {
   std::vector<DeviceBuffer> o_acc, l_acc;        // [query chunk]: the running result
   std::vector<DeviceBuffer> o_out, l_out;        // [query chunk]: the result in FP16, its logsumexp
   DeviceBuffer part;                             // decode: this rank's partial (O FP16, then logsumexp)
-  std::vector<DeviceBuffer> parts;               // decode, rank 0: [rank] the partials gathered
+  std::vector<DeviceBuffer> parts;               // decode, rank 0: [rank] the partials gathered (merged in one pass)
 
   explicit Rank(int dev) : device(dev) {
     OnDevice on(device);
@@ -400,6 +400,7 @@ RingRun decode(const Problem& p, const RingVariant& v, RingTransport& t, bool ti
   const size_t rows = rows_of(p, queries), o_bytes = rows * size_t(d) * sizeof(__half);
   const size_t part_bytes = rows * size_t(cp::partial_bytes_per_row(d));  // O in FP16, then the logsumexps
   static_assert(cp::partial_bytes_per_row(1) == sizeof(__half) + sizeof(float));
+  static_assert(kMaxGpus <= kMaxMergeParts, "rank 0 merges every rank's partial in one pass");
   std::vector<std::unique_ptr<Rank>> ranks;
   for (int r = 0; r < P; ++r) {
     ranks.push_back(std::make_unique<Rank>(t.device_of(r)));
@@ -413,8 +414,6 @@ RingRun decode(const Problem& p, const RingVariant& v, RingTransport& t, bool ti
     k.workspace = DeviceBuffer(own.size() > 0 ? v.workspace_bytes(p.q_len, own.size()) : 0);
     if (r == 0) {
       for (int from = 0; from < P; ++from) k.parts.emplace_back(from == 0 ? 0 : part_bytes);
-      k.o_acc.emplace_back(rows * size_t(d) * sizeof(float));
-      k.l_acc.emplace_back(rows * sizeof(float));
       k.o_out.emplace_back(o_bytes);
       k.l_out.emplace_back(rows * sizeof(float));
     }
@@ -472,16 +471,14 @@ RingRun decode(const Problem& p, const RingVariant& v, RingTransport& t, bool ti
     ATTNLAB_CUDA(cudaStreamWaitEvent(first.compute, first.received));
     ATTNLAB_CUDA(cudaEventRecord(merge_start, first.compute));
     if (tracer) tracer->mark(0, 1, RingTracer::compute_begin, first.compute);
-    float* o_acc = first.o_acc[0].as<float>();
-    float* l_acc = first.l_acc[0].as<float>();
-    ATTNLAB_CUDA(lse_merge_clear(o_acc, l_acc, rows, d, first.compute));
-    for (int r = 0; r < P; ++r) {  // in rank order: the merge's rounding does not depend on arrival
+    MergeParts parts;  // in rank order: the merge's rounding does not depend on arrival
+    for (int r = 0; r < P; ++r) {
       if (shards[size_t(r)].size() == 0) continue;
       const auto* part = r == 0 ? first.part.as<std::byte>() : first.parts[size_t(r)].as<std::byte>();
-      ATTNLAB_CUDA(lse_merge_add(o_acc, l_acc, part, element, reinterpret_cast<const float*>(part + o_bytes), rows, d,
-                                 first.compute));
+      parts.o[parts.count] = part, parts.l[parts.count] = reinterpret_cast<const float*>(part + o_bytes);
+      ++parts.count;
     }
-    ATTNLAB_CUDA(lse_merge_store(o_acc, l_acc, first.o_out[0].as<void>(), element, first.l_out[0].as<float>(), rows, d,
+    ATTNLAB_CUDA(lse_merge_parts(parts, first.o_out[0].as<void>(), element, first.l_out[0].as<float>(), rows, d,
                                  first.compute));
     ATTNLAB_CUDA(cudaEventRecord(merge_end, first.compute));
     if (tracer) tracer->mark(0, 1, RingTracer::compute_end, first.compute);

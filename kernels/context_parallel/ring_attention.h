@@ -7,7 +7,7 @@
 // chunk, key chunk) block is the variant's one-GPU kernel on the two chunks — causal where the block crosses the
 // diagonal, skipped where it is masked — and merges into the chunk's running (O, logsumexp) (lse_merge.h).
 // Decode: the cache split by tokens (cp::decode_shards), every rank attends the queries to its shard, rank 0
-// gathers the partial (O, logsumexp) and merges them in rank order.
+// gathers the partial (O, logsumexp) and merges them all in one pass, in rank order (lse_merge_parts).
 //
 // What travels is the variant's own storage format (RingVariant::pack_shard): FP16 K/V for flash2, the compressed
 // tiles and caches for the others. The choices: a prefill across ranks is a self-attention prefill (q_len = kv_len,

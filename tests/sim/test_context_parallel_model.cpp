@@ -231,6 +231,10 @@ TEST_CASE("sharded decode: the slowest shard, the partials to GPU 0, one merge",
       const double partial = double(p.batch * p.q_heads) * double(2 * p.head_dim + 4);
       CHECK(m.link_bytes == double(gpus - 1) * partial);
       CHECK(m.terms[1].ms == Approx(1e3 * (10e-6 + (gpus - 1) * partial / 337.5e9)).epsilon(1e-9));
+      // GPU 0 merges the P partials in one launch (lse_merge_parts): each read once, the result written once.
+      const double merged = double(gpus + 1) * partial;
+      CHECK(m.terms[2].ms ==
+            Approx(1e3 * merged / (h100.peak(Unit::hbm) * h100.efficiency_of(Unit::hbm)) + kLaunchUs * 1e-3).epsilon(1e-12));
       // The slowest shard is a 1/gpus decode: less than the one-GPU time, more than its 1/gpus share.
       CHECK(m.terms[0].ms < m.one_gpu_ms);
       CHECK(m.terms[0].ms > m.one_gpu_ms / gpus * 0.9);
