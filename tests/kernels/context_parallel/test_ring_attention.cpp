@@ -25,6 +25,7 @@
 #include "kernels/common/kernel_table.h"
 #include "kernels/common/upload.h"
 #include "kernels/common/vt_permutation.h"
+#include "kernels/context_parallel/lse_merge.h"
 #include "kernels/context_parallel/ring_attention.h"
 #include "kernels/fireq/fireq_decode_host.h"
 #include "kernels/fireq/fireq_prefill_host.h"
@@ -372,6 +373,81 @@ TEST_CASE("context-parallel ring: a rank that fails fails the whole run, in one 
   if (!dev.usable) ATTNLAB_SKIP(dev.reason);
   const std::unique_ptr<kernels::RingTransport> t = kernels::one_device_transport(3);
   check_failing_rank(dev, *t, fresh_seed());
+}
+
+// The one-pass merge of a decode's partials (lse_merge_parts) against the formula in double: 1 … 8 parts of FP16 O and
+// FP32 logsumexps, rows whose parts saw no key (L = −∞) weigh nothing, a row no part saw gives O = 0 and L = −∞. Bound:
+// each value is a convex combination of the parts' (FP16-exact) values, summed in FP32 with weights from expf (a few
+// FP32 ulps each), then stored in FP16: one FP16 rounding (2⁻¹¹ relative, or half the subnormal spacing, 2⁻²⁵, near 0)
+// plus 2⁻¹⁸ of the largest |O_r| for the FP32 arithmetic over ≤ 8 terms; L within 10⁻⁵ absolute (expf, logf and the
+// sum in FP32 at |L| ≤ 20).
+TEST_CASE("context-parallel ring: a decode's partials merged in one pass", "[gpu][kernels]") {
+  const kernels::DeviceInfo dev = kernels::probe_device();
+  if (!dev.usable) ATTNLAB_SKIP(dev.reason);
+  const size_t rows = 37;
+  const int d = 64;
+  uint64_t state = 99;
+  auto uniform = [&] {  // a 64-bit LCG in [0, 1)
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return double(state >> 11) / double(uint64_t(1) << 53);
+  };
+  for (int count = 1; count <= kernels::kMaxMergeParts; ++count) {
+    std::vector<std::vector<__half>> o(static_cast<size_t>(count), std::vector<__half>(rows * d));
+    std::vector<std::vector<float>> l(static_cast<size_t>(count), std::vector<float>(rows));
+    for (int r = 0; r < count; ++r)
+      for (size_t row = 0; row < rows; ++row) {
+        // Row 0: no part saw a key; row 1: only the last part did; others: a spread of 20 in L.
+        l[size_t(r)][row] = row == 0 || (row == 1 && r + 1 < count) ? -INFINITY : float(-10 + 20 * uniform());
+        for (int c = 0; c < d; ++c) o[size_t(r)][row * d + size_t(c)] = __float2half(float(4 * uniform() - 2));
+      }
+    std::vector<kernels::DeviceBuffer> o_dev, l_dev;
+    kernels::MergeParts parts;
+    for (int r = 0; r < count; ++r) {
+      o_dev.push_back(kernels::upload(o[size_t(r)]));
+      l_dev.push_back(kernels::upload(l[size_t(r)]));
+      parts.o[r] = o_dev.back().as<void>(), parts.l[r] = l_dev.back().as<float>();
+    }
+    parts.count = count;
+    kernels::DeviceBuffer o_out(rows * d * sizeof(__half)), l_out(rows * sizeof(float));
+    REQUIRE(kernels::lse_merge_parts(parts, o_out.as<void>(), kernels::OutputElement::fp16, l_out.as<float>(), rows, d,
+                                     nullptr) == cudaSuccess);
+    std::vector<__half> got_o(rows * d);
+    std::vector<float> got_l(rows);
+    REQUIRE(cudaMemcpy(got_o.data(), o_out.as<void>(), o_out.bytes(), cudaMemcpyDeviceToHost) == cudaSuccess);
+    REQUIRE(cudaMemcpy(got_l.data(), l_out.as<void>(), l_out.bytes(), cudaMemcpyDeviceToHost) == cudaSuccess);
+    int64_t bad = 0;
+    for (size_t row = 0; row < rows; ++row) {
+      double m = -INFINITY;
+      for (int r = 0; r < count; ++r) m = std::max(m, double(l[size_t(r)][row]));
+      if (m == -INFINITY) {
+        CHECK(got_l[row] == -INFINITY);
+        for (int c = 0; c < d; ++c) CHECK(__half2float(got_o[row * d + size_t(c)]) == 0.f);
+        continue;
+      }
+      double sum = 0;
+      for (int r = 0; r < count; ++r) sum += std::exp(double(l[size_t(r)][row]) - m);
+      CHECK(std::abs(got_l[row] - (m + std::log(sum))) <= 1e-5);
+      for (int c = 0; c < d; ++c) {
+        double want = 0, largest = 0;
+        for (int r = 0; r < count; ++r) {
+          const double x = __half2float(o[size_t(r)][row * d + size_t(c)]);
+          want += std::exp(double(l[size_t(r)][row]) - m) / sum * x;
+          largest = std::max(largest, std::abs(x));
+        }
+        const double got = __half2float(got_o[row * d + size_t(c)]);
+        const double bound = std::ldexp(std::abs(want), -11) + std::ldexp(1.0, -25) + std::ldexp(largest, -18);
+        if (!(std::abs(got - want) <= bound) && bad++ < 3)
+          FAIL_CHECK(fmt::format("{} parts, row {} channel {}: {} against {}", count, row, c, got, want));
+      }
+    }
+    CHECK(bad == 0);
+  }
+  kernels::MergeParts none;
+  CHECK(kernels::lse_merge_parts(none, nullptr, kernels::OutputElement::fp16, nullptr, 1, 64, nullptr) ==
+        cudaErrorInvalidValue);
+  none.count = kernels::kMaxMergeParts + 1;
+  CHECK(kernels::lse_merge_parts(none, nullptr, kernels::OutputElement::fp16, nullptr, 1, 64, nullptr) ==
+        cudaErrorInvalidValue);
 }
 
 // The traced run (RingRun::trace) of a timed ring: one slot per rank and step, an exchange exactly where the rank
