@@ -171,4 +171,39 @@ std::vector<Span> decode_shards(int64_t kv_len, int gpus, int64_t align) {
   return split(kv_len, gpus, align);
 }
 
+const char* to_string(MergeRole r) {
+  switch (r) {
+    case MergeRole::none: return "none";
+    case MergeRole::only: return "only";
+    case MergeRole::first: return "first";
+    case MergeRole::middle: return "middle";
+    case MergeRole::last: return "last";
+  }
+  return "?";
+}
+
+std::vector<std::vector<std::vector<MergeRole>>> merge_roles(const RingPlan& plan) {
+  std::vector<std::vector<std::vector<MergeRole>>> roles(plan.steps.size());
+  // Per (gpu, query chunk): its visible blocks as (step, block) in the ring's order.
+  std::vector<std::vector<std::vector<std::pair<size_t, size_t>>>> visible(size_t(plan.gpus));
+  for (int g = 0; g < plan.gpus; ++g) visible[size_t(g)].resize(plan.shards[size_t(g)].q.size());
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    roles[s].resize(plan.steps[s].size());
+    for (size_t g = 0; g < plan.steps[s].size(); ++g) {
+      const std::vector<RingBlock>& blocks = plan.steps[s][g].blocks;
+      roles[s][g].assign(blocks.size(), MergeRole::none);
+      for (size_t b = 0; b < blocks.size(); ++b)
+        if (blocks[b].kind != BlockKind::masked) visible[g][size_t(blocks[b].q_chunk)].push_back({s, b});
+    }
+  }
+  for (size_t g = 0; g < visible.size(); ++g)
+    for (const auto& chunk : visible[g])
+      for (size_t i = 0; i < chunk.size(); ++i)
+        roles[chunk[i].first][g][chunk[i].second] = chunk.size() == 1       ? MergeRole::only
+                                                    : i == 0                ? MergeRole::first
+                                                    : i + 1 == chunk.size() ? MergeRole::last
+                                                                            : MergeRole::middle;
+  return roles;
+}
+
 }  // namespace attnlab::cp

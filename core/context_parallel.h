@@ -35,19 +35,27 @@ inline constexpr int64_t kShardAlign = 128;
 
 // The merge of partial results (kernels/context_parallel/lse_merge.h), in HBM bytes per query row of d values — one
 // account for the kernels' ring and the cost model. A partial is what a block's kernel leaves and what a decode rank
-// sends to rank 0: O in FP16 and its logsumexp in FP32. The running result is O and L in FP32: cleared once per query
-// chunk, merged with every partial (read the partial, read and write the running result; two launches: the values,
-// then the logsumexps), stored once (read it, write O in FP16 and L).
+// sends to rank 0: O in FP16 and its logsumexp in FP32. The running result is O and L in FP32. Each block's partial
+// joins its query chunk's result by its place among the chunk's visible blocks (MergeRole, below): the only one is the
+// result (its kernel writes the chunk's output: no merge); the first of several becomes the running result (read the
+// partial, write the running result); a middle one merges into it (read the partial, read and write the running
+// result); the last merges and stores the output at once (read both, write O in FP16 and L). One launch each. A chunk
+// no block sees (none with q_len = kv_len; kept for safety) is cleared and stored.
 inline constexpr int64_t partial_bytes_per_row(int64_t d) { return 2 * d + 4; }
 inline constexpr int64_t running_bytes_per_row(int64_t d) { return 4 * d + 4; }
-inline constexpr int64_t merge_clear_bytes_per_row(int64_t d) { return running_bytes_per_row(d); }
+inline constexpr int64_t merge_first_bytes_per_row(int64_t d) {
+  return partial_bytes_per_row(d) + running_bytes_per_row(d);
+}
 inline constexpr int64_t merge_add_bytes_per_row(int64_t d) {
   return partial_bytes_per_row(d) + 2 * running_bytes_per_row(d);
 }
+inline constexpr int64_t merge_last_bytes_per_row(int64_t d) {
+  return running_bytes_per_row(d) + 2 * partial_bytes_per_row(d);
+}
+inline constexpr int64_t merge_clear_bytes_per_row(int64_t d) { return running_bytes_per_row(d); }
 inline constexpr int64_t merge_store_bytes_per_row(int64_t d) {
   return running_bytes_per_row(d) + partial_bytes_per_row(d);
 }
-inline constexpr int kMergeAddLaunches = 2;  // lse_merge_add: the values, then the logsumexps
 // A decode's merge on GPU 0 (lse_merge_parts): every part's partial read once, the result written in the partial's
 // format (O in FP16 or BF16, L in FP32); one launch.
 inline constexpr int64_t merge_parts_bytes_per_row(int64_t d, int64_t parts) {
@@ -129,6 +137,20 @@ struct RingPlan {
   int64_t total_pairs() const;      // = the problem's attended pairs (one head)
   double imbalance() const;         // max over GPUs of pairs ÷ their mean; 1 = balanced
 };
+
+// How a block's partial joins its query chunk's result (the account above): by its place among the chunk's visible
+// blocks in the ring's order — steps, then a step's blocks.
+enum class MergeRole {
+  none,    // masked: no partial
+  only,    // the chunk's one visible block: its kernel writes the chunk's output and logsumexp
+  first,   // the first of several: its partial becomes the running result
+  middle,  // merged into the running result
+  last,    // merged, and the chunk's output stored in the same pass
+};
+const char* to_string(MergeRole r);
+
+// [step][gpu][block] for every block of plan.steps.
+std::vector<std::vector<std::vector<MergeRole>>> merge_roles(const RingPlan& plan);
 
 // The ring over `gpus` GPUs. Throws InputError naming the argument when gpus is outside [1, kMaxGpus],
 // a length is < 1 or align < 1. P = 1 is one step with one GPU holding everything, as one chunk whatever the balance.

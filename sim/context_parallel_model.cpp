@@ -67,26 +67,48 @@ MultiGpuPrediction ring_prefill(const Problem& p, const VariantRequest& v, const
     slot.compute_ms += merge_ms(g, p, rows, bytes_per_row, launches);
     hbm[size_t(slot.gpu)] += merge_bytes(p, rows, bytes_per_row);
   };
+  // Across GPUs each block's partial joins its query chunk's result by its role (core/context_parallel.h's account:
+  // the only block writes the result itself, the first becomes the running result, a middle one merges, the last
+  // merges and stores); a chunk no block sees is cleared at the first step and stored at the last. One GPU runs the
+  // one-GPU kernel: no merges.
+  const bool merges = P > 1;
+  const auto roles = cp::merge_roles(plan);
+  auto merge_bytes_of = [&](cp::MergeRole r) -> int64_t {
+    switch (r) {
+      case cp::MergeRole::first: return cp::merge_first_bytes_per_row(d);
+      case cp::MergeRole::middle: return cp::merge_add_bytes_per_row(d);
+      case cp::MergeRole::last: return cp::merge_last_bytes_per_row(d);
+      default: return 0;
+    }
+  };
+  std::vector<std::vector<bool>> seen(static_cast<size_t>(P));  // [gpu][query chunk]: some block sees it
+  for (int r = 0; r < P; ++r) {
+    seen[size_t(r)].assign(plan.shards[size_t(r)].q.size(), false);
+    for (const auto& step : plan.steps)
+      for (const cp::RingBlock& blk : step[size_t(r)].blocks)
+        if (blk.kind != cp::BlockKind::masked) seen[size_t(r)][size_t(blk.q_chunk)] = true;
+  }
   for (int s = 0; s < P; ++s) {
     const auto& row = plan.steps[size_t(s)];
     for (const cp::RingStep& st : row) {
       RingSlot slot{.gpu = st.gpu, .step = s, .pairs = st.pairs};
-      // Across GPUs each query chunk's running result is cleared at the first step, merged with every block's
-      // partial, and stored at the last (one GPU runs the one-GPU kernel: no merges).
-      const bool merges = P > 1;
-      for (const cp::Span& q : plan.shards[size_t(st.gpu)].q) {
+      const std::vector<cp::Span>& chunks = plan.shards[size_t(st.gpu)].q;
+      for (size_t c = 0; c < chunks.size(); ++c) {
         const int64_t per_row = s == 0       ? cp::merge_clear_bytes_per_row(d)
                                 : s == P - 1 ? cp::merge_store_bytes_per_row(d)
                                              : 0;
-        if (merges && per_row > 0 && q.size() > 0) charge_merge(slot, q.size(), per_row, 1);
+        if (merges && per_row > 0 && chunks[c].size() > 0 && !seen[size_t(st.gpu)][c])
+          charge_merge(slot, chunks[c].size(), per_row, 1);
       }
-      for (const cp::RingBlock& blk : st.blocks) {
+      for (size_t k = 0; k < st.blocks.size(); ++k) {
+        const cp::RingBlock& blk = st.blocks[k];
         if (blk.kind == cp::BlockKind::masked) continue;
         const BlockTime t = block_time(p, v, g, o, blk);
         scaled = scaled || t.scaled;
         slot.compute_ms += t.ms;
         hbm[size_t(st.gpu)] += t.dram_bytes;
-        if (merges) charge_merge(slot, blk.q.size(), cp::merge_add_bytes_per_row(d), cp::kMergeAddLaunches);
+        if (const int64_t per_row = merge_bytes_of(roles[size_t(s)][size_t(st.gpu)][k]); merges && per_row > 0)
+          charge_merge(slot, blk.q.size(), per_row, 1);
       }
       if (s + 1 < P) slot.link_bytes = cp::wire_bytes(p, v, st.kv_tokens);
       m.timeline.push_back(slot);

@@ -20,35 +20,48 @@ __device__ __half from_float<__half>(float x) { return __float2half_rn(x); }
 template <>
 __device__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
 
-// One thread per value; a row's L is read by every thread of it and written by none of them: merge_lse, launched
-// after it on the same stream (lse_merge_add), updates the L, so no thread reads one already updated.
-template <class T>
-__global__ void merge_values(float* o_acc, const float* l_acc, const T* o, const float* l, size_t rows, int d) {
-  const size_t i = size_t(blockIdx.x) * kThreads + threadIdx.x;
-  if (i >= rows * size_t(d)) return;
-  const size_t row = i / size_t(d);
+// A warp per row (a CTA's four warps, four rows): every lane reads the row's two logsumexps, merges its values at
+// c = lane, lane + 32, …, and lane 0 writes the merged L once the warp has read the old one. The running result is
+// updated in place, or (Store) the merged result goes straight to the output in `element`'s type and its L to l_out.
+constexpr int kRowsPerCta = kThreads / 32;
+
+template <class T, bool Store>
+__global__ void merge_rows(float* o_acc, float* l_acc, const T* o, const float* l, T* out, float* l_out, size_t rows,
+                           int d) {
+  const size_t row = size_t(blockIdx.x) * kRowsPerCta + threadIdx.x / 32;
+  const int lane = int(threadIdx.x % 32);
+  if (row >= rows) return;
   const float a = l_acc[row], b = l[row];
-  if (b == -INFINITY) return;  // the block saw no key of this row
-  const float x = to_float(o[i]);
-  if (a == -INFINITY) {
-    o_acc[i] = x;
+  float* acc = o_acc + row * size_t(d);
+  const T* x = o + row * size_t(d);
+  if (b == -INFINITY || a == -INFINITY) {  // one side saw no key of this row: the other is the result
+    const bool keep = b == -INFINITY;
+    if constexpr (Store) {
+      for (int c = lane; c < d; c += 32) out[row * size_t(d) + c] = keep ? from_float<T>(acc[c]) : x[c];
+      if (lane == 0) l_out[row] = keep ? a : b;
+    } else if (!keep) {
+      for (int c = lane; c < d; c += 32) acc[c] = to_float(x[c]);
+      __syncwarp();
+      if (lane == 0) l_acc[row] = b;
+    }
     return;
   }
   const float m = fmaxf(a, b), wa = expf(a - m), wb = expf(b - m);
-  o_acc[i] = (wa * o_acc[i] + wb * x) / (wa + wb);
+  for (int c = lane; c < d; c += 32) {
+    const float merged = (wa * acc[c] + wb * to_float(x[c])) / (wa + wb);
+    if constexpr (Store) out[row * size_t(d) + c] = from_float<T>(merged);
+    else acc[c] = merged;
+  }
+  __syncwarp();  // every lane has read a before lane 0 replaces it
+  if (lane == 0) (Store ? l_out : l_acc)[row] = m + logf(wa + wb);
 }
 
-__global__ void merge_lse(float* l_acc, const float* l, size_t rows) {
-  const size_t row = size_t(blockIdx.x) * kThreads + threadIdx.x;
-  if (row >= rows) return;
-  const float a = l_acc[row], b = l[row];
-  if (b == -INFINITY) return;
-  if (a == -INFINITY) {
-    l_acc[row] = b;
-    return;
-  }
-  const float m = fmaxf(a, b);
-  l_acc[row] = m + logf(expf(a - m) + expf(b - m));
+// The first of a chunk's blocks: its partial becomes the running result.
+template <class T>
+__global__ void merge_first(float* o_acc, float* l_acc, const T* o, const float* l, size_t rows, int d) {
+  const size_t i = size_t(blockIdx.x) * kThreads + threadIdx.x;
+  if (i < rows * size_t(d)) o_acc[i] = to_float(o[i]);
+  if (i < rows) l_acc[i] = l[i];
 }
 
 __global__ void clear(float* o_acc, float* l_acc, size_t rows, int d) {
@@ -96,17 +109,43 @@ cudaError_t lse_merge_clear(float* o_acc, float* l_acc, size_t rows, int d, cuda
   return cudaGetLastError();
 }
 
+template <class T>
+cudaError_t launch_rows(bool store, float* o_acc, float* l_acc, const void* o, const float* l, void* out, float* l_out,
+                        size_t rows, int d, cudaStream_t stream) {
+  const unsigned ctas = unsigned((rows + kRowsPerCta - 1) / kRowsPerCta);
+  if (store)
+    merge_rows<T, true><<<ctas, kThreads, 0, stream>>>(o_acc, l_acc, static_cast<const T*>(o), l, static_cast<T*>(out),
+                                                       l_out, rows, d);
+  else
+    merge_rows<T, false><<<ctas, kThreads, 0, stream>>>(o_acc, l_acc, static_cast<const T*>(o), l, nullptr, nullptr,
+                                                        rows, d);
+  return cudaGetLastError();
+}
+
+cudaError_t lse_merge_first(float* o_acc, float* l_acc, const void* o, OutputElement element, const float* l,
+                            size_t rows, int d, cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  if (element == OutputElement::bf16)
+    merge_first<<<blocks(rows * size_t(d)), kThreads, 0, stream>>>(o_acc, l_acc, static_cast<const __nv_bfloat16*>(o), l,
+                                                                   rows, d);
+  else
+    merge_first<<<blocks(rows * size_t(d)), kThreads, 0, stream>>>(o_acc, l_acc, static_cast<const __half*>(o), l, rows, d);
+  return cudaGetLastError();
+}
+
 cudaError_t lse_merge_add(float* o_acc, float* l_acc, const void* o, OutputElement element, const float* l, size_t rows,
                           int d, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
-  if (element == OutputElement::bf16)
-    merge_values<<<blocks(rows * size_t(d)), kThreads, 0, stream>>>(o_acc, l_acc, static_cast<const __nv_bfloat16*>(o), l,
-                                                                    rows, d);
-  else
-    merge_values<<<blocks(rows * size_t(d)), kThreads, 0, stream>>>(o_acc, l_acc, static_cast<const __half*>(o), l, rows, d);
-  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
-  merge_lse<<<blocks(rows), kThreads, 0, stream>>>(l_acc, l, rows);
-  return cudaGetLastError();
+  return element == OutputElement::bf16
+             ? launch_rows<__nv_bfloat16>(false, o_acc, l_acc, o, l, nullptr, nullptr, rows, d, stream)
+             : launch_rows<__half>(false, o_acc, l_acc, o, l, nullptr, nullptr, rows, d, stream);
+}
+
+cudaError_t lse_merge_last(float* o_acc, float* l_acc, const void* o, OutputElement element, const float* l, void* out,
+                           float* l_out, size_t rows, int d, cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  return element == OutputElement::bf16 ? launch_rows<__nv_bfloat16>(true, o_acc, l_acc, o, l, out, l_out, rows, d, stream)
+                                        : launch_rows<__half>(true, o_acc, l_acc, o, l, out, l_out, rows, d, stream);
 }
 
 cudaError_t lse_merge_store(const float* o_acc, const float* l_acc, void* o, OutputElement element, float* l,

@@ -16,11 +16,23 @@ namespace attnlab::kernels {
 // The 16-bit type a kernel stores O in: what the merge reads and what the ring's result is stored in.
 enum class OutputElement { fp16, bf16 };
 
+// A ring's query chunk takes its blocks' partials by their role (core/context_parallel.h's MergeRole): the only block's
+// kernel writes the result itself; the first becomes the running result (lse_merge_first), a middle one merges into it
+// (lse_merge_add), the last merges and stores the result in one pass (lse_merge_last) — one launch each, and the
+// numbers of a clear, pairwise merges and a store (the same operations in the same order). A chunk no block sees is
+// cleared and stored.
 // rows × d running values to O = 0, L = −∞.
 cudaError_t lse_merge_clear(float* o_acc, float* l_acc, size_t rows, int d, cudaStream_t stream);
-// (o_acc, l_acc) ← (o_acc, l_acc) merged with (o, l): rows × d values of type `element` and rows logsumexps.
+// (o_acc, l_acc) ← (o, l): rows × d values of type `element` and rows logsumexps.
+cudaError_t lse_merge_first(float* o_acc, float* l_acc, const void* o, OutputElement element, const float* l,
+                            size_t rows, int d, cudaStream_t stream);
+// (o_acc, l_acc) ← (o_acc, l_acc) merged with (o, l).
 cudaError_t lse_merge_add(float* o_acc, float* l_acc, const void* o, OutputElement element, const float* l, size_t rows,
                           int d, cudaStream_t stream);
+// (out, l_out) ← (o_acc, l_acc) merged with (o, l), rounded to `element` (round to nearest even); the running result is
+// left as it was.
+cudaError_t lse_merge_last(float* o_acc, float* l_acc, const void* o, OutputElement element, const float* l, void* out,
+                           float* l_out, size_t rows, int d, cudaStream_t stream);
 // The running result rounded to `element` (round to nearest even) into o, and its logsumexp into l.
 cudaError_t lse_merge_store(const float* o_acc, const float* l_acc, void* o, OutputElement element, float* l,
                             size_t rows, int d, cudaStream_t stream);

@@ -254,6 +254,15 @@ RingRun prefill(const Problem& p, const RingVariant& v, RingTransport& t, bool t
   const cp::RingPlan plan =
       cp::plan_ring(p.q_len, p.kv_len, p.causal, P, cp::default_balance(p.causal), cp::kShardAlign);
   const int d = int(p.head_dim);
+  // How each block's partial joins its query chunk's result (lse_merge.h); a chunk no block sees is cleared and stored.
+  const auto roles = cp::merge_roles(plan);
+  std::vector<std::vector<bool>> seen(static_cast<size_t>(P));  // [rank][query chunk]
+  for (int r = 0; r < P; ++r) {
+    seen[size_t(r)].assign(plan.shards[size_t(r)].q.size(), false);
+    for (const auto& step : plan.steps)
+      for (const cp::RingBlock& b : step[size_t(r)].blocks)
+        if (b.kind != cp::BlockKind::masked) seen[size_t(r)][size_t(b.q_chunk)] = true;
+  }
   std::vector<std::unique_ptr<Rank>> ranks;
   size_t max_shard = 0;
   for (const cp::Shards& s : plan.shards) max_shard = std::max(max_shard, v.shard_bytes(s.kv));
@@ -289,7 +298,7 @@ RingRun prefill(const Problem& p, const RingVariant& v, RingTransport& t, bool t
   // then sends the shard in hand and receives the next, (3) the compute stream attends the blocks of the shard in
   // hand. The stream waits capture the events' records of the previous step: (1) and (2) are issued before the
   // step re-records them. The own shard stays where it is, so the timed runs repeat the same ring.
-  // A traced run marks each step's attention (from the clears at step 0 to the stores at the last) and exchange.
+  // A traced run marks each step's attention (with its merges) and exchange.
   auto in_hand = [&](Rank& k, int s) { return s == 0 ? k.own.as<void>() : k.ring[s % 2].as<void>(); };
   RingTracer* tracer = nullptr;
   auto once = [&] {
@@ -299,8 +308,9 @@ RingRun prefill(const Problem& p, const RingVariant& v, RingTransport& t, bool t
       OnDevice on(k.device);
       if (tracer) tracer->mark(r, 0, RingTracer::compute_begin, k.compute);
       for (size_t c = 0; c < k.o_acc.size(); ++c)
-        ATTNLAB_CUDA(lse_merge_clear(k.o_acc[c].as<float>(), k.l_acc[c].as<float>(),
-                                     rows_of(p, plan.shards[size_t(r)].q[c]), d, k.compute));
+        if (!seen[size_t(r)][c])
+          ATTNLAB_CUDA(lse_merge_clear(k.o_acc[c].as<float>(), k.l_acc[c].as<float>(),
+                                       rows_of(p, plan.shards[size_t(r)].q[c]), d, k.compute));
     }
     for (int s = 0; s < P; ++s) {
       Exchange x(ranks.size());
@@ -331,18 +341,29 @@ RingRun prefill(const Problem& p, const RingVariant& v, RingTransport& t, bool t
         OnDevice on(k.device);
         const cp::RingStep& step = plan.steps[size_t(s)][size_t(r)];
         const std::vector<cp::Span>& held = plan.shards[size_t(step.kv_owner)].kv;
-        for (const cp::RingBlock& b : step.blocks) {
-          if (b.kind == cp::BlockKind::masked) continue;
+        for (size_t i = 0; i < step.blocks.size(); ++i) {
+          const cp::RingBlock& b = step.blocks[i];
+          const cp::MergeRole role = roles[size_t(s)][size_t(r)][i];
+          if (role == cp::MergeRole::none) continue;
           // q_len = kv_len and both split alike: a block the diagonal crosses is a diagonal block, whose mask
           // (bottom-right over equal lengths) is the kernel's own causal mask.
           if (b.kind == cp::BlockKind::partial && !(b.q == b.kv))
             throw std::runtime_error("ring prefill: a masked block off the diagonal (q_len ≠ kv_len)");
-          v.attend(k.q[size_t(b.q_chunk)].as<void>(), b.q, in_hand(k, s), held, b.kv_chunk,
-                   b.kind == cp::BlockKind::partial, k.o_block.as<void>(), k.lse_block.as<float>(),
+          const size_t c = size_t(b.q_chunk), rows = rows_of(p, b.q);
+          float* o_acc = k.o_acc[c].as<float>();
+          float* l_acc = k.l_acc[c].as<float>();
+          const bool only = role == cp::MergeRole::only;  // the kernel writes the chunk's result itself
+          void* o = only ? k.o_out[c].as<void>() : k.o_block.as<void>();
+          float* lse = only ? k.l_out[c].as<float>() : k.lse_block.as<float>();
+          v.attend(k.q[c].as<void>(), b.q, in_hand(k, s), held, b.kv_chunk, b.kind == cp::BlockKind::partial, o, lse,
                    k.workspace.as<void>(), k.compute);
-          ATTNLAB_CUDA(lse_merge_add(k.o_acc[size_t(b.q_chunk)].as<float>(), k.l_acc[size_t(b.q_chunk)].as<float>(),
-                                     k.o_block.as<void>(), element, k.lse_block.as<float>(), rows_of(p, b.q), d,
-                                     k.compute));
+          if (role == cp::MergeRole::first)
+            ATTNLAB_CUDA(lse_merge_first(o_acc, l_acc, o, element, lse, rows, d, k.compute));
+          else if (role == cp::MergeRole::middle)
+            ATTNLAB_CUDA(lse_merge_add(o_acc, l_acc, o, element, lse, rows, d, k.compute));
+          else if (role == cp::MergeRole::last)
+            ATTNLAB_CUDA(lse_merge_last(o_acc, l_acc, o, element, lse, k.o_out[c].as<void>(), k.l_out[c].as<float>(),
+                                        rows, d, k.compute));
         }
         ATTNLAB_CUDA(cudaEventRecord(k.computed, k.compute));
         if (tracer && s < P - 1) tracer->mark(r, s, RingTracer::compute_end, k.compute);
@@ -352,8 +373,9 @@ RingRun prefill(const Problem& p, const RingVariant& v, RingTransport& t, bool t
       Rank& k = *ranks[size_t(r)];
       OnDevice on(k.device);
       for (size_t c = 0; c < k.o_acc.size(); ++c)
-        ATTNLAB_CUDA(lse_merge_store(k.o_acc[c].as<float>(), k.l_acc[c].as<float>(), k.o_out[c].as<void>(), element,
-                                     k.l_out[c].as<float>(), rows_of(p, plan.shards[size_t(r)].q[c]), d, k.compute));
+        if (!seen[size_t(r)][c])
+          ATTNLAB_CUDA(lse_merge_store(k.o_acc[c].as<float>(), k.l_acc[c].as<float>(), k.o_out[c].as<void>(), element,
+                                       k.l_out[c].as<float>(), rows_of(p, plan.shards[size_t(r)].q[c]), d, k.compute));
       if (tracer) tracer->mark(r, P - 1, RingTracer::compute_end, k.compute);
     }
   };

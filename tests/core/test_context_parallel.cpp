@@ -264,6 +264,46 @@ TEST_CASE("context parallel: zigzag balances causal attention, contiguous does n
   CHECK(cp::default_balance(false) == Balance::contiguous);
 }
 
+// The merge roles (core/context_parallel.h): per query chunk, its visible blocks in the ring's order (steps, then a
+// step's blocks) are [only] or [first, middle…, last]; masked blocks have none — over causal and plain rings, even and
+// ragged lengths, 1–8 GPUs, both balances.
+TEST_CASE("context parallel: each chunk's visible blocks merge as only, or first … last, in the ring's order",
+          "[context-parallel]") {
+  for (int gpus = 1; gpus <= 8; ++gpus)
+    for (int64_t n : {int64_t(300), int64_t(4096), int64_t(10000)})
+      for (bool causal : {false, true})
+        for (Balance b : {Balance::contiguous, Balance::zigzag}) {
+          const cp::RingPlan plan = cp::plan_ring(n, n, causal, gpus, b, 128);
+          const auto roles = cp::merge_roles(plan);
+          REQUIRE(roles.size() == plan.steps.size());
+          for (int g = 0; g < gpus; ++g) {
+            std::map<int, std::vector<cp::MergeRole>> per_chunk;
+            for (size_t s = 0; s < plan.steps.size(); ++s) {
+              const auto& blocks = plan.steps[s][size_t(g)].blocks;
+              REQUIRE(roles[s][size_t(g)].size() == blocks.size());
+              for (size_t k = 0; k < blocks.size(); ++k) {
+                const cp::MergeRole r = roles[s][size_t(g)][k];
+                CHECK((r == cp::MergeRole::none) == (blocks[k].kind == BlockKind::masked));
+                if (r != cp::MergeRole::none) per_chunk[blocks[k].q_chunk].push_back(r);
+              }
+            }
+            for (const auto& [chunk, seq] : per_chunk) {
+              INFO(fmt::format("{} GPUs, N {}, causal {}, {}: GPU {} chunk {}", gpus, n, causal, cp::to_string(b), g, chunk));
+              if (seq.size() == 1) {
+                CHECK(seq[0] == cp::MergeRole::only);
+                continue;
+              }
+              CHECK(seq.front() == cp::MergeRole::first);
+              CHECK(seq.back() == cp::MergeRole::last);
+              for (size_t i = 1; i + 1 < seq.size(); ++i) CHECK(seq[i] == cp::MergeRole::middle);
+            }
+            // With q_len = kv_len every non-empty query chunk sees its own diagonal block: none is left unseen.
+            for (size_t c = 0; c < plan.shards[size_t(g)].q.size(); ++c)
+              if (plan.shards[size_t(g)].q[c].size() > 0) CHECK(per_chunk.count(int(c)) == 1);
+          }
+        }
+}
+
 TEST_CASE("context parallel: decode shards partition the cache with aligned, even boundaries", "[context-parallel]") {
   for (int64_t kv_len : {1, 7, 100, 4097, 131072, 1000001}) {
     for (int P = 1; P <= 8; ++P) {
