@@ -180,8 +180,9 @@ LinkRate link_of(const GpuSpec& g) {
 
 MultiGpuPrediction over_link(MultiGpuPrediction m, Phase phase, const LinkRate& link) {
   const int P = m.gpus;
+  if (P < 1) throw std::logic_error("over_link: no GPU");
   const size_t steps = m.timeline.size() / size_t(P);
-  if (P < 1 || m.timeline.size() != steps * size_t(P) || (phase == Phase::decode && steps != 2))
+  if (m.timeline.size() != steps * size_t(P) || (phase == Phase::decode && steps != 2))
     throw std::logic_error("over_link: a timeline that is not gpus × steps slots");
   auto slot = [&](size_t s, int r) -> RingSlot& { return m.timeline[s * size_t(P) + size_t(r)]; };
   auto slowest_of = [&](size_t s) {

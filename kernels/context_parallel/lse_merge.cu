@@ -56,11 +56,12 @@ __global__ void merge_rows(float* o_acc, float* l_acc, const T* o, const float* 
   if (lane == 0) (Store ? l_out : l_acc)[row] = m + logf(wa + wb);
 }
 
-// The first of a chunk's blocks: its partial becomes the running result.
+// The first of a chunk's blocks: its partial becomes the running result — a row it did not see (L = −∞) as a clear
+// leaves it, O = 0, whatever its kernel wrote there.
 template <class T>
 __global__ void merge_first(float* o_acc, float* l_acc, const T* o, const float* l, size_t rows, int d) {
   const size_t i = size_t(blockIdx.x) * kThreads + threadIdx.x;
-  if (i < rows * size_t(d)) o_acc[i] = to_float(o[i]);
+  if (i < rows * size_t(d)) o_acc[i] = l[i / size_t(d)] == -INFINITY ? 0.f : to_float(o[i]);
   if (i < rows) l_acc[i] = l[i];
 }
 

@@ -19,8 +19,10 @@ enum class OutputElement { fp16, bf16 };
 // A ring's query chunk takes its blocks' partials by their role (core/context_parallel.h's MergeRole): the only block's
 // kernel writes the result itself; the first becomes the running result (lse_merge_first), a middle one merges into it
 // (lse_merge_add), the last merges and stores the result in one pass (lse_merge_last) — one launch each, and the
-// numbers of a clear, pairwise merges and a store (the same operations in the same order). A chunk no block sees is
-// cleared and stored.
+// numbers of a clear, pairwise merges and a store (the same operations in the same order) on every row some block
+// sees; a row no block sees is O = 0, L = −∞ as before, except under the only block, whose kernel's output it is
+// (the ring's prefill attends a sequence to itself: every row sees its own key). A chunk no block sees is cleared
+// and stored.
 // rows × d running values to O = 0, L = −∞.
 cudaError_t lse_merge_clear(float* o_acc, float* l_acc, size_t rows, int d, cudaStream_t stream);
 // (o_acc, l_acc) ← (o, l): rows × d values of type `element` and rows logsumexps.
