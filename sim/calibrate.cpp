@@ -428,19 +428,30 @@ struct LinkFit {
     }
     return {e, lat};
   }
-  // A parameter whose ±10% moves no row is not identifiable: it goes back to the spec's value.
+  // A parameter is identifiable when a 10% change of it moves some row's time by more than kLinkSensitivity: rows
+  // whose transfers hide under the attention, or a decode's partials of a few KB, barely feel the link's rate, and a
+  // fit of it from them would be the prior's and the noise's, not the rows'.
+  static constexpr double kLinkSensitivity = 0.005;
   bool moves(double e, double lat, bool efficiency, size_t skip) const {
-    const double base = loss(e, lat, skip, false);
-    for (double f : {1.1, 1 / 1.1}) {
-      const double x = efficiency ? loss(e * f, lat, skip, false) : loss(e, lat * f, skip, false);
-      if (std::abs(x - base) > 1e-12) return true;
+    for (size_t i = 0; i < measured.size(); ++i) {
+      if (i == skip) continue;
+      const double base = time_ms(i, e, lat);
+      for (double f : {1.1, 1 / 1.1}) {
+        const double x = efficiency ? time_ms(i, e * f, lat) : time_ms(i, e, lat * f);
+        if (std::abs(x / base - 1) > kLinkSensitivity) return true;
+      }
     }
     return false;
   }
-  std::pair<double, double> settled(size_t skip) const {
-    auto [e, lat] = fit(skip);
+  // The fit without row `skip`, an unidentifiable parameter put back to the spec's value (and said so).
+  struct Settled {
+    double efficiency, latency_us;
+    bool efficiency_fitted, latency_fitted;
+  };
+  Settled settled(size_t skip) const {
+    const auto [e, lat] = fit(skip);
     const bool e_moves = moves(e, lat, true, skip), lat_moves = moves(e, lat, false, skip);
-    return {e_moves ? e : spec_efficiency, lat_moves ? lat : spec_latency_us};
+    return {e_moves ? e : spec_efficiency, lat_moves ? lat : spec_latency_us, e_moves, lat_moves};
   }
 };
 
@@ -490,14 +501,18 @@ Calibration calibrate(const GpuSpec& gpu, const std::vector<Measurement>& m, con
                                            : CalibrationProgress{},
                                   loo_method);
 
-  GpuSpec plain = with_factors(gpu, Calibration{});
+  // The fit starts from the links section's estimates (not from an earlier fit the spec may hold), as the units'
+  // start from the datasheet.
+  GpuSpec start = gpu;
+  start.link_efficiency = gpu.links_section_efficiency, start.link_latency_us = gpu.links_section_latency_us;
+  GpuSpec plain = with_factors(start, Calibration{});
   plain.issue_latency_cycles = gpu.issue_latency_cycles;
-  const GpuSpec fitted = with_factors(gpu, c);
+  const GpuSpec fitted = with_factors(start, c);
   LinkFit f;
-  f.spec_link = link_of(gpu);
-  f.spec_link.bytes_per_s /= gpu.link_efficiency;
-  f.spec_efficiency = std::clamp(gpu.link_efficiency, physical_range(kLinkEfficiency).first, 1.0);
-  f.spec_latency_us = std::clamp(gpu.link_latency_us, physical_range(kLinkLatency).first,
+  f.spec_link = link_of(start);
+  f.spec_link.bytes_per_s /= start.link_efficiency;  // the rate at efficiency 1
+  f.spec_efficiency = std::clamp(start.link_efficiency, physical_range(kLinkEfficiency).first, 1.0);
+  f.spec_latency_us = std::clamp(start.link_latency_us, physical_range(kLinkLatency).first,
                                  physical_range(kLinkLatency).second);
   std::vector<double> before;
   for (size_t i : across) {
@@ -509,17 +524,18 @@ Calibration calibrate(const GpuSpec& gpu, const std::vector<Measurement>& m, con
     f.phases.push_back(x.problem.phase);
     f.measured.push_back(x.median_ms);
   }
-  const auto [e, lat] = f.settled(kNone);
-  // settled() put an unidentifiable parameter back to the spec's value; it is reported as such, not as fitted.
-  if (f.moves(e, lat, true, kNone)) c.efficiency[kLinkEfficiency] = e;
+  const LinkFit::Settled all = f.settled(kNone);
+  if (all.efficiency_fitted) c.efficiency[kLinkEfficiency] = all.efficiency;
   else c.not_identifiable.push_back(kLinkEfficiency);
-  if (f.moves(e, lat, false, kNone)) c.efficiency[kLinkLatency] = lat;
+  if (all.latency_fitted) c.efficiency[kLinkLatency] = all.latency_us;
   else c.not_identifiable.push_back(kLinkLatency);
   std::vector<CalibrationRow> in_order(m.size());  // the file's order
   for (size_t k = 0; k < on_one.size(); ++k) in_order[on_one[k]] = c.rows[k];
   for (size_t k = 0; k < across.size(); ++k) {
-    const auto [le, llat] = across.size() > 1 ? f.settled(k) : std::pair{e, lat};
-    in_order[across[k]] = {m[across[k]].label, f.measured[k], before[k], f.time_ms(k, e, lat), f.time_ms(k, le, llat)};
+    // With one ring row there is nothing to fit without it: its leave-one-out time is the fit's.
+    const LinkFit::Settled without = across.size() > 1 ? f.settled(k) : all;
+    in_order[across[k]] = {m[across[k]].label, f.measured[k], before[k], f.time_ms(k, all.efficiency, all.latency_us),
+                           f.time_ms(k, without.efficiency, without.latency_us)};
   }
   c.rows = std::move(in_order);
   if (progress) progress(1.0, fmt::format("the link: {} rows across GPUs", across.size()));
@@ -544,6 +560,16 @@ std::string spec_with_calibration(const std::string& spec_path, const Calibratio
   if (overhead != factors.end()) measured["cta_overhead_us"] = overhead->second, factors.erase(overhead);
   for (const char* name : {kLatency, kLinkEfficiency, kLinkLatency})
     if (const auto it = factors.find(name); it != factors.end()) measured[name] = it->second, factors.erase(it);
+  // A calibration without rows across GPUs says nothing of the links: an earlier fit of them stays.
+  const bool link_fitted = std::any_of(c.not_identifiable.begin(), c.not_identifiable.end(), [](const std::string& n) {
+    return n == kLinkEfficiency || n == kLinkLatency;
+  }) || measured.contains(kLinkEfficiency) || measured.contains(kLinkLatency);
+  if (!link_fitted) {
+    const std::string line = s.substr(at + std::string("\n \"measured\":").size(), end - at - std::string("\n \"measured\":").size());
+    const json before = json::parse(line.substr(0, line.find_last_not_of(", ") + 1), nullptr, false);
+    for (const char* name : {kLinkEfficiency, kLinkLatency})
+      if (before.is_object() && before.contains(name)) measured[name] = before[name];
+  }
   // The source is a path as the user typed it: escaped, so the spec stays one printable line per field.
   measured.update({{"efficiency", factors},
                    {"fitted_from", measurements},

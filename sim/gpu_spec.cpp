@@ -209,8 +209,8 @@ GpuSpec load_gpu_spec_file(const std::string& path) {
     const json& l = j["links"];
     if (l.contains("nvlink_gbs_per_direction")) s.nvlink_gbs_per_direction = number(l, "nvlink_gbs_per_direction");
     s.pcie_gbs_per_direction = number(l, "pcie_gbs_per_direction");
-    s.link_latency_us = number(l, "latency_us");
-    s.link_efficiency = number(l, "efficiency");
+    s.link_latency_us = s.links_section_latency_us = number(l, "latency_us");
+    s.link_efficiency = s.links_section_efficiency = number(l, "efficiency");
     for (const FieldSpec& f : link_fields())
       if (l.contains(f.name)) s.sources["links." + f.name] = source_of(l, f.name);
   }

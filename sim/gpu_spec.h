@@ -54,6 +54,8 @@ struct GpuSpec {
   double nvlink_gbs_per_direction = 0;  // 0: no NVLink
   double pcie_gbs_per_direction = 0;
   double link_latency_us = 0, link_efficiency = 1;
+  // The links section's own estimates, before `measured` replaces them with a fit (calibrate starts from these).
+  double links_section_latency_us = 0, links_section_efficiency = 1;
   nlohmann::json measured = nlohmann::json::object();  // the `measured` section as read
 
   // Peak rate of a unit in operations per second (HBM: bytes per second), before efficiency.

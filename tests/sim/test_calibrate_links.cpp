@@ -109,6 +109,23 @@ TEST_CASE("calibrate across GPUs: where every transfer hides, the link is not id
   CHECK(std::count(c.not_identifiable.begin(), c.not_identifiable.end(), "link_latency_us") == 1);
 }
 
+TEST_CASE("calibrate across GPUs: decodes tell the link's latency, not its rate", "[sim][calibrate][context_parallel]") {
+  // A decode's partials are a few KB: the gather is its latency, and a 10% change of the rate moves no row's time by
+  // 0.5% — the rate is left at the spec's estimate and named, where a fit would have been the prior's and the noise's.
+  std::vector<Measurement> m = rows(truth(), false);
+  for (int64_t n : {32768, 262144, 1048576})
+    for (int64_t gpus : {1, 2, 4}) {
+      Problem p = prefill(n, false, 8, gpus);
+      p.phase = Phase::decode, p.q_len = 1;
+      m.push_back({fmt::format("decode N={} ×{}", n, gpus), p, request("flash2"), time_on(truth(), p), ""});
+    }
+  const Calibration c = calibrate(load_gpu_spec("l40s"), m);
+  CHECK(c.efficiency.count("link_efficiency") == 0);
+  CHECK(std::count(c.not_identifiable.begin(), c.not_identifiable.end(), "link_efficiency") == 1);
+  REQUIRE(c.efficiency.count("link_latency_us") == 1);
+  CHECK(c.efficiency.at("link_latency_us") == Approx(25).epsilon(0.02));
+}
+
 TEST_CASE("calibrate across GPUs: what it cannot fit, it refuses in one line", "[sim][calibrate][context_parallel]") {
   const GpuSpec spec = load_gpu_spec("l40s");
   std::vector<Measurement> rings;
@@ -158,6 +175,23 @@ TEST_CASE("calibrate across GPUs: the fitted link is written into the spec and r
       INFO(x.label);
       CHECK(time_on(back, x.problem) == Approx(x.median_ms).epsilon(0.005));
     }
+  // A later calibration from one-GPU rows only says nothing of the links: the fitted link stays in the spec; and a
+  // fit from the rings again starts from the links section's estimates (not from the fit the spec now holds) and lands
+  // where the first did.
+  const Calibration units_only = calibrate(back, rows(truth(), false));
+  const std::string again = dir + "/again";
+  std::filesystem::create_directories(again);
+  std::ofstream(again + "/l40s.json") << spec_with_calibration(path, units_only, 24, "one-gpu.json");
+  CHECK(load_gpu_spec_file(again + "/l40s.json").link_efficiency == back.link_efficiency);
+  CHECK(back.links_section_efficiency == 0.8);
+  const Calibration refit = calibrate(back, m);
+  CHECK(refit.efficiency.at("link_efficiency") == Approx(c.efficiency.at("link_efficiency")).epsilon(0.01));
+  CHECK(refit.efficiency.at("link_latency_us") == Approx(c.efficiency.at("link_latency_us")).epsilon(0.02));
+  GpuSpec start = back;  // "before": the datasheet's units, the spec's issue latency, the links section's link
+  start.efficiency.clear(), start.cta_overhead_us = 1.0;
+  start.link_efficiency = 0.8, start.link_latency_us = 10;
+  for (size_t i = 0; i < m.size(); ++i)
+    if (m[i].problem.gpus > 1) CHECK(refit.rows[i].before_ms == time_on(start, m[i].problem));
   // A spec whose measured line names a link term but which has no links section is refused, naming the field.
   std::ifstream in(path);
   std::stringstream text;
