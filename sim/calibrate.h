@@ -61,8 +61,10 @@ enum class LooMethod { automatic, refit, from_full_fit };
 // (problem.gpus > 1: attnlab's context-parallel ring) fit the link term instead, after the units are fitted on the
 // rows of one GPU: the ring's blocks are predicted with those units, and the links' efficiency and latency per
 // transfer ("link_efficiency", "link_latency_us", held to physical_range) are fitted through over_link
-// (context_parallel_model.h), each ring row also predicted by a fit without it; where every transfer hides under
-// the attention they are not identifiable. Rows come back in `m`'s order. Throws InputError (naming the row) for a
+// (context_parallel_model.h), each ring row also predicted by a fit without it (with one ring row, by the fit); a
+// parameter a 10% change of which moves no ring row's time by 0.5% is not identifiable (every transfer hidden under
+// the attention; a decode's partials of a few KB tell the latency, not the rate) and stays at the links section's
+// estimate. Rows come back in `m`'s order. Throws InputError (naming the row) for a
 // ring measured by another implementation or on a spec without links, and for a file whose every row is a ring.
 Calibration calibrate(const GpuSpec& gpu, const std::vector<Measurement>& m, const ModelOptions& o = {},
                       const CalibrationProgress& progress = {}, LooMethod loo = LooMethod::automatic);

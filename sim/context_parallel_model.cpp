@@ -260,7 +260,11 @@ LinkCrossover link_crossover(const Problem& p, const VariantRequest& v, const Gp
   };
   const int64_t shortest = 2 * gpus * cp::kShardAlign;
   int64_t bound = 0, hidden = 0;  // the last link-bound length scanned, the first hidden one after it
-  for (int64_t n = shortest; n <= kCrossoverScanTokens; n *= 2) {
+  // Doubling from the shortest split, and the scan's end itself as the last length (2·P·128 · 2^k need not reach it).
+  std::vector<int64_t> lengths;
+  for (int64_t n = shortest; n < kCrossoverScanTokens; n *= 2) lengths.push_back(n);
+  lengths.push_back(kCrossoverScanTokens);
+  for (const int64_t n : lengths) {
     if (at(n)) bound = n;
     else if (bound > 0) {
       hidden = n;

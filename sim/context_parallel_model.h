@@ -11,7 +11,7 @@
 // The GPUs move in lock step: a step starts when its shard has arrived, and every GPU's shard comes from the
 // slowest step before it. Idle time per GPU and step: T_s − C_{r,s}.
 // Decode: the cache sharded by tokens; every GPU runs the one-GPU decode on its shard, then the partials (O in
-// FP32 and the logsumexp per query row) travel to GPU 0, which merges them (one launch, their bytes read once):
+// FP16 and the logsumexp per query row) travel to GPU 0, which merges them (one launch, their bytes read once):
 //   T = max_r C_r + latency + (P − 1) · partial bytes / link + merge.
 // What travels is K and V as the variant stores them (its cache declaration, core/storage.h: FP16 for flash2, the
 // INT8 tiles and their scales for int_flash, E4M3 for flash3_fp8, INT4 for fireq, TurboAttention's and KIVI's
@@ -84,7 +84,7 @@ MultiGpuPrediction predict_context_parallel(const Problem& p, const VariantReque
 // not grow at all), so the links bind below a crossover and are hidden above it; a compressed K/V format moves the
 // crossover down by its bytes. (At the very shortest splits a step's fixed costs — its launches — can outlast its few
 // bytes again: the crossover is the longest link-bound length, not the start of a range.) Found by the model itself:
-// N doubled from the shortest split (2 · gpus · kShardAlign tokens) up to kCrossoverScanTokens, stopping at the first
+// N doubled from the shortest split (2 · gpus · kShardAlign tokens), then kCrossoverScanTokens itself, stopping at the first
 // hidden length after a link-bound one, then bisected between the two to kShardAlign.
 inline constexpr int64_t kCrossoverScanTokens = int64_t{1} << 20;  // 1M tokens, the longest the presets ask about
 struct LinkCrossover {

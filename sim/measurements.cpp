@@ -90,7 +90,8 @@ json context_parallel_json(const VariantResult& v) {
   json out = {{"gpus", int(r[0])}, {"wire_bytes", r[1]}};
   if (r[3] > 0) out["merge_ms"] = r[3];
   if (const auto t = v.kernel->probes.find("kernel.context_parallel.timeline");
-      t != v.kernel->probes.end() && t->second.shape.size() == 3) {
+      t != v.kernel->probes.end() && t->second.shape.size() == 3 && t->second.shape[2] == 3 &&
+      t->second.values.size() == size_t(t->second.shape[0] * t->second.shape[1] * 3)) {
     const int64_t steps = t->second.shape[0], gpus = t->second.shape[1];
     const ProbeValues& x = t->second.values;
     out["timeline"] = json::array();

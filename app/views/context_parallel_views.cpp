@@ -25,6 +25,8 @@ const ProbeArray* measured_timeline(const VariantResult& v) {
   if (!v.kernel) return nullptr;
   const auto it = v.kernel->probes.find("kernel.context_parallel.timeline");
   if (it == v.kernel->probes.end() || it->second.shape.size() != 3 || it->second.shape[2] != 3) return nullptr;
+  const std::vector<int64_t>& shape = it->second.shape;
+  if (shape[0] < 1 || shape[1] < 1 || it->second.values.size() != size_t(shape[0] * shape[1] * 3)) return nullptr;
   return &it->second;
 }
 

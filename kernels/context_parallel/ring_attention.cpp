@@ -170,21 +170,19 @@ class RingTracer {
   enum Mark { compute_begin, compute_end, exchange_begin, exchange_end, kMarks };
 
   RingTracer(const std::vector<std::unique_ptr<Rank>>& ranks, int steps) : ranks_(ranks), steps_(steps) {
-    for (const auto& r : ranks_) {
-      OnDevice on(r->device);
-      events_.emplace_back(size_t(1 + steps * kMarks), nullptr);
-      recorded_.emplace_back(size_t(steps * kMarks), false);
-      for (cudaEvent_t& e : events_.back()) ATTNLAB_CUDA(cudaEventCreate(&e));
+    try {
+      for (const auto& r : ranks_) {
+        OnDevice on(r->device);
+        events_.emplace_back(size_t(1 + steps * kMarks), nullptr);
+        recorded_.emplace_back(size_t(steps * kMarks), false);
+        for (cudaEvent_t& e : events_.back()) ATTNLAB_CUDA(cudaEventCreate(&e));
+      }
+    } catch (...) {
+      release();  // the destructor does not run for a constructor that throws
+      throw;
     }
   }
-  ~RingTracer() {
-    for (size_t r = 0; r < events_.size(); ++r) {
-      cudaSetDevice(ranks_[r]->device);
-      for (cudaEvent_t e : events_[r])
-        if (e) cudaEventDestroy(e);
-    }
-    if (!ranks_.empty()) cudaSetDevice(ranks_[0]->device);
-  }
+  ~RingTracer() { release(); }
   RingTracer(const RingTracer&) = delete;
   RingTracer& operator=(const RingTracer&) = delete;
 
@@ -216,6 +214,18 @@ class RingTracer {
   }
 
  private:
+  // Every event made so far, each on its device; the caller's device current again after.
+  void release() {
+    int before = 0;
+    cudaGetDevice(&before);
+    for (size_t r = 0; r < events_.size(); ++r) {
+      cudaSetDevice(ranks_[r]->device);
+      for (cudaEvent_t& e : events_[r])
+        if (e) cudaEventDestroy(e), e = nullptr;
+    }
+    cudaSetDevice(before);
+  }
+
   const std::vector<std::unique_ptr<Rank>>& ranks_;
   int steps_;
   std::vector<std::vector<cudaEvent_t>> events_;  // [rank]: origin, then [step · kMarks + mark]

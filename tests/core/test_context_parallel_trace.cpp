@@ -114,6 +114,30 @@ TEST_CASE("ring trace: over random lock-step prefills every GPU's steps span the
   }
 }
 
+TEST_CASE("ring trace: clocks a few microseconds apart never make a negative wait", "[context_parallel]") {
+  // GPU 1's clock runs 0.02 ms behind GPU 0's. Prefill: its step 1 appears to start 0.01 ms before its step 0 ended
+  // (it waited on GPU 0's shard, whose clock is ahead) — no wait; the ring's end, read on GPU 0's clock, lies before
+  // GPU 1's last end — no wait either.
+  const std::vector<StepMarks> prefill = {
+      {0, 1.0, 0, 0.5}, {0, 1.0, 0, 0.5},
+      {1.0, 2.0, NAN, NAN}, {0.99, 2.01, NAN, NAN},
+  };
+  const std::vector<TraceSlot> t = cp::prefill_trace(2, prefill);
+  CHECK(slot(t, 2, 0, 1).idle_ms == 0);
+  CHECK(slot(t, 2, 1, 0).idle_ms == Approx(0.01).epsilon(1e-9));
+  CHECK(slot(t, 2, 1, 1).idle_ms == 0);
+  // Decode: GPU 0's merge appears to start before the slowest attention's end on GPU 1's clock — no wait, and a send
+  // longer than the step leaves none either.
+  const std::vector<StepMarks> decode = {
+      {0, 1.0, NAN, NAN}, {0, 1.03, NAN, NAN},
+      {1.02, 1.05, 0.9, 1.02}, {NAN, NAN, 0.99, 1.04},
+  };
+  const std::vector<TraceSlot> d = cp::decode_trace(2, decode);
+  CHECK(slot(d, 2, 1, 0).idle_ms == 0);  // the step spans [1.03, 1.05], the merge 0.03 of it
+  CHECK(slot(d, 2, 1, 1).idle_ms == 0);  // its send (0.05) outlasts the step (0.02)
+  for (const TraceSlot& x : d) CHECK(x.idle_ms >= 0);
+}
+
 TEST_CASE("ring trace: marks that are not a ring are refused", "[context_parallel]") {
   const StepMarks ok{0, 1, NAN, NAN};
   CHECK_THROWS_AS(cp::prefill_trace(2, {ok, ok, ok}), std::invalid_argument);     // 3 marks for 2 × 2

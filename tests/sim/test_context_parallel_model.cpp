@@ -201,6 +201,8 @@ TEST_CASE("where the links bind: the longest N at which a step still waits for i
   const LinkCrossover always = link_crossover(p, variant("flash2"), slow, 4, cp::Balance::zigzag);
   CHECK(always.whole_scan);
   CHECK(always.tokens == kCrossoverScanTokens);
+  // Three GPUs' doublings (768 · 2^k) miss 1M: the scan ends at 1M itself all the same.
+  CHECK(link_crossover(p, variant("flash2"), slow, 3, cp::Balance::zigzag).tokens == kCrossoverScanTokens);
   // One GPU sends nothing.
   CHECK(link_crossover(p, variant("flash2"), l40s, 1, cp::Balance::zigzag).tokens == 0);
 }

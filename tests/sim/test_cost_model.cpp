@@ -468,8 +468,9 @@ TEST_CASE("a ring's measurement carries its traced timeline and the model's besi
   CHECK(cp["model"]["scaling_efficiency"] == 0.958);
   CHECK(cp["model"]["timeline"][0]["exchange_ms"] == 0.4);
   // The file reads back as every measurements file does; a slot with a negative wait is refused, naming it.
-  const std::string path = std::string(ATTNLAB_TEST_TMP) + "/bench-ring.json";
-  std::filesystem::create_directories(ATTNLAB_TEST_TMP);
+  const std::string dir = std::string(ATTNLAB_TEST_TMP) + "/test_cost_model";
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/bench-ring.json";
   std::ofstream(path) << j.dump();
   CHECK(load_measurements(path).size() == 1);
   nlohmann::json bad = j;

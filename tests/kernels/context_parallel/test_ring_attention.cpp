@@ -266,7 +266,7 @@ TEST_CASE("context-parallel ring on one device equals the one-GPU kernel within 
         check_ring(dev, "flash3_fp8", problem(d, 8, 2, 1100, causal, Phase::prefill), *t, seed + d);
       check_ring(dev, "flash3_fp8", problem(d, 32, 8, 4097, false, Phase::decode), *t, seed + d);
     }
-    // turbo's prefill: FP16 shards, each block quantized by its pre-pass (Alg. 1).
+    // turbo's prefill: Alg. 1's INT8 tiles and block scales on the wire, each block the prefill attention on them.
     for (int64_t d : {64, 128})
       for (bool causal : {false, true})
         check_ring(dev, "turbo", problem(d, 8, 2, 1100, causal, Phase::prefill), *t, seed + d + 11);
