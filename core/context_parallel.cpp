@@ -182,8 +182,10 @@ const char* to_string(MergeRole r) {
   return "?";
 }
 
-std::vector<std::vector<std::vector<MergeRole>>> merge_roles(const RingPlan& plan) {
-  std::vector<std::vector<std::vector<MergeRole>>> roles(plan.steps.size());
+MergePlan merge_plan(const RingPlan& plan) {
+  MergePlan m;
+  auto& roles = m.roles;
+  roles.resize(plan.steps.size());
   // Per (gpu, query chunk): its visible blocks as (step, block) in the ring's order.
   std::vector<std::vector<std::vector<std::pair<size_t, size_t>>>> visible(size_t(plan.gpus));
   for (int g = 0; g < plan.gpus; ++g) visible[size_t(g)].resize(plan.shards[size_t(g)].q.size());
@@ -196,14 +198,17 @@ std::vector<std::vector<std::vector<MergeRole>>> merge_roles(const RingPlan& pla
         if (blocks[b].kind != BlockKind::masked) visible[g][size_t(blocks[b].q_chunk)].push_back({s, b});
     }
   }
+  m.unseen.resize(visible.size());
   for (size_t g = 0; g < visible.size(); ++g)
-    for (const auto& chunk : visible[g])
+    for (const auto& chunk : visible[g]) {
+      m.unseen[g].push_back(chunk.empty());
       for (size_t i = 0; i < chunk.size(); ++i)
         roles[chunk[i].first][g][chunk[i].second] = chunk.size() == 1       ? MergeRole::only
                                                     : i == 0                ? MergeRole::first
                                                     : i + 1 == chunk.size() ? MergeRole::last
                                                                             : MergeRole::middle;
-  return roles;
+    }
+  return m;
 }
 
 }  // namespace attnlab::cp

@@ -149,8 +149,11 @@ enum class MergeRole {
 };
 const char* to_string(MergeRole r);
 
-// [step][gpu][block] for every block of plan.steps.
-std::vector<std::vector<std::vector<MergeRole>>> merge_roles(const RingPlan& plan);
+struct MergePlan {
+  std::vector<std::vector<std::vector<MergeRole>>> roles;  // [step][gpu][block] for every block of plan.steps
+  std::vector<std::vector<bool>> unseen;                   // [gpu][query chunk]: no block sees it (cleared, stored)
+};
+MergePlan merge_plan(const RingPlan& plan);
 
 // The ring over `gpus` GPUs. Throws InputError naming the argument when gpus is outside [1, kMaxGpus],
 // a length is < 1 or align < 1. P = 1 is one step with one GPU holding everything, as one chunk whatever the balance.

@@ -72,7 +72,7 @@ MultiGpuPrediction ring_prefill(const Problem& p, const VariantRequest& v, const
   // merges and stores); a chunk no block sees is cleared at the first step and stored at the last. One GPU runs the
   // one-GPU kernel: no merges.
   const bool merges = P > 1;
-  const auto roles = cp::merge_roles(plan);
+  const cp::MergePlan merging = cp::merge_plan(plan);
   auto merge_bytes_of = [&](cp::MergeRole r) -> int64_t {
     switch (r) {
       case cp::MergeRole::first: return cp::merge_first_bytes_per_row(d);
@@ -81,13 +81,6 @@ MultiGpuPrediction ring_prefill(const Problem& p, const VariantRequest& v, const
       default: return 0;
     }
   };
-  std::vector<std::vector<bool>> seen(static_cast<size_t>(P));  // [gpu][query chunk]: some block sees it
-  for (int r = 0; r < P; ++r) {
-    seen[size_t(r)].assign(plan.shards[size_t(r)].q.size(), false);
-    for (const auto& step : plan.steps)
-      for (const cp::RingBlock& blk : step[size_t(r)].blocks)
-        if (blk.kind != cp::BlockKind::masked) seen[size_t(r)][size_t(blk.q_chunk)] = true;
-  }
   for (int s = 0; s < P; ++s) {
     const auto& row = plan.steps[size_t(s)];
     for (const cp::RingStep& st : row) {
@@ -97,7 +90,7 @@ MultiGpuPrediction ring_prefill(const Problem& p, const VariantRequest& v, const
         const int64_t per_row = s == 0       ? cp::merge_clear_bytes_per_row(d)
                                 : s == P - 1 ? cp::merge_store_bytes_per_row(d)
                                              : 0;
-        if (merges && per_row > 0 && chunks[c].size() > 0 && !seen[size_t(st.gpu)][c])
+        if (merges && per_row > 0 && chunks[c].size() > 0 && merging.unseen[size_t(st.gpu)][c])
           charge_merge(slot, chunks[c].size(), per_row, 1);
       }
       for (size_t k = 0; k < st.blocks.size(); ++k) {
@@ -107,7 +100,7 @@ MultiGpuPrediction ring_prefill(const Problem& p, const VariantRequest& v, const
         scaled = scaled || t.scaled;
         slot.compute_ms += t.ms;
         hbm[size_t(st.gpu)] += t.dram_bytes;
-        if (const int64_t per_row = merge_bytes_of(roles[size_t(s)][size_t(st.gpu)][k]); merges && per_row > 0)
+        if (const int64_t per_row = merge_bytes_of(merging.roles[size_t(s)][size_t(st.gpu)][k]); merges && per_row > 0)
           charge_merge(slot, blk.q.size(), per_row, 1);
       }
       if (s + 1 < P) slot.link_bytes = cp::wire_bytes(p, v, st.kv_tokens);

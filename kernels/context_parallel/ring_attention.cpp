@@ -265,14 +265,7 @@ RingRun prefill(const Problem& p, const RingVariant& v, RingTransport& t, bool t
       cp::plan_ring(p.q_len, p.kv_len, p.causal, P, cp::default_balance(p.causal), cp::kShardAlign);
   const int d = int(p.head_dim);
   // How each block's partial joins its query chunk's result (lse_merge.h); a chunk no block sees is cleared and stored.
-  const auto roles = cp::merge_roles(plan);
-  std::vector<std::vector<bool>> seen(static_cast<size_t>(P));  // [rank][query chunk]
-  for (int r = 0; r < P; ++r) {
-    seen[size_t(r)].assign(plan.shards[size_t(r)].q.size(), false);
-    for (const auto& step : plan.steps)
-      for (const cp::RingBlock& b : step[size_t(r)].blocks)
-        if (b.kind != cp::BlockKind::masked) seen[size_t(r)][size_t(b.q_chunk)] = true;
-  }
+  const cp::MergePlan merging = cp::merge_plan(plan);
   std::vector<std::unique_ptr<Rank>> ranks;
   size_t max_shard = 0;
   for (const cp::Shards& s : plan.shards) max_shard = std::max(max_shard, v.shard_bytes(s.kv));
@@ -318,7 +311,7 @@ RingRun prefill(const Problem& p, const RingVariant& v, RingTransport& t, bool t
       OnDevice on(k.device);
       if (tracer) tracer->mark(r, 0, RingTracer::compute_begin, k.compute);
       for (size_t c = 0; c < k.o_acc.size(); ++c)
-        if (!seen[size_t(r)][c])
+        if (merging.unseen[size_t(r)][c])
           ATTNLAB_CUDA(lse_merge_clear(k.o_acc[c].as<float>(), k.l_acc[c].as<float>(),
                                        rows_of(p, plan.shards[size_t(r)].q[c]), d, k.compute));
     }
@@ -353,7 +346,7 @@ RingRun prefill(const Problem& p, const RingVariant& v, RingTransport& t, bool t
         const std::vector<cp::Span>& held = plan.shards[size_t(step.kv_owner)].kv;
         for (size_t i = 0; i < step.blocks.size(); ++i) {
           const cp::RingBlock& b = step.blocks[i];
-          const cp::MergeRole role = roles[size_t(s)][size_t(r)][i];
+          const cp::MergeRole role = merging.roles[size_t(s)][size_t(r)][i];
           if (role == cp::MergeRole::none) continue;
           // q_len = kv_len and both split alike: a block the diagonal crosses is a diagonal block, whose mask
           // (bottom-right over equal lengths) is the kernel's own causal mask.
@@ -383,7 +376,7 @@ RingRun prefill(const Problem& p, const RingVariant& v, RingTransport& t, bool t
       Rank& k = *ranks[size_t(r)];
       OnDevice on(k.device);
       for (size_t c = 0; c < k.o_acc.size(); ++c)
-        if (!seen[size_t(r)][c])
+        if (merging.unseen[size_t(r)][c])
           ATTNLAB_CUDA(lse_merge_store(k.o_acc[c].as<float>(), k.l_acc[c].as<float>(), k.o_out[c].as<void>(), element,
                                        k.l_out[c].as<float>(), rows_of(p, plan.shards[size_t(r)].q[c]), d, k.compute));
       if (tracer) tracer->mark(r, P - 1, RingTracer::compute_end, k.compute);

@@ -1,6 +1,8 @@
 // attnlab kernels: a ring shard's chunk as parts laid end to end, each starting 256-byte aligned (TMA needs 16; 256
-// keeps every part on its own cache lines) — how int_flash's, kivi's and fireq's pack_shard lay out what they send.
+// keeps every part on its own cache lines) — how every compressed ring's pack_shard lays out what it sends.
 #pragma once
+
+#include "kernels/common/vt_permutation.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -27,6 +29,16 @@ template <class T>
 void copy_rows(T* to, const std::vector<T>& from, int64_t rows, int64_t from_stride, int64_t from_at, int64_t count) {
   for (int64_t r = 0; r < rows; ++r)
     std::memcpy(to + r * count, from.data() + r * from_stride + from_at, size_t(count) * sizeof(T));
+}
+
+// Tokens [begin, begin + n) of every head of `codes` ((heads, n_all, d), the whole sequence's INT8 V) into `vt` as the
+// INT8 P·V kernels read Vᵀ: (heads, d, pad), keys permuted within each 16 (vt_permutation.h), padding keys left 0.
+inline void put_vt(int8_t* vt, const std::vector<int8_t>& codes, int64_t heads, int64_t d, int64_t n_all, int64_t begin,
+                   int64_t n, int64_t pad) {
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t key = 0; key < n; ++key)
+      for (int64_t c = 0; c < d; ++c)
+        vt[(h * d + c) * pad + key / 16 * 16 + vt_position_of(int(key))] = codes[size_t((h * n_all + begin + key) * d + c)];
 }
 
 // `part` copied to the next aligned offset of `out`; returns that offset.

@@ -18,7 +18,6 @@
 #include "core/variants/int_flash_accumulation.h"
 #include "kernels/common/cuda_check.h"
 #include "kernels/common/kernel_table.h"
-#include "kernels/common/vt_permutation.h"
 #include "kernels/context_parallel/shard_parts.h"
 #include "kernels/int8/int_flash.h"
 #include "kernels/int8/int_flash_host.h"
@@ -81,11 +80,7 @@ class IntFlashRing final : public RingVariant {
         for (int64_t h = 0; h < heads; ++h)
           for (int64_t i = 0; i < n * d; ++i) v[h * n * d + i] = __float2half_rn(in_.v.data()[(h * n_all + s.begin) * d + i]);
       } else {  // Vᵀ (heads × d × pad), keys permuted per 16; padding keys code 0; then S_V per head
-        int8_t* vt = grow_part<int8_t>(out, size_t(heads * d * pad));
-        for (int64_t h = 0; h < heads; ++h)
-          for (int64_t key = 0; key < n; ++key)
-            for (int64_t c = 0; c < d; ++c)
-              vt[(h * d + c) * pad + key / 16 * 16 + vt_position_of(int(key))] = v_.q[size_t((h * n_all + s.begin + key) * d + c)];
+        put_vt(grow_part<int8_t>(out, size_t(heads * d * pad)), v_.q, heads, d, n_all, s.begin, n, pad);
         std::memcpy(grow_part<float>(out, size_t(heads)), v_.scale.data(), size_t(heads) * sizeof(float));
       }
     }

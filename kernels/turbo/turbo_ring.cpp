@@ -25,7 +25,6 @@
 #include "core/variants/turbo_cache.h"
 #include "kernels/common/cuda_check.h"
 #include "kernels/common/kernel_table.h"
-#include "kernels/common/vt_permutation.h"
 #include "kernels/context_parallel/image_ring.h"
 #include "kernels/context_parallel/shard_parts.h"
 #include "kernels/turbo/turbo_decode.h"
@@ -88,11 +87,7 @@ class TurboPrefillRing final : public RingVariant {
       if (n == 0) continue;
       int8_t* k = grow_part<int8_t>(out, size_t(pairs * pad * d));  // K^q1 (pairs, pad, d); padding keys 0
       for (int64_t h = 0; h < pairs; ++h) copy_rows(k + h * pad * d, k_.codes, 1, 0, (h * n_all + s.begin) * d, n * d);
-      int8_t* vt = grow_part<int8_t>(out, size_t(pairs * d * pad));  // V^q1ᵀ (pairs, d, pad), keys permuted per 16
-      for (int64_t h = 0; h < pairs; ++h)
-        for (int64_t key = 0; key < n; ++key)
-          for (int64_t c = 0; c < d; ++c)
-            vt[(h * d + c) * pad + key / 16 * 16 + vt_position_of(int(key))] = v_.codes[size_t((h * n_all + s.begin + key) * d + c)];
+      put_vt(grow_part<int8_t>(out, size_t(pairs * d * pad)), v_.codes, pairs, d, n_all, s.begin, n, pad);  // V^q1ᵀ
       float* scales = grow_part<float>(out, size_t(pairs * blocks_of(n) * 2));  // (pairs, slots, 2): s_K, s_V
       for (int64_t h = 0; h < pairs; ++h)
         for (int64_t j = 0; j < blocks_of(n); ++j) {

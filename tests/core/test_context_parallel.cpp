@@ -274,7 +274,8 @@ TEST_CASE("context parallel: each chunk's visible blocks merge as only, or first
       for (bool causal : {false, true})
         for (Balance b : {Balance::contiguous, Balance::zigzag}) {
           const cp::RingPlan plan = cp::plan_ring(n, n, causal, gpus, b, 128);
-          const auto roles = cp::merge_roles(plan);
+          const cp::MergePlan merging = cp::merge_plan(plan);
+          const auto& roles = merging.roles;
           REQUIRE(roles.size() == plan.steps.size());
           for (int g = 0; g < gpus; ++g) {
             std::map<int, std::vector<cp::MergeRole>> per_chunk;
@@ -297,9 +298,13 @@ TEST_CASE("context parallel: each chunk's visible blocks merge as only, or first
               CHECK(seq.back() == cp::MergeRole::last);
               for (size_t i = 1; i + 1 < seq.size(); ++i) CHECK(seq[i] == cp::MergeRole::middle);
             }
-            // With q_len = kv_len every non-empty query chunk sees its own diagonal block: none is left unseen.
-            for (size_t c = 0; c < plan.shards[size_t(g)].q.size(); ++c)
+            // With q_len = kv_len every non-empty query chunk sees its own diagonal block: only empty ones are unseen,
+            // and `unseen` says exactly which.
+            REQUIRE(merging.unseen[size_t(g)].size() == plan.shards[size_t(g)].q.size());
+            for (size_t c = 0; c < plan.shards[size_t(g)].q.size(); ++c) {
+              CHECK(merging.unseen[size_t(g)][c] == (per_chunk.count(int(c)) == 0));
               if (plan.shards[size_t(g)].q[c].size() > 0) CHECK(per_chunk.count(int(c)) == 1);
+            }
           }
         }
 }
