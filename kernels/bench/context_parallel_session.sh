@@ -2,10 +2,11 @@
 # GPU calls for context parallelism's ring (kernels/context_parallel/, issue 39), run from the repository root on the
 # GPU machine. NCCL comes from PyTorch's wheel there (nvidia-nccl-cu13: its include/ and lib/), which CMake is told
 # through ATTNLAB_NCCL_ROOT. NVLink multicast stays off (the machines' NCCL_NVLS_ENABLE=0 is inherited).
-#   STEP=build  attnlab for sm_90a with NCCL; the ring's [gpu] tests (every rank on one device: shards, blocks,
+#   STEP=build  attnlab for sm_90a with NCCL (PEERS=1: the peers' build started first, in the background, for a
+#               later baselines_session.sh call); the ring's [gpu] tests (every rank on one device: shards, blocks,
 #               transfers and merges against each one-GPU kernel — every variant's ring; on a
 #               host of several GPUs also the NCCL [multi] case), compute-sanitizer memcheck and racecheck on the
-#               one-device ring
+#               one-device ring. GPU_TESTS (a CTest regex, e.g. ":gpu" for every [gpu] test) widens the tests run.
 #   STEP=bench  on a host of GPUS GPUs (default 2 and 4 where present): attnlab bench on
 #               configs/bench-context-parallel.json (every variant's prefill ring, N 64k and 128k causal) and on
 #               configs/bench-context-parallel-decode.json (the sharded caches' decode: batch 1 at N 256k and 1M, batch
@@ -18,13 +19,14 @@ session_start context-parallel
 nccl_root=$(python3 -c "import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))" 2>/dev/null)
 case "${STEP:-build}" in
 build)
+  [ -n "${PEERS:-}" ] && BACKGROUND=1 bash .peers/tools/build.sh .peers
   step "configure with NCCL from $nccl_root"
   cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNLAB_CUDA_ARCHITECTURES=90a \
     -DATTNLAB_NCCL_ROOT="$nccl_root" >"$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
   grep -i nccl "$out/configure.log"
   build_sm90a "$(nproc)" || exit 1
   nvidia-smi --query-gpu=index,name --format=csv,noheader
-  gpu_tests "test_ring_attention:gpu|test_flash2_kernel:gpu"
+  gpu_tests "${GPU_TESTS:-test_ring_attention:gpu|test_flash2_kernel:gpu}"
   sanitize "[#test_ring_attention][sanitize]"
   ;;
 bench)

@@ -13,7 +13,8 @@
 #               fireq decode configs at MHA and GQA 32/8 (B 16, N 32k, d 128), cuDNN and the copy on the same shapes,
 #               and Nsight Compute on kivi and turbo at GQA (issue rate, stalls, DRAM bytes; not with NCU=0)
 #   STEP=compressed-fig6  the same kernels at Fig. 6's shapes (configs/bench-compressed-decode-fig6.json: 40/10 heads,
-#               B 1 and 4, N 4k–32k), cuDNN and the copy on the same shapes
+#               B 1 and 4, N 4k–32k), cuDNN and the copy on the same shapes, and a copy of each row's own bytes
+#               (copy_floor.py: the rate a copy of that few bytes reaches, the ceiling item 3's 60% is held against)
 #   STEP=fig6   TurboAttention Fig. 6 re-measured: attnlab bench on configs/papers/turbo-fig6-decode.json (turbo 4-bit,
 #               the 2/4-bit mix, kivi 2-bit and our FP16 decode at 40/10 heads, B 4, N 4k–32k), SDPA on the same shapes,
 #               and the preset's report (its bars over our FP16 decode)
@@ -83,6 +84,9 @@ compressed)
 compressed-fig6)
   bench_ours fig6-shapes configs/bench-compressed-decode-fig6.json 52
   peers_on compressed-fig6 52
+  step "a copy of each row's own bytes (copy-floor.log)"
+  python3 kernels/bench/copy_floor.py "${ours[@]}" --out "$out/copy-floor.json" >"$out/copy-floor.log" 2>&1
+  echo "exit $?"; tail -60 "$out/copy-floor.log"
   ;;
 fig6)
   bench_with_peers fig6 configs/papers/turbo-fig6-decode.json
