@@ -7,7 +7,7 @@ to reach the large copy's rate: the copy itself is then the ceiling a kernel can
 attnlab measurement files given (attnlab bench --out), the row's bytes (hbm_gbps × median_ms) are copied — half read,
 half written, as the large copy counts them — from enough buffers in turn that they exceed twice the L2 (each copy
 reads HBM, as kernels/common/timing.cpp rotates its inputs), with CUDA events around each copy, after a warm-up, the
-median of 50. Prints a table and writes one JSON object per row:
+median of 50. Prints a table and writes a JSON list: the large copy's rate, then one object per row:
 
   python3 kernels/bench/copy_floor.py --ours ours-fig6.json [--ours …] --out copy-floor.json
 """
@@ -61,7 +61,7 @@ def rows_of(path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ours", action="append", required=True, help="an attnlab measurement file")
-    ap.add_argument("--out", required=True, help="JSON lines: one object per measured row")
+    ap.add_argument("--out", required=True, help="a JSON list: the large copy, then one object per measured row")
     args = ap.parse_args()
     rows = [m for path in args.ours for m in rows_of(path)]
     props = torch.cuda.get_device_properties(0)
@@ -90,8 +90,7 @@ def main():
               f"{m['median_ms']:8.4f} {rec['kernel_pct_copy']:7.1f} {same:8.4f} {rec['copy_pct_copy']:7.1f} "
               f"{rec['kernel_over_copy']:12.2f}", flush=True)
     with open(args.out, "w") as f:
-        for r in out:
-            f.write(json.dumps(r) + "\n")
+        json.dump(out, f, indent=1)
 
 
 if __name__ == "__main__":
