@@ -24,6 +24,11 @@ inline bool producer_loads(const VariantRequest& v, int arch) {
 inline bool kv_tile_pinned(const VariantRequest& v) {
   return v.params.values().count("kv_tile") > 0 && v.params.choice("kv_tile") != "auto";
 }
+// Whether v's row_blocks parameter (where it has one) asks for persistent CTAs: one per SM, each looping over row
+// blocks (flash2.h's persistent).
+inline bool persistent_row_blocks(const VariantRequest& v) {
+  return v.params.values().count("row_blocks") > 0 && v.params.choice("row_blocks") == "persistent";
+}
 // B_c of the prefill kernel of generation t.arch that v runs on a problem causal or not: t.block_c_not_causal where
 // the row has one, the problem is not causal, a producer warpgroup copies the tiles and kv_tile does not pin 128;
 // else t.block_c. The kernel backend launches by it, the cost model schedules by it.

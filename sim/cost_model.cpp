@@ -20,10 +20,13 @@ bool is_tensor(Unit u) { return u == Unit::tensor_fp16 || u == Unit::tensor_fp8 
 constexpr double kSmemReservedPerCta = 1024;  // step 1
 
 // Makespan of the CTAs placed longest first on `slots` slots, over the ideal Σ work / slots.
-// A CTA's work is its tiles plus one (prologue and epilogue ≈ one tile).
+// A CTA's work is its tiles plus one (prologue and epilogue ≈ one tile). Persistent CTAs (s.persistent_ctas): the
+// grid's CTAs are one slot's row blocks in turn, each one's loads under the last one's end, so a row block's work is its
+// tiles and each slot adds the one prologue and epilogue of its run.
 double tail_factor(const Schedule& s, double slots) {
+  const int64_t per_cta = s.persistent_ctas ? 0 : 1, per_slot = 1 - per_cta;
   std::vector<std::pair<int64_t, double>> classes;
-  for (const auto& c : s.classes) classes.push_back({c.tiles + 1, c.count});
+  for (const auto& c : s.classes) classes.push_back({c.tiles + per_cta, c.count});
   std::sort(classes.begin(), classes.end(), [](auto& a, auto& b) { return a.first > b.first; });
   double total = 0;
   for (const auto& [w, n] : classes) total += double(w) * n;
@@ -31,6 +34,8 @@ double tail_factor(const Schedule& s, double slots) {
   double count = 0;
   for (const auto& c : classes) count += c.second;
   if (count <= 0 || total <= 0) return 1;
+  const double busy = std::min(double(S), count);  // slots with work (persistent: each adds its prologue once)
+  total += double(per_slot) * busy;
   // Simulate up to kSimulatedCtas CTAs (well under a millisecond); beyond, one class is exact in closed form — ⌈n/S⌉
   // waves of w — and several are bounded by Graham's LPT bound, the ideal plus the longest CTA (the tail is
   // then under 1/kSimulatedCtas·S of the whole anyway). A fuzzed config of 4·10⁵ sequences had the
@@ -38,7 +43,8 @@ double tail_factor(const Schedule& s, double slots) {
   constexpr double kSimulatedCtas = 1 << 16;
   if (count > kSimulatedCtas) {
     const double ideal = total / double(S);
-    if (classes.size() == 1) return std::ceil(classes[0].second / double(S)) * double(classes[0].first) / ideal;
+    if (classes.size() == 1)
+      return (std::ceil(classes[0].second / double(S)) * double(classes[0].first) + double(per_slot)) / ideal;
     return (ideal + double(classes.front().first)) / ideal;
   }
   std::priority_queue<double, std::vector<double>, std::greater<>> free_at;
@@ -49,7 +55,7 @@ double tail_factor(const Schedule& s, double slots) {
       const double start = free_at.top();
       free_at.pop();
       free_at.push(start + double(w));
-      makespan = std::max(makespan, start + double(w));
+      makespan = std::max(makespan, start + double(w) + double(per_slot));
     }
   return makespan / (total / double(S));
 }
@@ -126,6 +132,7 @@ Layout layout(const Schedule& s, const GpuSpec& g, const ModelOptions& o, std::v
   }
   l.tail_factor = s.classes.empty() ? 1.0 : std::max(1.0, tail_factor(s, l.slots));
   l.waves = s.ctas() / l.slots;
+  if (s.persistent_ctas) l.waves = std::min(l.waves, 1.0);  // one wave of CTAs, each looping
   for (const auto& c : s.classes) l.serial_bytes += c.count * c.rows * s.per_row.total_bytes();
   if (s.extra.bytes.count("partials")) l.serial_bytes += s.extra.bytes.at("partials");
   l.launches = s.classes.empty() ? 3 : (s.extra.bytes.count("partials") ? 2 : 1);
@@ -217,7 +224,7 @@ Prediction predict(const Schedule& s, const GpuSpec& g, const ModelOptions& o) {
   pr.smem_bytes = s.smem_bytes;
   pr.ctas = s.ctas();
   pr.ctas_per_sm = l.ctas_per_sm;
-  pr.waves = pr.ctas / l.slots;
+  pr.waves = l.waves;  // persistent CTAs: one wave however many row blocks
   pr.occupancy = double(l.ctas_per_sm * s.warps) / (g.max_threads_per_sm / 32.0);
   pr.tail_factor = l.tail_factor;
   pr.warps_per_scheduler = l.warps_per_scheduler;

@@ -424,6 +424,10 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
     if (s.producer_loads)
       s.explain.push_back("K/V tiles copied by a producer warpgroup's TMA loads (FlashAttention-3 §3.1); the two "
                           "consumer warpgroups issue no copies");
+    s.persistent_ctas = s.producer_loads && p.phase == Phase::prefill && persistent_row_blocks(v);
+    if (s.persistent_ctas)
+      s.explain.push_back("persistent CTAs (FlashAttention-3's scheduler): one per SM loops over the row blocks, the "
+                          "next block's loads under the last one's end — one prologue and epilogue per SM, one wave");
     if (const int wide = prefill_block_c(*t, v, p.causal); p.phase == Phase::prefill && wide != t->block_c) {
       // The ring holds as many FP16 K/V tiles as fit beside Q, at most the row's (the kernel's own rule).
       s.block_c = wide;

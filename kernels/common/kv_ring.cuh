@@ -83,10 +83,23 @@ struct ProducerFills {};
 // K's slot back once S has landed — an iteration before V's — so K_{j+2} loads while P·V_j still reads V_j. With
 // two slots (flash2's 176-key tile) that is what keeps the loads a whole iteration ahead of the MMAs.
 struct ProducerFillsKV {};
+// ProducerFillsKV for one row block of a persistent CTA (flash2_sm90.cu's row_blocks = persistent): the producer
+// also loads Q — each consumer warpgroup's 64 rows on a barrier pair of its own — and the ring runs on across the
+// CTA's row blocks. `first` is the ring's count of tiles before this block's (slots and phases go on from there);
+// the warpgroup waits on q_full[group] (phase q_parity, the block's count mod 2) instead of copying Q, and arrives
+// on q_empty[group] (128 arrivals: its threads) once its last S has landed — Q's last reader — so the producer
+// loads the next block's Q while this one's last P·V and its epilogue run.
+struct ProducerFillsQKV {
+  int first;
+  uint64_t* q_full;
+  uint64_t* q_empty;
+  int q_parity;
+};
 
 template <int kStages, bool kPingPong = false, class Steps, class Convert = NoConvert>
 __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uint64_t* empty, Convert convert = {}) {
-  constexpr bool kSplitKV = std::is_same_v<Convert, ProducerFillsKV>;
+  constexpr bool kProducerQ = std::is_same_v<Convert, ProducerFillsQKV>;
+  constexpr bool kSplitKV = kProducerQ || std::is_same_v<Convert, ProducerFillsKV>;
   constexpr bool kFilled = kSplitKV || std::is_same_v<Convert, ProducerFills>;
   constexpr bool kConverts = !kFilled && !std::is_same_v<Convert, NoConvert>;
   static_assert(kStages >= (kConverts ? 4 : kFilled ? 2 : 6),
@@ -100,17 +113,23 @@ __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uin
       for (int s = 0; s < kStages; ++s) mbar_init(&full[s], threads), mbar_init(&empty[s], threads);
     __syncthreads();  // the barriers initialized before anyone uses them
   }
-  auto parity = [](int t) { return (t / kStages) & 1; };
-  // Tile t's K (all of it where K and V share a barrier) and, split, its V: waited for, given back.
-  auto wait_k = [&](int t) { mbar_wait(&full[t % kStages], parity(t)); };
+  int first = 0;  // the ring's tiles before this call's (ProducerFillsQKV: a persistent CTA's earlier row blocks)
+  if constexpr (kProducerQ) first = convert.first;
+  auto parity = [&](int t) { return ((first + t) / kStages) & 1; };
+  auto slot = [&](int t) { return (first + t) % kStages; };
+  const int group = threadIdx.x / 128;
+  // Tile t's K (all of it where K and V share a barrier) and, split, its V: waited for, given back. With the
+  // producer's Q, the last tile's S is Q's last reader: the warpgroup gives Q back with that K.
+  auto wait_k = [&](int t) { mbar_wait(&full[slot(t)], parity(t)); };
   auto wait_v = [&](int t) {
-    if constexpr (kSplitKV) mbar_wait(&full[kStages + t % kStages], parity(t));
+    if constexpr (kSplitKV) mbar_wait(&full[kStages + slot(t)], parity(t));
   };
   auto release_k = [&](int t) {
-    if constexpr (kSplitKV) mbar_arrive(&empty[t % kStages]);
+    if constexpr (kSplitKV) mbar_arrive(&empty[slot(t)]);
+    if constexpr (kProducerQ)
+      if (t == tiles - 1) mbar_arrive(&convert.q_empty[group]);
   };
-  auto release_v = [&](int t) { mbar_arrive(&empty[(kSplitKV ? kStages : 0) + t % kStages]); };
-  const int group = threadIdx.x / 128;
+  auto release_v = [&](int t) { mbar_arrive(&empty[(kSplitKV ? kStages : 0) + slot(t)]); };
   int turns_left = tiles + 1;  // this warpgroup's MMA issues
   auto my_turn = [&] {
     if constexpr (kPingPong) named_sync(1 + group);
@@ -121,9 +140,13 @@ __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uin
   };
   if constexpr (kPingPong)
     if (group == 1) named_arrive(1);  // warpgroup 0 goes first
-  // Prologue: Q with tile 0, then tiles 1 … kAhead − 1, one group each (filled: Q alone).
-  k.load_q();
-  if constexpr (kFilled) {
+  // Prologue: Q with tile 0, then tiles 1 … kAhead − 1, one group each (filled: Q alone; the producer's Q: its wait).
+  if constexpr (kProducerQ) {
+    mbar_wait(&convert.q_full[group], convert.q_parity);
+  } else {
+    k.load_q();
+  }
+  if constexpr (kFilled && !kProducerQ) {
     cp_async_commit();
     cp_async_wait<0>();
     fence_proxy_async();
@@ -208,6 +231,7 @@ __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uin
   your_turn();
   wgmma_wait<0>();
   k.pin_pv();
+  if constexpr (kProducerQ) release_v(tiles - 1);  // the ring runs on: the producer refills this slot for the next block
   k.finish_pv(alpha, false);
   cp_async_wait<0>();  // (only empty groups can be left; none may outlive the CTA's shared memory)
 }

@@ -64,14 +64,16 @@ static_assert(2 * kConsumerRegs + kProducerRegs <= 3 * kProducerCtaLaunchRegs);
 // the part's bytes on its full barrier and issue(k, t, bar) — its TMA loads. Part k's barriers are
 // full[k·kStages + slot] and empty[k·kStages + slot]. The thread may leave while its last loads are in flight: the
 // consumers wait for them on full[], and the CTA's shared memory lives until they are done.
+// `first`: the ring's count of tiles before these (a persistent CTA's earlier row blocks, kv_ring.cuh's
+// ProducerFillsQKV): tile t of this call is the ring's tile first + t — its slot and phase — and issue still gets t.
 template <int kStages, int kParts, class Issue>
 __device__ __forceinline__ void kv_produce(int tiles, const uint32_t (&part_bytes)[kParts], Issue&& issue, uint64_t* full,
-                                           uint64_t* empty) {
+                                           uint64_t* empty, int first = 0) {
   for (int t = 0; t < tiles; ++t)
 #pragma unroll
     for (int k = 0; k < kParts; ++k) {
-      const int bar = k * kStages + t % kStages;
-      if (t >= kStages) mbar_wait(&empty[bar], (t / kStages - 1) & 1);
+      const int ring_tile = first + t, bar = k * kStages + ring_tile % kStages;
+      if (ring_tile >= kStages) mbar_wait(&empty[bar], (ring_tile / kStages - 1) & 1);
       mbar_arrive_expect_tx(&full[bar], part_bytes[k]);
       issue(k, t, &full[bar]);
     }
@@ -82,23 +84,35 @@ __device__ __forceinline__ void kv_produce(int tiles, const uint32_t (&part_byte
 // last barrier the producer warpgroup (threads kConsumers …) gives its registers back; one of its threads calls
 // prefetch() and runs kv_produce with `issue`. Returns false to the producer's threads, which then leave, and true
 // to the consumers once they hold kConsumerRegs.
-template <int kStages, int kConsumers, int kParts, class Prefetch, class Issue>
-__device__ __forceinline__ bool split_warpgroups(int tiles, const uint32_t (&part_bytes)[kParts], Prefetch&& prefetch,
-                                                 Issue&& issue, uint64_t* full, uint64_t* empty) {
+// The same split with the producer's whole work in produce() — run by thread kConsumers after the register split
+// (a persistent CTA's loop over its row blocks, flash2_sm90.cu). init() runs on thread 0 beside the ring's
+// barrier initialization (barriers of the kernel's own), before the CTA's last barrier.
+template <int kStages, int kConsumers, int kParts, class Init, class Produce>
+__device__ __forceinline__ bool split_warpgroups_with(Init&& init, Produce&& produce, uint64_t* full, uint64_t* empty) {
   static_assert(kConsumers == 256, "two consumer warpgroups: the register split above");
-  if (threadIdx.x == 0)
+  if (threadIdx.x == 0) {
     for (int s = 0; s < kParts * kStages; ++s) mbar_init(&full[s], 1), mbar_init(&empty[s], kConsumers);
+    init();
+  }
   __syncthreads();  // the barriers initialized; no CTA-wide barrier after this point
   if (threadIdx.x >= kConsumers) {
     warpgroup_release_registers<kProducerRegs>();
-    if (threadIdx.x == kConsumers) {
-      prefetch();
-      kv_produce<kStages>(tiles, part_bytes, issue, full, empty);
-    }
+    if (threadIdx.x == kConsumers) produce();
     return false;
   }
   warpgroup_claim_registers<kConsumerRegs>();
   return true;
+}
+template <int kStages, int kConsumers, int kParts, class Prefetch, class Issue>
+__device__ __forceinline__ bool split_warpgroups(int tiles, const uint32_t (&part_bytes)[kParts], Prefetch&& prefetch,
+                                                 Issue&& issue, uint64_t* full, uint64_t* empty) {
+  return split_warpgroups_with<kStages, kConsumers, kParts>(
+      [] {},
+      [&] {
+        prefetch();
+        kv_produce<kStages>(tiles, part_bytes, issue, full, empty);
+      },
+      full, empty);
 }
 // The ring of whole tiles (ProducerFills): issue(t, bar) loads tile t's `tile_bytes`.
 template <int kStages, int kConsumers, class Prefetch, class Issue>

@@ -41,6 +41,10 @@ struct Flash2Args {
   // With the producer, not causal, at d 128: FlashAttention-3's 176-key K/V tile, two in the ring (flash2_sm90_wide_tile);
   // false keeps 128 keys, three in the ring. The numbers differ only in the order of the accumulation.
   bool wide_tile = true;
+  // With the producer: one CTA per SM, each looping over row blocks, its producer loading the next block's Q and K/V
+  // while the consumers finish the last (FlashAttention-3's persistent scheduler); false: one CTA per row block. The
+  // same numbers either way.
+  bool persistent = false;
 };
 
 bool flash2_supports(int head_dim);  // a compiled kernel exists for this d (64 and 128)

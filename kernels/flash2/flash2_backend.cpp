@@ -7,7 +7,6 @@
 
 #include "core/variants/kernel_param.h"
 #include "core/probes.h"
-#include "core/producer_loads.h"
 
 #include <cuda_fp16.h>
 #include <fmt/format.h>
@@ -34,10 +33,8 @@ void flash2_run(const Experiment& e, const VariantRequest& v, const QKV& in, con
   sets.push_back(upload_fp16(in));
   const size_t copies = input_copies(sets[0].bytes());
   while (sets.size() < copies) sets.push_back(upload_fp16(in));
-  // The wgmma generation's loads from the variant's kv_loads (core/producer_loads.h: the model's rule too).
-  // kv_tile 128 pins the wgmma kernel's 128-key tile where auto takes FlashAttention-3's wider one (flash2.h's
-  // wide_tile; core/producer_loads.h's prefill_block_c, the model's rule too).
-  const Flash2Schedule schedule{.tma_producer = producer_loads(v, 90), .wide_tile = !kv_tile_pinned(v)};
+  // The wgmma generation's loads, tile and row blocks from the variant's kv_loads, kv_tile and row_blocks.
+  const Flash2Schedule schedule = flash2_schedule_of(v);
   const Flash2Output once = flash2_once(p, sets[0], device.sm_count,
                                         path_of_generation(variants::pinned_generation(v.params)), 0, schedule);
   std::vector<Flash2Args> args;
@@ -47,6 +44,7 @@ void flash2_run(const Experiment& e, const VariantRequest& v, const QKV& in, con
     args.back().splits = once.splits;
     args.back().tma_producer = schedule.tma_producer;
     args.back().wide_tile = schedule.wide_tile;
+    args.back().persistent = schedule.persistent;
   }
   DeviceBuffer workspace(flash2_workspace_bytes(args[0]));
   for (auto& a : args) a.workspace = workspace.as<float>();

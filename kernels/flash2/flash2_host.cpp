@@ -1,5 +1,6 @@
 #include "kernels/flash2/flash2_host.h"
 
+#include "core/producer_loads.h"
 #include "kernels/common/fp16_upload.h"
 #include "kernels/common/poisoned_output.h"
 
@@ -36,6 +37,7 @@ Flash2Output flash2_once(const Problem& p, const Flash2Inputs& inputs, int sm_co
   a.workspace = workspace.as<float>();
   a.path = path;
   a.tma_producer = schedule.tma_producer, a.ping_pong = schedule.ping_pong, a.wide_tile = schedule.wide_tile;
+  a.persistent = schedule.persistent;
   ATTNLAB_CUDA(flash2_forward(a, nullptr));
   ATTNLAB_CUDA(cudaDeviceSynchronize());
   const KernelPath ran = flash2_resolved_path(a);
@@ -43,6 +45,10 @@ Flash2Output flash2_once(const Problem& p, const Flash2Inputs& inputs, int sm_co
   Flash2Output out{Tensor(), {}, a.splits, ran, tma, flash2_block_c(a)};
   out_dev.read("flash2", out.o, out.lse);
   return out;
+}
+
+Flash2Schedule flash2_schedule_of(const VariantRequest& v) {
+  return {.tma_producer = producer_loads(v, 90), .wide_tile = !kv_tile_pinned(v), .persistent = persistent_row_blocks(v)};
 }
 
 }  // namespace attnlab::kernels

@@ -3,6 +3,7 @@
 // kernel backend's correctness run and the [gpu] tests.
 #pragma once
 
+#include "core/config.h"
 #include "core/problem.h"
 #include "core/tensor.h"
 #include "kernels/common/cuda_check.h"
@@ -30,10 +31,14 @@ struct Flash2Output {
   int block_c = 0;            // keys per K/V tile of the prefill kernel that ran (0: the decode kernel ran)
 };
 
-// The warpgroup generation's loads, schedule and tile (flash2.h's tma_producer, ping_pong and wide_tile).
+// The warpgroup generation's loads, schedule, tile and row blocks (flash2.h's tma_producer, ping_pong, wide_tile and
+// persistent).
 struct Flash2Schedule {
-  bool tma_producer = true, ping_pong = true, wide_tile = true;
+  bool tma_producer = true, ping_pong = true, wide_tile = true, persistent = false;
 };
+// The schedule variant request v asks for: kv_loads (core/producer_loads.h, the model's rule too), kv_tile (128 pins
+// the 128-key tile) and row_blocks (persistent: one CTA per SM looping over row blocks).
+Flash2Schedule flash2_schedule_of(const VariantRequest& v);
 
 // Arguments for problem p on `inputs` writing to `o`/`lse`, with the split rule for `sm_count` SMs.
 Flash2Args flash2_args(const Problem& p, const Flash2Inputs& inputs, __half* o, float* lse, int sm_count);

@@ -3,7 +3,6 @@
 // block is flash2's one-GPU kernel (flash2_forward: the wgmma generation for a prefill block where it runs, the
 // grouped decode kernel for a decode shard) on the chunks, with the whole problem's softmax scale.
 #include "core/variants/kernel_param.h"
-#include "core/producer_loads.h"
 #include "kernels/common/cuda_check.h"
 #include "kernels/common/kernel_table.h"
 #include "kernels/flash2/flash2.h"
@@ -76,6 +75,7 @@ class Flash2Ring final : public RingVariant {
     a.scale = static_cast<float>(p_.scale());
     a.path = path_;
     a.tma_producer = schedule_.tma_producer, a.ping_pong = schedule_.ping_pong, a.wide_tile = schedule_.wide_tile;
+    a.persistent = schedule_.persistent;
     a.splits = flash2_splits(a, sm_count_);
     if (flash2_resolved_path(a) == KernelPath::warpgroup_mma) a.splits = 1;
     return a;
@@ -94,7 +94,7 @@ std::unique_ptr<RingVariant> flash2_ring(const Experiment& e, const VariantReque
                                          const DeviceInfo& device) {
   return std::make_unique<Flash2Ring>(e.problem, in, device.sm_count,
                                       path_of_generation(variants::pinned_generation(v.params)),
-                                      Flash2Schedule{.tma_producer = producer_loads(v, 90), .wide_tile = !kv_tile_pinned(v)});
+                                      flash2_schedule_of(v));
 }
 
 }  // namespace attnlab::kernels

@@ -34,6 +34,7 @@
 #include "kernels/common/tma_fill.cuh"
 #include "kernels/common/wgmma.cuh"
 
+#include <algorithm>
 #include <cmath>
 
 namespace attnlab::kernels {
@@ -58,50 +59,58 @@ struct HopperTile {
   static_assert(kStages >= 2 && kSmemBytes <= kSm90SmemPerCta, "Q and the K/V ring in one CTA's shared memory");
 };
 
-template <int D, bool Producer, bool PingPong, int Bc>
-__global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
-    flash2_sm90_kernel(Flash2Args a, const __grid_constant__ CUtensorMap k_map,
-                       const __grid_constant__ CUtensorMap v_map) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// One row block of a launch: the x-th of batch·head bh's (a causal head's longest first). The grid's CTA (x, bh) takes
+// it; a persistent CTA takes w, w + gridDim.x, … of them in the grid's order — batch·head-major, the blocks of a head
+// in a row (they share its K/V in L2) — with x = w mod blocks, bh = ⌊w / blocks⌋.
+struct RowBlock {
+  int bh, bkv, row0, tiles, all_see;
+  __device__ RowBlock(const Flash2Args& a, int bh_, int x, int blocks, int br, int bc) : bh(bh_) {
+    const int block = a.causal ? blocks - 1 - x : x;
+    const int b = bh / a.q_heads, h = bh % a.q_heads;
+    bkv = b * a.kv_heads + h / (a.q_heads / a.kv_heads);  // notes §3.1: query head h reads KV head ⌈h/R⌉
+    row0 = block * br;
+    const int last_row = min(row0 + br, a.q_len) - 1;
+    tiles = (visible_keys(last_row, a.q_len, a.kv_len, a.causal) + bc - 1) / bc;  // causal: up to the last row's
+    all_see = visible_keys(row0, a.q_len, a.kv_len, a.causal);                  // tiles below need no mask
+  }
+};
+
+// The consumers' work on one row block: S, the online softmax, P̃·V over its tiles by run_loop(steps, tiles)
+// (kv_ring.cuh or kv_pipeline.cuh), then O = G/ℓ and L = m + log ℓ stored. Tile j lies in the ring's slot
+// (first + j) mod kStages: `first` counts a persistent CTA's tiles of earlier row blocks (0 otherwise).
+template <int D, bool Producer, int Bc, class RunLoop>
+__device__ __forceinline__ void attend_row_block(const Flash2Args& a, const RowBlock& rb, int first, char* smem,
+                                                 RunLoop&& run_loop) {
   using T = HopperTile<D, Producer, Bc>;
   constexpr int kBc = T::kBc;
   constexpr float kLog2e = 1.4426950408889634f;
-  extern __shared__ char smem_raw[];
-  char* smem = smem_raw + ((1024u - (smem_addr(smem_raw) & 1023u)) & 1023u);
   char* sQ = smem;
   auto stage_k = [&](int s) { return smem + T::kQBytes + s * 2 * T::kKVBytes; };
 
   const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, group = threadIdx.x / 128;
   const int g = lane / 4, t = lane % 4;
-  const int bh = blockIdx.y, b = bh / a.q_heads, h = bh % a.q_heads;
-  const int kvh = h / (a.q_heads / a.kv_heads);  // notes §3.1: query head h reads KV head ⌈h/R⌉
-  const int bkv = b * a.kv_heads + kvh;
-  const int block = a.causal ? int(gridDim.x - 1 - blockIdx.x) : int(blockIdx.x);  // causal: the longest first
-  const int row0 = block * T::kBr;
-  const __half* q = a.q + (size_t(bh) * a.q_len + row0) * D;
-  const __half* k = a.k + size_t(bkv) * a.kv_len * D;
-  const __half* v = a.v + size_t(bkv) * a.kv_len * D;
-  const int last_row = min(row0 + T::kBr, a.q_len) - 1;
-  const int tiles = (visible_keys(last_row, a.q_len, a.kv_len, a.causal) + kBc - 1) / kBc;
+  const __half* q = a.q + (size_t(rb.bh) * a.q_len + rb.row0) * D;
+  const __half* k = a.k + size_t(rb.bkv) * a.kv_len * D;
+  const __half* v = a.v + size_t(rb.bkv) * a.kv_len * D;
   auto load_kv = [&](int j) {  // the cp.async loads (no producer): every thread its share
     const SwizzledCopier<2 * D, kBc, T::kConsumers> kv_copier(threadIdx.x);
     const int col0 = j * kBc;
-    kv_copier.copy(stage_k(j % T::kStages), k + size_t(col0) * D, 2 * D, a.kv_len - col0);
+    kv_copier.copy(stage_k(j % T::kStages), k + size_t(col0) * D, 2 * D, a.kv_len - col0);  // first = 0 here
     kv_copier.copy(stage_k(j % T::kStages) + T::kKVBytes, v + size_t(col0) * D, 2 * D, a.kv_len - col0);
   };
 
   // This thread's rows: group·64 + warp·16 + g + 8i, i = 0, 1 (the accumulator layout, wgmma.cuh).
-  const int my_row0 = row0 + group * 64 + warp * 16 + g;
-  const int all_see = visible_keys(row0, a.q_len, a.kv_len, a.causal);  // tiles below need no mask
+  const int my_row0 = rb.row0 + group * 64 + warp * 16 + g;
   const float scale_log2 = a.scale * kLog2e;
 
   // Descriptors. Q (A, K-major): this group's 64 rows of each column block; k-step kk reads 16 halves
   // = 32 bytes at column block kk / 4. K (B, K-major): all kBc rows. V (B, MN-major): k-step ks reads
   // keys 16ks..16ks + 15 = 2048 bytes on; its column blocks (64 of d each) lie kKVBytes / kBlocks apart.
+  auto slot = [&](int j) { return (first + j) % T::kStages; };
   auto desc_q = [&](int kk) { return sw128_desc(sQ + (kk / 4) * (T::kBr * 128) + group * 64 * 128 + (kk % 4) * 32, 16, 1024); };
-  auto desc_k = [&](int j, int kk) { return sw128_desc(stage_k(j % T::kStages) + (kk / 4) * (kBc * 128) + (kk % 4) * 32, 16, 1024); };
+  auto desc_k = [&](int j, int kk) { return sw128_desc(stage_k(slot(j)) + (kk / 4) * (kBc * 128) + (kk % 4) * 32, 16, 1024); };
   auto desc_v = [&](int j, int ks) {
-    return sw128_desc(stage_k(j % T::kStages) + T::kKVBytes + ks * 16 * 128, kBc * 128, 1024);
+    return sw128_desc(stage_k(slot(j)) + T::kKVBytes + ks * 16 * 128, kBc * 128, 1024);
   };
 
   float s[kBc / 2];      // S (then P̃ in FP32) of the tile in the softmax: m64n(B_c) accumulator
@@ -120,7 +129,7 @@ __global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
   // The online softmax of tile j on s (App. D): masks, new running max, P̃ in place; returns α per row.
   auto softmax = [&](int j, float (&alpha)[2]) {
     const int col0 = j * kBc;
-    if (col0 + kBc > all_see) mask_invisible<kBc>(s, col0, my_row0, t, a.q_len, a.kv_len, a.causal);  // diagonal, ragged end
+    if (col0 + kBc > rb.all_see) mask_invisible<kBc>(s, col0, my_row0, t, a.q_len, a.kv_len, a.causal);  // diagonal, ragged end
     float shift[2];
     update_running_max<kBc>(s, scale_log2, m, l, alpha, shift);
 #pragma unroll
@@ -161,69 +170,144 @@ __global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
       }
     }
   };
-  auto steps = KvSteps{[&] { SwizzledCopier<2 * D, T::kBr, T::kConsumers>(threadIdx.x).copy(sQ, q, 2 * D, a.q_len - row0); },
-                       load_kv, issue_scores, issue_pv, softmax, round_p, finish_pv,
-                       [&] { pin_registers(s); },
-                       [&] {
-                         pin_registers(o);
-                         pin_registers(p);
-                       }};
+  run_loop(KvSteps{[&] { SwizzledCopier<2 * D, T::kBr, T::kConsumers>(threadIdx.x).copy(sQ, q, 2 * D, a.q_len - rb.row0); },
+                   load_kv, issue_scores, issue_pv, softmax, round_p, finish_pv,
+                   [&] { pin_registers(s); },
+                   [&] {
+                     pin_registers(o);
+                     pin_registers(p);
+                   }},
+           rb.tiles);
+
+  // Epilogue: O = G/ℓ, L = m + log ℓ (out_scale 1 is exact).
+  store_rows<D>(o, l, m, my_row0, t, a.q_len, a.o + size_t(rb.bh) * a.q_len * D, a.lse + size_t(rb.bh) * a.q_len,
+                1.f, 0.f);
+}
+
+template <int D, bool Producer, bool PingPong, int Bc, bool Persistent>
+__global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
+    flash2_sm90_kernel(Flash2Args a, const __grid_constant__ CUtensorMap k_map,
+                       const __grid_constant__ CUtensorMap v_map, const __grid_constant__ CUtensorMap q_map) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using T = HopperTile<D, Producer, Bc>;
+  static_assert(Producer || !Persistent, "a persistent CTA's Q comes from the producer");
+  extern __shared__ char smem_raw[];
+  char* smem = smem_raw + ((1024u - (smem_addr(smem_raw) & 1023u)) & 1023u);
+  auto stage_k = [&](int s) { return smem + T::kQBytes + s * 2 * T::kKVBytes; };
+  const int blocks = (a.q_len + T::kBr - 1) / T::kBr, items = blocks * a.batch * a.q_heads;
+  auto row_block = [&](int w) { return RowBlock(a, w / blocks, w % blocks, blocks, T::kBr, T::kBc); };
+  auto grid_block = [&] { return RowBlock(a, blockIdx.y, blockIdx.x, blocks, T::kBr, T::kBc); };
+
   if constexpr (Producer) {  // tma_fill.cuh: the producer warpgroup copies, the consumers compute
     // K and V of a slot on barriers of their own (kv_ring.cuh's ProducerFillsKV): K_{j+2} loads while P·V_j reads V_j.
-    __shared__ uint64_t full[2 * T::kStages], empty[2 * T::kStages];
+    // Persistent: also Q, each warpgroup's 64 rows on barriers of their own (ProducerFillsQKV), the ring running on
+    // across the CTA's row blocks (`first`: its tiles so far) — the next block's Q and K/V load under this one's end.
+    __shared__ uint64_t full[2 * T::kStages], empty[2 * T::kStages], q_full[2], q_empty[2];
     constexpr uint32_t kPartBytes[2] = {T::kKVBytes, T::kKVBytes};
-    const bool consumer = split_warpgroups<T::kStages, T::kConsumers, 2>(
-        tiles, kPartBytes,
+    auto produce_block = [&](const RowBlock& rb, int first) {  // K (part 0) or V rows j·B_c …, a load per 64 channels
+      kv_produce<T::kStages>(
+          rb.tiles, kPartBytes,
+          [&](int part, int j, uint64_t* bar) {
+            char* st = stage_k((first + j) % T::kStages) + part * T::kKVBytes;
+            const CUtensorMap* map = part == 0 ? &k_map : &v_map;
+#pragma unroll
+            for (int c = 0; c < D / 64; ++c) tma_load_3d(st + c * T::kBc * 128, map, 64 * c, j * T::kBc, rb.bkv, bar);
+          },
+          full, empty, first);
+    };
+    const bool consumer = split_warpgroups_with<T::kStages, T::kConsumers, 2>(
+        [&] {
+          if constexpr (Persistent)
+            for (int g = 0; g < 2; ++g) mbar_init(&q_full[g], 1), mbar_init(&q_empty[g], 128);
+        },
         [&] {
           prefetch_tensor_map(&k_map);
           prefetch_tensor_map(&v_map);
-        },
-        [&](int part, int j, uint64_t* bar) {  // K (part 0) or V rows j·B_c …, one load per 64-channel column block
-          char* st = stage_k(j % T::kStages) + part * T::kKVBytes;
-          const CUtensorMap* map = part == 0 ? &k_map : &v_map;
+          if constexpr (Persistent) {
+            prefetch_tensor_map(&q_map);
+            // Row block n (of those with a tile) takes Q's phase n mod 2; its warpgroup g's rows load once that
+            // warpgroup has given back the previous block's Q (its last S landed).
+            for (int w = blockIdx.x, first = 0, n = 0; w < items; w += gridDim.x) {
+              const RowBlock rb = row_block(w);
+              if (rb.tiles == 0) continue;  // nothing to attend: the consumers store zeros and wait for nothing
+              for (int g = 0; g < 2; ++g) {
+                if (n > 0) mbar_wait(&q_empty[g], (n - 1) & 1);
+                mbar_arrive_expect_tx(&q_full[g], 64 * D * 2);
 #pragma unroll
-          for (int c = 0; c < D / 64; ++c) tma_load_3d(st + c * kBc * 128, map, 64 * c, j * kBc, bkv, bar);
+                for (int c = 0; c < D / 64; ++c)
+                  tma_load_3d(smem + c * T::kBr * 128 + g * 64 * 128, &q_map, 64 * c, rb.row0 + 64 * g, rb.bh, &q_full[g]);
+              }
+              produce_block(rb, first);
+              first += rb.tiles, ++n;
+            }
+          } else {
+            produce_block(grid_block(), 0);
+          }
         },
         full, empty);
     if (!consumer) return;
-    kv_ring<T::kStages, PingPong>(tiles, steps, full, empty, ProducerFillsKV{});
+    if constexpr (Persistent) {
+      for (int w = blockIdx.x, first = 0, n = 0; w < items; w += gridDim.x) {
+        const RowBlock rb = row_block(w);
+        attend_row_block<D, Producer, Bc>(a, rb, first, smem, [&](auto&& steps, int tiles) {
+          kv_ring<T::kStages, PingPong>(tiles, steps, full, empty, ProducerFillsQKV{first, q_full, q_empty, n & 1});
+        });
+        if (rb.tiles > 0) first += rb.tiles, ++n;
+      }
+    } else {
+      attend_row_block<D, Producer, Bc>(a, grid_block(), 0, smem, [&](auto&& steps, int tiles) {
+        kv_ring<T::kStages, PingPong>(tiles, steps, full, empty, ProducerFillsKV{});
+      });
+    }
   } else {
-    kv_pipeline(tiles, steps);
+    attend_row_block<D, Producer, Bc>(a, grid_block(), 0, smem, [&](auto&& steps, int tiles) { kv_pipeline(tiles, steps); });
   }
-
-  // Epilogue: O = G/ℓ, L = m + log ℓ (out_scale 1 is exact).
-  store_rows<D>(o, l, m, my_row0, t, a.q_len, a.o + size_t(bh) * a.q_len * D, a.lse + size_t(bh) * a.q_len,
-                1.f, 0.f);
 #endif
 }
 
-template <int D, bool Producer, bool PingPong, int Bc = HopperTile<D, Producer>::kBc>
+template <int D, bool Producer, bool PingPong, int Bc = HopperTile<D, Producer>::kBc, bool Persistent = false>
 cudaError_t launch(const Flash2Args& a, cudaStream_t stream) {
   using T = HopperTile<D, Producer, Bc>;
-  CUtensorMap k_map{}, v_map{};  // unread without the producer
+  CUtensorMap k_map{}, v_map{}, q_map{};  // unread without the producer (q_map: unless persistent)
   if constexpr (Producer) {  // K and V alike: (heads, kv_len, d) FP16 rows, 64-channel boxes (tensor_map.h)
     const int64_t heads = int64_t(a.batch) * a.kv_heads;
     cudaError_t e = fp16_rows_tensor_map(k_map, a.k, heads, a.kv_len, D, T::kBc);
     if (e == cudaSuccess) e = fp16_rows_tensor_map(v_map, a.v, heads, a.kv_len, D, T::kBc);
+    // Q: (B·Hq, q_len, d), a warpgroup's 64 rows a box.
+    if (e == cudaSuccess && Persistent) e = fp16_rows_tensor_map(q_map, a.q, int64_t(a.batch) * a.q_heads, a.q_len, D, 64);
     if (e != cudaSuccess) return e;
   }
-  auto* kernel = flash2_sm90_kernel<D, Producer, PingPong, Bc>;
+  auto* kernel = flash2_sm90_kernel<D, Producer, PingPong, Bc, Persistent>;
   if (const cudaError_t e =
           cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(T::kSmemBytes));
       e != cudaSuccess)
     return e;
-  const dim3 grid((a.q_len + T::kBr - 1) / T::kBr, a.batch * a.q_heads);
-  kernel<<<grid, T::kThreads, T::kSmemBytes, stream>>>(a, k_map, v_map);
+  const int blocks = (a.q_len + T::kBr - 1) / T::kBr;
+  dim3 grid(blocks, a.batch * a.q_heads);
+  if constexpr (Persistent) {  // one CTA per SM (its shared memory takes the SM's), each looping over row blocks
+    int device = 0, sms = 0;
+    if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+    if (const cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device); e != cudaSuccess) return e;
+    grid = dim3(unsigned(std::min<int64_t>(int64_t(blocks) * a.batch * a.q_heads, sms)));
+  }
+  kernel<<<grid, T::kThreads, T::kSmemBytes, stream>>>(a, k_map, v_map, q_map);
   return cudaGetLastError();
+}
+
+template <int D, bool Persistent>
+cudaError_t launch_producer(const Flash2Args& a, cudaStream_t stream) {
+  if constexpr (find_kernel_traits("flash2", D, 90)->block_c_not_causal == kWideTile)  // d 128 (kernel_traits.h)
+    if (flash2_sm90_wide_tile(a))
+      return a.ping_pong ? launch<D, true, true, kWideTile, Persistent>(a, stream)
+                         : launch<D, true, false, kWideTile, Persistent>(a, stream);
+  constexpr int kBc = HopperTile<D, true>::kBc;
+  return a.ping_pong ? launch<D, true, true, kBc, Persistent>(a, stream) : launch<D, true, false, kBc, Persistent>(a, stream);
 }
 
 template <int D>
 cudaError_t launch_d(const Flash2Args& a, cudaStream_t stream) {
   if (!a.tma_producer) return launch<D, false, false>(a, stream);  // kv_pipeline.cuh has no ping-pong
-  if constexpr (find_kernel_traits("flash2", D, 90)->block_c_not_causal == kWideTile)  // d 128 (kernel_traits.h)
-    if (flash2_sm90_wide_tile(a))
-      return a.ping_pong ? launch<D, true, true, kWideTile>(a, stream) : launch<D, true, false, kWideTile>(a, stream);
-  return a.ping_pong ? launch<D, true, true>(a, stream) : launch<D, true, false>(a, stream);
+  return a.persistent ? launch_producer<D, true>(a, stream) : launch_producer<D, false>(a, stream);
 }
 
 }  // namespace

@@ -60,6 +60,39 @@ TEST_CASE("flash2's schedule moves exactly the bytes of the IO law and of the re
 // prefill_block_c: what the kernel backend launches); causal, at d 64, with kv_tile 128 or without the producer's loads
 // it keeps 128 keys and three tiles. The wide tile moves fewer K/V bytes: ⌈N/B_r⌉ row blocks each read N keys either way,
 // so K/V bytes are equal where N is a multiple of both tiles — and the model counts a third fewer tiles.
+// flash2's persistent CTAs (row_blocks = persistent, with the producer's loads): one CTA per SM loops over the grid's
+// row blocks, so the model charges one wave of CTA overhead instead of one per wave of row blocks, and a row block's
+// work is its tiles (its prologue and epilogue under its neighbours') with one prologue per SM. At B 4, H 16, N 4k,
+// d 128 on an H100 (2 048 row blocks of 24 tiles on 132 SMs: 15.5 waves) that is faster than the grid; without the
+// producer (kv_loads = cp_async) or in decode the parameter changes nothing.
+TEST_CASE("flash2's persistent CTAs: one wave, one prologue per SM", "[sim][model]") {
+  for (bool causal : {false, true}) {
+    Problem p = prefill(4096, 128, causal);
+    p.batch = 4, p.q_heads = p.kv_heads = 16;
+    const Schedule grid = make_schedule(p, request("flash2"), h100());
+    const Schedule persistent = make_schedule(p, request("flash2", {{"row_blocks", "persistent"}}), h100());
+    INFO(fmt::format("causal={}", causal));
+    CHECK_FALSE(grid.persistent_ctas);
+    REQUIRE(persistent.persistent_ctas);
+    const sim::Prediction a = sim::predict(grid, h100()), b = sim::predict(persistent, h100());
+    CHECK(a.waves == Approx(2048.0 / 132));
+    CHECK(b.waves == 1);
+    CHECK(b.ctas == a.ctas);  // the same row blocks, the same bytes and operations
+    CHECK(b.dram_bytes == a.dram_bytes);
+    CHECK(b.time_ms < a.time_ms);
+    // The gain is at most the waves' overhead saved plus the prologues: a tile a row block at the least.
+    const double waves_saved_ms = (a.waves - 1) * h100().cta_overhead_us * 1e-3;
+    CHECK(a.time_ms - b.time_ms >= waves_saved_ms * 0.999);
+    CHECK(a.time_ms - b.time_ms <= waves_saved_ms + a.time_ms / 24.0);
+  }
+  Problem p = prefill(4096, 128, false);
+  const Schedule cp_async =
+      make_schedule(p, request("flash2", {{"row_blocks", "persistent"}, {"kv_loads", "cp_async"}}), h100());
+  CHECK_FALSE(cp_async.persistent_ctas);
+  p.phase = Phase::decode, p.q_len = 1;
+  CHECK_FALSE(make_schedule(p, request("flash2", {{"row_blocks", "persistent"}}), h100()).persistent_ctas);
+}
+
 TEST_CASE("flash2's wgmma schedule: the 176-key tile where the kernel takes it", "[sim][model]") {
   struct Case {
     int64_t d;

@@ -202,6 +202,55 @@ TEST_CASE("flash2 wgmma kernel: the 176-key tile equals the reference", "[gpu][k
   CHECK(kernels::flash2_once(d64, kernels::upload_fp16(in), dev.sm_count, kernels::KernelPath::warpgroup_mma).block_c == 128);
 }
 
+// Persistent CTAs (flash2.h's persistent, row_blocks = persistent): one CTA per SM loops over row blocks, the producer
+// loading each block's Q and K/V into a ring that runs on across them. Only who runs a row block and when changes, not
+// one operation on its values, so the output equals the grid's bit for bit. Problems of more row blocks than the GPU
+// has SMs (every CTA takes several, its ring's slots and phases carried over), causal ones whose first row blocks see
+// no key (q_len > kv_len, bottom-right: nothing to load for them, and the next block's Q phase must not move), ragged
+// ends, GQA, the 176- and 128-key tiles, with and without ping-pong, d 64 and 128; and against the reference.
+TEST_CASE("flash2 wgmma kernel: persistent CTAs give the grid's bits", "[gpu][kernels]") {
+  const kernels::DeviceInfo dev = kernels::probe_device();
+  if (!dev.usable) ATTNLAB_SKIP(dev.reason);
+  if (!kernels::warpgroup_mma_available()) ATTNLAB_SKIP(kernels::warpgroup_mma_refusal(dev));
+  const uint64_t seed = fresh_seed();
+  struct Shape {
+    int64_t batch, q_heads, kv_heads, q_len, kv_len;
+    bool causal;
+  };
+  const int64_t h = 8 * (dev.sm_count / 8 + 1);  // more heads than SMs: with q_len ≥ 257, ≥ 3 row blocks per CTA
+  const Shape shapes[] = {{1, h, h / 4, 300, 300, false},
+                          {1, h, h / 2, 300, 1057, false},
+                          {2, h / 2, h / 8, 520, 520, true},
+                          {1, h, h / 8, 400, 100, true},  // rows 0–299 see no key: blocks 0 and 1 have no tile
+                          {1, 6, 2, 1100, 1100, true},    // fewer row blocks than SMs
+                          {2, 4, 4, 64, 64, false}};
+  for (int64_t d : {64, 128})
+    for (const Shape& sh : shapes)
+      for (bool ping_pong : {true, false})
+        for (bool wide_tile : {true, false}) {
+          if (!wide_tile && (d == 64 || sh.causal)) continue;  // the 128-key tile already
+          Problem p;
+          p.batch = sh.batch, p.q_heads = sh.q_heads, p.kv_heads = sh.kv_heads, p.head_dim = d;
+          p.q_len = sh.q_len, p.kv_len = sh.kv_len, p.causal = sh.causal;
+          const uint64_t s = seed + uint64_t(d + sh.q_len + sh.kv_len);
+          INFO(fmt::format("d={} B={} heads={}/{} q_len={} kv_len={} causal={} ping_pong={} wide_tile={} seed={}", d,
+                           sh.batch, sh.q_heads, sh.kv_heads, sh.q_len, sh.kv_len, sh.causal, ping_pong, wide_tile, s));
+          const QKV in = data::generate(p, "normal", ParamValues::defaults(data::find_generator("normal")->params), s);
+          const kernels::Flash2Inputs inputs = kernels::upload_fp16(in);
+          const kernels::Flash2Schedule grid{.ping_pong = ping_pong, .wide_tile = wide_tile};
+          kernels::Flash2Schedule persistent = grid;
+          persistent.persistent = true;
+          const kernels::Flash2Output a = kernels::flash2_once(p, inputs, dev.sm_count, kernels::KernelPath::warpgroup_mma, 0, grid);
+          const kernels::Flash2Output b =
+              kernels::flash2_once(p, inputs, dev.sm_count, kernels::KernelPath::warpgroup_mma, 0, persistent);
+          CHECK(b.block_c == a.block_c);
+          CHECK(std::memcmp(b.o.data(), a.o.data(), size_t(a.o.size()) * sizeof(float)) == 0);
+          CHECK(b.lse == a.lse);
+          const bool small = p.batch * p.q_heads * p.q_len * p.kv_len <= 20'000'000;  // the CPU reference's time
+          if (ping_pong && wide_tile && small) check_problem(dev, p, s, kernels::KernelPath::warpgroup_mma, 0, persistent);
+        }
+}
+
 TEST_CASE("flash2 kernel: rows that see no key are zero with logsumexp −∞", "[gpu][kernels]") {
   const kernels::DeviceInfo dev = kernels::probe_device();
   if (!dev.usable) ATTNLAB_SKIP(dev.reason);
@@ -250,6 +299,11 @@ TEST_CASE("flash2 kernel: small shapes for the sanitizers", "[gpu][sanitize]") {
         p.q_len = p.kv_len = 400, p.causal = false;
         check_problem(dev, p, 10, kernels::KernelPath::warpgroup_mma);
       }
+      // Persistent CTAs: more row blocks than SMs (each CTA loops), each head's first block seeing no key (rows 0–249).
+      Problem many;
+      many.batch = 1, many.q_heads = 4 * (dev.sm_count / 16 + 1), many.kv_heads = many.q_heads / 4, many.head_dim = d;
+      many.q_len = 400, many.kv_len = 150, many.causal = true;
+      check_problem(dev, many, 11, kernels::KernelPath::warpgroup_mma, 0, {.persistent = true});
     }
   }
 }
