@@ -22,7 +22,9 @@ constexpr double kSmemReservedPerCta = 1024;  // step 1
 // Makespan of the CTAs placed longest first on `slots` slots, over the ideal Σ work / slots.
 // A CTA's work is its tiles plus one (prologue and epilogue ≈ one tile). Persistent CTAs (s.persistent_ctas): the
 // grid's CTAs are one slot's row blocks in turn, each one's loads under the last one's end, so a row block's work is its
-// tiles and each slot adds the one prologue and epilogue of its run.
+// tiles and each slot adds the one prologue and epilogue of its run. The placement stays longest first: the kernel hands
+// its row blocks out in turn in bands of heads, x-major (flash2_sm90_persistent_order), which for a causal problem
+// approximates it — the model's persistent tail is an estimate there, exact where every block has the same tiles.
 double tail_factor(const Schedule& s, double slots) {
   const int64_t per_cta = s.persistent_ctas ? 0 : 1, per_slot = 1 - per_cta;
   std::vector<std::pair<int64_t, double>> classes;

@@ -60,8 +60,7 @@ struct HopperTile {
 };
 
 // One row block of a launch: the x-th of batch·head bh's (a causal head's longest first). The grid's CTA (x, bh) takes
-// it; a persistent CTA takes w, w + gridDim.x, … of them in the grid's order — batch·head-major, the blocks of a head
-// in a row (they share its K/V in L2) — with x = w mod blocks, bh = ⌊w / blocks⌋.
+// it; a persistent CTA takes the row blocks w, w + gridDim.x, … of flash2_sm90_persistent_order.
 struct RowBlock {
   int bh, bkv, row0, tiles, all_see;
   __device__ RowBlock(const Flash2Args& a, int bh_, int x, int blocks, int br, int bc) : bh(bh_) {
@@ -195,7 +194,11 @@ __global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
   char* smem = smem_raw + ((1024u - (smem_addr(smem_raw) & 1023u)) & 1023u);
   auto stage_k = [&](int s) { return smem + T::kQBytes + s * 2 * T::kKVBytes; };
   const int blocks = (a.q_len + T::kBr - 1) / T::kBr, items = blocks * a.batch * a.q_heads;
-  auto row_block = [&](int w) { return RowBlock(a, w / blocks, w % blocks, blocks, T::kBr, T::kBc); };
+  auto row_block = [&](int w) {
+    int bh, x;
+    flash2_sm90_persistent_order(a, w, blocks, bh, x);
+    return RowBlock(a, bh, x, blocks, T::kBr, T::kBc);
+  };
   auto grid_block = [&] { return RowBlock(a, blockIdx.y, blockIdx.x, blocks, T::kBr, T::kBc); };
 
   if constexpr (Producer) {  // tma_fill.cuh: the producer warpgroup copies, the consumers compute
@@ -204,16 +207,26 @@ __global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
     // across the CTA's row blocks (`first`: its tiles so far) — the next block's Q and K/V load under this one's end.
     __shared__ uint64_t full[2 * T::kStages], empty[2 * T::kStages], q_full[2], q_empty[2];
     constexpr uint32_t kPartBytes[2] = {T::kKVBytes, T::kKVBytes};
-    auto produce_block = [&](const RowBlock& rb, int first) {  // K (part 0) or V rows j·B_c …, a load per 64 channels
+    // Tiles [from, to) of row block rb, the ring's tiles first + from … (K: part 0, V: part 1; a load per 64 channels).
+    auto produce_tiles = [&](const RowBlock& rb, int first, int from, int to) {
       kv_produce<T::kStages>(
-          rb.tiles, kPartBytes,
+          to - from, kPartBytes,
           [&](int part, int j, uint64_t* bar) {
-            char* st = stage_k((first + j) % T::kStages) + part * T::kKVBytes;
+            char* st = stage_k((first + from + j) % T::kStages) + part * T::kKVBytes;
             const CUtensorMap* map = part == 0 ? &k_map : &v_map;
 #pragma unroll
-            for (int c = 0; c < D / 64; ++c) tma_load_3d(st + c * T::kBc * 128, map, 64 * c, j * T::kBc, rb.bkv, bar);
+            for (int c = 0; c < D / 64; ++c)
+              tma_load_3d(st + c * T::kBc * 128, map, 64 * c, (from + j) * T::kBc, rb.bkv, bar);
           },
-          full, empty, first);
+          full, empty, first + from);
+    };
+    // Warpgroup g's 64 rows of rb's Q, once it has given back block n − 1's (its last S landed): Q's phase n mod 2.
+    auto produce_q = [&](const RowBlock& rb, int n, int g) {
+      if (n > 0) mbar_wait(&q_empty[g], (n - 1) & 1);
+      mbar_arrive_expect_tx(&q_full[g], 64 * D * 2);
+#pragma unroll
+      for (int c = 0; c < D / 64; ++c)
+        tma_load_3d(smem + c * T::kBr * 128 + g * 64 * 128, &q_map, 64 * c, rb.row0 + 64 * g, rb.bh, &q_full[g]);
     };
     const bool consumer = split_warpgroups_with<T::kStages, T::kConsumers, 2>(
         [&] {
@@ -225,23 +238,20 @@ __global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
           prefetch_tensor_map(&v_map);
           if constexpr (Persistent) {
             prefetch_tensor_map(&q_map);
-            // Row block n (of those with a tile) takes Q's phase n mod 2; its warpgroup g's rows load once that
-            // warpgroup has given back the previous block's Q (its last S landed).
+            // Row block n (of those with a tile): warpgroup 0's Q, the first K/V tile, warpgroup 1's Q, the rest — so
+            // the first tile waits for no warpgroup but the first to finish the previous block.
             for (int w = blockIdx.x, first = 0, n = 0; w < items; w += gridDim.x) {
               const RowBlock rb = row_block(w);
               if (rb.tiles == 0) continue;  // nothing to attend: the consumers store zeros and wait for nothing
-              for (int g = 0; g < 2; ++g) {
-                if (n > 0) mbar_wait(&q_empty[g], (n - 1) & 1);
-                mbar_arrive_expect_tx(&q_full[g], 64 * D * 2);
-#pragma unroll
-                for (int c = 0; c < D / 64; ++c)
-                  tma_load_3d(smem + c * T::kBr * 128 + g * 64 * 128, &q_map, 64 * c, rb.row0 + 64 * g, rb.bh, &q_full[g]);
-              }
-              produce_block(rb, first);
+              produce_q(rb, n, 0);
+              produce_tiles(rb, first, 0, 1);
+              produce_q(rb, n, 1);
+              produce_tiles(rb, first, 1, rb.tiles);
               first += rb.tiles, ++n;
             }
           } else {
-            produce_block(grid_block(), 0);
+            const RowBlock rb = grid_block();
+            produce_tiles(rb, 0, 0, rb.tiles);
           }
         },
         full, empty);
@@ -284,13 +294,17 @@ cudaError_t launch(const Flash2Args& a, cudaStream_t stream) {
     return e;
   const int blocks = (a.q_len + T::kBr - 1) / T::kBr;
   dim3 grid(blocks, a.batch * a.q_heads);
+  Flash2Args args = a;
   if constexpr (Persistent) {  // one CTA per SM (its shared memory takes the SM's), each looping over row blocks
-    int device = 0, sms = 0;
-    if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
-    if (const cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device); e != cudaSuccess) return e;
+    int device = 0, sms = 0, l2 = 0;
+    cudaError_t e = cudaGetDevice(&device);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device);
+    if (e != cudaSuccess) return e;
     grid = dim3(unsigned(std::min<int64_t>(int64_t(blocks) * a.batch * a.q_heads, sms)));
+    args.band_heads = flash2_sm90_band_heads(a, l2);
   }
-  kernel<<<grid, T::kThreads, T::kSmemBytes, stream>>>(a, k_map, v_map, q_map);
+  kernel<<<grid, T::kThreads, T::kSmemBytes, stream>>>(args, k_map, v_map, q_map);
   return cudaGetLastError();
 }
 
@@ -307,10 +321,19 @@ cudaError_t launch_producer(const Flash2Args& a, cudaStream_t stream) {
 template <int D>
 cudaError_t launch_d(const Flash2Args& a, cudaStream_t stream) {
   if (!a.tma_producer) return launch<D, false, false>(a, stream);  // kv_pipeline.cuh has no ping-pong
-  return a.persistent ? launch_producer<D, true>(a, stream) : launch_producer<D, false>(a, stream);
+  return flash2_sm90_persistent(a) ? launch_producer<D, true>(a, stream) : launch_producer<D, false>(a, stream);
 }
 
 }  // namespace
+
+bool flash2_sm90_persistent(const Flash2Args& a) { return a.persistent && a.tma_producer; }
+
+int flash2_sm90_band_heads(const Flash2Args& a, int l2_bytes) {
+  const int heads = a.batch * a.q_heads, group = std::max(1, a.q_heads / std::max(1, a.kv_heads));
+  const double kv_per_head = 2.0 * a.kv_len * a.head_dim * 2 / group;  // K and V in FP16, shared by a group
+  const double band = 0.5 * l2_bytes / std::max(1.0, kv_per_head);     // half the L2: Q, O and the rest pass too
+  return int(std::clamp(band, 1.0, double(std::max(1, heads))));
+}
 
 bool flash2_sm90_wide_tile(const Flash2Args& a) {
   const KernelTraits* t = find_kernel_traits("flash2", a.head_dim, 90);

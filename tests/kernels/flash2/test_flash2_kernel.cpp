@@ -202,12 +202,53 @@ TEST_CASE("flash2 wgmma kernel: the 176-key tile equals the reference", "[gpu][k
   CHECK(kernels::flash2_once(d64, kernels::upload_fp16(in), dev.sm_count, kernels::KernelPath::warpgroup_mma).block_c == 128);
 }
 
+// No GPU needed: the persistent CTAs' order (flash2_sm90_persistent_order) hands out every row block once — a
+// bijection of [0, blocks·B·Hq) onto (batch·head, block), a short last band included — x-major within bands of
+// band_heads heads; and the band holds as many heads' K/V as fit in half the L2 (flash2_sm90_band_heads), GQA's shared.
+TEST_CASE("flash2 persistent CTAs: the row blocks' order and the L2 band", "[kernels]") {
+  for (int batch : {1, 3})
+    for (int heads : {4, 7, 16})
+      for (int blocks : {1, 5, 32})
+        for (int band : {1, 3, 8, 64}) {
+          kernels::Flash2Args a;
+          a.batch = batch, a.q_heads = heads, a.kv_heads = heads, a.band_heads = std::min(band, batch * heads);
+          INFO(fmt::format("B={} H={} blocks={} band={}", batch, heads, blocks, a.band_heads));
+          std::vector<int> seen(size_t(batch * heads * blocks), 0);
+          int previous_band = 0;
+          for (int w = 0; w < batch * heads * blocks; ++w) {
+            int bh = -1, x = -1;
+            kernels::flash2_sm90_persistent_order(a, w, blocks, bh, x);
+            REQUIRE((bh >= 0 && bh < batch * heads && x >= 0 && x < blocks));
+            ++seen[size_t(bh * blocks + x)];
+            CHECK(bh / a.band_heads >= previous_band);  // bands one after the other
+            previous_band = bh / a.band_heads;
+            if (w > 0 && bh % a.band_heads != 0) {  // within a band: the next head, same x
+              int bh0 = -1, x0 = -1;
+              kernels::flash2_sm90_persistent_order(a, w - 1, blocks, bh0, x0);
+              CHECK((bh0 == bh - 1 && x0 == x));
+            }
+          }
+          for (int n : seen) CHECK(n == 1);
+        }
+  kernels::Flash2Args a;
+  a.batch = 4, a.q_heads = a.kv_heads = 16, a.kv_len = 4096, a.head_dim = 128;
+  const int l2 = 50 * 1024 * 1024;  // an H100's
+  CHECK(kernels::flash2_sm90_band_heads(a, l2) == 12);  // 25 MiB over 2 MiB of K and V a head
+  a.kv_heads = 4;                                       // GQA 4:1: a head's share of its group's K/V is a quarter
+  CHECK(kernels::flash2_sm90_band_heads(a, l2) == 50);
+  a.kv_len = 1 << 22;  // 8 GiB a head: still one head a band
+  CHECK(kernels::flash2_sm90_band_heads(a, l2) == 1);
+  a.kv_len = 16, a.kv_heads = 16;  // every head fits: all of them, no more
+  CHECK(kernels::flash2_sm90_band_heads(a, l2) == 64);
+}
+
 // Persistent CTAs (flash2.h's persistent, row_blocks = persistent): one CTA per SM loops over row blocks, the producer
 // loading each block's Q and K/V into a ring that runs on across them. Only who runs a row block and when changes, not
 // one operation on its values, so the output equals the grid's bit for bit. Problems of more row blocks than the GPU
-// has SMs (every CTA takes several, its ring's slots and phases carried over), causal ones whose first row blocks see
-// no key (q_len > kv_len, bottom-right: nothing to load for them, and the next block's Q phase must not move), ragged
-// ends, GQA, the 176- and 128-key tiles, with and without ping-pong, d 64 and 128; and against the reference.
+// has SMs (every CTA takes several, its ring's slots and phases carried over, in the band order of
+// flash2_sm90.cu's persistent_order), causal ones whose first row blocks see no key (q_len > kv_len,
+// bottom-right: nothing to load for them, and the next block's Q phase must not move), ragged ends, GQA, the 176- and
+// 128-key tiles, with and without ping-pong, d 64 and 128; and against the reference.
 TEST_CASE("flash2 wgmma kernel: persistent CTAs give the grid's bits", "[gpu][kernels]") {
   const kernels::DeviceInfo dev = kernels::probe_device();
   if (!dev.usable) ATTNLAB_SKIP(dev.reason);
@@ -221,7 +262,7 @@ TEST_CASE("flash2 wgmma kernel: persistent CTAs give the grid's bits", "[gpu][ke
   const Shape shapes[] = {{1, h, h / 4, 300, 300, false},
                           {1, h, h / 2, 300, 1057, false},
                           {2, h / 2, h / 8, 520, 520, true},
-                          {1, h, h / 8, 400, 100, true},  // rows 0–299 see no key: blocks 0 and 1 have no tile
+                          {1, h, h / 8, 600, 300, true},  // rows 0–299 see no key: blocks 0 and 1 of 5 have no tile
                           {1, 6, 2, 1100, 1100, true},    // fewer row blocks than SMs
                           {2, 4, 4, 64, 64, false}};
   for (int64_t d : {64, 128})
@@ -243,7 +284,8 @@ TEST_CASE("flash2 wgmma kernel: persistent CTAs give the grid's bits", "[gpu][ke
           const kernels::Flash2Output a = kernels::flash2_once(p, inputs, dev.sm_count, kernels::KernelPath::warpgroup_mma, 0, grid);
           const kernels::Flash2Output b =
               kernels::flash2_once(p, inputs, dev.sm_count, kernels::KernelPath::warpgroup_mma, 0, persistent);
-          CHECK(b.block_c == a.block_c);
+          CHECK_FALSE(a.persistent);
+          CHECK(b.persistent);
           CHECK(std::memcmp(b.o.data(), a.o.data(), size_t(a.o.size()) * sizeof(float)) == 0);
           CHECK(b.lse == a.lse);
           const bool small = p.batch * p.q_heads * p.q_len * p.kv_len <= 20'000'000;  // the CPU reference's time
@@ -299,10 +341,11 @@ TEST_CASE("flash2 kernel: small shapes for the sanitizers", "[gpu][sanitize]") {
         p.q_len = p.kv_len = 400, p.causal = false;
         check_problem(dev, p, 10, kernels::KernelPath::warpgroup_mma);
       }
-      // Persistent CTAs: more row blocks than SMs (each CTA loops), each head's first block seeing no key (rows 0–249).
+      // Persistent CTAs: more row blocks than SMs (each CTA loops), each head's first two of five blocks seeing no key
+      // (rows 0–299), so a CTA meets blocks with and without tiles in turn.
       Problem many;
       many.batch = 1, many.q_heads = 4 * (dev.sm_count / 16 + 1), many.kv_heads = many.q_heads / 4, many.head_dim = d;
-      many.q_len = 400, many.kv_len = 150, many.causal = true;
+      many.q_len = 600, many.kv_len = 300, many.causal = true;
       check_problem(dev, many, 11, kernels::KernelPath::warpgroup_mma, 0, {.persistent = true});
     }
   }
