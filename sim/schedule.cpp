@@ -15,6 +15,7 @@
 
 #include "core/error.h"
 #include "core/kernel_traits.h"
+#include "core/persistent_order.h"
 #include "core/producer_loads.h"
 #include "core/registry.h"
 #include "core/storage.h"
@@ -425,6 +426,9 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
       s.explain.push_back("K/V tiles copied by a producer warpgroup's TMA loads (FlashAttention-3 §3.1); the two "
                           "consumer warpgroups issue no copies");
     s.persistent_ctas = s.producer_loads && p.phase == Phase::prefill && persistent_row_blocks(v);
+    s.persistent_heads = int(p.batch * p.q_heads);
+    s.persistent_band_heads = persistent_band_heads(s.persistent_heads, int(p.q_heads / std::max<int64_t>(1, p.kv_heads)),
+                                                    int(p.kv_len), int(p.head_dim), gpu.l2_bytes);
     if (s.persistent_ctas)
       s.explain.push_back("persistent CTAs (FlashAttention-3's scheduler): one per SM loops over the row blocks, the "
                           "next block's loads under the last one's end — one prologue and epilogue per SM, one wave");

@@ -57,6 +57,7 @@ struct Schedule {
   bool producer_loads = false;    // K/V copied by a producer warpgroup; the consumers issue none (kProducerLoads)
   bool persistent_ctas = false;   // one CTA per slot loops over the grid's CTAs, each one's loads under the last one's
                                   // end (flash2's row_blocks = persistent): one prologue and epilogue per slot
+  int persistent_heads = 0, persistent_band_heads = 1;  // their order's batch·heads and band (core/persistent_order.h)
   std::vector<CtaClass> classes;  // the grid, grouped by loop length
   // Bytes follow the real rows and keys (a kernel predicates its loads); operations follow full tiles
   // (the tensor cores compute on whole fragments, padding included).

@@ -329,10 +329,7 @@ cudaError_t launch_d(const Flash2Args& a, cudaStream_t stream) {
 bool flash2_sm90_persistent(const Flash2Args& a) { return a.persistent && a.tma_producer; }
 
 int flash2_sm90_band_heads(const Flash2Args& a, int l2_bytes) {
-  const int heads = a.batch * a.q_heads, group = std::max(1, a.q_heads / std::max(1, a.kv_heads));
-  const double kv_per_head = 2.0 * a.kv_len * a.head_dim * 2 / group;  // K and V in FP16, shared by a group
-  const double band = 0.5 * l2_bytes / std::max(1.0, kv_per_head);     // half the L2: Q, O and the rest pass too
-  return int(std::clamp(band, 1.0, double(std::max(1, heads))));
+  return persistent_band_heads(a.batch * a.q_heads, a.q_heads / std::max(1, a.kv_heads), a.kv_len, a.head_dim, l2_bytes);
 }
 
 bool flash2_sm90_wide_tile(const Flash2Args& a) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "core/kernel_traits.h"
+#include "core/persistent_order.h"
 #include "kernels/flash2/flash2.h"
 
 namespace attnlab::kernels {
@@ -22,20 +23,13 @@ bool flash2_sm90_wide_tile(const Flash2Args& a);
 
 // Whether a launch runs persistent CTAs: a.persistent with the producer's loads (the cp.async pipeline has none).
 bool flash2_sm90_persistent(const Flash2Args& a);
-// The persistent CTAs' order of the row blocks: the w-th of blocks × B·Hq is batch·head bh's x-th row block. Bands of
-// a.band_heads batch·heads (as many as keep their K/V in L2 together, flash2_sm90_band_heads) one after the other, and
-// within a band x-major — every head's first row block, then every head's second … — so the CTAs running side by side
-// read the band's K/V from L2, and a causal problem's longest blocks come first across the band: handed out in turn,
-// a CTA's blocks vary in length instead of repeating one x (a head-major order gives CTA c the same x every time where
-// the row blocks per head divide the CTA count).
+// The persistent CTAs' order of the row blocks (core/persistent_order.h): the w-th of blocks × B·Hq is batch·head bh's
+// x-th row block, in bands of a.band_heads heads.
 __host__ __device__ inline void flash2_sm90_persistent_order(const Flash2Args& a, int w, int blocks, int& bh, int& x) {
-  const int heads = a.batch * a.q_heads, band = w / (a.band_heads * blocks), r = w % (a.band_heads * blocks);
-  const int in_band = heads - band * a.band_heads < a.band_heads ? heads - band * a.band_heads : a.band_heads;
-  x = r / in_band, bh = band * a.band_heads + r % in_band;
+  persistent_row_block(a.batch * a.q_heads, a.band_heads, blocks, w, bh, x);
 }
-// Persistent CTAs (a.persistent): the batch·heads whose row blocks run together, x-major (flash2_sm90.cu's
-// persistent_order) — as many as keep their K and V (FP16, a group's shared) within half of an L2 of `l2_bytes`, at
-// least one, at most all.
+// Persistent CTAs (a.persistent): the batch·heads a band of the order holds on a GPU with `l2_bytes` of L2
+// (core/persistent_order.h's persistent_band_heads).
 int flash2_sm90_band_heads(const Flash2Args& a, int l2_bytes);
 
 }  // namespace attnlab::kernels
