@@ -20,12 +20,41 @@ bool is_tensor(Unit u) { return u == Unit::tensor_fp16 || u == Unit::tensor_fp8 
 
 constexpr double kSmemReservedPerCta = 1024;  // step 1
 
+// Persistent CTAs' makespan over the ideal: CTA c runs row blocks c, c + S, … of core/persistent_order.h's order, a
+// block's work its tiles, each CTA with work one more (its prologue and epilogue). Every head has the same row blocks,
+// x = 0 the longest (a causal head's last block): the classes sorted longest first, count / heads of each, are the
+// tiles of x = 0, 1, …. 0 where the classes do not split so (the caller's longest-first placement then stands).
+double persistent_tail_factor(const Schedule& s, double slots) {
+  const int heads = s.persistent_heads, S = std::max(1, static_cast<int>(slots));
+  std::vector<std::pair<int64_t, double>> classes;
+  for (const auto& c : s.classes) classes.push_back({c.tiles, c.count});
+  std::sort(classes.begin(), classes.end(), [](auto& a, auto& b) { return a.first > b.first; });
+  std::vector<int64_t> tiles_of_x;
+  for (const auto& [tiles, count] : classes) {
+    const double per_head = count / std::max(1, heads);
+    if (heads < 1 || per_head != std::floor(per_head)) return 0;
+    tiles_of_x.insert(tiles_of_x.end(), static_cast<size_t>(per_head), tiles);
+  }
+  const int blocks = static_cast<int>(tiles_of_x.size());
+  if (blocks == 0) return 0;
+  std::vector<double> load(static_cast<size_t>(std::min<int64_t>(S, int64_t(blocks) * heads)), 0.0);
+  double total = 0;
+  for (int64_t w = 0; w < int64_t(blocks) * heads; ++w) {
+    int bh = 0, x = 0;
+    persistent_row_block(heads, s.persistent_band_heads, blocks, static_cast<int>(w), bh, x);
+    load[static_cast<size_t>(w % S)] += double(tiles_of_x[static_cast<size_t>(x)]);
+    total += double(tiles_of_x[static_cast<size_t>(x)]);
+  }
+  const double busy = double(load.size());
+  const double makespan = *std::max_element(load.begin(), load.end()) + 1;
+  return total > 0 ? makespan / ((total + busy) / double(S)) : 0;
+}
+
 // Makespan of the CTAs placed longest first on `slots` slots, over the ideal Σ work / slots.
 // A CTA's work is its tiles plus one (prologue and epilogue ≈ one tile). Persistent CTAs (s.persistent_ctas): the
 // grid's CTAs are one slot's row blocks in turn, each one's loads under the last one's end, so a row block's work is its
 // tiles and each slot adds the one prologue and epilogue of its run — placed as the kernel hands them out
 // (persistent_tail_factor).
-double persistent_tail_factor(const Schedule& s, double slots);
 double tail_factor(const Schedule& s, double slots) {
   if (s.persistent_ctas)
     if (const double f = persistent_tail_factor(s, slots); f > 0) return f;
@@ -63,36 +92,6 @@ double tail_factor(const Schedule& s, double slots) {
       makespan = std::max(makespan, start + double(w) + double(per_slot));
     }
   return makespan / (total / double(S));
-}
-
-// Persistent CTAs' makespan over the ideal: CTA c runs row blocks c, c + S, … of core/persistent_order.h's order, a
-// block's work its tiles, each CTA with work one more (its prologue and epilogue). Every head has the same row blocks,
-// x = 0 the longest (a causal head's last block): the classes sorted longest first, count / heads of each, are the
-// tiles of x = 0, 1, …. 0 where the classes do not split so (the caller's longest-first placement then stands).
-double persistent_tail_factor(const Schedule& s, double slots) {
-  const int heads = s.persistent_heads, S = std::max(1, static_cast<int>(slots));
-  std::vector<std::pair<int64_t, double>> classes;
-  for (const auto& c : s.classes) classes.push_back({c.tiles, c.count});
-  std::sort(classes.begin(), classes.end(), [](auto& a, auto& b) { return a.first > b.first; });
-  std::vector<int64_t> tiles_of_x;
-  for (const auto& [tiles, count] : classes) {
-    const double per_head = count / std::max(1, heads);
-    if (heads < 1 || per_head != std::floor(per_head)) return 0;
-    tiles_of_x.insert(tiles_of_x.end(), static_cast<size_t>(per_head), tiles);
-  }
-  const int blocks = static_cast<int>(tiles_of_x.size());
-  if (blocks == 0) return 0;
-  std::vector<double> load(static_cast<size_t>(std::min<int64_t>(S, int64_t(blocks) * heads)), 0.0);
-  double total = 0;
-  for (int64_t w = 0; w < int64_t(blocks) * heads; ++w) {
-    int bh = 0, x = 0;
-    persistent_row_block(heads, s.persistent_band_heads, blocks, static_cast<int>(w), bh, x);
-    load[static_cast<size_t>(w % S)] += double(tiles_of_x[static_cast<size_t>(x)]);
-    total += double(tiles_of_x[static_cast<size_t>(x)]);
-  }
-  const double busy = double(load.size());
-  const double makespan = *std::max_element(load.begin(), load.end()) + 1;
-  return total > 0 ? makespan / ((total + busy) / double(S)) : 0;
 }
 
 }  // namespace

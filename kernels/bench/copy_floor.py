@@ -14,26 +14,11 @@ median of 50. Prints a table and writes a JSON list: the large copy's rate, then
 import argparse
 import json
 import math
-import statistics
 import sys
 
 import torch
 
-
-def timed(fn, sets, warm=10, reps=50):
-    for i in range(warm):
-        fn(*sets[i % len(sets)])
-    torch.cuda.synchronize()
-    ts = []
-    for i in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s = sets[i % len(sets)]
-        a.record()
-        fn(*s)
-        b.record()
-        torch.cuda.synchronize()
-        ts.append(a.elapsed_time(b))
-    return statistics.median(ts)
+from sdpa_bench import timed  # CUDA events around each run, after a warm-up (this folder's)
 
 
 def copy_ms(total_bytes, l2_bytes):
@@ -42,19 +27,24 @@ def copy_ms(total_bytes, l2_bytes):
     sets = max(2, math.ceil(2 * l2_bytes / (2 * half)))
     bufs = [(torch.randint(0, 255, (half,), dtype=torch.uint8, device="cuda"),
              torch.empty(half, dtype=torch.uint8, device="cuda")) for _ in range(sets)]
-    return timed(lambda a, b: b.copy_(a), bufs)
+    return timed(lambda a, b: b.copy_(a), bufs, warmup=10, reps=50)[0]
+
+
+def refuse(message):
+    print(f"copy_floor: {message}", file=sys.stderr)
+    sys.exit(2)
 
 
 def rows_of(path):
     try:
         data = json.load(open(path))
     except (OSError, ValueError) as e:
-        sys.exit(f"copy_floor: {path}: {e}")
+        refuse(f"{path}: {e}")
     if not isinstance(data, dict) or not isinstance(data.get("measurements"), list):
-        sys.exit(f"copy_floor: {path}: not an attnlab measurement file (no 'measurements' list)")
+        refuse(f"{path}: not an attnlab measurement file (no 'measurements' list)")
     for i, m in enumerate(data["measurements"]):
         if not all(k in m for k in ("hbm_gbps", "median_ms", "problem", "label")):
-            sys.exit(f"copy_floor: {path}: measurements[{i}] lacks hbm_gbps, median_ms, problem or label")
+            refuse(f"{path}: measurements[{i}] lacks hbm_gbps, median_ms, problem or label")
         yield m
 
 
