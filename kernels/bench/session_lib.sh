@@ -31,10 +31,11 @@ build_sm90a() {
 }
 
 # The [gpu] CTest tests whose names match REGEX (e.g. "test_flash2_kernel:gpu|test_kernel_table:gpu"), one at a time,
-# into $out/gpu-tests.log; the exit status and the summary printed.
+# into $out/gpu-tests.log; the exit status and the summary printed. Each test file is stopped after TEST_TIMEOUT
+# seconds (default 240): a kernel that hangs fails its test instead of the call.
 gpu_tests() {
   step "[gpu] tests matching $1 (gpu-tests.log)"
-  (cd build-gpu && ctest -R "$1" --output-on-failure -j 1) >"$out/gpu-tests.log" 2>&1
+  (cd build-gpu && ctest -R "$1" --output-on-failure -j 1 --timeout "${TEST_TIMEOUT:-240}") >"$out/gpu-tests.log" 2>&1
   echo "ctest exit $?"; grep -E "tests passed|Passed|Failed|\*\*\*|FAILED|with expansion" -A2 "$out/gpu-tests.log" | tail -30
 }
 
@@ -128,7 +129,7 @@ sanitize() {
   step "compute-sanitizer memcheck and racecheck on $1 (sanitize.log)"
   local tool
   for tool in memcheck racecheck; do
-    compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/bin/attnlab_tests -# "$1" >>"$out/sanitize.log" 2>&1
+    timeout "${SANITIZE_TIMEOUT:-240}" compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/bin/attnlab_tests -# "$1" >>"$out/sanitize.log" 2>&1
     echo "$tool exit $?"
   done
   grep -E "ERROR SUMMARY|RACECHECK SUMMARY|test cases" "$out/sanitize.log" | tail -6
