@@ -27,7 +27,12 @@ inline bool kv_tile_pinned(const VariantRequest& v) {
 // Whether v's row_blocks parameter (where it has one) asks for persistent CTAs: one per SM, each looping over row
 // blocks (flash2.h's persistent).
 inline bool persistent_row_blocks(const VariantRequest& v) {
-  return v.params.values().count("row_blocks") > 0 && v.params.choice("row_blocks") == "persistent";
+  return v.params.values().count("row_blocks") > 0 && v.params.choice("row_blocks") != "grid";
+}
+// Whether v's persistent CTAs take the row blocks head by head, the grid's order (row_blocks = persistent_head_major),
+// rather than in L2 bands (core/persistent_order.h).
+inline bool persistent_head_major(const VariantRequest& v) {
+  return v.params.values().count("row_blocks") > 0 && v.params.choice("row_blocks") == "persistent_head_major";
 }
 // B_c of the prefill kernel of generation t.arch that v runs on a problem causal or not: t.block_c_not_causal where
 // the row has one, the problem is not causal, a producer warpgroup copies the tiles and kv_tile does not pin 128;

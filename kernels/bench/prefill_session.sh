@@ -10,6 +10,10 @@
 #               not), then — once the peers are built — SDPA (cuDNN, FlashAttention-2) and FlashAttention-3 BF16 on the
 #               same shapes in the same call (peer_bench.py --ours), and Nsight Compute on one launch of each flash2
 #               wgmma schedule at N 8k, d 128 (DRAM bytes, issue and stall reasons)
+#   STEP=persistent  flash2's persistent CTAs (wgmma v4) in one call: the peers' build in the background, attnlab built,
+#               flash2's [gpu] tests, attnlab bench configs/bench-flash2-prefill.json at d 128 and 64 (the grid and both
+#               persistent orders), Nsight Compute on one launch of each at B 4, H 16, N 4k, d 128 (DRAM bytes, L2 hits,
+#               issue and stalls), then the peers on the same shapes
 #   STEP=fig6   TurboAttention Fig. 6 prefill re-measured: attnlab bench on configs/papers/turbo-fig6-prefill.json, the
 #               peers on its shapes, and the preset's report
 #   STEP=sas    turbo's sas_share (issue 35 item 3): the turbo prefill [gpu] tests (the mixed path's among them), attnlab
@@ -57,6 +61,24 @@ bench)
       ncu_attnlab "flash2-$loads" flash2_sm90 "$out/ncu-flash2-$loads.json"
     done
   fi
+  ;;
+persistent)
+  step "peers: building in the background (/tmp/peers/*.log)"
+  BACKGROUND=1 bash .peers/tools/build.sh .peers
+  build_sm90a 10 || exit 1
+  gpu_tests "test_flash2_kernel:gpu"
+  for d in 128 64; do
+    with_dim configs/bench-flash2-prefill.json $d >"$out/config-d$d.json"
+    bench_ours d$d "$out/config-d$d.json" 32
+  done
+  step "Nsight Compute: one launch of the grid and each persistent order, B 4, H 16, N 4k, d 128 (ncu-*.txt)"
+  for rows in grid persistent persistent_head_major; do
+    one_launch_config configs/bench-flash2-prefill.json '{"id": "flash2", "params": {"row_blocks": "'$rows'"}}' \
+      >"$out/ncu-flash2-$rows.json"
+    ncu_attnlab "flash2-$rows" flash2_sm90 "$out/ncu-flash2-$rows.json"
+  done
+  wait_peers
+  peers_on flash2 80
   ;;
 fig6)
   bench_with_peers fig6 configs/papers/turbo-fig6-prefill.json

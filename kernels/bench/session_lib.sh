@@ -104,19 +104,20 @@ PY
 }
 
 # Nsight Compute on one launch of KERNEL (a regex; SKIP launches before it) of COMMAND: speed of light, warp states, the
-# scheduler, occupancy, the warp instructions, DRAM bytes and each pipe's utilization (FMA, ALU, XU = the SFU and
+# scheduler, occupancy, the warp instructions, DRAM bytes, the L2 hit rate and each pipe's utilization (FMA, ALU, XU = the SFU and
 # conversions, tensor), into $out/ncu-NAME.txt; the lines that give them printed.
 ncu_launch() {
   local name=$1 kernel=$2 skip=$3
   shift 3
   local pipes=sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active
   pipes=$pipes,sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active,sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active
+  pipes=$pipes,lts__t_sector_hit_rate.pct
   timeout 240 ncu --kernel-name regex:"$kernel" --launch-skip "$skip" --launch-count 1 \
     --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section Occupancy \
     --metrics smsp__inst_executed.sum,dram__bytes_read.sum,dram__bytes_write.sum,$pipes "$@" >"$out/ncu-$name.txt" 2>&1
   echo "ncu $name exit $?"
-  grep -E "Duration|DRAM Throughput|dram__bytes|inst_executed|pipe_|Issued Warp|No Eligible|Active Warps|Achieved Occupancy|Warp Cycles Per Issued" \
-    "$out/ncu-$name.txt" | head -16
+  grep -E "Duration|DRAM Throughput|dram__bytes|lts__t_sector_hit|inst_executed|pipe_|Issued Warp|No Eligible|Active Warps|Achieved Occupancy|Warp Cycles Per Issued" \
+    "$out/ncu-$name.txt" | head -17
 }
 # The same on one launch of attnlab's KERNEL while it runs CONFIG (one_launch_config's), SKIP (default 1) launches first.
 ncu_attnlab() {

@@ -45,6 +45,7 @@ struct Flash2Args {
   // while the consumers finish the last (FlashAttention-3's persistent scheduler); false: one CTA per row block. The
   // same numbers either way.
   bool persistent = false;
+  bool head_major = false;  // persistent: the row blocks head by head (the grid's order), not in L2 bands
   int band_heads = 1;  // persistent: batch·heads whose row blocks run together (their K/V in L2; flash2_sm90_band_heads)
 };
 

@@ -44,7 +44,7 @@ void flash2_run(const Experiment& e, const VariantRequest& v, const QKV& in, con
     args.back().splits = once.splits;
     args.back().tma_producer = schedule.tma_producer;
     args.back().wide_tile = schedule.wide_tile;
-    args.back().persistent = schedule.persistent;
+    args.back().persistent = schedule.persistent, args.back().head_major = schedule.head_major;
   }
   DeviceBuffer workspace(flash2_workspace_bytes(args[0]));
   for (auto& a : args) a.workspace = workspace.as<float>();

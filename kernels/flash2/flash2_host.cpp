@@ -38,7 +38,7 @@ Flash2Output flash2_once(const Problem& p, const Flash2Inputs& inputs, int sm_co
   a.workspace = workspace.as<float>();
   a.path = path;
   a.tma_producer = schedule.tma_producer, a.ping_pong = schedule.ping_pong, a.wide_tile = schedule.wide_tile;
-  a.persistent = schedule.persistent;
+  a.persistent = schedule.persistent, a.head_major = schedule.head_major;
   ATTNLAB_CUDA(flash2_forward(a, nullptr));
   ATTNLAB_CUDA(cudaDeviceSynchronize());
   const KernelPath ran = flash2_resolved_path(a);
@@ -50,7 +50,8 @@ Flash2Output flash2_once(const Problem& p, const Flash2Inputs& inputs, int sm_co
 }
 
 Flash2Schedule flash2_schedule_of(const VariantRequest& v) {
-  return {.tma_producer = producer_loads(v, 90), .wide_tile = !kv_tile_pinned(v), .persistent = persistent_row_blocks(v)};
+  return {.tma_producer = producer_loads(v, 90), .wide_tile = !kv_tile_pinned(v), .persistent = persistent_row_blocks(v),
+          .head_major = persistent_head_major(v)};
 }
 
 }  // namespace attnlab::kernels

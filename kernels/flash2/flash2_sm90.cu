@@ -302,7 +302,7 @@ cudaError_t launch(const Flash2Args& a, cudaStream_t stream) {
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device);
     if (e != cudaSuccess) return e;
     grid = dim3(unsigned(std::min<int64_t>(int64_t(blocks) * a.batch * a.q_heads, sms)));
-    args.band_heads = flash2_sm90_band_heads(a, l2);
+    args.band_heads = a.head_major ? 1 : flash2_sm90_band_heads(a, l2);  // a band of one head: the grid's order
   }
   kernel<<<grid, T::kThreads, T::kSmemBytes, stream>>>(args, k_map, v_map, q_map);
   return cudaGetLastError();

@@ -85,21 +85,30 @@ TEST_CASE("flash2's persistent CTAs: one wave, one prologue per SM", "[sim][mode
     const double waves_saved_ms = (a.waves - 1) * h100().cta_overhead_us * 1e-3;
     CHECK(a.time_ms - b.time_ms <= waves_saved_ms + a.time_ms / 24.0);
     if (!causal) CHECK(a.time_ms - b.time_ms >= waves_saved_ms * 0.999);
-    // The tail as the kernel hands the row blocks out, derived here by nested loops: bands of the schedule's band
-    // heads, in each every head's x-th row block for x = 0, 1, … (causal: 32 − x tiles of 128 keys; else ⌈4096/176⌉),
-    // CTA c taking blocks c, c + 132, …; each CTA with work one tile more; over the ideal.
-    const int heads = 64, blocks = 32, S = 132, band = persistent.persistent_band_heads;
-    std::vector<double> load(S, 0.0);
-    double total = 0;
-    int i = 0;
-    for (int first = 0; first < heads; first += band)
-      for (int x = 0; x < blocks; ++x)
-        for (int h = first; h < std::min(first + band, heads); ++h, ++i) {
-          const double tiles = causal ? 32 - x : 24;
-          load[size_t(i % S)] += tiles, total += tiles;
-        }
-    const double makespan = *std::max_element(load.begin(), load.end()) + 1;
-    CHECK(b.tail_factor == Approx(makespan / ((total + S) / S)));
+    // The tail as the kernel hands the row blocks out, derived here by nested loops: bands of `band` heads, in each
+    // every head's x-th row block for x = 0, 1, … (causal: 32 − x tiles of 128 keys; else ⌈4096/176⌉), CTA c taking
+    // blocks c, c + 132, …; each CTA with work one tile more; over the ideal.
+    const int heads = 64, blocks = 32, S = 132;
+    auto tail_of_bands = [&](int band) {
+      std::vector<double> load(S, 0.0);
+      double total = 0;
+      int i = 0;
+      for (int first = 0; first < heads; first += band)
+        for (int x = 0; x < blocks; ++x)
+          for (int h = first; h < std::min(first + band, heads); ++h, ++i) {
+            const double tiles = causal ? 32 - x : 24;
+            load[size_t(i % S)] += tiles, total += tiles;
+          }
+      const double makespan = *std::max_element(load.begin(), load.end()) + 1;
+      return makespan / ((total + S) / S);
+    };
+    CHECK(persistent.persistent_band_heads > 1);
+    CHECK(b.tail_factor == Approx(tail_of_bands(persistent.persistent_band_heads)));
+    // row_blocks = persistent_head_major: bands of one head, the grid's order.
+    const Schedule head_major = make_schedule(p, request("flash2", {{"row_blocks", "persistent_head_major"}}), h100());
+    REQUIRE(head_major.persistent_ctas);
+    CHECK(head_major.persistent_band_heads == 1);
+    CHECK(sim::predict(head_major, h100()).tail_factor == Approx(tail_of_bands(1)));
   }
   Problem p = prefill(4096, 128, false);
   const Schedule cp_async =

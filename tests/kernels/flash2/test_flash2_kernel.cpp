@@ -288,6 +288,15 @@ TEST_CASE("flash2 wgmma kernel: persistent CTAs give the grid's bits", "[gpu][ke
           CHECK(b.persistent);
           CHECK(std::memcmp(b.o.data(), a.o.data(), size_t(a.o.size()) * sizeof(float)) == 0);
           CHECK(b.lse == a.lse);
+          if (ping_pong) {  // the grid's order (row_blocks = persistent_head_major): CTA c's blocks c, c + SMs, … head by head
+            kernels::Flash2Schedule head_major = persistent;
+            head_major.head_major = true;
+            const kernels::Flash2Output c =
+                kernels::flash2_once(p, inputs, dev.sm_count, kernels::KernelPath::warpgroup_mma, 0, head_major);
+            CHECK(c.persistent);
+            CHECK(std::memcmp(c.o.data(), a.o.data(), size_t(a.o.size()) * sizeof(float)) == 0);
+            CHECK(c.lse == a.lse);
+          }
           const bool small = p.batch * p.q_heads * p.q_len * p.kv_len <= 20'000'000;  // the CPU reference's time
           if (ping_pong && wide_tile && small) check_problem(dev, p, s, kernels::KernelPath::warpgroup_mma, 0, persistent);
         }
