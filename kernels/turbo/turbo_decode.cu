@@ -354,6 +354,16 @@ __device__ __forceinline__ void fold_words(uint32_t qw, uint32_t sw, uint32_t fl
   lw = pack_s8x4(lo[0], lo[1], lo[2], lo[3]);
 }
 
+// flags[i] for a channel block i that the compiler does not know (a rolled loop's): selects, so the flags stay in
+// registers (an array indexed at run time would go to local memory).
+template <int KS>
+__device__ __forceinline__ uint32_t flags_of_block(const uint32_t (&flags)[KS], int i) {
+  uint32_t m = flags[0];
+#pragma unroll
+  for (int k = 1; k < KS; ++k) m = i == k ? flags[k] : m;
+  return m;
+}
+
 // One coded block (its stage in shared memory) of a BITS-wide pair.
 template <int D, int GE, int BITS, class Exp>
 __device__ void coded_tile(uint8_t* stage, const int8_t* q8, float s_q, int rows, bool may_saturate, float scale,
@@ -451,11 +461,15 @@ __device__ void coded_tile(uint8_t* stage, const int8_t* q8, float s_q, int rows
   }
   int ss[GE][2];
   spread_local<GE, 8>(sint, ss);
-  // Saturating K channels, token by token, in the spread layout (2·GE tokens per lane).
+  // Saturating K channels, token by token, in the spread layout (2·GE tokens per lane). At GE ≥ 4 (one kernel for
+  // both widths) the loop over the channel blocks stays rolled: unrolled, its token loop's body came KS times per
+  // width into the tile loop (v12: the instruction fetch bounds the 2-bit path at GQA; a block that does not
+  // saturate never runs it). At GE ≤ 2 rolled costs spills (ptxas: 68 bytes at d 128, 2-bit), so it unrolls.
+  constexpr int kSaturationUnroll = GE >= 4 ? 1 : KS;
   const int row = Spread<GE>::row();
-#pragma unroll
+#pragma unroll kSaturationUnroll
   for (int i = 0; i < KS; ++i)
-    for (uint32_t m = kflag[i]; m != 0; m &= m - 1) {
+    for (uint32_t m = flags_of_block<KS>(kflag, i); m != 0; m &= m - 1) {
       const int c = 32 * i + __ffs(m) - 1;
       const int s = sz[c], z = sz[D + c], qv = q8[row * D + c];
 #pragma unroll
@@ -516,10 +530,10 @@ __device__ void coded_tile(uint8_t* stage, const int8_t* q8, float s_q, int rows
       const int c = Spread<GE>::token(i, e);  // the channel (same index rule as the tokens of a tile)
       x[i][e] = int(sz[2 * D + c]) * (x[i][e] + int(sz[3 * D + c]) * psum);
     }
-  // Saturating V channels: the row's sum over its 64 tokens, from the spread P codes.
-#pragma unroll
+  // Saturating V channels: the row's sum over its 64 tokens, from the spread P codes (rolled as K's).
+#pragma unroll kSaturationUnroll
   for (int i = 0; i < KS; ++i)
-    for (uint32_t m = vflag[i]; m != 0; m &= m - 1) {
+    for (uint32_t m = flags_of_block<KS>(vflag, i); m != 0; m &= m - 1) {
       const int c = 32 * i + __ffs(m) - 1;
       const int s = sz[2 * D + c], z = sz[3 * D + c];
       int part = 0;
