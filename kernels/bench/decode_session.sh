@@ -11,7 +11,8 @@
 #               and a read of each shape's K/V bytes (torch.sum: one launch, one pass), the floor at the small shapes
 #   STEP=compressed  issue 36 item 3: the kivi [gpu] tests and sanitizers (kivi v2), attnlab bench on the turbo/kivi and
 #               fireq decode configs at MHA and GQA 32/8 (B 16, N 32k, d 128), cuDNN and the copy on the same shapes,
-#               and Nsight Compute on kivi and turbo at GQA (issue rate, stalls, DRAM bytes; not with NCU=0)
+#               and Nsight Compute on kivi and turbo at GQA (issue rate, stalls, DRAM bytes; not with NCU=0); GPU_TESTS (a
+#               CTest regex) and SANITIZE (Catch2 tags) name other tests (e.g. turbo's after a change to its kernel)
 #   STEP=compressed-fig6  the same kernels at Fig. 6's shapes (configs/bench-compressed-decode-fig6.json: 40/10 heads,
 #               B 1 and 4, N 4k–32k), cuDNN and the copy on the same shapes, and a copy of each row's own bytes
 #               (copy_floor.py: the rate a copy of that few bytes reaches, the ceiling item 3's 60% is held against)
@@ -63,8 +64,8 @@ for b, h, n, d in sorted(shapes):
 PY
   ;;
 compressed)
-  gpu_tests "test_kivi_decode_kernel:gpu"
-  sanitize "[#test_kivi_decode_kernel][sanitize]"
+  gpu_tests "${GPU_TESTS:-test_kivi_decode_kernel:gpu}"
+  sanitize "${SANITIZE:-[#test_kivi_decode_kernel][sanitize]}"
   for c in bench-turbo-decode bench-turbo-decode-gqa bench-fireq-decode bench-fireq-decode-gqa; do
     bench_ours "$c" "configs/$c.json" 10
   done
