@@ -9,14 +9,21 @@
 #   bench_ours d128 CONFIG 20; peers_on prefill   # attnlab bench, then the peers on the same shapes
 #   one_launch_config CONFIG '{"id": "turbo"}' >one.json; ncu_attnlab turbo turbo_prefill_kernel one.json
 
-step() { echo; echo "== $*"; }
+# A step's title; the work folder so far is packed first, so a call cut off by the device's time limit (a SIGKILL: no
+# exit trap) still brings back every step before the one it was in.
+step() {
+  [ -n "${out:-}" ] && pack_session
+  echo; echo "== $*"
+}
 
-# $out: a fresh work folder /tmp/NAME, packed into $OUT/NAME-${STEP:-build}.tgz when the script exits.
+# $out: a fresh work folder /tmp/NAME, packed into $OUT/NAME-${STEP:-build}.tgz at each step and when the script exits.
 session_start() {
   out=/tmp/$1
+  archive="${OUT:-/tmp}/$1-${STEP:-build}.tgz"
   rm -rf "$out" && mkdir -p "$out"
-  trap 'tar czf "${OUT:-/tmp}/'"$1"'-${STEP:-build}.tgz" -C "$out" .' EXIT
+  trap pack_session EXIT
 }
+pack_session() { tar czf "$archive.part" -C "$out" . && mv "$archive.part" "$archive"; }
 
 # attnlab and its tests for sm_90a with JOBS compile jobs (the peers' background build takes the other cores).
 build_sm90a() {
