@@ -21,7 +21,9 @@ bool is_tensor(Unit u) { return u == Unit::tensor_fp16 || u == Unit::tensor_fp8 
 constexpr double kSmemReservedPerCta = 1024;  // step 1
 
 // Persistent CTAs' makespan over the ideal: CTA c runs row blocks c, c + S, … of core/persistent_order.h's order, a
-// block's work its tiles, each CTA with work one more (its prologue and epilogue). Every head has the same row blocks,
+// block's work its tiles plus one, as the grid's CTA (its prologue and epilogue: flash2's pipeline drains at every
+// block's end — the ping-pong's turns start over and the first S waits for the block's Q — so the H100 measured
+// persistent CTAs within 1% of the grid at d 128 not causal, kernels/PERF.md "wgmma v4"). Every head has the same row blocks,
 // x = 0 the longest (a causal head's last block): the classes sorted longest first, count / heads of each, are the
 // tiles of x = 0, 1, …. 0 where the classes do not split so (the caller's longest-first placement then stands).
 double persistent_tail_factor(const Schedule& s, double slots) {
@@ -42,25 +44,22 @@ double persistent_tail_factor(const Schedule& s, double slots) {
   for (int64_t w = 0; w < int64_t(blocks) * heads; ++w) {
     int bh = 0, x = 0;
     persistent_row_block(heads, s.persistent_band_heads, blocks, static_cast<int>(w), bh, x);
-    load[static_cast<size_t>(w % S)] += double(tiles_of_x[static_cast<size_t>(x)]);
-    total += double(tiles_of_x[static_cast<size_t>(x)]);
+    load[static_cast<size_t>(w % S)] += double(tiles_of_x[static_cast<size_t>(x)] + 1);
+    total += double(tiles_of_x[static_cast<size_t>(x)] + 1);
   }
-  const double busy = double(load.size());
-  const double makespan = *std::max_element(load.begin(), load.end()) + 1;
-  return total > 0 ? makespan / ((total + busy) / double(S)) : 0;
+  const double makespan = *std::max_element(load.begin(), load.end());
+  return total > 0 ? makespan / (total / double(S)) : 0;
 }
 
 // Makespan of the CTAs placed longest first on `slots` slots, over the ideal Σ work / slots.
-// A CTA's work is its tiles plus one (prologue and epilogue ≈ one tile). Persistent CTAs (s.persistent_ctas): the
-// grid's CTAs are one slot's row blocks in turn, each one's loads under the last one's end, so a row block's work is its
-// tiles and each slot adds the one prologue and epilogue of its run — placed as the kernel hands them out
-// (persistent_tail_factor).
+// A CTA's work is its tiles plus one (prologue and epilogue ≈ one tile). Persistent CTAs (s.persistent_ctas): the same
+// work, placed as the kernel hands the row blocks out (persistent_tail_factor) — statically, where the grid's CTAs go
+// to whichever SM frees first.
 double tail_factor(const Schedule& s, double slots) {
   if (s.persistent_ctas)
     if (const double f = persistent_tail_factor(s, slots); f > 0) return f;
-  const int64_t per_cta = s.persistent_ctas ? 0 : 1, per_slot = 1 - per_cta;
   std::vector<std::pair<int64_t, double>> classes;
-  for (const auto& c : s.classes) classes.push_back({c.tiles + per_cta, c.count});
+  for (const auto& c : s.classes) classes.push_back({c.tiles + 1, c.count});
   std::sort(classes.begin(), classes.end(), [](auto& a, auto& b) { return a.first > b.first; });
   double total = 0;
   for (const auto& [w, n] : classes) total += double(w) * n;
@@ -68,8 +67,6 @@ double tail_factor(const Schedule& s, double slots) {
   double count = 0;
   for (const auto& c : classes) count += c.second;
   if (count <= 0 || total <= 0) return 1;
-  const double busy = std::min(double(S), count);  // slots with work (persistent: each adds its prologue once)
-  total += double(per_slot) * busy;
   // Simulate up to kSimulatedCtas CTAs (well under a millisecond); beyond, one class is exact in closed form — ⌈n/S⌉
   // waves of w — and several are bounded by Graham's LPT bound, the ideal plus the longest CTA (the tail is
   // then under 1/kSimulatedCtas·S of the whole anyway). A fuzzed config of 4·10⁵ sequences had the
@@ -78,7 +75,7 @@ double tail_factor(const Schedule& s, double slots) {
   if (count > kSimulatedCtas) {
     const double ideal = total / double(S);
     if (classes.size() == 1)
-      return (std::ceil(classes[0].second / double(S)) * double(classes[0].first) + double(per_slot)) / ideal;
+      return (std::ceil(classes[0].second / double(S)) * double(classes[0].first)) / ideal;
     return (ideal + double(classes.front().first)) / ideal;
   }
   std::priority_queue<double, std::vector<double>, std::greater<>> free_at;
@@ -89,7 +86,7 @@ double tail_factor(const Schedule& s, double slots) {
       const double start = free_at.top();
       free_at.pop();
       free_at.push(start + double(w));
-      makespan = std::max(makespan, start + double(w) + double(per_slot));
+      makespan = std::max(makespan, start + double(w));
     }
   return makespan / (total / double(S));
 }
@@ -166,7 +163,6 @@ Layout layout(const Schedule& s, const GpuSpec& g, const ModelOptions& o, std::v
   }
   l.tail_factor = s.classes.empty() ? 1.0 : std::max(1.0, tail_factor(s, l.slots));
   l.waves = s.ctas() / l.slots;
-  if (s.persistent_ctas) l.waves = std::min(l.waves, 1.0);  // one wave of CTAs, each looping
   for (const auto& c : s.classes) l.serial_bytes += c.count * c.rows * s.per_row.total_bytes();
   if (s.extra.bytes.count("partials")) l.serial_bytes += s.extra.bytes.at("partials");
   l.launches = s.classes.empty() ? 3 : (s.extra.bytes.count("partials") ? 2 : 1);
@@ -258,7 +254,7 @@ Prediction predict(const Schedule& s, const GpuSpec& g, const ModelOptions& o) {
   pr.smem_bytes = s.smem_bytes;
   pr.ctas = s.ctas();
   pr.ctas_per_sm = l.ctas_per_sm;
-  pr.waves = l.waves;  // persistent CTAs: one wave however many row blocks
+  pr.waves = l.waves;  // persistent CTAs: the grid's waves of row blocks (each block's fill and drain stay)
   pr.occupancy = double(l.ctas_per_sm * s.warps) / (g.max_threads_per_sm / 32.0);
   pr.tail_factor = l.tail_factor;
   pr.warps_per_scheduler = l.warps_per_scheduler;

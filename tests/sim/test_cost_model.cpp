@@ -61,11 +61,14 @@ TEST_CASE("flash2's schedule moves exactly the bytes of the IO law and of the re
 // it keeps 128 keys and three tiles. The wide tile moves fewer K/V bytes: ⌈N/B_r⌉ row blocks each read N keys either way,
 // so K/V bytes are equal where N is a multiple of both tiles — and the model counts a third fewer tiles.
 // flash2's persistent CTAs (row_blocks = persistent, with the producer's loads): one CTA per SM loops over the grid's
-// row blocks, so the model charges one wave of CTA overhead instead of one per wave of row blocks, and a row block's
-// work is its tiles (its prologue and epilogue under its neighbours') with one prologue per SM. At B 4, H 16, N 4k,
-// d 128 on an H100 (2 048 row blocks of 24 tiles on 132 SMs: 15.5 waves) that is faster than the grid; without the
-// producer (kv_loads = cp_async) or in decode the parameter changes nothing.
-TEST_CASE("flash2's persistent CTAs: one wave, one prologue per SM", "[sim][model]") {
+// row blocks. Measured on the H100 (kernels/PERF.md, "wgmma v4"), that is no faster at d 128 — the kernel's pipeline
+// fills and drains at every block as the grid's CTA does — so the model charges the same work, waves and bytes as the
+// grid's and changes only where the row blocks go: statically, CTA c taking blocks c, c + 132, … of the kernel's order
+// (core/persistent_order.h), where the grid's CTAs go to whichever SM frees first. Not causal, every row block is
+// alike: the same time. Causal, the static order's tail is no shorter than the greedy one (B 4, H 16, N 4k, d 128 on an
+// H100: 2 048 row blocks of 1–32 tiles on 132 SMs). Without the producer (kv_loads = cp_async) or in decode the
+// parameter changes nothing.
+TEST_CASE("flash2's persistent CTAs: the grid's work, placed in the kernel's order", "[sim][model]") {
   for (bool causal : {false, true}) {
     Problem p = prefill(4096, 128, causal);
     p.batch = 4, p.q_heads = p.kv_heads = 16;
@@ -76,18 +79,16 @@ TEST_CASE("flash2's persistent CTAs: one wave, one prologue per SM", "[sim][mode
     REQUIRE(persistent.persistent_ctas);
     const sim::Prediction a = sim::predict(grid, h100()), b = sim::predict(persistent, h100());
     CHECK(a.waves == Approx(2048.0 / 132));
-    CHECK(b.waves == 1);
+    CHECK(b.waves == a.waves);
     CHECK(b.ctas == a.ctas);  // the same row blocks, the same bytes and operations
     CHECK(b.dram_bytes == a.dram_bytes);
-    CHECK(b.time_ms < a.time_ms);
-    // The gain is at most the waves' overhead saved plus the prologues: a tile a row block at the least. Not causal,
-    // every row block has the same tiles, so the persistent tail is no worse and the waves' overhead is all gained.
-    const double waves_saved_ms = (a.waves - 1) * h100().cta_overhead_us * 1e-3;
-    CHECK(a.time_ms - b.time_ms <= waves_saved_ms + a.time_ms / 24.0);
-    if (!causal) CHECK(a.time_ms - b.time_ms >= waves_saved_ms * 0.999);
+    if (causal) CHECK(b.tail_factor >= a.tail_factor);
+    else CHECK(b.tail_factor == Approx(a.tail_factor));
+    // Everything but the tail is the grid's: the times differ by the tail's ratio where the tail scales the whole body.
+    CHECK(b.time_ms >= a.time_ms * (1 - 1e-9));
     // The tail as the kernel hands the row blocks out, derived here by nested loops: bands of `band` heads, in each
     // every head's x-th row block for x = 0, 1, … (causal: 32 − x tiles of 128 keys; else ⌈4096/176⌉), CTA c taking
-    // blocks c, c + 132, …; each CTA with work one tile more; over the ideal.
+    // blocks c, c + 132, …; each block's work its tiles plus one (its prologue and epilogue); over the ideal.
     const int heads = 64, blocks = 32, S = 132;
     auto tail_of_bands = [&](int band) {
       std::vector<double> load(S, 0.0);
@@ -96,11 +97,10 @@ TEST_CASE("flash2's persistent CTAs: one wave, one prologue per SM", "[sim][mode
       for (int first = 0; first < heads; first += band)
         for (int x = 0; x < blocks; ++x)
           for (int h = first; h < std::min(first + band, heads); ++h, ++i) {
-            const double tiles = causal ? 32 - x : 24;
-            load[size_t(i % S)] += tiles, total += tiles;
+            const double work = (causal ? 32 - x : 24) + 1;
+            load[size_t(i % S)] += work, total += work;
           }
-      const double makespan = *std::max_element(load.begin(), load.end()) + 1;
-      return makespan / ((total + S) / S);
+      return *std::max_element(load.begin(), load.end()) / (total / S);
     };
     CHECK(persistent.persistent_band_heads > 1);
     CHECK(b.tail_factor == Approx(tail_of_bands(persistent.persistent_band_heads)));
