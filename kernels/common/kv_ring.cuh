@@ -89,11 +89,17 @@ struct ProducerFillsKV {};
 // the warpgroup waits on q_full[group] (phase q_parity, the block's count mod 2) instead of copying Q, and arrives
 // on q_empty[group] (128 arrivals: its threads) once its last S has landed — Q's last reader — so the producer
 // loads the next block's Q while this one's last P·V and its epilogue run.
+// With ping-pong the turns run on across the CTA's row blocks as its ring does (FlashAttention-3's persistent kernel
+// keeps its warp-scheduler barrier's order across tiles): warpgroup 1 opens the first turn only in the CTA's first
+// block with a tile (`opens_turns`) and skips its last hand-over only in its last (`closes_turns`), so warpgroup 0
+// issues the next block's first S as soon as warpgroup 1 has issued this block's last P·V — not after warpgroup 1's
+// epilogue, where a grid's CTA (and v4's persistent one) drains the pipeline at every row block.
 struct ProducerFillsQKV {
   int first;
   uint64_t* q_full;
   uint64_t* q_empty;
   int q_parity;
+  bool opens_turns = true, closes_turns = true;
 };
 
 template <int kStages, bool kPingPong = false, class Steps, class Convert = NoConvert>
@@ -131,15 +137,17 @@ __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uin
   };
   auto release_v = [&](int t) { mbar_arrive(&empty[(kSplitKV ? kStages : 0) + slot(t)]); };
   int turns_left = tiles + 1;  // this warpgroup's MMA issues
+  bool opens_turns = true, closes_turns = true;  // ProducerFillsQKV: the turns run on across row blocks
+  if constexpr (kProducerQ) opens_turns = convert.opens_turns, closes_turns = convert.closes_turns;
   auto my_turn = [&] {
     if constexpr (kPingPong) named_sync(1 + group);
   };
   auto your_turn = [&] {
     if constexpr (kPingPong)
-      if (--turns_left > 0 || group == 0) named_arrive(2 - group);
+      if (--turns_left > 0 || group == 0 || !closes_turns) named_arrive(2 - group);
   };
   if constexpr (kPingPong)
-    if (group == 1) named_arrive(1);  // warpgroup 0 goes first
+    if (group == 1 && opens_turns) named_arrive(1);  // warpgroup 0 goes first
   // Prologue: Q with tile 0, then tiles 1 … kAhead − 1, one group each (filled: Q alone; the producer's Q: its wait).
   if constexpr (kProducerQ) {
     mbar_wait(&convert.q_full[group], convert.q_parity);

@@ -257,10 +257,18 @@ __global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
         full, empty);
     if (!consumer) return;
     if constexpr (Persistent) {
+      // Whether a row block after w (of this CTA's) has a tile: if none, w's ping-pong turns are the CTA's last.
+      auto tiles_after = [&](int w) {
+        for (int v = w + gridDim.x; v < items; v += gridDim.x)
+          if (row_block(v).tiles > 0) return true;
+        return false;
+      };
       for (int w = blockIdx.x, first = 0, n = 0; w < items; w += gridDim.x) {
         const RowBlock rb = row_block(w);
+        // n: the blocks with a tile before this one. A block with none takes no turn (kv_ring returns at once).
+        const ProducerFillsQKV fills{first, q_full, q_empty, n & 1, n == 0, rb.tiles > 0 && !tiles_after(w)};
         attend_row_block<D, Producer, Bc>(a, rb, first, smem, [&](auto&& steps, int tiles) {
-          kv_ring<T::kStages, PingPong>(tiles, steps, full, empty, ProducerFillsQKV{first, q_full, q_empty, n & 1});
+          kv_ring<T::kStages, PingPong>(tiles, steps, full, empty, fills);
         });
         if (rb.tiles > 0) first += rb.tiles, ++n;
       }
