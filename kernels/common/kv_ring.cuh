@@ -66,7 +66,8 @@ __device__ __forceinline__ void warpgroup_sync(int id) { asm volatile("bar.sync 
 // kPingPong (two warpgroups): their MMA issues alternate — warpgroup 0, then 1, then 0 … — so that while one
 // warpgroup's MMAs run, the other's softmax does (FlashAttention-3 §3.1's ping-pong scheduling). Each issues
 // tiles + 1 times (S_0, then S_{j+1} with P·V_j, then the last P·V); warpgroup 1 opens the first turn and
-// skips its last hand-over, so every bar.sync meets exactly one bar.arrive.
+// skips its last hand-over, so every bar.sync meets exactly one bar.arrive — per call, or over a persistent CTA's
+// row blocks (ProducerFillsQKV's opens_turns and closes_turns, below).
 // The step of a ring that copies tiles straight into their slots.
 struct NoConvert {
   __device__ void operator()(int) const {}
