@@ -55,8 +55,8 @@ struct Schedule {
   bool pow2_ctas = false;         // the kernel runs a power of two of CTAs per SM (core/kernel_traits.h)
   bool balanced_chains = false;   // warp chains per pair from balanced_warp_chains, not decode_splits
   bool producer_loads = false;    // K/V copied by a producer warpgroup; the consumers issue none (kProducerLoads)
-  bool persistent_ctas = false;   // one CTA per slot loops over the grid's CTAs, each one's loads under the last one's
-                                  // end (flash2's row_blocks = persistent): one prologue and epilogue per slot
+  bool persistent_ctas = false;   // one CTA per slot loops over the grid's CTAs in a fixed order (flash2's row_blocks =
+                                  // persistent): the grid's work, placed statically (cost_model.cpp's tail)
   int persistent_heads = 0, persistent_band_heads = 1;  // their order's batch·heads and band (core/persistent_order.h)
   std::vector<CtaClass> classes;  // the grid, grouped by loop length
   // Bytes follow the real rows and keys (a kernel predicates its loads); operations follow full tiles

@@ -9,10 +9,10 @@
 #   bench_ours d128 CONFIG 20; peers_on prefill   # attnlab bench, then the peers on the same shapes
 #   one_launch_config CONFIG '{"id": "turbo"}' >one.json; ncu_attnlab turbo turbo_prefill_kernel one.json
 
-# A step's title; the work folder so far is packed first, so a call cut off by the device's time limit (a SIGKILL: no
-# exit trap) still brings back every step before the one it was in.
+# A step's title; a session_start folder is packed first, so a command killed by a time limit (no exit trap) still
+# brings back every step before the one it was in. (Scripts that set $out themselves pack nothing here.)
 step() {
-  [ -n "${out:-}" ] && pack_session
+  [ -n "${archive:-}" ] && pack_session
   echo; echo "== $*"
 }
 
