@@ -34,6 +34,11 @@ inline bool persistent_row_blocks(const VariantRequest& v) {
 inline bool persistent_head_major(const VariantRequest& v) {
   return v.params.values().count("row_blocks") > 0 && v.params.choice("row_blocks") == "persistent_head_major";
 }
+// Whether v's persistent CTAs take their next row block from a counter as they finish one (row_blocks =
+// persistent_dynamic, FlashAttention-3's dynamic scheduler), in the L2 bands' order, rather than blocks c, c + CTAs, ….
+inline bool persistent_dynamic(const VariantRequest& v) {
+  return v.params.values().count("row_blocks") > 0 && v.params.choice("row_blocks") == "persistent_dynamic";
+}
 // B_c of the prefill kernel of generation t.arch that v runs on a problem causal or not: t.block_c_not_causal where
 // the row has one, the problem is not causal, a producer warpgroup copies the tiles and kv_tile does not pin 128;
 // else t.block_c. The kernel backend launches by it, the cost model schedules by it.

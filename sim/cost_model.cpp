@@ -54,9 +54,10 @@ double persistent_tail_factor(const Schedule& s, double slots) {
 // Makespan of the CTAs placed longest first on `slots` slots, over the ideal Σ work / slots.
 // A CTA's work is its tiles plus one (prologue and epilogue ≈ one tile). Persistent CTAs (s.persistent_ctas): the same
 // work, placed as the kernel hands the row blocks out (persistent_tail_factor) — statically, where the grid's CTAs go
-// to whichever SM frees first.
+// to whichever SM frees first; with the dynamic order (s.persistent_dynamic) as the grid's, longest first (the bands'
+// order is x-major, a causal head's longest block first).
 double tail_factor(const Schedule& s, double slots) {
-  if (s.persistent_ctas)
+  if (s.persistent_ctas && !s.persistent_dynamic)  // dynamic: the next block to the first CTA free, as the grid's
     if (const double f = persistent_tail_factor(s, slots); f > 0) return f;
   std::vector<std::pair<int64_t, double>> classes;
   for (const auto& c : s.classes) classes.push_back({c.tiles + 1, c.count});

@@ -427,6 +427,7 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
                           "consumer warpgroups issue no copies");
     s.persistent_ctas = s.producer_loads && p.phase == Phase::prefill && persistent_row_blocks(v);
     s.persistent_heads = int(p.batch * p.q_heads);
+    s.persistent_dynamic = s.persistent_ctas && persistent_dynamic(v);
     s.persistent_band_heads =  // row_blocks = persistent_head_major: a band of one head, the grid's order
         persistent_head_major(v) ? 1
                                  : persistent_band_heads(s.persistent_heads, int(p.q_heads / std::max<int64_t>(1, p.kv_heads)),

@@ -58,6 +58,7 @@ struct Schedule {
   bool persistent_ctas = false;   // one CTA per slot loops over the grid's CTAs in a fixed order (flash2's row_blocks =
                                   // persistent): the grid's work, placed statically (cost_model.cpp's tail)
   int persistent_heads = 0, persistent_band_heads = 1;  // their order's batch·heads and band (core/persistent_order.h)
+  bool persistent_dynamic = false;  // each takes the next row block as it finishes one: the grid's placement
   std::vector<CtaClass> classes;  // the grid, grouped by loop length
   // Bytes follow the real rows and keys (a kernel predicates its loads); operations follow full tiles
   // (the tensor cores compute on whole fragments, padding included).

@@ -144,12 +144,14 @@ VariantSpec flash2() {
                         "the wgmma kernel's keys per K/V tile: auto takes FlashAttention-3's 176 (two in the ring) where "
                         "the problem is not causal at d 128 with the producer's loads, else 128 (three); 128 pins 128. "
                         "Only the kernel's order of accumulation depends on it"),
-      ParamSpec::choice("row_blocks", "grid", {"grid", "persistent", "persistent_head_major"},
+      ParamSpec::choice("row_blocks", "grid", {"grid", "persistent", "persistent_head_major", "persistent_dynamic"},
                         "the wgmma kernel's query row blocks with the producer's loads: one CTA each (grid), or one CTA "
                         "per SM looping over them, its producer loading the next block's Q and K/V while the consumers "
                         "finish the last (FlashAttention-3's persistent scheduler) — handed out in bands of heads whose "
                         "K/V fit half the L2, every head's first block, then every head's second … (persistent), or "
-                        "head by head as the grid's (persistent_head_major); the numbers do not depend on it"),
+                        "head by head as the grid's (persistent_head_major); CTA c takes blocks c, c + CTAs, … of that "
+                        "order, or (persistent_dynamic, FlashAttention-3's dynamic scheduler) the next one not taken "
+                        "as it finishes one; the numbers do not depend on it"),
   };
   v.reference = run;
   v.working_memory = flash2_working_memory;

@@ -16,6 +16,7 @@
 #include "core/kernel_traits.h"
 #include "kernels/common/mma.cuh"
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 
@@ -286,9 +287,13 @@ int flash2_splits(const Flash2Args& a, int sm_count) {
 }
 
 size_t flash2_workspace_bytes(const Flash2Args& a) {
-  if (a.splits <= 1) return 0;
-  const size_t rows = size_t(a.batch) * a.q_heads * a.q_len;
-  return size_t(a.splits) * rows * (size_t(a.head_dim) + 1) * sizeof(float);
+  size_t bytes = 0;
+  if (a.splits > 1) {  // the splits' partial O and L
+    const size_t rows = size_t(a.batch) * a.q_heads * a.q_len;
+    bytes = size_t(a.splits) * rows * (size_t(a.head_dim) + 1) * sizeof(float);
+  }
+  if (a.persistent && a.dynamic_order) bytes = std::max<size_t>(bytes, 16);  // the warpgroup kernel's row-block counter
+  return bytes;
 }
 
 KernelPath flash2_resolved_path(const Flash2Args& a) {

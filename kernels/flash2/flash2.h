@@ -29,7 +29,7 @@ struct Flash2Args {
   bool causal = false;
   float scale = 0;            // softmax scale (1/√d by default)
   int splits = 1;             // KV splits (flash2_splits; the decode kernel's chains per pair); > 1 needs `workspace`
-  float* workspace = nullptr; // flash2_workspace_bytes(args) bytes when splits > 1
+  float* workspace = nullptr; // flash2_workspace_bytes(args) bytes: when splits > 1, or persistent with dynamic_order
   KernelPath path = KernelPath::automatic;
   // The warpgroup generation's K/V loads (flash2_sm90.cu): a producer warpgroup's TMA copies into an mbarrier ring
   // (FlashAttention-3 §3.1's warp specialization), or every thread's cp.async with a CTA barrier per tile. The same
@@ -46,6 +46,9 @@ struct Flash2Args {
   // same numbers either way.
   bool persistent = false;
   bool head_major = false;  // persistent: the row blocks head by head (the grid's order), not in L2 bands
+  // persistent: each CTA takes its next row block (in the same order) from a counter in `workspace` as it finishes one
+  // (FlashAttention-3's dynamic scheduler), not blocks c, c + CTAs, … (flash2_workspace_bytes counts the counter)
+  bool dynamic_order = false;
   int band_heads = 1;  // persistent: batch·heads whose row blocks run together (their K/V in L2; flash2_sm90_band_heads)
 };
 

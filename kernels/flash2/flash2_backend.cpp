@@ -45,6 +45,7 @@ void flash2_run(const Experiment& e, const VariantRequest& v, const QKV& in, con
     args.back().tma_producer = schedule.tma_producer;
     args.back().wide_tile = schedule.wide_tile;
     args.back().persistent = schedule.persistent, args.back().head_major = schedule.head_major;
+    args.back().dynamic_order = schedule.dynamic_order;
   }
   DeviceBuffer workspace(flash2_workspace_bytes(args[0]));
   for (auto& a : args) a.workspace = workspace.as<float>();

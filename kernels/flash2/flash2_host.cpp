@@ -34,11 +34,11 @@ Flash2Output flash2_once(const Problem& p, const Flash2Inputs& inputs, int sm_co
   Flash2Args a = flash2_args(p, inputs, out_dev.o(), out_dev.lse(), sm_count);
   if (splits > 0) a.splits = splits;
   if (path == KernelPath::warpgroup_mma) a.splits = 1;  // the warpgroup kernel does not split the keys
-  DeviceBuffer workspace(flash2_workspace_bytes(a));
-  a.workspace = workspace.as<float>();
   a.path = path;
   a.tma_producer = schedule.tma_producer, a.ping_pong = schedule.ping_pong, a.wide_tile = schedule.wide_tile;
-  a.persistent = schedule.persistent, a.head_major = schedule.head_major;
+  a.persistent = schedule.persistent, a.head_major = schedule.head_major, a.dynamic_order = schedule.dynamic_order;
+  DeviceBuffer workspace(flash2_workspace_bytes(a));  // after the schedule: a dynamic order's counter
+  a.workspace = workspace.as<float>();
   ATTNLAB_CUDA(flash2_forward(a, nullptr));
   ATTNLAB_CUDA(cudaDeviceSynchronize());
   const KernelPath ran = flash2_resolved_path(a);
@@ -51,7 +51,7 @@ Flash2Output flash2_once(const Problem& p, const Flash2Inputs& inputs, int sm_co
 
 Flash2Schedule flash2_schedule_of(const VariantRequest& v) {
   return {.tma_producer = producer_loads(v, 90), .wide_tile = !kv_tile_pinned(v), .persistent = persistent_row_blocks(v),
-          .head_major = persistent_head_major(v)};
+          .head_major = persistent_head_major(v), .dynamic_order = persistent_dynamic(v)};
 }
 
 }  // namespace attnlab::kernels

@@ -35,11 +35,12 @@ struct Flash2Output {
 // The warpgroup generation's loads, schedule, tile and row blocks (flash2.h's tma_producer, ping_pong, wide_tile and
 // persistent).
 struct Flash2Schedule {
-  bool tma_producer = true, ping_pong = true, wide_tile = true, persistent = false, head_major = false;
+  bool tma_producer = true, ping_pong = true, wide_tile = true, persistent = false, head_major = false,
+       dynamic_order = false;
 };
 // The schedule variant request v asks for: kv_loads (core/producer_loads.h, the model's rule too), kv_tile (128 pins
 // the 128-key tile) and row_blocks (persistent: one CTA per SM looping over row blocks; persistent_head_major: in the
-// grid's order).
+// grid's order; persistent_dynamic: each CTA's next block from a counter).
 Flash2Schedule flash2_schedule_of(const VariantRequest& v);
 
 // Arguments for problem p on `inputs` writing to `o`/`lse`, with the split rule for `sm_count` SMs.

@@ -75,7 +75,7 @@ class Flash2Ring final : public RingVariant {
     a.scale = static_cast<float>(p_.scale());
     a.path = path_;
     a.tma_producer = schedule_.tma_producer, a.ping_pong = schedule_.ping_pong, a.wide_tile = schedule_.wide_tile;
-    a.persistent = schedule_.persistent, a.head_major = schedule_.head_major;
+    a.persistent = schedule_.persistent, a.head_major = schedule_.head_major, a.dynamic_order = schedule_.dynamic_order;
     a.splits = flash2_splits(a, sm_count_);
     if (flash2_resolved_path(a) == KernelPath::warpgroup_mma) a.splits = 1;
     return a;

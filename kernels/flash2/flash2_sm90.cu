@@ -183,13 +183,14 @@ __device__ __forceinline__ void attend_row_block(const Flash2Args& a, const RowB
                 1.f, 0.f);
 }
 
-template <int D, bool Producer, bool PingPong, int Bc, bool Persistent>
+template <int D, bool Producer, bool PingPong, int Bc, bool Persistent, bool Dynamic>
 __global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
     flash2_sm90_kernel(Flash2Args a, const __grid_constant__ CUtensorMap k_map,
                        const __grid_constant__ CUtensorMap v_map, const __grid_constant__ CUtensorMap q_map) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using T = HopperTile<D, Producer, Bc>;
   static_assert(Producer || !Persistent, "a persistent CTA's Q comes from the producer");
+  static_assert(Persistent || !Dynamic, "the dynamic order is a persistent CTA's");
   extern __shared__ char smem_raw[];
   char* smem = smem_raw + ((1024u - (smem_addr(smem_raw) & 1023u)) & 1023u);
   auto stage_k = [&](int s) { return smem + T::kQBytes + s * 2 * T::kKVBytes; };
@@ -206,6 +207,11 @@ __global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
     // Persistent: also Q, each warpgroup's 64 rows on barriers of their own (ProducerFillsQKV), the ring running on
     // across the CTA's row blocks (`first`: its tiles so far) — the next block's Q and K/V load under this one's end.
     __shared__ uint64_t full[2 * T::kStages], empty[2 * T::kStages], q_full[2], q_empty[2];
+    // Dynamic (a.dynamic_order; FlashAttention-3's dynamic scheduler): the producer takes each next row block
+    // from a counter in the workspace (zeroed by the launch) and hands it to the consumers through two slots of
+    // shared memory on barriers of their own — slot k mod 2 holds the successor of the CTA's k-th block.
+    __shared__ uint64_t next_full[2], next_empty[2];
+    __shared__ int next_block[2];
     constexpr uint32_t kPartBytes[2] = {T::kKVBytes, T::kKVBytes};
     // Tiles [from, to) of row block rb, the ring's tiles first + from … (K: part 0, V: part 1; a load per 64 channels).
     auto produce_tiles = [&](const RowBlock& rb, int first, int from, int to) {
@@ -231,7 +237,9 @@ __global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
     const bool consumer = split_warpgroups_with<T::kStages, T::kConsumers, 2>(
         [&] {
           if constexpr (Persistent)
-            for (int g = 0; g < 2; ++g) mbar_init(&q_full[g], 1), mbar_init(&q_empty[g], 128);
+            for (int g = 0; g < 2; ++g)
+              mbar_init(&q_full[g], 1), mbar_init(&q_empty[g], 128), mbar_init(&next_full[g], 1),
+                  mbar_init(&next_empty[g], T::kConsumers);
         },
         [&] {
           prefetch_tensor_map(&k_map);
@@ -239,15 +247,26 @@ __global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
           if constexpr (Persistent) {
             prefetch_tensor_map(&q_map);
             // Row block n (of those with a tile): warpgroup 0's Q, the first K/V tile, warpgroup 1's Q, the rest — so
-            // the first tile waits for no warpgroup but the first to finish the previous block.
-            for (int w = blockIdx.x, first = 0, n = 0; w < items; w += gridDim.x) {
+            // the first tile waits for no warpgroup but the first to finish the previous block. A block with no tile
+            // loads nothing (the consumers store zeros). Dynamic: the k-th block's successor is taken and handed over
+            // before the block's loads (the consumers read it as they start the block, for their turns).
+            for (int w = blockIdx.x, first = 0, n = 0, k = 0; w < items; ++k) {
+              int next = w + int(gridDim.x);
+              if constexpr (Dynamic) {  // CTAs start at blockIdx.x: the counter hands out the rest
+                next = atomicAdd(reinterpret_cast<int*>(a.workspace), 1) + int(gridDim.x);
+                if (k >= 2) mbar_wait(&next_empty[k & 1], ((k >> 1) - 1) & 1);
+                next_block[k & 1] = next;
+                mbar_arrive(&next_full[k & 1]);  // release: the consumers read next_block after their wait
+              }
               const RowBlock rb = row_block(w);
-              if (rb.tiles == 0) continue;  // nothing to attend: the consumers store zeros and wait for nothing
-              produce_q(rb, n, 0);
-              produce_tiles(rb, first, 0, 1);
-              produce_q(rb, n, 1);
-              produce_tiles(rb, first, 1, rb.tiles);
-              first += rb.tiles, ++n;
+              if (rb.tiles > 0) {
+                produce_q(rb, n, 0);
+                produce_tiles(rb, first, 0, 1);
+                produce_q(rb, n, 1);
+                produce_tiles(rb, first, 1, rb.tiles);
+                first += rb.tiles, ++n;
+              }
+              w = next;
             }
           } else {
             const RowBlock rb = grid_block();
@@ -257,20 +276,24 @@ __global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
         full, empty);
     if (!consumer) return;
     if constexpr (Persistent) {
-      // Whether a row block after w (of this CTA's) has a tile: if none, w's ping-pong turns are the CTA's last.
-      auto tiles_after = [&](int w) {
-        for (int v = w + gridDim.x; v < items; v += gridDim.x)
-          if (row_block(v).tiles > 0) return true;
-        return false;
-      };
-      for (int w = blockIdx.x, first = 0, n = 0; w < items; w += gridDim.x) {
+      bool turns_open = false;  // the ping-pong's turns run on from the last block with a tile (kv_ring.cuh)
+      for (int w = blockIdx.x, first = 0, n = 0, k = 0; w < items; ++k) {
         const RowBlock rb = row_block(w);
-        // n: the blocks with a tile before this one. A block with none takes no turn (kv_ring returns at once).
-        const ProducerFillsQKV fills{first, q_full, q_empty, n & 1, n == 0, rb.tiles > 0 && !tiles_after(w)};
+        int next = w + int(gridDim.x);
+        if constexpr (Dynamic) {  // the producer's k-th hand-over: this block's successor
+          mbar_wait(&next_full[k & 1], (k >> 1) & 1);
+          next = next_block[k & 1];
+          mbar_arrive(&next_empty[k & 1]);
+        }
+        // The turns close where the next block has no tile or there is none (a later block with a tile opens them
+        // again); n: the blocks with a tile before this one. A block with none takes no turn (kv_ring returns at once).
+        const bool next_has_tiles = next < items && row_block(next).tiles > 0;
+        const ProducerFillsQKV fills{first, q_full, q_empty, n & 1, !turns_open, !next_has_tiles};
         attend_row_block<D, Producer, Bc>(a, rb, first, smem, [&](auto&& steps, int tiles) {
           kv_ring<T::kStages, PingPong>(tiles, steps, full, empty, fills);
         });
-        if (rb.tiles > 0) first += rb.tiles, ++n;
+        if (rb.tiles > 0) first += rb.tiles, ++n, turns_open = next_has_tiles;
+        w = next;
       }
     } else {
       attend_row_block<D, Producer, Bc>(a, grid_block(), 0, smem, [&](auto&& steps, int tiles) {
@@ -283,7 +306,8 @@ __global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
 #endif
 }
 
-template <int D, bool Producer, bool PingPong, int Bc = HopperTile<D, Producer>::kBc, bool Persistent = false>
+template <int D, bool Producer, bool PingPong, int Bc = HopperTile<D, Producer>::kBc, bool Persistent = false,
+          bool Dynamic = false>
 cudaError_t launch(const Flash2Args& a, cudaStream_t stream) {
   using T = HopperTile<D, Producer, Bc>;
   CUtensorMap k_map{}, v_map{}, q_map{};  // unread without the producer (q_map: unless persistent)
@@ -295,7 +319,7 @@ cudaError_t launch(const Flash2Args& a, cudaStream_t stream) {
     if (e == cudaSuccess && Persistent) e = fp16_rows_tensor_map(q_map, a.q, int64_t(a.batch) * a.q_heads, a.q_len, D, 64);
     if (e != cudaSuccess) return e;
   }
-  auto* kernel = flash2_sm90_kernel<D, Producer, PingPong, Bc, Persistent>;
+  auto* kernel = flash2_sm90_kernel<D, Producer, PingPong, Bc, Persistent, Dynamic>;
   if (const cudaError_t e =
           cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(T::kSmemBytes));
       e != cudaSuccess)
@@ -311,25 +335,31 @@ cudaError_t launch(const Flash2Args& a, cudaStream_t stream) {
     if (e != cudaSuccess) return e;
     grid = dim3(unsigned(std::min<int64_t>(int64_t(blocks) * a.batch * a.q_heads, sms)));
     args.band_heads = a.head_major ? 1 : flash2_sm90_band_heads(a, l2);  // a band of one head: the grid's order
+    if constexpr (Dynamic) {  // the row blocks' counter (flash2_workspace_bytes), from 0 at every launch
+      if (a.workspace == nullptr) return cudaErrorInvalidValue;
+      if (const cudaError_t z = cudaMemsetAsync(a.workspace, 0, sizeof(int), stream); z != cudaSuccess) return z;
+    }
   }
   kernel<<<grid, T::kThreads, T::kSmemBytes, stream>>>(args, k_map, v_map, q_map);
   return cudaGetLastError();
 }
 
-template <int D, bool Persistent>
+template <int D, bool Persistent, bool Dynamic = false>
 cudaError_t launch_producer(const Flash2Args& a, cudaStream_t stream) {
   if constexpr (find_kernel_traits("flash2", D, 90)->block_c_not_causal == kWideTile)  // d 128 (kernel_traits.h)
     if (flash2_sm90_wide_tile(a))
-      return a.ping_pong ? launch<D, true, true, kWideTile, Persistent>(a, stream)
-                         : launch<D, true, false, kWideTile, Persistent>(a, stream);
+      return a.ping_pong ? launch<D, true, true, kWideTile, Persistent, Dynamic>(a, stream)
+                         : launch<D, true, false, kWideTile, Persistent, Dynamic>(a, stream);
   constexpr int kBc = HopperTile<D, true>::kBc;
-  return a.ping_pong ? launch<D, true, true, kBc, Persistent>(a, stream) : launch<D, true, false, kBc, Persistent>(a, stream);
+  return a.ping_pong ? launch<D, true, true, kBc, Persistent, Dynamic>(a, stream)
+                     : launch<D, true, false, kBc, Persistent, Dynamic>(a, stream);
 }
 
 template <int D>
 cudaError_t launch_d(const Flash2Args& a, cudaStream_t stream) {
   if (!a.tma_producer) return launch<D, false, false>(a, stream);  // kv_pipeline.cuh has no ping-pong
-  return flash2_sm90_persistent(a) ? launch_producer<D, true>(a, stream) : launch_producer<D, false>(a, stream);
+  if (!flash2_sm90_persistent(a)) return launch_producer<D, false>(a, stream);
+  return a.dynamic_order ? launch_producer<D, true, true>(a, stream) : launch_producer<D, true>(a, stream);
 }
 
 }  // namespace
