@@ -91,8 +91,9 @@ struct ProducerFillsKV {};
 // on q_empty[group] (128 arrivals: its threads) once its last S has landed — Q's last reader — so the producer
 // loads the next block's Q while this one's last P·V and its epilogue run.
 // With ping-pong the turns run on across the CTA's row blocks as its ring does (FlashAttention-3's persistent kernel
-// keeps its warp-scheduler barrier's order across tiles): warpgroup 1 opens the first turn only in the CTA's first
-// block with a tile (`opens_turns`) and skips its last hand-over only in its last (`closes_turns`), so warpgroup 0
+// keeps its warp-scheduler barrier's order across tiles): warpgroup 1 opens the first turn only where the turns are
+// not already open (`opens_turns`: the CTA's first block with a tile, or the first after a block with none) and skips
+// its last hand-over only where the next block has no tile or there is none (`closes_turns`), so warpgroup 0
 // issues the next block's first S as soon as warpgroup 1 has issued this block's last P·V — not after warpgroup 1's
 // epilogue, where a grid's CTA (and v4's persistent one) drains the pipeline at every row block.
 struct ProducerFillsQKV {

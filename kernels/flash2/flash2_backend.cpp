@@ -52,12 +52,12 @@ void flash2_run(const Experiment& e, const VariantRequest& v, const QKV& in, con
   const auto ms = time_launches([&](size_t c) { ATTNLAB_CUDA(flash2_forward(args[c], nullptr)); }, copies);
   into.kernel = result_of(p, once.o, once.lse, truth, ms, double(sets[0].bytes() + o.bytes() + lse.bytes()));
   into.kernel->probes["kernel.launch"] = labelled(
-      {"splits", "input_sets", "timed_runs", "arch", "tma_producer", "block_c", "persistent"},
+      {"splits", "input_sets", "timed_runs", "arch", "tma_producer", "block_c", "persistent", "dynamic_order"},
       {double(once.splits), double(copies), double(kTimedRuns), double(generation_of(once.path)),
-       double(once.tma_producer), double(once.block_c), double(once.persistent)},
+       double(once.tma_producer), double(once.block_c), double(once.persistent), double(once.dynamic_order)},
       "", "split-KV CTAs per head, rotating input copies, timed launches, kernel generation (80 mma.sync, 90 wgmma), "
       "K/V by TMA (1: a producer warpgroup's in prefill, each decode chain's own) or cp.async (0), keys per K/V tile "
-      "of the prefill kernel (0: the decode kernel), persistent CTAs (1: one per SM looping over the row blocks)");
+      "of the prefill kernel (0: the decode kernel), persistent CTAs (1: one per SM looping over the row blocks), their blocks from a counter (1) or c, c + CTAs, … (0)");
 }
 
 }  // namespace attnlab::kernels

@@ -43,8 +43,8 @@ Flash2Output flash2_once(const Problem& p, const Flash2Inputs& inputs, int sm_co
   ATTNLAB_CUDA(cudaDeviceSynchronize());
   const KernelPath ran = flash2_resolved_path(a);
   const bool tma = ran == KernelPath::warpgroup_mma ? a.tma_producer : flash2_decode_takes(a) && flash2_decode_tma(a);
-  Flash2Output out{Tensor(), {}, a.splits, ran, tma, flash2_block_c(a),
-                   ran == KernelPath::warpgroup_mma && flash2_sm90_persistent(a)};
+  const bool persistent = ran == KernelPath::warpgroup_mma && flash2_sm90_persistent(a);
+  Flash2Output out{Tensor(), {}, a.splits, ran, tma, flash2_block_c(a), persistent, persistent && a.dynamic_order};
   out_dev.read("flash2", out.o, out.lse);
   return out;
 }

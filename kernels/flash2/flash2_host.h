@@ -30,6 +30,7 @@ struct Flash2Output {
   bool tma_producer = false;  // K/V by TMA: the warpgroup generation's producer warpgroup, or the decode chains' own
   int block_c = 0;            // keys per K/V tile of the prefill kernel that ran (0: the decode kernel ran)
   bool persistent = false;    // the prefill kernel ran persistent CTAs (flash2_sm90_persistent)
+  bool dynamic_order = false; // … taking their row blocks from a counter (Flash2Args::dynamic_order)
 };
 
 // The warpgroup generation's loads, schedule, tile and row blocks (flash2.h's tma_producer, ping_pong, wide_tile and

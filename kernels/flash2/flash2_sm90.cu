@@ -60,7 +60,8 @@ struct HopperTile {
 };
 
 // One row block of a launch: the x-th of batch·head bh's (a causal head's longest first). The grid's CTA (x, bh) takes
-// it; a persistent CTA takes the row blocks w, w + gridDim.x, … of flash2_sm90_persistent_order.
+// it; a persistent CTA takes the row blocks w, w + gridDim.x, … of flash2_sm90_persistent_order (Dynamic: blockIdx.x,
+// then each next one the counter hands out).
 struct RowBlock {
   int bh, bkv, row0, tiles, all_see;
   __device__ RowBlock(const Flash2Args& a, int bh_, int x, int blocks, int br, int bc) : bh(bh_) {
