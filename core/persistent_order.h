@@ -5,7 +5,7 @@
 // Bands of `band_heads` batch·heads one after the other — as many heads as keep their K and V (FP16; a query group
 // shares its KV head's) within half the L2, so Q, O and the rest pass too — and within a band x-major: every head's
 // first row block, then every head's second … (a causal head's blocks longest first). CTA c takes the row blocks
-// c, c + CTAs, … of this order (or, flash2's persistent_dynamic, the next not taken as it finishes one): the CTAs running side by side read the band's K/V from L2, and a causal problem's
+// c, c + CTAs, … of this order (flash2's persistent_dynamic: the next not taken as it finishes one, in bands of one head): the CTAs running side by side read the band's K/V from L2, and a causal problem's
 // longest blocks come first across the band, so a CTA's blocks vary in length (a head-major order would give CTA c
 // the same block index every time where the blocks per head divide the CTA count).
 #pragma once

@@ -35,7 +35,7 @@ inline bool persistent_head_major(const VariantRequest& v) {
   return v.params.values().count("row_blocks") > 0 && v.params.choice("row_blocks") == "persistent_head_major";
 }
 // Whether v's persistent CTAs take their next row block from a counter as they finish one (row_blocks =
-// persistent_dynamic, FlashAttention-3's dynamic scheduler), in the L2 bands' order, rather than blocks c, c + CTAs, ….
+// persistent_dynamic, FlashAttention-3's dynamic scheduler), head by head as the grid's, rather than blocks c, c + CTAs, ….
 inline bool persistent_dynamic(const VariantRequest& v) {
   return v.params.values().count("row_blocks") > 0 && v.params.choice("row_blocks") == "persistent_dynamic";
 }

@@ -150,8 +150,8 @@ VariantSpec flash2() {
                         "finish the last (FlashAttention-3's persistent scheduler) — handed out in bands of heads whose "
                         "K/V fit half the L2, every head's first block, then every head's second … (persistent), or "
                         "head by head as the grid's (persistent_head_major); CTA c takes blocks c, c + CTAs, … of that "
-                        "order, or (persistent_dynamic, FlashAttention-3's dynamic scheduler) the next one not taken "
-                        "as it finishes one; the numbers do not depend on it"),
+                        "order, or (persistent_dynamic, FlashAttention-3's dynamic scheduler) the next one of the grid's "
+                        "order not taken as it finishes one; the numbers do not depend on it"),
   };
   v.reference = run;
   v.working_memory = flash2_working_memory;

@@ -109,10 +109,12 @@ TEST_CASE("flash2's persistent CTAs: the grid's work, placed in the kernel's ord
     REQUIRE(head_major.persistent_ctas);
     CHECK(head_major.persistent_band_heads == 1);
     CHECK(sim::predict(head_major, h100()).tail_factor == Approx(tail_of_bands(1)));
-    // row_blocks = persistent_dynamic: the next block to the first CTA free — the grid's placement and time.
+    // row_blocks = persistent_dynamic: the grid's order, the next block to the first CTA free — the grid's placement
+    // and time.
     const Schedule dynamic = make_schedule(p, request("flash2", {{"row_blocks", "persistent_dynamic"}}), h100());
     REQUIRE(dynamic.persistent_ctas);
     CHECK(dynamic.persistent_dynamic);
+    CHECK(dynamic.persistent_band_heads == 1);
     CHECK_FALSE(persistent.persistent_dynamic);
     const sim::Prediction d = sim::predict(dynamic, h100());
     CHECK(d.tail_factor == Approx(a.tail_factor));

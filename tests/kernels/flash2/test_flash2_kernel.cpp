@@ -297,21 +297,17 @@ TEST_CASE("flash2 wgmma kernel: persistent CTAs give the grid's bits", "[gpu][ke
             CHECK(std::memcmp(c.o.data(), a.o.data(), size_t(a.o.size()) * sizeof(float)) == 0);
             CHECK(c.lse == a.lse);
           }
-          // Each CTA's next block from the counter (row_blocks = persistent_dynamic): the producer's hand-overs, the
-          // turns closed and reopened around blocks with no tile, whichever CTA takes which block.
+          // Each CTA's next block from the counter (row_blocks = persistent_dynamic, head by head): the producer's
+          // hand-overs, the turns closed and reopened around blocks with no tile (a CTA meets blocks with and without
+          // a tile in turn), whichever CTA takes which block.
           kernels::Flash2Schedule dynamic = persistent;
           dynamic.dynamic_order = true;
-          // Head by head as well: bands of one head, so a CTA meets blocks with and without a tile in turn and its
-          // turns close and open again (in one band the blocks with no tile all come last).
-          for (bool head_major : {false, true}) {
-            dynamic.head_major = head_major;
-            const kernels::Flash2Output e =
-                kernels::flash2_once(p, inputs, dev.sm_count, kernels::KernelPath::warpgroup_mma, 0, dynamic);
-            CHECK((e.persistent && e.dynamic_order));
-            CHECK(std::memcmp(e.o.data(), a.o.data(), size_t(a.o.size()) * sizeof(float)) == 0);
-            CHECK(e.lse == a.lse);
-          }
+          const kernels::Flash2Output e =
+              kernels::flash2_once(p, inputs, dev.sm_count, kernels::KernelPath::warpgroup_mma, 0, dynamic);
+          CHECK((e.persistent && e.dynamic_order));
           CHECK_FALSE(b.dynamic_order);
+          CHECK(std::memcmp(e.o.data(), a.o.data(), size_t(a.o.size()) * sizeof(float)) == 0);
+          CHECK(e.lse == a.lse);
           const bool small = p.batch * p.q_heads * p.q_len * p.kv_len <= 20'000'000;  // the CPU reference's time
           if (ping_pong && wide_tile && small) check_problem(dev, p, s, kernels::KernelPath::warpgroup_mma, 0, persistent);
         }
@@ -371,8 +367,7 @@ TEST_CASE("flash2 kernel: small shapes for the sanitizers", "[gpu][sanitize]") {
       many.batch = 1, many.q_heads = 4 * (dev.sm_count / 16 + 1), many.kv_heads = many.q_heads / 4, many.head_dim = d;
       many.q_len = 600, many.kv_len = 300, many.causal = true;
       check_problem(dev, many, 11, kernels::KernelPath::warpgroup_mma, 0, {.persistent = true});
-      check_problem(dev, many, 12, kernels::KernelPath::warpgroup_mma, 0,
-                    {.persistent = true, .head_major = true, .dynamic_order = true});
+      check_problem(dev, many, 12, kernels::KernelPath::warpgroup_mma, 0, {.persistent = true, .dynamic_order = true});
     }
   }
 }
