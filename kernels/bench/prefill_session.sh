@@ -10,10 +10,10 @@
 #               not), then — once the peers are built — SDPA (cuDNN, FlashAttention-2) and FlashAttention-3 BF16 on the
 #               same shapes in the same call (peer_bench.py --ours), and Nsight Compute on one launch of each flash2
 #               wgmma schedule at N 8k, d 128 (DRAM bytes, issue and stall reasons)
-#   STEP=persistent  flash2's persistent CTAs (wgmma v4) in one call: the peers' build in the background, attnlab built,
-#               flash2's [gpu] tests, attnlab bench configs/bench-flash2-prefill.json at d 128 and 64 (the grid and both
-#               persistent orders), Nsight Compute on one launch of each at B 4, H 16, N 4k, d 128 (DRAM bytes, L2 hits,
-#               issue and stalls), then the peers on the same shapes
+#   STEP=persistent  flash2's persistent CTAs (wgmma v4, v5) in one call: the peers' build in the background, attnlab
+#               built, flash2's [gpu] tests and its sanitizer cases, attnlab bench configs/bench-flash2-prefill.json at
+#               d 128 and 64 (the grid and every persistent order), Nsight Compute on one launch of the grid, head by head and dynamic at B 4, H 16, N 4k,
+#               d 128, and of the grid and dynamic at N 8k causal (DRAM bytes, L2 hits, issue and stalls), then the peers
 #   STEP=fig6   TurboAttention Fig. 6 prefill re-measured: attnlab bench on configs/papers/turbo-fig6-prefill.json, the
 #               peers on its shapes, and the preset's report
 #   STEP=sas    turbo's sas_share (issue 35 item 3): the turbo prefill [gpu] tests (the mixed path's among them), attnlab
@@ -67,13 +67,19 @@ persistent)
   BACKGROUND=1 bash .peers/tools/build.sh .peers
   build_sm90a 10 || exit 1
   gpu_tests "test_flash2_kernel:gpu"
+  sanitize "[#test_flash2_kernel][sanitize]"
   with_dim configs/bench-flash2-prefill.json 128 >"$out/config-d128.json"
   bench_ours d128 "$out/config-d128.json" 32
-  step "Nsight Compute: one launch of the grid and each persistent order, B 4, H 16, N 4k, d 128 (ncu-*.txt)"
-  for rows in grid persistent persistent_head_major; do
+  step "Nsight Compute: one launch of the grid and the persistent orders, B 4, H 16, d 128, N 4k and 8k causal (ncu-*.txt)"
+  for rows in grid persistent_head_major persistent_dynamic; do
     one_launch_config configs/bench-flash2-prefill.json '{"id": "flash2", "params": {"row_blocks": "'$rows'"}}' \
       >"$out/ncu-flash2-$rows.json"
     ncu_attnlab "flash2-$rows" flash2_sm90 "$out/ncu-flash2-$rows.json"
+  done
+  for rows in grid persistent_dynamic; do
+    one_launch_config configs/bench-flash2-prefill.json '{"id": "flash2", "params": {"row_blocks": "'$rows'"}}' \
+      '{"q_len": 8192, "kv_len": 8192, "causal": true}' >"$out/ncu-flash2-$rows-causal.json"
+    ncu_attnlab "flash2-$rows-causal" flash2_sm90 "$out/ncu-flash2-$rows-causal.json"
   done
   with_dim configs/bench-flash2-prefill.json 64 >"$out/config-d64.json"
   bench_ours d64 "$out/config-d64.json" 32
