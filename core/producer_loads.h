@@ -6,6 +6,8 @@
 #include "core/config.h"
 #include "core/kernel_traits.h"
 
+#include <string>
+
 namespace attnlab {
 
 // True where v's kernel of generation `arch` has a row in kProducerLoads whose every (param, value) holds for v.
@@ -24,20 +26,21 @@ inline bool producer_loads(const VariantRequest& v, int arch) {
 inline bool kv_tile_pinned(const VariantRequest& v) {
   return v.params.values().count("kv_tile") > 0 && v.params.choice("kv_tile") != "auto";
 }
-// Whether v's row_blocks parameter (where it has one) asks for persistent CTAs: one per SM, each looping over row
-// blocks (flash2.h's persistent).
-inline bool persistent_row_blocks(const VariantRequest& v) {
-  return v.params.values().count("row_blocks") > 0 && v.params.choice("row_blocks") != "grid";
+// v's row_blocks parameter, "grid" where it has none.
+inline std::string row_blocks_choice(const VariantRequest& v) {
+  return v.params.values().count("row_blocks") > 0 ? v.params.choice("row_blocks") : "grid";
 }
-// Whether v's persistent CTAs take the row blocks head by head, the grid's order (row_blocks = persistent_head_major),
-// rather than in L2 bands (core/persistent_order.h).
-inline bool persistent_head_major(const VariantRequest& v) {
-  return v.params.values().count("row_blocks") > 0 && v.params.choice("row_blocks") == "persistent_head_major";
-}
+// Whether v asks for persistent CTAs: one per SM, each looping over row blocks (flash2.h's persistent).
+inline bool persistent_row_blocks(const VariantRequest& v) { return row_blocks_choice(v) != "grid"; }
 // Whether v's persistent CTAs take their next row block from a counter as they finish one (row_blocks =
-// persistent_dynamic, FlashAttention-3's dynamic scheduler), head by head as the grid's, rather than blocks c, c + CTAs, ….
-inline bool persistent_dynamic(const VariantRequest& v) {
-  return v.params.values().count("row_blocks") > 0 && v.params.choice("row_blocks") == "persistent_dynamic";
+// persistent_dynamic, FlashAttention-3's dynamic scheduler) rather than blocks c, c + CTAs, ….
+inline bool persistent_dynamic(const VariantRequest& v) { return row_blocks_choice(v) == "persistent_dynamic"; }
+// Whether v's persistent CTAs take the row blocks head by head, the grid's order — persistent_head_major, and the
+// dynamic order, which then hands them out as the hardware does the grid's CTAs (the L2 bands read 2.6× the grid's
+// DRAM bytes, kernels/PERF.md "wgmma v4") — rather than in L2 bands (core/persistent_order.h). The kernel's launch
+// (flash2_schedule_of) and the model's schedule both take the band from here.
+inline bool persistent_head_by_head(const VariantRequest& v) {
+  return row_blocks_choice(v) == "persistent_head_major" || persistent_dynamic(v);
 }
 // B_c of the prefill kernel of generation t.arch that v runs on a problem causal or not: t.block_c_not_causal where
 // the row has one, the problem is not causal, a producer warpgroup copies the tiles and kv_tile does not pin 128;

@@ -21,9 +21,9 @@ bool is_tensor(Unit u) { return u == Unit::tensor_fp16 || u == Unit::tensor_fp8 
 constexpr double kSmemReservedPerCta = 1024;  // step 1
 
 // Persistent CTAs' makespan over the ideal: CTA c runs row blocks c, c + S, … of core/persistent_order.h's order, a
-// block's work its tiles plus one, as the grid's CTA (its prologue and epilogue: flash2's pipeline drains at every
-// block's end — the ping-pong's turns start over and the first S waits for the block's Q — so the H100 measured
-// persistent CTAs within 1% of the grid at d 128 not causal, kernels/PERF.md "wgmma v4"). Every head has the same row blocks,
+// block's work its tiles plus one, as the grid's CTA (its prologue and epilogue: v4's pipeline drained at every
+// block's end — its ping-pong's turns started over and the first S waited for the block's Q — and the H100 measured
+// it within 1% of the grid at d 128 not causal, kernels/PERF.md "wgmma v4"). Every head has the same row blocks,
 // x = 0 the longest (a causal head's last block): the classes sorted longest first, count / heads of each, are the
 // tiles of x = 0, 1, …. 0 where the classes do not split so (the caller's longest-first placement then stands).
 double persistent_tail_factor(const Schedule& s, double slots) {
@@ -54,8 +54,7 @@ double persistent_tail_factor(const Schedule& s, double slots) {
 // Makespan of the CTAs placed longest first on `slots` slots, over the ideal Σ work / slots.
 // A CTA's work is its tiles plus one (prologue and epilogue ≈ one tile). Persistent CTAs (s.persistent_ctas): the same
 // work, placed as the kernel hands the row blocks out (persistent_tail_factor) — statically, where the grid's CTAs go
-// to whichever SM frees first; with the dynamic order (s.persistent_dynamic) as the grid's, longest first (the bands'
-// order is x-major, a causal head's longest block first).
+// to whichever SM frees first; with the dynamic order (s.persistent_dynamic, head by head) as the grid's.
 double tail_factor(const Schedule& s, double slots) {
   if (s.persistent_ctas && !s.persistent_dynamic)  // dynamic: the next block to the first CTA free, as the grid's
     if (const double f = persistent_tail_factor(s, slots); f > 0) return f;
@@ -75,8 +74,7 @@ double tail_factor(const Schedule& s, double slots) {
   constexpr double kSimulatedCtas = 1 << 16;
   if (count > kSimulatedCtas) {
     const double ideal = total / double(S);
-    if (classes.size() == 1)
-      return (std::ceil(classes[0].second / double(S)) * double(classes[0].first)) / ideal;
+    if (classes.size() == 1) return std::ceil(classes[0].second / double(S)) * double(classes[0].first) / ideal;
     return (ideal + double(classes.front().first)) / ideal;
   }
   std::priority_queue<double, std::vector<double>, std::greater<>> free_at;

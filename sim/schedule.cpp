@@ -428,8 +428,8 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
     s.persistent_ctas = s.producer_loads && p.phase == Phase::prefill && persistent_row_blocks(v);
     s.persistent_heads = int(p.batch * p.q_heads);
     s.persistent_dynamic = s.persistent_ctas && persistent_dynamic(v);
-    s.persistent_band_heads =  // persistent_head_major and _dynamic: a band of one head, the grid's order
-        persistent_head_major(v) || persistent_dynamic(v) ? 1
+    s.persistent_band_heads =  // head by head: a band of one head, the grid's order
+        persistent_head_by_head(v) ? 1
                                  : persistent_band_heads(s.persistent_heads, int(p.q_heads / std::max<int64_t>(1, p.kv_heads)),
                                                          int(p.kv_len), int(p.head_dim), gpu.l2_bytes);
     if (s.persistent_ctas)

@@ -46,8 +46,8 @@ struct Flash2Args {
   // same numbers either way.
   bool persistent = false;
   bool head_major = false;  // persistent: the row blocks head by head (the grid's order), not in L2 bands
-  // persistent: each CTA takes its next row block from a counter in `workspace` as it finishes one (FlashAttention-3's
-  // dynamic scheduler), head by head as the grid's order, not blocks c, c + CTAs, … (flash2_workspace_bytes counts it)
+  // persistent: each CTA takes its next row block of the order from a counter in `workspace` as it finishes one
+  // (FlashAttention-3's dynamic scheduler), not blocks c, c + CTAs, … (flash2_workspace_bytes counts the counter)
   bool dynamic_order = false;
   int band_heads = 1;  // persistent: batch·heads whose row blocks run together (their K/V in L2; flash2_sm90_band_heads)
 };

@@ -57,7 +57,8 @@ void flash2_run(const Experiment& e, const VariantRequest& v, const QKV& in, con
        double(once.tma_producer), double(once.block_c), double(once.persistent), double(once.dynamic_order)},
       "", "split-KV CTAs per head, rotating input copies, timed launches, kernel generation (80 mma.sync, 90 wgmma), "
       "K/V by TMA (1: a producer warpgroup's in prefill, each decode chain's own) or cp.async (0), keys per K/V tile "
-      "of the prefill kernel (0: the decode kernel), persistent CTAs (1: one per SM looping over the row blocks), their blocks from a counter (1) or c, c + CTAs, … (0)");
+      "of the prefill kernel (0: the decode kernel), persistent CTAs (1: one per SM looping over the row blocks), "
+      "their blocks from a counter (1) or c, c + CTAs, … (0)");
 }
 
 }  // namespace attnlab::kernels

@@ -51,7 +51,7 @@ Flash2Output flash2_once(const Problem& p, const Flash2Inputs& inputs, int sm_co
 
 Flash2Schedule flash2_schedule_of(const VariantRequest& v) {
   return {.tma_producer = producer_loads(v, 90), .wide_tile = !kv_tile_pinned(v), .persistent = persistent_row_blocks(v),
-          .head_major = persistent_head_major(v), .dynamic_order = persistent_dynamic(v)};
+          .head_major = persistent_head_by_head(v), .dynamic_order = persistent_dynamic(v)};
 }
 
 }  // namespace attnlab::kernels

@@ -335,9 +335,7 @@ cudaError_t launch(const Flash2Args& a, cudaStream_t stream) {
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device);
     if (e != cudaSuccess) return e;
     grid = dim3(unsigned(std::min<int64_t>(int64_t(blocks) * a.batch * a.q_heads, sms)));
-    // A band of one head — the grid's order — head by head, and for the dynamic order (which then hands the blocks out
-    // as the hardware does the grid's CTAs: the L2 bands read 2.6× the grid's DRAM bytes, kernels/PERF.md "wgmma v4").
-    args.band_heads = a.head_major || Dynamic ? 1 : flash2_sm90_band_heads(a, l2);
+    args.band_heads = a.head_major ? 1 : flash2_sm90_band_heads(a, l2);  // a band of one head: the grid's order
     if constexpr (Dynamic) {  // the row blocks' counter (flash2_workspace_bytes), from 0 at every launch
       if (a.workspace == nullptr) return cudaErrorInvalidValue;
       if (const cudaError_t z = cudaMemsetAsync(a.workspace, 0, sizeof(int), stream); z != cudaSuccess) return z;

@@ -301,7 +301,7 @@ TEST_CASE("flash2 wgmma kernel: persistent CTAs give the grid's bits", "[gpu][ke
           // hand-overs, the turns closed and reopened around blocks with no tile (a CTA meets blocks with and without
           // a tile in turn), whichever CTA takes which block.
           kernels::Flash2Schedule dynamic = persistent;
-          dynamic.dynamic_order = true;
+          dynamic.head_major = dynamic.dynamic_order = true;  // flash2_schedule_of's pair
           const kernels::Flash2Output e =
               kernels::flash2_once(p, inputs, dev.sm_count, kernels::KernelPath::warpgroup_mma, 0, dynamic);
           CHECK((e.persistent && e.dynamic_order));
@@ -367,7 +367,8 @@ TEST_CASE("flash2 kernel: small shapes for the sanitizers", "[gpu][sanitize]") {
       many.batch = 1, many.q_heads = 4 * (dev.sm_count / 16 + 1), many.kv_heads = many.q_heads / 4, many.head_dim = d;
       many.q_len = 600, many.kv_len = 300, many.causal = true;
       check_problem(dev, many, 11, kernels::KernelPath::warpgroup_mma, 0, {.persistent = true});
-      check_problem(dev, many, 12, kernels::KernelPath::warpgroup_mma, 0, {.persistent = true, .dynamic_order = true});
+      check_problem(dev, many, 12, kernels::KernelPath::warpgroup_mma, 0,
+                    {.persistent = true, .head_major = true, .dynamic_order = true});
     }
   }
 }
