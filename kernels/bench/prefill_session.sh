@@ -14,6 +14,9 @@
 #               built, flash2's [gpu] tests and its sanitizer cases, attnlab bench configs/bench-flash2-prefill.json at
 #               d 128 and 64 (the grid and every persistent order), Nsight Compute on one launch of the grid, head by head and dynamic at B 4, H 16, N 4k,
 #               d 128, and of the grid and dynamic at N 8k causal (DRAM bytes, L2 hits, issue and stalls), then the peers
+#   STEP=clocks flash2's grid, head-by-head and dynamic orders beside cuDNN and FlashAttention-3 BF16 under Nsight
+#               Compute's locked clocks (gpu__time_duration of 3 launches each; B 4, H 16, d 128, N 4k–16k, causal and
+#               not; locked_clocks.py → locked-clocks.json): a ratio the power limit's clock changes do not move
 #   STEP=fig6   TurboAttention Fig. 6 prefill re-measured: attnlab bench on configs/papers/turbo-fig6-prefill.json, the
 #               peers on its shapes, and the preset's report
 #   STEP=sas    turbo's sas_share (issue 35 item 3): the turbo prefill [gpu] tests (the mixed path's among them), attnlab
@@ -85,6 +88,40 @@ persistent)
   bench_ours d64 "$out/config-d64.json" 32
   wait_peers
   peers_on flash2 80
+  ;;
+clocks)
+  step "peers: building in the background (/tmp/peers/*.log)"
+  BACKGROUND=1 bash .peers/tools/build.sh .peers
+  build_sm90a 10 || exit 1
+  metrics=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second
+  mkdir -p "$out/clk"
+  step "Nsight Compute's locked clocks: ours, 3 launches after 5 (clk/*.csv)"
+  for n in 4096 8192 16384; do
+    for c in 0 1; do
+      causal=$([ $c = 1 ] && echo true || echo false)
+      for rows in grid persistent_head_major persistent_dynamic; do
+        one_launch_config configs/bench-flash2-prefill.json '{"id": "flash2", "params": {"row_blocks": "'$rows'"}}' \
+          '{"q_len": '$n', "kv_len": '$n', "causal": '$causal'}' >/tmp/clk-config.json
+        timeout 120 ncu --kernel-name regex:flash2_sm90 --launch-skip 5 --launch-count 3 --csv --print-units base \
+          --metrics $metrics build-gpu/bin/attnlab bench --config /tmp/clk-config.json >"$out/clk/flash2_$rows"__${n}__$c.csv 2>&1
+        echo "flash2 $rows N $n causal $c: ncu exit $?"
+      done
+    done
+  done
+  wait_peers
+  step "Nsight Compute's locked clocks: cuDNN and FlashAttention-3 BF16, 3 calls in a profiled range (clk/*.csv)"
+  for n in 4096 8192 16384; do
+    for c in 0 1; do
+      for impl in sdpa_cudnn fa3_bf16; do
+        timeout 120 ncu --profile-from-start off --csv --print-units base --metrics $metrics \
+          python3 kernels/bench/peer_launches.py --impl $impl --prefill 4,16,16,$n,128,$c --calls 3 \
+          >"$out/clk/$impl"__${n}__$c.csv 2>&1
+        echo "$impl N $n causal $c: ncu exit $?"
+      done
+    done
+  done
+  python3 kernels/bench/locked_clocks.py "$out/clk" --calls 3 --out "$out/locked-clocks.json" \
+    --gpu "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
   ;;
 fig6)
   bench_with_peers fig6 configs/papers/turbo-fig6-prefill.json
