@@ -21,6 +21,7 @@
 #pragma once
 
 #include "kernels/common/mma.cuh"
+#include "kernels/common/wgmma_descriptor.h"
 
 #include <cstdint>
 #include <type_traits>
@@ -38,18 +39,19 @@ __device__ __forceinline__ uint32_t sw_offset(int row, int chunk) {
 }
 __device__ __forceinline__ uint32_t sw128_offset(int row, int chunk) { return sw_offset<128>(row, chunk); }
 
-// Matrix descriptor (PTX ISA, "Matrix Descriptor Format"): start address, leading and stride byte
-// offsets (each >> 4, 14 bits), base offset 0 (blocks are aligned), swizzle mode 1 = 128 B, 2 = 64 B.
+// Matrix descriptor (wgmma_descriptor.h): start address, leading and stride byte offsets, base offset 0
+// (blocks are aligned), swizzle mode 1 = 128 B, 2 = 64 B; desc_advance moves one along a tile.
 template <int W>
 __device__ __forceinline__ uint64_t sw_desc(const void* smem, uint32_t lbo_bytes, uint32_t sbo_bytes) {
-  const uint32_t a = smem_addr(smem);
-  constexpr uint64_t mode = W == 128 ? 1 : 2;
-  return uint64_t((a & 0x3FFFFu) >> 4) | (uint64_t((lbo_bytes >> 4) & 0x3FFFu) << 16) |
-         (uint64_t((sbo_bytes >> 4) & 0x3FFFu) << 32) | (mode << 62);
+  return wgmma_descriptor(smem_addr(smem), lbo_bytes, sbo_bytes, W == 128 ? 1 : 2);
 }
 __device__ __forceinline__ uint64_t sw128_desc(const void* smem, uint32_t lbo_bytes, uint32_t sbo_bytes) {
   return sw_desc<128>(smem, lbo_bytes, sbo_bytes);
 }
+// threadIdx.x / 128 as the compiler can see it is the same in every lane of the warp (a shuffle from lane 0):
+// what is computed from it — a warpgroup's descriptors — then stays in uniform registers, not moved there by an
+// R2UR before every wgmma (FlashAttention-3's canonical_warp_group_idx does the same).
+__device__ __forceinline__ int warpgroup_index() { return __shfl_sync(0xffffffffu, int(threadIdx.x) / 128, 0); }
 
 // One thread's share of copying a Rows × RowBytes tile from global memory (rows `stride` bytes apart)
 // into the swizzled layout above, with cp.async. Thread i copies 16-byte chunk i mod (RowBytes/16) of

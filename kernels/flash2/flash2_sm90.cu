@@ -87,7 +87,7 @@ __device__ __forceinline__ void attend_row_block(const Flash2Args& a, const RowB
   char* sQ = smem;
   auto stage_k = [&](int s) { return smem + T::kQBytes + s * 2 * T::kKVBytes; };
 
-  const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, group = threadIdx.x / 128;
+  const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, group = warpgroup_index();
   const int g = lane / 4, t = lane % 4;
   const __half* q = a.q + (size_t(rb.bh) * a.q_len + rb.row0) * D;
   const __half* k = a.k + size_t(rb.bkv) * a.kv_len * D;
@@ -106,11 +106,15 @@ __device__ __forceinline__ void attend_row_block(const Flash2Args& a, const RowB
   // Descriptors. Q (A, K-major): this group's 64 rows of each column block; k-step kk reads 16 halves
   // = 32 bytes at column block kk / 4. K (B, K-major): all kBc rows. V (B, MN-major): k-step ks reads
   // keys 16ks..16ks + 15 = 2048 bytes on; its column blocks (64 of d each) lie kKVBytes / kBlocks apart.
+  // Each built once (Q) or once a tile (K, V) and advanced by a constant per k-step (wgmma.cuh's desc_advance).
   auto slot = [&](int j) { return (first + j) % T::kStages; };
-  auto desc_q = [&](int kk) { return sw128_desc(sQ + (kk / 4) * (T::kBr * 128) + group * 64 * 128 + (kk % 4) * 32, 16, 1024); };
-  auto desc_k = [&](int j, int kk) { return sw128_desc(stage_k(slot(j)) + (kk / 4) * (kBc * 128) + (kk % 4) * 32, 16, 1024); };
+  const uint64_t q_desc = sw128_desc(sQ + group * 64 * 128, 16, 1024);
+  auto desc_q = [&](int kk) { return desc_advance(q_desc, (kk / 4) * (T::kBr * 128) + (kk % 4) * 32); };
+  auto desc_k = [&](int j, int kk) {
+    return desc_advance(sw128_desc(stage_k(slot(j)), 16, 1024), (kk / 4) * (kBc * 128) + (kk % 4) * 32);
+  };
   auto desc_v = [&](int j, int ks) {
-    return sw128_desc(stage_k(slot(j)) + T::kKVBytes + ks * 16 * 128, kBc * 128, 1024);
+    return desc_advance(sw128_desc(stage_k(slot(j)) + T::kKVBytes, kBc * 128, 1024), ks * 16 * 128);
   };
 
   float s[kBc / 2];      // S (then P̃ in FP32) of the tile in the softmax: m64n(B_c) accumulator
