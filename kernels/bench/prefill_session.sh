@@ -16,7 +16,11 @@
 #               d 128, and of the grid and dynamic at N 8k causal (DRAM bytes, L2 hits, issue and stalls), then the peers
 #   STEP=clocks flash2's grid, head-by-head and dynamic orders beside cuDNN and FlashAttention-3 BF16 under Nsight
 #               Compute's locked clocks (gpu__time_duration of 3 launches each; B 4, H 16, d 128, N 4k–16k, causal and
-#               not; locked_clocks.py → locked-clocks.json): a ratio the power limit's clock changes do not move
+#               not; locked_clocks.py → locked-clocks.json): a ratio the power limit's clock changes do not move;
+#               then the executed instructions per opcode of ours (the grid) and FlashAttention-3's at N 4k (ncu-op-*.txt)
+#   STEP=v6     flash2 wgmma v6 (mbarrier waits with a suspend hint — every kernel's — and advanced descriptors): attnlab
+#               built, every [gpu] test file, flash2's sanitizer cases, attnlab bench at d 128 (the grid and the
+#               persistent orders), the peers on the same shapes; then STEP=clocks on the same machine
 #   STEP=fig6   TurboAttention Fig. 6 prefill re-measured: attnlab bench on configs/papers/turbo-fig6-prefill.json, the
 #               peers on its shapes, and the preset's report
 #   STEP=sas    turbo's sas_share (issue 35 item 3): the turbo prefill [gpu] tests (the mixed path's among them), attnlab
@@ -122,6 +126,29 @@ clocks)
   done
   python3 kernels/bench/locked_clocks.py "$out/clk" --calls 3 --out "$out/locked-clocks.json" \
     --gpu "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
+  step "Nsight Compute: executed instructions per opcode, ours (grid) and FlashAttention-3, N 4k, d 128 (ncu-op-*.txt)"
+  opcodes="--metrics sass__inst_executed_per_opcode,smsp__inst_executed.sum,sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active,gpu__time_duration.sum --print-metric-instances details"
+  one_launch_config configs/bench-flash2-prefill.json '{"id": "flash2"}' >/tmp/op-config.json
+  timeout 120 ncu --kernel-name regex:flash2_sm90 --launch-skip 5 --launch-count 1 $opcodes \
+    build-gpu/bin/attnlab bench --config /tmp/op-config.json >"$out/ncu-op-ours.txt" 2>&1
+  echo "ours: ncu exit $?"
+  timeout 120 ncu --profile-from-start off --launch-count 1 $opcodes \
+    python3 kernels/bench/peer_launches.py --impl fa3_bf16 --prefill 4,16,16,4096,128,0 --calls 1 >"$out/ncu-op-fa3.txt" 2>&1
+  echo "fa3: ncu exit $?"
+  python3 kernels/bench/opcode_diff.py "$out/ncu-op-fa3.txt" "$out/ncu-op-ours.txt" | head -30
+  ;;
+v6)
+  step "peers: building in the background (/tmp/peers/*.log)"
+  BACKGROUND=1 bash .peers/tools/build.sh .peers
+  build_sm90a 10 || exit 1
+  gpu_tests ":gpu"
+  sanitize "[#test_flash2_kernel][sanitize]"
+  edit_config configs/bench-flash2-prefill.json \
+    "c['variants'] = [v for v in c['variants'] if v.get('label', 'flash2') in ('flash2', 'flash2_persistent_heads', 'flash2_persistent_dynamic')]" \
+    >"$out/config-v6.json"
+  bench_ours d128 "$out/config-v6.json" 24
+  wait_peers
+  peers_on flash2 40
   ;;
 fig6)
   bench_with_peers fig6 configs/papers/turbo-fig6-prefill.json
