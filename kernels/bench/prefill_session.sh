@@ -18,6 +18,7 @@
 #               Compute's locked clocks (gpu__time_duration of 3 launches each; B 4, H 16, d 128, N 4k–16k, causal and
 #               not; locked_clocks.py → locked-clocks.json): a ratio the power limit's clock changes do not move;
 #               then the executed instructions per opcode of ours (the grid) and FlashAttention-3's at N 4k (ncu-op-*.txt)
+#               and their SASS with the warp-state samples of each instruction (sass-*.csv.gz; ours built with -lineinfo)
 #   STEP=v6     flash2 wgmma v6 (mbarrier waits with a suspend hint — every kernel's — and advanced descriptors): attnlab
 #               built, every [gpu] test file, flash2's sanitizer cases, attnlab bench at d 128 (the grid and the
 #               persistent orders), the peers on the same shapes; then STEP=clocks on the same machine
@@ -136,6 +137,17 @@ clocks)
     python3 kernels/bench/peer_launches.py --impl fa3_bf16 --prefill 4,16,16,4096,128,0 --calls 1 >"$out/ncu-op-fa3.txt" 2>&1
   echo "fa3: ncu exit $?"
   python3 kernels/bench/opcode_diff.py "$out/ncu-op-fa3.txt" "$out/ncu-op-ours.txt" | head -30
+  step "Nsight Compute: warp-state samples per SASS instruction, ours (grid) and FlashAttention-3 (sass-*.csv.gz)"
+  local_sass() {  # NAME, then the command to profile (its first profiled launch)
+    local name=$1; shift
+    timeout 150 ncu --launch-count 1 --section SourceCounters --section WarpStateStats -f -o "/tmp/sass-$name" "$@" \
+      >"$out/sass-$name.log" 2>&1
+    timeout 60 ncu -i "/tmp/sass-$name.ncu-rep" --page source --csv --print-source sass 2>>"$out/sass-$name.log" |
+      gzip >"$out/sass-$name.csv.gz"
+    echo "$name: $(zcat "$out/sass-$name.csv.gz" | wc -l) SASS lines"
+  }
+  local_sass ours --kernel-name regex:flash2_sm90 --launch-skip 5 build-gpu/bin/attnlab bench --config /tmp/op-config.json
+  local_sass fa3 --profile-from-start off python3 kernels/bench/peer_launches.py --impl fa3_bf16 --prefill 4,16,16,4096,128,0 --calls 1
   ;;
 v6)
   step "peers: building in the background (/tmp/peers/*.log)"
