@@ -101,7 +101,10 @@ __device__ __forceinline__ __half2 code_pair(uint32_t w, int h, int r) {
   const bool high_byte = BITS == 4 ? r >= 2 : h == 1;
   const int k = BITS == 4 ? 4 * (r % 2) : 2 * r;  // offset within the byte
   const uint32_t mask = (BITS == 4 ? 0x000F000Fu : 0x00030003u) << k;
-  const uint32_t biased = ((high_byte ? w >> 8 : w) & mask) | 0x64006400u;
+  // (word & mask) | 0x64006400 as one lop3 (LUT 0xEA = a & b | c): written as & and |, the v2 kernel's SASS executed
+  // two LOP3 a register (kernels/PERF.md, "The compressed-decode chains kernels' code").
+  uint32_t biased;
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;\n" : "=r"(biased) : "r"(high_byte ? w >> 8 : w), "r"(mask), "r"(0x64006400u));
   const uint32_t inv = uint32_t(15 - k) << 10, off = 0x8000u | uint32_t(25 - k) << 10;  // 2⁻ᵏ, −2¹⁰⁻ᵏ in FP16
   const uint32_t inv2 = inv | inv << 16, off2 = off | off << 16;
   return __hfma2(*reinterpret_cast<const __half2*>(&biased), *reinterpret_cast<const __half2*>(&inv2),
