@@ -24,6 +24,26 @@ Probes probes_from(const json& j, const ResultsSource& src, const std::string& v
   return out;
 }
 
+// A kernel's sm_clock object: numbers where they belong, the runs' counts consistent — or one line naming the file,
+// the variant and the field.
+KernelResult::Clock clock_from_json(const json& j, const ResultsSource& src, const std::string& variant) {
+  const auto bad = [&](const std::string& what) {
+    fail_input(echo_path(src.file), fmt::format("variant {}: kernel.sm_clock: {}", variant, what));
+  };
+  if (!j.is_object()) bad("not an object");
+  KernelResult::Clock c;
+  const auto number = [&](const char* key, double lo, double hi) {
+    if (!j.contains(key) || !j[key].is_number() || !(j[key].get<double>() >= lo && j[key].get<double>() <= hi))
+      bad(fmt::format("{} must be a number in [{}, {}]", key, lo, hi));
+    return j[key].get<double>();
+  };
+  c.min_mhz = number("min_mhz", 1, 1e5), c.median_mhz = number("median_mhz", 1, 1e5), c.max_mhz = number("max_mhz", 1, 1e5);
+  c.runs = int(number("runs", 1, 1e6)), c.limited_runs = int(number("limited_runs", 0, 1e6));
+  if (!(c.min_mhz <= c.median_mhz && c.median_mhz <= c.max_mhz)) bad("min_mhz ≤ median_mhz ≤ max_mhz does not hold");
+  if (c.limited_runs > c.runs) bad("limited_runs exceeds runs");
+  return c;
+}
+
 json results_json(const Results& r, SidecarPlan* plan) {
   json env = {{"cpu", r.environment.cpu},
               {"gpu", r.environment.gpu ? json(*r.environment.gpu) : json(nullptr)},
@@ -55,6 +75,10 @@ json results_json(const Results& r, SidecarPlan* plan) {
       jv["kernel"] = {{"metrics", to_json(k.metrics)},
                       {"time_ms", {{"median", k.median_ms}, {"p10", k.p10_ms}, {"p90", k.p90_ms}}},
                       {"tops", k.tops}, {"hbm_gbps", k.hbm_gbps}, {"probes", probes_json(k.probes, plan, v.label, "kernel")}};
+      if (k.sm_clock)
+        jv["kernel"]["sm_clock"] = {{"min_mhz", k.sm_clock->min_mhz}, {"median_mhz", k.sm_clock->median_mhz},
+                                    {"max_mhz", k.sm_clock->max_mhz}, {"limited_runs", k.sm_clock->limited_runs},
+                                    {"runs", k.sm_clock->runs}};
     }
     if (v.model) {
       const auto& m = *v.model;
@@ -121,6 +145,7 @@ Results results_from_json(const json& j, const ResultsSource& src) {
       v.kernel = KernelResult{metrics_from_json(x.at("metrics")), x.at("time_ms").at("median"),
                               x.at("time_ms").at("p10"), x.at("time_ms").at("p90"), x.value("tops", 0.0),
                               x.value("hbm_gbps", 0.0), probes_from(x.value("probes", json::object()), src, v.label, "kernel"), std::nullopt};
+      if (x.contains("sm_clock")) v.kernel->sm_clock = clock_from_json(x["sm_clock"], src, v.label);
     }
     if (jv.contains("model")) {
       const json& x = jv["model"];

@@ -135,6 +135,11 @@ const FieldTable& measurement_fields() {
       FieldSpec::real("p90_ms", 0, kMaxMs, "90th percentile, ms").optional(),
       FieldSpec::real("tops", 0, 1e7, "achieved tera-operations per second").optional(),
       FieldSpec::real("hbm_gbps", 0, 1e7, "achieved DRAM bandwidth, GB/s").optional(),
+      FieldSpec::real("sm_clock_mhz", 1, 1e5, "the SM clock's median over the timed runs, MHz").optional(),
+      FieldSpec::real("sm_clock_min_mhz", 1, 1e5, "the lowest SM clock of the timed runs, MHz").optional(),
+      FieldSpec::real("sm_clock_max_mhz", 1, 1e5, "the highest SM clock of the timed runs, MHz").optional(),
+      FieldSpec::integer("clock_limited_runs", 0, 1000000, "timed runs that ended at a power or thermal limit").optional(),
+      FieldSpec::integer("timed_runs", 1, 1000000, "how many runs were timed").optional(),
       FieldSpec::real("decode_step_ms", 1e-6, kMaxMs, "the serving loop's mean time per generated token (append, "
                       "flush, attend), ms").optional(),
       FieldSpec::object("context_parallel", context_parallel_fields,
@@ -164,6 +169,11 @@ json measurements_json(const std::vector<Results>& runs) {
       json row = {{"variant", v.id}, {"label", v.label}, {"params", v.params}, {"problem", r.problem},
                   {"median_ms", k.median_ms}, {"p10_ms", k.p10_ms}, {"p90_ms", k.p90_ms}, {"tops", k.tops},
                   {"hbm_gbps", k.hbm_gbps}};
+      if (k.sm_clock) {
+        row["sm_clock_mhz"] = k.sm_clock->median_mhz, row["sm_clock_min_mhz"] = k.sm_clock->min_mhz;
+        row["sm_clock_max_mhz"] = k.sm_clock->max_mhz, row["clock_limited_runs"] = k.sm_clock->limited_runs;
+        row["timed_runs"] = k.sm_clock->runs;
+      }
       if (const auto it = k.probes.find("decode.steps"); it != k.probes.end() && it->second.values.size() >= 2)
         row["decode_step_ms"] = it->second.values[1];  // labels: steps, step_ms, attend_ms, step_over_attend
       if (json ring = context_parallel_json(v); !ring.is_null()) row["context_parallel"] = std::move(ring);

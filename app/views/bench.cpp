@@ -28,6 +28,12 @@ Table bench_table(const std::vector<Results>& runs) {
   // a column with the fastest of them on this GPU over each kernel's time — above 1, the kernel is faster.
   const bool external = std::any_of(runs.begin(), runs.end(), [](const Results& r) { return !r.external.empty(); });
   if (external) t.columns.push_back({"best_baseline_ratio", "best baseline / ours", ""});
+  // The SM clock over the timed runs where it was read (kernels/common/sm_clock.h): rows timed at different clocks
+  // differ by the clock as well as by the kernel.
+  const bool clocks = std::any_of(runs.begin(), runs.end(), [](const Results& r) {
+    return std::any_of(r.variants.begin(), r.variants.end(), [](const VariantResult& v) { return v.kernel && v.kernel->sm_clock; });
+  });
+  if (clocks) t.columns.push_back({"sm_clock_mhz", "SM clock (lowest–highest)", "MHz"}), t.columns.push_back({"clock_limited_runs", "runs at a power or thermal limit", ""});
   for (const Results& r : runs) {
     const ExternalTiming* best = nullptr;  // the fastest baseline measured on this run's GPU
     for (const auto& x : r.external)
@@ -52,6 +58,14 @@ Table bench_table(const std::vector<Results>& runs) {
       if (external)
         t.rows.back().push_back(best ? number_cell(best->median_ms / k.median_ms, "{:.2f}")
                                      : Cell{r.external.empty() ? kNoNumber : "— (baselines from another GPU)", kNoValue});
+      if (clocks) {
+        if (const auto& c = k.sm_clock) {
+          t.rows.back().push_back(Cell{fmt::format("{:.0f} ({:.0f}–{:.0f})", c->median_mhz, c->min_mhz, c->max_mhz), c->median_mhz});
+          t.rows.back().push_back(Cell{fmt::format("{}/{}", c->limited_runs, c->runs), double(c->limited_runs)});
+        } else {
+          t.rows.back().push_back(Cell{kNoNumber, kNoValue}), t.rows.back().push_back(Cell{kNoNumber, kNoValue});
+        }
+      }
     }
     for (const auto& x : r.external) {
       t.rows.push_back({Cell{x.implementation + " (" + (x.gpu.empty() ? "unnamed GPU" : x.gpu) + ")", kNoValue},

@@ -6,6 +6,7 @@
 #include "core/problem.h"
 #include "core/results.h"
 #include "core/tensor.h"
+#include "kernels/common/sm_clock.h"
 
 #include <cstddef>
 #include <functional>
@@ -23,13 +24,23 @@ double percentile(std::vector<float> v, double f);
 // memory).
 size_t input_copies(size_t set_bytes);
 
-// kWarmupRuns, then kTimedRuns launches of launch(r % copies), each timed with CUDA events; milliseconds.
-std::vector<float> time_launches(const std::function<void(size_t)>& launch, size_t copies);
+// Timed launches: each one's milliseconds and, where the clock is known (sm_clock.h), the SM clock read as it ended.
+struct Timings {
+  std::vector<float> ms;
+  std::vector<ClockSample> clocks;  // one per run, or none
+};
+
+// kWarmupRuns, then kTimedRuns launches of launch(r % copies), each timed with CUDA events, the SM clock read after
+// each.
+Timings time_launches(const std::function<void(size_t)>& launch, size_t copies);
+
+// The clocks' lowest, median and highest and the runs held down by a limit (nullopt for no samples).
+std::optional<KernelResult::Clock> clock_stats(const std::vector<ClockSample>& clocks);
 
 // The kernel backend's result: o (B, Hq, Nq, d) and lse (B, Hq, Nq) of the correctness run against the
-// FP64 truth (no metrics when truth is empty), the median/p10/p90 of `ms`, TFLOP/s of the problem and
+// FP64 truth (no metrics when truth is empty), the median/p10/p90 of the timed runs and their clock, TFLOP/s of the problem and
 // GB/s over min_bytes (inputs once, outputs once), and the logsumexp as a probe.
 KernelResult result_of(const Problem& p, const Tensor& o, const std::vector<float>& lse, const TensorF64& truth,
-                       const std::vector<float>& ms, double min_bytes);
+                       const Timings& timed, double min_bytes);
 
 }  // namespace attnlab::kernels

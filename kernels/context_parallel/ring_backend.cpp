@@ -42,7 +42,7 @@ void run_context_parallel(const KernelRow& row, const Experiment& e, const Varia
   const std::unique_ptr<RingTransport> transport = nccl_transport(int(p.gpus));
   const std::unique_ptr<RingVariant> ring = row.ring(e, v, in, device);
   const RingRun run = run_ring(p, *ring, *transport, true);
-  into.kernel = result_of(p, run.o, run.lse, truth, run.ms, run.io_bytes);
+  into.kernel = result_of(p, run.o, run.lse, truth, Timings{run.ms, {}}, run.io_bytes);  // no clock across GPUs
   into.kernel->probes["kernel.context_parallel"] = labelled(
       {"gpus", "wire_bytes", "timed_runs", "merge_ms"},
       {double(run.ranks), run.wire_bytes, double(run.ms.size()), run.merge_ms.empty() ? 0.0 : percentile(run.merge_ms, 0.5)},

@@ -92,18 +92,18 @@ void turbo_prefill_run(const Experiment& e, const VariantRequest& v, const QKV& 
       turbo_prefill_launch(p, params, x[0], x[1], x[2], work, o.as<__half>(), lse.as<float>(), cache);
     }, copies);
   };
-  const std::vector<float> ms = whole(true), no_cache = whole(false);
-  const std::vector<float> attend =
+  const Timings total = whole(true), no_cache = whole(false);
+  const Timings attend =
       time_launches([&](size_t) { turbo_prefill_attend(p, work, o.as<__half>(), lse.as<float>()); }, 1);
   // Bytes: the FP16 inputs read, the INT8 tiles and Q blocks written and read, the cache written, O and L.
   const double tiles = 2.0 * double(p.batch * p.kv_heads) * double(work.pad * p.head_dim);
   const double q8 = double(p.batch * p.q_heads * p.q_len * p.head_dim);
   const double bytes = double(set_bytes) + 2 * tiles + 2 * q8 + double(once.cache.bytes()) +
                        double(p.batch * p.q_heads * p.q_len) * double(2 * p.head_dim + 4);
-  into.kernel = result_of(p, once.o, once.lse, truth, ms, bytes);
+  into.kernel = result_of(p, once.o, once.lse, truth, total, bytes);
   into.kernel->probes["prefill.parts"] = labelled(
       {"total_ms", "without_cache_ms", "attention_ms"},
-      {percentile(ms, 0.5), percentile(no_cache, 0.5), percentile(attend, 0.5)}, "ms",
+      {percentile(total.ms, 0.5), percentile(no_cache.ms, 0.5), percentile(attend.ms, 0.5)}, "ms",
       "the whole prefill (pre-pass: INT8 tiles and the compressed cache; Q's blocks; attention), the same without "
       "writing the cache, and the attention alone");
   std::vector<double> kv_bits(bits.begin(), bits.end());

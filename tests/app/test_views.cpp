@@ -68,6 +68,33 @@ TEST_CASE("bench_table: one row per kernel timing, model over measured", "[views
   CHECK(s.rows[0][9].text == "1.100");
 }
 
+TEST_CASE("bench_table: the SM clock of each row's timed runs, where it was read", "[views]") {
+  Problem p;
+  p.batch = 4, p.q_heads = 16, p.kv_heads = 16, p.q_len = 8192, p.kv_len = 8192, p.head_dim = 128;
+  VariantResult clocked, unclocked;
+  clocked.id = clocked.label = "flash2";
+  clocked.kernel = KernelResult{};
+  clocked.kernel->median_ms = 3.85;
+  clocked.kernel->sm_clock = KernelResult::Clock{1590, 1755, 1980, 12, 30};
+  unclocked = clocked;
+  unclocked.label = "flash2_heads";
+  unclocked.kernel->sm_clock.reset();
+  Results r;
+  r.problem = to_json(p);
+  r.variants = {clocked, unclocked};
+  const Table t = bench_table({r});
+  REQUIRE(t.columns.size() == 12);  // the ten, then the clock and the limited runs
+  CHECK(t.columns[10].key == "sm_clock_mhz");
+  CHECK(t.columns[11].key == "clock_limited_runs");
+  CHECK(t.rows[0][10].text == "1755 (1590–1980)");
+  CHECK(t.rows[0][10].value == 1755);
+  CHECK(t.rows[0][11].text == "12/30");
+  CHECK(t.rows[1][10].text == kNoNumber);  // a row timed without the clock: a dash
+  CHECK(t.rows[1][11].text == kNoNumber);
+  r.variants = {unclocked};  // no row has a clock: no columns for it
+  CHECK(bench_table({r}).columns.size() == 10);
+}
+
 TEST_CASE("number_cell and tick_label: a value that is not finite is shown as a dash", "[views]") {
   const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
   CHECK(number_cell(1.5, "{:.2f}").text == "1.50");
