@@ -22,6 +22,9 @@
 #   STEP=v6     flash2 wgmma v6 (mbarrier waits with a suspend hint — every kernel's — and advanced descriptors): attnlab
 #               built, every [gpu] test file, flash2's sanitizer cases, attnlab bench at d 128 (the grid and the
 #               persistent orders), the peers on the same shapes; then STEP=clocks on the same machine
+#   STEP=quick  the least that checks a kernel change on a fresh machine with little device time left: attnlab alone
+#               built (no tests), flash2 prefill and kivi decode on small problems against the reference (attnlab run's
+#               errors), attnlab bench of flash2 at d 128, N 4k and 8k, causal and not, and of the decode config at MHA
 #   STEP=fig6   TurboAttention Fig. 6 prefill re-measured: attnlab bench on configs/papers/turbo-fig6-prefill.json, the
 #               peers on its shapes, and the preset's report
 #   STEP=sas    turbo's sas_share (issue 35 item 3): the turbo prefill [gpu] tests (the mixed path's among them), attnlab
@@ -161,6 +164,22 @@ v6)
   bench_ours d128 "$out/config-v6.json" 24
   wait_peers
   peers_on flash2 40
+  ;;
+quick)
+  step "configure and build attnlab alone"
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNLAB_CUDA_ARCHITECTURES=90a >"$out/configure.log" 2>&1 &&
+    cmake --build build-gpu -j "$(nproc)" --target attnlab >"$out/build.log" 2>&1 || { grep -E "error" -A5 "$out/build.log" | head -40; exit 1; }
+  step "small problems against the reference: flash2 prefill (B 1, H 4/2, N 1000, causal), kivi decode (B 2, H 8/2, N 3000)"
+  edit_config configs/bench-flash2-prefill.json "c['variants'] = [{'id': 'flash2'}]; c.pop('sweep'); c['backends'] = ['reference', 'kernel']
+c['problem'].update(batch=1, q_heads=4, kv_heads=2, q_len=1000, kv_len=1000, causal=True)" >"$out/small-prefill.json"
+  timeout 120 build-gpu/bin/attnlab run --config "$out/small-prefill.json" 2>&1 | tail -6
+  edit_config configs/bench-turbo-decode.json "c['variants'] = [v for v in c['variants'] if v['id'] == 'kivi']; c['backends'] = ['reference', 'kernel']
+c['problem'].update(batch=2, q_heads=8, kv_heads=2, kv_len=3000)" >"$out/small-decode.json"
+  timeout 120 build-gpu/bin/attnlab run --config "$out/small-decode.json" 2>&1 | tail -6
+  edit_config configs/bench-flash2-prefill.json "c['variants'] = [{'id': 'flash2'}]
+c['sweep'][0]['values'] = [4096, 8192]" >"$out/quick-prefill.json"
+  bench_ours quick-prefill "$out/quick-prefill.json" 8
+  bench_ours quick-decode configs/bench-turbo-decode.json 10
   ;;
 fig6)
   bench_with_peers fig6 configs/papers/turbo-fig6-prefill.json
