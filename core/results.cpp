@@ -38,9 +38,8 @@ KernelResult::Clock clock_from_json(const json& j, const ResultsSource& src, con
     return j[key].get<double>();
   };
   c.min_mhz = number("min_mhz", 1, 1e5), c.median_mhz = number("median_mhz", 1, 1e5), c.max_mhz = number("max_mhz", 1, 1e5);
-  c.runs = int(number("runs", 1, 1e6)), c.limited_runs = int(number("limited_runs", 0, 1e6));
+  c.runs = int(number("runs", 1, 1e6));
   if (!(c.min_mhz <= c.median_mhz && c.median_mhz <= c.max_mhz)) bad("min_mhz ≤ median_mhz ≤ max_mhz does not hold");
-  if (c.limited_runs > c.runs) bad("limited_runs exceeds runs");
   return c;
 }
 
@@ -77,8 +76,7 @@ json results_json(const Results& r, SidecarPlan* plan) {
                       {"tops", k.tops}, {"hbm_gbps", k.hbm_gbps}, {"probes", probes_json(k.probes, plan, v.label, "kernel")}};
       if (k.sm_clock)
         jv["kernel"]["sm_clock"] = {{"min_mhz", k.sm_clock->min_mhz}, {"median_mhz", k.sm_clock->median_mhz},
-                                    {"max_mhz", k.sm_clock->max_mhz}, {"limited_runs", k.sm_clock->limited_runs},
-                                    {"runs", k.sm_clock->runs}};
+                                    {"max_mhz", k.sm_clock->max_mhz}, {"runs", k.sm_clock->runs}};
     }
     if (v.model) {
       const auto& m = *v.model;

@@ -40,11 +40,11 @@ struct KernelResult {
   // O (B, Hq, Nq, d) read back from the GPU, the tensor the metrics were computed from: the runner hands it
   // to RunControl::on_output and drops it (results.json holds no outputs).
   std::optional<Tensor> output;
-  // The SM clock read after each timed run (kernels/common/sm_clock.h): lowest, median, highest, MHz, and how many
-  // of the `runs` ended with the clock held down by a power or thermal limit. Absent where the clock is not known.
+  // The SM clock read after each of the `runs` timed runs (kernels/common/sm_clock.h): lowest, median, highest, MHz.
+  // Absent where the clock is not known.
   struct Clock {
     double min_mhz = 0.0, median_mhz = 0.0, max_mhz = 0.0;
-    int limited_runs = 0, runs = 0;
+    int runs = 0;
   };
   std::optional<Clock> sm_clock;
 };

@@ -138,7 +138,6 @@ const FieldTable& measurement_fields() {
       FieldSpec::real("sm_clock_mhz", 1, 1e5, "the SM clock's median over the timed runs, MHz").optional(),
       FieldSpec::real("sm_clock_min_mhz", 1, 1e5, "the lowest SM clock of the timed runs, MHz").optional(),
       FieldSpec::real("sm_clock_max_mhz", 1, 1e5, "the highest SM clock of the timed runs, MHz").optional(),
-      FieldSpec::integer("clock_limited_runs", 0, 1000000, "timed runs that ended at a power or thermal limit").optional(),
       FieldSpec::integer("timed_runs", 1, 1000000, "how many runs were timed").optional(),
       FieldSpec::real("decode_step_ms", 1e-6, kMaxMs, "the serving loop's mean time per generated token (append, "
                       "flush, attend), ms").optional(),
@@ -171,8 +170,7 @@ json measurements_json(const std::vector<Results>& runs) {
                   {"hbm_gbps", k.hbm_gbps}};
       if (k.sm_clock) {
         row["sm_clock_mhz"] = k.sm_clock->median_mhz, row["sm_clock_min_mhz"] = k.sm_clock->min_mhz;
-        row["sm_clock_max_mhz"] = k.sm_clock->max_mhz, row["clock_limited_runs"] = k.sm_clock->limited_runs;
-        row["timed_runs"] = k.sm_clock->runs;
+        row["sm_clock_max_mhz"] = k.sm_clock->max_mhz, row["timed_runs"] = k.sm_clock->runs;
       }
       if (const auto it = k.probes.find("decode.steps"); it != k.probes.end() && it->second.values.size() >= 2)
         row["decode_step_ms"] = it->second.values[1];  // labels: steps, step_ms, attend_ms, step_over_attend

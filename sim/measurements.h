@@ -9,7 +9,7 @@
 // [{"step", "gpu", "compute_ms", "idle_ms", "exchange_ms"}, …], "model": {"time_ms", "one_gpu_ms",
 // "scaling_efficiency", "timeline"}}: the measured ring step by step beside the cost model's.
 // Where the SM clock was read (kernels/common/sm_clock.h): "sm_clock_mhz" (median), "sm_clock_min_mhz",
-// "sm_clock_max_mhz", "clock_limited_runs" (runs that ended at a power or thermal limit) and "timed_runs".
+// "sm_clock_max_mhz" and "timed_runs".
 #pragma once
 
 #include "core/config.h"

@@ -33,7 +33,7 @@ Table bench_table(const std::vector<Results>& runs) {
   const bool clocks = std::any_of(runs.begin(), runs.end(), [](const Results& r) {
     return std::any_of(r.variants.begin(), r.variants.end(), [](const VariantResult& v) { return v.kernel && v.kernel->sm_clock; });
   });
-  if (clocks) t.columns.push_back({"sm_clock_mhz", "SM clock (lowest–highest)", "MHz"}), t.columns.push_back({"clock_limited_runs", "runs at a power or thermal limit", ""});
+  if (clocks) t.columns.push_back({"sm_clock_mhz", "SM clock (lowest–highest)", "MHz"});
   for (const Results& r : runs) {
     const ExternalTiming* best = nullptr;  // the fastest baseline measured on this run's GPU
     for (const auto& x : r.external)
@@ -59,12 +59,10 @@ Table bench_table(const std::vector<Results>& runs) {
         t.rows.back().push_back(best ? number_cell(best->median_ms / k.median_ms, "{:.2f}")
                                      : Cell{r.external.empty() ? kNoNumber : "— (baselines from another GPU)", kNoValue});
       if (clocks) {
-        if (const auto& c = k.sm_clock) {
+        if (const auto& c = k.sm_clock)
           t.rows.back().push_back(Cell{fmt::format("{:.0f} ({:.0f}–{:.0f})", c->median_mhz, c->min_mhz, c->max_mhz), c->median_mhz});
-          t.rows.back().push_back(Cell{fmt::format("{}/{}", c->limited_runs, c->runs), double(c->limited_runs)});
-        } else {
-          t.rows.back().push_back(Cell{kNoNumber, kNoValue}), t.rows.back().push_back(Cell{kNoNumber, kNoValue});
-        }
+        else
+          t.rows.back().push_back(Cell{kNoNumber, kNoValue});
       }
     }
     for (const auto& x : r.external) {

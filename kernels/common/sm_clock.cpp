@@ -14,13 +14,9 @@ namespace {
 
 using NvmlDevice = void*;
 constexpr unsigned kNvmlClockSm = 1;  // nvmlClockType_t NVML_CLOCK_SM
-// nvmlClocksEventReason*: SW power cap 0x4, HW slowdown 0x8, SW thermal slowdown 0x20, HW thermal slowdown 0x40,
-// HW power brake 0x80 — the reasons that lower the clock below what the application asked for because of a limit.
-constexpr unsigned long long kLimitReasons = 0x4 | 0x8 | 0x20 | 0x40 | 0x80;
 
 struct Nvml {
   int (*clock_info)(NvmlDevice, unsigned, unsigned*) = nullptr;
-  int (*event_reasons)(NvmlDevice, unsigned long long*) = nullptr;
   NvmlDevice device = nullptr;
   std::string unavailable;  // empty: usable
 
@@ -33,9 +29,6 @@ struct Nvml {
     auto* init = reinterpret_cast<int (*)()>(dlsym(lib, "nvmlInit_v2"));
     auto* by_pci = reinterpret_cast<int (*)(const char*, NvmlDevice*)>(dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2"));
     clock_info = reinterpret_cast<int (*)(NvmlDevice, unsigned, unsigned*)>(dlsym(lib, "nvmlDeviceGetClockInfo"));
-    event_reasons = reinterpret_cast<int (*)(NvmlDevice, unsigned long long*)>(dlsym(lib, "nvmlDeviceGetCurrentClocksEventReasons"));
-    if (event_reasons == nullptr)  // drivers before the rename
-      event_reasons = reinterpret_cast<int (*)(NvmlDevice, unsigned long long*)>(dlsym(lib, "nvmlDeviceGetCurrentClocksThrottleReasons"));
     if (init == nullptr || by_pci == nullptr || clock_info == nullptr) {
       unavailable = "NVML lacks nvmlInit_v2, nvmlDeviceGetHandleByPciBusId_v2 or nvmlDeviceGetClockInfo";
       return;
@@ -66,8 +59,6 @@ std::optional<ClockSample> sample_sm_clock() {
   if (!n.unavailable.empty()) return std::nullopt;
   ClockSample s;
   if (n.clock_info(n.device, kNvmlClockSm, &s.sm_mhz) != 0) return std::nullopt;
-  unsigned long long reasons = 0;
-  if (n.event_reasons != nullptr && n.event_reasons(n.device, &reasons) == 0) s.limited = (reasons & kLimitReasons) != 0;
   return s;
 }
 

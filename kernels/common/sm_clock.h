@@ -11,9 +11,11 @@
 
 namespace attnlab::kernels {
 
+// NVML's clocks event reasons were tried as a "held down by the power limit" flag and dropped: read after a run they
+// said no limit for all 30 runs of a kernel whose clock read 1755 of 1980 MHz (H100, d 128, N 8k, 2026-12-06) — the
+// flag is the GPU's state when read, and the run is over by then.
 struct ClockSample {
   unsigned sm_mhz = 0;
-  bool limited = false;  // the clock held down by the power or thermal limit (NVML's clocks event reasons)
 };
 
 // The current CUDA device's SM clock now, or nullopt where NVML is missing or refuses (clock_unavailable() says

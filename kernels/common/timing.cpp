@@ -42,7 +42,7 @@ std::optional<KernelResult::Clock> clock_stats(const std::vector<ClockSample>& c
   if (clocks.empty()) return std::nullopt;
   std::vector<float> mhz;
   KernelResult::Clock c;
-  for (const ClockSample& s : clocks) mhz.push_back(float(s.sm_mhz)), c.limited_runs += s.limited ? 1 : 0;
+  for (const ClockSample& s : clocks) mhz.push_back(float(s.sm_mhz));
   c.min_mhz = percentile(mhz, 0), c.median_mhz = percentile(mhz, 0.5), c.max_mhz = percentile(mhz, 1);
   c.runs = int(clocks.size());
   return c;

@@ -34,7 +34,7 @@ struct Timings {
 // each.
 Timings time_launches(const std::function<void(size_t)>& launch, size_t copies);
 
-// The clocks' lowest, median and highest and the runs held down by a limit (nullopt for no samples).
+// The clocks' lowest, median and highest (nullopt for no samples).
 std::optional<KernelResult::Clock> clock_stats(const std::vector<ClockSample>& clocks);
 
 // The kernel backend's result: o (B, Hq, Nq, d) and lse (B, Hq, Nq) of the correctness run against the

@@ -75,7 +75,7 @@ TEST_CASE("bench_table: the SM clock of each row's timed runs, where it was read
   clocked.id = clocked.label = "flash2";
   clocked.kernel = KernelResult{};
   clocked.kernel->median_ms = 3.85;
-  clocked.kernel->sm_clock = KernelResult::Clock{1590, 1755, 1980, 12, 30};
+  clocked.kernel->sm_clock = KernelResult::Clock{1590, 1755, 1980, 30};
   unclocked = clocked;
   unclocked.label = "flash2_heads";
   unclocked.kernel->sm_clock.reset();
@@ -83,14 +83,11 @@ TEST_CASE("bench_table: the SM clock of each row's timed runs, where it was read
   r.problem = to_json(p);
   r.variants = {clocked, unclocked};
   const Table t = bench_table({r});
-  REQUIRE(t.columns.size() == 12);  // the ten, then the clock and the limited runs
+  REQUIRE(t.columns.size() == 11);  // the ten, then the clock
   CHECK(t.columns[10].key == "sm_clock_mhz");
-  CHECK(t.columns[11].key == "clock_limited_runs");
   CHECK(t.rows[0][10].text == "1755 (1590–1980)");
   CHECK(t.rows[0][10].value == 1755);
-  CHECK(t.rows[0][11].text == "12/30");
   CHECK(t.rows[1][10].text == kNoNumber);  // a row timed without the clock: a dash
-  CHECK(t.rows[1][11].text == kNoNumber);
   r.variants = {unclocked};  // no row has a clock: no columns for it
   CHECK(bench_table({r}).columns.size() == 10);
 }

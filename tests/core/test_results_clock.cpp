@@ -20,7 +20,7 @@ Results timed_run() {
   v.id = v.label = "flash2";
   v.kernel = KernelResult{};
   v.kernel->median_ms = 3.85, v.kernel->p10_ms = 3.33, v.kernel->p90_ms = 3.87;
-  v.kernel->sm_clock = KernelResult::Clock{1590, 1755, 1980, 12, 30};
+  v.kernel->sm_clock = KernelResult::Clock{1590, 1755, 1980, 30};
   r.variants = {v};
   return r;
 }
@@ -35,7 +35,6 @@ TEST_CASE("results.json: a kernel's SM clock round-trips", "[results]") {
   CHECK(c.min_mhz == 1590);
   CHECK(c.median_mhz == 1755);
   CHECK(c.max_mhz == 1980);
-  CHECK(c.limited_runs == 12);
   CHECK(c.runs == 30);
   CHECK(to_json(back) == j);
   json before = j;  // a file from before the clock was read: none
@@ -63,7 +62,6 @@ TEST_CASE("results.json: a malformed SM clock is refused with the variant and th
   CHECK(error_for("max_mhz", json::value_t::discarded).find(where + "max_mhz must be a number") != std::string::npos);
   CHECK(error_for("runs", 0).find(where + "runs must be a number in [1,") != std::string::npos);
   CHECK(error_for("median_mhz", 2000).find(where + "min_mhz ≤ median_mhz ≤ max_mhz") != std::string::npos);
-  CHECK(error_for("limited_runs", 31).find(where + "limited_runs exceeds runs") != std::string::npos);
   CHECK(error_for("", 1755).find(where + "not an object") != std::string::npos);
 }
 
