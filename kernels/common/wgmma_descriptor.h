@@ -22,7 +22,8 @@ ATTNLAB_HD constexpr uint64_t wgmma_descriptor(uint32_t smem_address, uint32_t l
 // The descriptor of the operand `bytes` (a multiple of 16) further on: its start field plus bytes >> 4. A start that
 // stays below kSharedAddressLimit never carries out of the 14-bit field, so the add touches the low word only — one
 // integer add per wgmma where a descriptor built from the address again costs a mask, a shift and an OR
-// (FlashAttention-3's kernels advance theirs the same way). flash2 wgmma v5 at d 128, B 4, H 16, N 4k executed
+// (flash3_fp8_sm90.cu and fireq_prefill_sm90.cu add the offset to the whole 64-bit descriptor, FlashAttention-3's
+// kernels advance theirs the same way). flash2 wgmma v5 at d 128, B 4, H 16, N 4k executed
 // 18.2 M ULOP3, 9.2 M USHF and 6.7 M R2UR to FlashAttention-3's 1.3 M, 0.5 M and 0.5 M on the same tile
 // (kernels/bench/h100-flash2-fa3-cudnn-ncu-2026-12-06.txt).
 ATTNLAB_HD constexpr uint64_t desc_advance(uint64_t desc, uint32_t bytes) {
