@@ -24,8 +24,8 @@ Probes probes_from(const json& j, const ResultsSource& src, const std::string& v
   return out;
 }
 
-// A kernel's sm_clock object: numbers where they belong, the runs' counts consistent — or one line naming the file,
-// the variant and the field.
+// A kernel's sm_clock object: numbers in range, min ≤ median ≤ max, `runs` a whole number — or one line naming the
+// file, the variant and the field.
 KernelResult::Clock clock_from_json(const json& j, const ResultsSource& src, const std::string& variant) {
   const auto bad = [&](const std::string& what) {
     fail_input(echo_path(src.file), fmt::format("variant {}: kernel.sm_clock: {}", variant, what));
@@ -38,7 +38,9 @@ KernelResult::Clock clock_from_json(const json& j, const ResultsSource& src, con
     return j[key].get<double>();
   };
   c.min_mhz = number("min_mhz", 1, 1e5), c.median_mhz = number("median_mhz", 1, 1e5), c.max_mhz = number("max_mhz", 1, 1e5);
-  c.runs = int(number("runs", 1, 1e6));
+  const double runs = number("runs", 1, 1e6);
+  if (runs != double(int(runs))) bad("runs must be a whole number");
+  c.runs = int(runs);
   if (!(c.min_mhz <= c.median_mhz && c.median_mhz <= c.max_mhz)) bad("min_mhz ≤ median_mhz ≤ max_mhz does not hold");
   return c;
 }

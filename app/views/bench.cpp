@@ -33,7 +33,7 @@ Table bench_table(const std::vector<Results>& runs) {
   const bool clocks = std::any_of(runs.begin(), runs.end(), [](const Results& r) {
     return std::any_of(r.variants.begin(), r.variants.end(), [](const VariantResult& v) { return v.kernel && v.kernel->sm_clock; });
   });
-  if (clocks) t.columns.push_back({"sm_clock_mhz", "SM clock (lowest–highest)", "MHz"});
+  if (clocks) t.columns.push_back({"sm_clock_mhz", "SM clock, median (lowest–highest)", "MHz"});
   for (const Results& r : runs) {
     const ExternalTiming* best = nullptr;  // the fastest baseline measured on this run's GPU
     for (const auto& x : r.external)

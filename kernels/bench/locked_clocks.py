@@ -6,11 +6,12 @@ Why: on an H100 at d 128 and N ≥ 8k the bench's samples of one kernel spread b
 e.g. 3.33 / 3.85 ms), the clock moving under the power limit from one launch to the next; rows timed one after
 another then differ by the clock, not the kernel. Nsight Compute locks the SM clock (its default
 --clock-control base) for every profiled launch, so a ratio between two kernels measured this way is the
-kernels' own, at one clock — not the time a user sees at boost clocks.
+kernels' own, at (nearly) one clock — not the time a user sees at boost clocks.
 
 Each CSV is named IMPL__N__CAUSAL.csv (CAUSAL 0 or 1). Ours (IMPL starting "flash2"): the profiled launches are
-one call each, the time is their median. Peers (peer_launches.py's profiled range of CALLS calls): every kernel
-in the range belongs to a call, the time is their sum over CALLS.
+one call each, the figures the median launch's. Peers (peer_launches.py's profiled range of CALLS calls): every
+kernel in the range belongs to a call, the figures their sum over CALLS. Locked, the SM clock still differs by a few
+per cent between kernels (1.41–1.46 GHz, duration-weighted, on an H100), so the ratios are of SM cycles (time × the launch's clock).
 
   python3 kernels/bench/locked_clocks.py DIR --calls 3 --gpu "NVIDIA H100 80GB HBM3" --out locked.json
 """
@@ -37,9 +38,11 @@ def launches(path):
         return []
     by_id = {}
     for row in csv.DictReader(lines[start:]):
+        if not str(row.get("ID", "")).isdigit():
+            continue  # a line after the table (an ncu warning, the program's output)
         try:
             value = float(row["Metric Value"].replace(",", ""))
-        except (KeyError, ValueError):
+        except (KeyError, ValueError, AttributeError, TypeError):
             continue
         entry = by_id.setdefault(row["ID"], (row["Kernel Name"], {}))
         entry[1][row["Metric Name"]] = value
@@ -55,19 +58,25 @@ for path in sorted(pathlib.Path(args.dir).glob("*__*__*.csv")):
         continue
     ns = [m.get("gpu__time_duration.sum", float("nan")) for _, m in found]
     hz = [m.get("sm__cycles_elapsed.avg.per_second", float("nan")) for _, m in found]
+    cycles = [t * f / 1e9 for t, f in zip(ns, hz)]  # each launch's SM cycles: its time at its own clock
     ours = impl.startswith("flash2")
-    ms = (statistics.median(ns) if ours else sum(ns) / args.calls) / 1e6
+    if ours:  # the median launch, by time
+        i = sorted(range(len(ns)), key=lambda k: ns[k])[len(ns) // 2]
+        ms, kcycles = ns[i] / 1e6, cycles[i] / 1e3
+    else:  # every kernel of the calls, per call
+        ms, kcycles = sum(ns) / args.calls / 1e6, sum(cycles) / args.calls / 1e3
     rows.append(dict(impl=impl, len=int(n), causal=bool(int(causal)), ms_locked=round(ms, 4),
-                     sm_ghz=round(statistics.median(hz) / 1e9, 3), launches=len(found),
-                     kernels=sorted({name[:90] for name, _ in found})))
+                     kcycles=round(kcycles, 1), sm_ghz=round(sum(cycles) / sum(ns), 3),  # duration-weighted
+                     launches=len(found), kernels=sorted({name[:90] for name, _ in found})))
 
-print(f"Nsight Compute's locked clocks ({args.gpu or 'GPU'}), B 4, H 16, d 128; ms per call, and the peers' time ÷ ours")
+print(f"Nsight Compute's locked clocks ({args.gpu or 'GPU'}), B 4, H 16, d 128: ms and thousands of SM cycles per call "
+      "(the SM clock, duration-weighted, differs a little between kernels even locked), and the peers' cycles ÷ ours")
 for key in sorted({(r["len"], r["causal"]) for r in rows}):
     here = [r for r in rows if (r["len"], r["causal"]) == key]
-    peers = {r["impl"]: r["ms_locked"] for r in here if not r["impl"].startswith("flash2")}
+    peers = {r["impl"]: r["kcycles"] for r in here if not r["impl"].startswith("flash2")}
     for r in here:
-        ratios = "  ".join(f"x{p}={t / r['ms_locked']:.3f}" for p, t in peers.items()) if r["impl"].startswith("flash2") else ""
-        print(f"N {key[0]:5d}{' causal' if key[1] else '       '} {r['impl']:28s} {r['ms_locked']:8.4f} ms  "
-              f"SM {r['sm_ghz']:.2f} GHz  {ratios}")
+        ratios = "  ".join(f"x{p}={c / r['kcycles']:.3f}" for p, c in peers.items()) if r["impl"].startswith("flash2") else ""
+        print(f"N {key[0]:5d}{' causal' if key[1] else '       '} {r['impl']:28s} {r['ms_locked']:8.4f} ms "
+              f"{r['kcycles']:9.1f} kcyc  SM {r['sm_ghz']:.3f} GHz  {ratios}")
 pathlib.Path(args.out).write_text(json.dumps({"schema": "attnlab.locked_clocks/1", "gpu": args.gpu,
                                               "clock_control": "ncu base", "rows": rows}, indent=1) + "\n")

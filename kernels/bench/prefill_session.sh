@@ -21,7 +21,7 @@
 #               and their SASS with the warp-state samples of each instruction (sass-*.csv.gz; ours built with -lineinfo)
 #   STEP=v6     flash2 wgmma v6 (mbarrier waits with a suspend hint — every kernel's — and advanced descriptors): attnlab
 #               built, every [gpu] test file, flash2's sanitizer cases, attnlab bench at d 128 (the grid and the
-#               persistent orders), the peers on the same shapes; then STEP=clocks on the same machine
+#               persistent orders), the peers on the same shapes; STEP=clocks is the next call on the same machine
 #   STEP=quick  the least that checks a kernel change on a fresh machine with little device time left: attnlab alone
 #               built (no tests), flash2 prefill and kivi decode on small problems against the reference (attnlab run's
 #               errors), attnlab bench of flash2 at d 128, N 4k and 8k, causal and not, and of the decode config at MHA
@@ -167,8 +167,9 @@ v6)
   ;;
 quick)
   step "configure and build attnlab alone"
-  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNLAB_CUDA_ARCHITECTURES=90a >"$out/configure.log" 2>&1 &&
-    cmake --build build-gpu -j "$(nproc)" --target attnlab >"$out/build.log" 2>&1 || { grep -E "error" -A5 "$out/build.log" | head -40; exit 1; }
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNLAB_CUDA_ARCHITECTURES=90a >"$out/configure.log" 2>&1 ||
+    { tail -30 "$out/configure.log"; exit 1; }
+  cmake --build build-gpu -j "$(nproc)" --target attnlab >"$out/build.log" 2>&1 || { grep -E "error" -A5 "$out/build.log" | head -40; exit 1; }
   step "small problems against the reference: flash2 prefill (B 1, H 4/2, N 1000, causal), kivi decode (B 2, H 8/2, N 3000)"
   edit_config configs/bench-flash2-prefill.json "c['variants'] = [{'id': 'flash2'}]; c.pop('sweep'); c['backends'] = ['reference', 'kernel']
 c['problem'].update(batch=1, q_heads=4, kv_heads=2, q_len=1000, kv_len=1000, causal=True)" >"$out/small-prefill.json"

@@ -19,6 +19,7 @@ struct Nvml {
   int (*clock_info)(NvmlDevice, unsigned, unsigned*) = nullptr;
   NvmlDevice device = nullptr;
   std::string unavailable;  // empty: usable
+  std::string last_error;   // the last sample's failure, where NVML was usable
 
   Nvml() {
     void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -58,10 +59,16 @@ std::optional<ClockSample> sample_sm_clock() {
   Nvml& n = nvml();
   if (!n.unavailable.empty()) return std::nullopt;
   ClockSample s;
-  if (n.clock_info(n.device, kNvmlClockSm, &s.sm_mhz) != 0) return std::nullopt;
+  if (const int e = n.clock_info(n.device, kNvmlClockSm, &s.sm_mhz); e != 0 || s.sm_mhz == 0) {
+    n.last_error = e != 0 ? fmt::format("nvmlDeviceGetClockInfo returned {}", e) : "NVML reported an SM clock of 0 MHz";
+    return std::nullopt;  // 0 MHz (some virtual GPUs) is no clock: results.json refuses it
+  }
   return s;
 }
 
-std::string clock_unavailable() { return nvml().unavailable; }
+std::string clock_unavailable() {
+  const Nvml& n = nvml();
+  return n.unavailable.empty() ? n.last_error : n.unavailable;
+}
 
 }  // namespace attnlab::kernels

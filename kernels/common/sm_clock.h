@@ -18,8 +18,9 @@ struct ClockSample {
   unsigned sm_mhz = 0;
 };
 
-// The current CUDA device's SM clock now, or nullopt where NVML is missing or refuses (clock_unavailable() says
-// why). NVML is opened and the device found once per process.
+// The SM clock of the CUDA device that was current at the first call, now; nullopt where NVML is missing or refuses
+// (clock_unavailable() says why: the missing library, or the last failed read). NVML is opened and the device found
+// once per process.
 std::optional<ClockSample> sample_sm_clock();
 std::string clock_unavailable();
 

@@ -106,7 +106,9 @@ __device__ __forceinline__ void attend_row_block(const Flash2Args& a, const RowB
   // Descriptors. Q (A, K-major): this group's 64 rows of each column block; k-step kk reads 16 halves
   // = 32 bytes at column block kk / 4. K (B, K-major): all kBc rows. V (B, MN-major): k-step ks reads
   // keys 16ks..16ks + 15 = 2048 bytes on; its column blocks (64 of d each) lie kKVBytes / kBlocks apart.
-  // Each built once (Q) or once a tile (K, V) and advanced by a constant per k-step (wgmma.cuh's desc_advance).
+  // Each advanced by a constant per k-step (wgmma_descriptor.h's desc_advance) from Q's descriptor, built once, and
+  // K's and V's at the tile's slot — written per call, built once a tile where the compiler merges the unrolled
+  // k-steps' identical sw128_desc (pure arithmetic on the same slot).
   auto slot = [&](int j) { return (first + j) % T::kStages; };
   const uint64_t q_desc = sw128_desc(sQ + group * 64 * 128, 16, 1024);
   auto desc_q = [&](int kk) { return desc_advance(q_desc, (kk / 4) * (T::kBr * 128) + (kk % 4) * 32); };

@@ -61,6 +61,7 @@ TEST_CASE("results.json: a malformed SM clock is refused with the variant and th
   CHECK(error_for("min_mhz", "fast").find(where + "min_mhz must be a number") != std::string::npos);
   CHECK(error_for("max_mhz", json::value_t::discarded).find(where + "max_mhz must be a number") != std::string::npos);
   CHECK(error_for("runs", 0).find(where + "runs must be a number in [1,") != std::string::npos);
+  CHECK(error_for("runs", 2.5).find(where + "runs must be a whole number") != std::string::npos);
   CHECK(error_for("median_mhz", 2000).find(where + "min_mhz ≤ median_mhz ≤ max_mhz") != std::string::npos);
   CHECK(error_for("", 1755).find(where + "not an object") != std::string::npos);
 }

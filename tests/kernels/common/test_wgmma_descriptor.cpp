@@ -1,6 +1,7 @@
 // The wgmma shared-memory descriptor's arithmetic (kernels/common/wgmma_descriptor.h): the fields where PTX's
-// "Matrix Descriptor Format" puts them, and desc_advance equal to building the descriptor again at every
-// 16-byte-aligned start a CTA's shared memory holds — the kernels advance their descriptors by it per wgmma.
+// "Matrix Descriptor Format" puts them, and desc_advance equal to building the descriptor again at the advanced
+// address — over every 1024-byte-aligned start and steps of 112 bytes (7 × 16: the arithmetic is linear, so a sample
+// of steps that reaches every part of shared memory stands for all) — the kernels advance their descriptors by it.
 #include "kernels/common/wgmma_descriptor.h"
 #include "tests/catch.h"
 
@@ -17,8 +18,8 @@ TEST_CASE("wgmma descriptor: the fields where PTX puts them") {
 }
 
 TEST_CASE("wgmma descriptor: desc_advance equals the descriptor built at the advanced address") {
-  // Every 1024-byte-aligned tile start (the swizzle's alignment) and every 16-byte step that stays in shared memory;
-  // the LBO at its largest (the field's 14 bits all set) so a carry out of the start field would show there.
+  // Every 1024-byte-aligned tile start (the swizzle's alignment) and steps that stay in shared memory; the LBO at its
+  // largest (the field's 14 bits all set), so a carry out of the start field (into reserved bit 14 and on) would show.
   const uint32_t lbo = 0x3FFFu << 4, sbo = 1024;
   int checked = 0;
   for (uint32_t start = 0; start < kSharedAddressLimit; start += 1024)
