@@ -144,7 +144,7 @@ Results results_from_json(const json& j, const ResultsSource& src) {
       const json& x = jv["kernel"];
       v.kernel = KernelResult{metrics_from_json(x.at("metrics")), x.at("time_ms").at("median"),
                               x.at("time_ms").at("p10"), x.at("time_ms").at("p90"), x.value("tops", 0.0),
-                              x.value("hbm_gbps", 0.0), probes_from(x.value("probes", json::object()), src, v.label, "kernel"), std::nullopt};
+                              x.value("hbm_gbps", 0.0), probes_from(x.value("probes", json::object()), src, v.label, "kernel"), std::nullopt, std::nullopt};
       if (x.contains("sm_clock")) v.kernel->sm_clock = clock_from_json(x["sm_clock"], src, v.label);
     }
     if (jv.contains("model")) {
