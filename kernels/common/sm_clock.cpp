@@ -63,6 +63,7 @@ std::optional<ClockSample> sample_sm_clock() {
     n.last_error = e != 0 ? fmt::format("nvmlDeviceGetClockInfo returned {}", e) : "NVML reported an SM clock of 0 MHz";
     return std::nullopt;  // 0 MHz (some virtual GPUs) is no clock: results.json refuses it
   }
+  n.last_error.clear();
   return s;
 }
 
