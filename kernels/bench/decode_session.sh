@@ -11,7 +11,8 @@
 #               and a read of each shape's K/V bytes (torch.sum: one launch, one pass), the floor at the small shapes
 #   STEP=compressed  issue 36 item 3: the kivi [gpu] tests and sanitizers (kivi v2), attnlab bench on the turbo/kivi and
 #               fireq decode configs at MHA and GQA 32/8 (B 16, N 32k, d 128), cuDNN and the copy on the same shapes,
-#               and Nsight Compute on kivi and turbo at GQA (issue rate, stalls, DRAM bytes; not with NCU=0); GPU_TESTS (a
+#               and Nsight Compute on kivi and turbo at GQA (issue rate, stalls, DRAM bytes, and every SASS instruction's
+#               stall samples of the 2-bit kernels; not with NCU=0); GPU_TESTS (a
 #               CTest regex) and SANITIZE (Catch2 tags) name other tests (e.g. turbo's after a change to its kernel)
 #   STEP=compressed-fig6  the same kernels at Fig. 6's shapes (configs/bench-compressed-decode-fig6.json: 40/10 heads,
 #               B 1 and 4, N 4k–32k), cuDNN and the copy on the same shapes, and a copy of each row's own bytes
@@ -80,6 +81,11 @@ compressed)
     esac
     one_launch_config configs/bench-turbo-decode-gqa.json "$variant" >"$out/ncu-$v.json"
     ncu_attnlab "$v" "turbo_chains_kernel|kivi_chains_kernel" "$out/ncu-$v.json" 2
+  done
+  step "Nsight Compute: every SASS instruction's samples, turbo and kivi 2-bit at GQA 32/8 (sass-*.csv.gz)"
+  for v in kivi:2 turbo:2; do
+    sass_samples "${v/:/-}" --kernel-name regex:"turbo_chains_kernel|kivi_chains_kernel" --launch-skip 2 \
+      build-gpu/bin/attnlab run --config "$out/ncu-$v.json"
   done
   ;;
 compressed-fig6)

@@ -141,14 +141,6 @@ clocks)
   echo "fa3: ncu exit $?"
   python3 kernels/bench/opcode_diff.py "$out/ncu-op-fa3.txt" "$out/ncu-op-ours.txt" | head -30
   step "Nsight Compute: warp-state samples per SASS instruction, ours (grid) and FlashAttention-3 (sass-*.csv.gz)"
-  sass_samples() {  # NAME, then the command to profile (its first profiled launch)
-    local name=$1; shift
-    timeout 150 ncu --launch-count 1 --section SourceCounters --section WarpStateStats -f -o "/tmp/sass-$name" "$@" \
-      >"$out/sass-$name.log" 2>&1
-    timeout 60 ncu -i "/tmp/sass-$name.ncu-rep" --page source --csv --print-source sass 2>>"$out/sass-$name.log" |
-      gzip >"$out/sass-$name.csv.gz"
-    echo "$name: $(zcat "$out/sass-$name.csv.gz" | wc -l) SASS lines"
-  }
   sass_samples ours --kernel-name regex:flash2_sm90 --launch-skip 5 build-gpu/bin/attnlab bench --config /tmp/op-config.json
   sass_samples fa3 --profile-from-start off python3 kernels/bench/peer_launches.py --impl fa3_bf16 --prefill 4,16,16,4096,128,0 --calls 1
   ;;

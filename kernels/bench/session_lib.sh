@@ -128,6 +128,17 @@ ncu_launch() {
   grep -E "Duration|DRAM Throughput|dram__bytes|lts__t_sector_hit|inst_executed|pipe_|Issued Warp|No Eligible|Active Warps|Achieved Occupancy|Warp Cycles Per Issued" \
     "$out/ncu-$name.txt" | head -17
 }
+# Nsight Compute's source page of one launch: every SASS instruction of the kernel with its executions and warp-state
+# samples (stall reasons), into $out/sass-NAME.csv.gz; NAME, then ncu's launch filters and the command to profile
+# (its first launch that passes them). The GPU build has -lineinfo, so each instruction names its source line too.
+sass_samples() {
+  local name=$1; shift
+  timeout 150 ncu --launch-count 1 --section SourceCounters --section WarpStateStats -f -o "/tmp/sass-$name" "$@" \
+    >"$out/sass-$name.log" 2>&1
+  timeout 60 ncu -i "/tmp/sass-$name.ncu-rep" --page source --csv --print-source sass 2>>"$out/sass-$name.log" |
+    gzip >"$out/sass-$name.csv.gz"
+  echo "$name: $(zcat "$out/sass-$name.csv.gz" | wc -l) SASS lines"
+}
 # The same on one launch of attnlab's KERNEL while it runs CONFIG (one_launch_config's), SKIP (default 1) launches first.
 ncu_attnlab() {
   ncu_launch "$1" "$2" "${4:-1}" build-gpu/bin/attnlab run --config "$3"
