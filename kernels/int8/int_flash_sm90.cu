@@ -87,7 +87,7 @@ __global__ void __launch_bounds__(IntHopperTile<D, VHalf, Producer>::kThreads, 1
   char* sQ = smem;
   auto stage = [&](int j) { return smem + T::kQBytes + (j % T::kStages) * T::kStageBytes; };  // K, V, s_K
 
-  const int group = threadIdx.x / 128;
+  const int group = warpgroup_index();  // warp-uniform to the compiler: the descriptors stay in uniform registers
   const int bh = blockIdx.y, b = bh / a.q_heads, h = bh % a.q_heads;
   const int kvh = h / (a.q_heads / a.kv_heads), bkv = b * a.kv_heads + kvh;  // notes §3.1
   const int row0 = blockIdx.x * T::kBr;
@@ -124,12 +124,13 @@ __global__ void __launch_bounds__(IntHopperTile<D, VHalf, Producer>::kThreads, 1
 
   // Descriptors (wgmma.cuh). Q, K: one d-byte swizzle block per row, 8 rows = 8d bytes apart; k-step kk
   // reads bytes 32kk.. of it. Vᵀ (full): d rows × 128 keys, k-step ks reads keys 32ks... V (half): as in
-  // flash2_sm90.cu.
-  auto desc_q = [&](int kk) { return sw_desc<D>(sQ + group * 64 * D + kk * 32, 16, 8 * D); };
-  auto desc_k = [&](int j, int kk) { return sw_desc<D>(stage(j) + kk * 32, 16, 8 * D); };
+  // flash2_sm90.cu. Each advanced by its k-step's constant from the tile's (wgmma_descriptor.h's desc_advance).
+  const uint64_t q_desc = sw_desc<D>(sQ + group * 64 * D, 16, 8 * D);
+  auto desc_q = [&](int kk) { return desc_advance(q_desc, kk * 32); };
+  auto desc_k = [&](int j, int kk) { return desc_advance(sw_desc<D>(stage(j), 16, 8 * D), kk * 32); };
   auto desc_v = [&](int j, int ks) {
-    if constexpr (VHalf) return sw128_desc(stage(j) + T::kKBytes + ks * 16 * 128, kBc * 128, 1024);
-    else return sw128_desc(stage(j) + T::kKBytes + ks * 32, 16, 1024);
+    if constexpr (VHalf) return desc_advance(sw128_desc(stage(j) + T::kKBytes, kBc * 128, 1024), ks * 16 * 128);
+    else return desc_advance(sw128_desc(stage(j) + T::kKBytes, 16, 1024), ks * 32);
   };
 
   constexpr int kSteps = VHalf ? kBc / 16 : kBc / 32;  // k-steps of P·V: 16 keys (FP16) or 32 (INT8)

@@ -115,7 +115,7 @@ __global__ void __launch_bounds__(PrefillTile<D, Producer>::kThreads, 1)
     else return sas32(x);
   };
 
-  const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, group = threadIdx.x / 128;
+  const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, group = warpgroup_index();
   const int t = lane % 4;
   const int bh = blockIdx.y, b = bh / a.q_heads, h = bh % a.q_heads;
   const int pair = b * a.kv_heads + h / (a.q_heads / a.kv_heads);
@@ -143,9 +143,11 @@ __global__ void __launch_bounds__(PrefillTile<D, Producer>::kThreads, 1)
   };
 
   const int my_row0 = row0 + group * 64 + warp * 16 + lane / 4;  // rows my_row0 + 8i (wgmma.cuh's layout)
-  auto desc_q = [&](int kk) { return sw_desc<D>(sQ + group * 64 * D + kk * 32, 16, 8 * D); };
-  auto desc_k = [&](int j, int kk) { return sw_desc<D>(stage(j) + kk * 32, 16, 8 * D); };
-  auto desc_v = [&](int j, int ks) { return sw_desc<kBc>(stage(j) + T::kKBytes + ks * 32, 16, 8 * kBc); };
+  // Descriptors advanced by the k-step's constant (wgmma_descriptor.h's desc_advance), Q's built once.
+  const uint64_t q_desc = sw_desc<D>(sQ + group * 64 * D, 16, 8 * D);
+  auto desc_q = [&](int kk) { return desc_advance(q_desc, kk * 32); };
+  auto desc_k = [&](int j, int kk) { return desc_advance(sw_desc<D>(stage(j), 16, 8 * D), kk * 32); };
+  auto desc_v = [&](int j, int ks) { return desc_advance(sw_desc<kBc>(stage(j) + T::kKBytes, 16, 8 * kBc), ks * 32); };
 
   int si[kBc / 2];      // S in INT32: the m64n64 accumulator
   float o[D / 2] = {};  // O in FP32
