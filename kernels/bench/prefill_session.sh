@@ -20,8 +20,9 @@
 #               then the executed instructions per opcode of ours (the grid) and FlashAttention-3's at N 4k (ncu-op-*.txt)
 #               and their SASS with the warp-state samples of each instruction (sass-*.csv.gz; ours built with -lineinfo)
 #   STEP=v6     flash2 wgmma v6 (mbarrier waits with a suspend hint — every kernel's — and advanced descriptors): attnlab
-#               built, every [gpu] test file, flash2's sanitizer cases, attnlab bench at d 128 (the grid and the
-#               persistent orders), the peers on the same shapes; STEP=clocks is the next call on the same machine
+#               built, every [gpu] test file, flash2's sanitizer cases; then, as the next calls on the same machine,
+#   STEP=v6-bench  attnlab bench at d 128 (the grid and the persistent orders) and the peers on the same shapes, and
+#               STEP=clocks
 #   STEP=quick  the least that checks a kernel change on a fresh machine with little device time left: attnlab alone
 #               built (no tests), flash2 prefill and kivi decode on small problems against the reference (attnlab run's
 #               errors), attnlab bench of flash2 at d 128, N 4k and 8k, causal and not, and of the decode config at MHA
@@ -150,6 +151,9 @@ v6)
   build_sm90a 10 || exit 1
   gpu_tests ":gpu"
   sanitize "[#test_flash2_kernel][sanitize]"
+  ;;
+v6-bench)
+  BACKGROUND=1 bash .peers/tools/build.sh .peers  # at once where STEP=v6 built them
   edit_config configs/bench-flash2-prefill.json \
     "c['variants'] = [v for v in c['variants'] if v.get('label', 'flash2') in ('flash2', 'flash2_persistent_heads', 'flash2_persistent_dynamic')]" \
     >"$out/config-v6.json"
