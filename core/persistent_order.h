@@ -5,9 +5,11 @@
 // Bands of `band_heads` batch·heads one after the other — as many heads as keep their K and V (FP16; a query group
 // shares its KV head's) within half the L2, so Q, O and the rest pass too — and within a band x-major: every head's
 // first row block, then every head's second … (a causal head's blocks longest first). CTA c takes the row blocks
-// c, c + CTAs, … of this order (flash2's persistent_dynamic: the next not taken as it finishes one, in bands of one head): the CTAs running side by side read the band's K/V from L2, and a causal problem's
-// longest blocks come first across the band, so a CTA's blocks vary in length (a head-major order would give CTA c
-// the same block index every time where the blocks per head divide the CTA count).
+// c, c + CTAs, … of this order (flash2's persistent_dynamic: the next one not yet taken as it finishes one, in bands
+// of one head): the CTAs running side by side read the band's K/V from L2, and a causal problem's longest blocks come
+// first across the band, so a CTA's blocks vary in length (a head-major order would give CTA c the same block index
+// every time where the blocks per head divide the CTA count). Measured on an H100 (kernels/PERF.md, "wgmma v4"): a
+// band of "half the L2" (12 heads at N 4k, d 128) read 2.6× the grid's DRAM bytes — it does not stay in L2.
 #pragma once
 
 #include <algorithm>

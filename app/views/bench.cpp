@@ -30,8 +30,9 @@ Table bench_table(const std::vector<Results>& runs) {
   if (external) t.columns.push_back({"best_baseline_ratio", "best baseline / ours", ""});
   // The SM clock over the timed runs where it was read (kernels/common/sm_clock.h): rows timed at different clocks
   // differ by the clock as well as by the kernel.
-  const bool clocks = std::any_of(runs.begin(), runs.end(), [](const Results& r) {
-    return std::any_of(r.variants.begin(), r.variants.end(), [](const VariantResult& v) { return v.kernel && v.kernel->sm_clock; });
+  const auto clocked = [](const VariantResult& v) { return v.kernel && v.kernel->sm_clock; };
+  const bool clocks = std::any_of(runs.begin(), runs.end(), [&](const Results& r) {
+    return std::any_of(r.variants.begin(), r.variants.end(), clocked);
   });
   if (clocks) t.columns.push_back({"sm_clock_mhz", "SM clock, median (lowest–highest)", "MHz"});
   for (const Results& r : runs) {
@@ -60,7 +61,8 @@ Table bench_table(const std::vector<Results>& runs) {
                                      : Cell{r.external.empty() ? kNoNumber : "— (baselines from another GPU)", kNoValue});
       if (clocks) {
         if (const auto& c = k.sm_clock)
-          t.rows.back().push_back(Cell{fmt::format("{:.0f} ({:.0f}–{:.0f})", c->median_mhz, c->min_mhz, c->max_mhz), c->median_mhz});
+          t.rows.back().push_back(
+              Cell{fmt::format("{:.0f} ({:.0f}–{:.0f})", c->median_mhz, c->min_mhz, c->max_mhz), c->median_mhz});
         else
           t.rows.back().push_back(Cell{kNoNumber, kNoValue});
       }

@@ -16,11 +16,11 @@ per cent between kernels (1.41–1.46 GHz, duration-weighted, on an H100), so th
   python3 kernels/bench/locked_clocks.py DIR --calls 3 --gpu "NVIDIA H100 80GB HBM3" --out locked.json
 """
 import argparse
-import csv
 import json
 import pathlib
-import statistics
 import sys
+
+from ncu_csv import launches
 
 ap = argparse.ArgumentParser()
 ap.add_argument("dir")
@@ -30,34 +30,22 @@ ap.add_argument("--out", required=True)
 args = ap.parse_args()
 
 
-def launches(path):
-    """[(kernel name, {metric: value})] in launch order, from one ncu --csv file."""
-    lines = path.read_text(errors="replace").splitlines()
-    start = next((i for i, l in enumerate(lines) if l.startswith('"ID"')), None)
-    if start is None:
-        return []
-    by_id = {}
-    for row in csv.DictReader(lines[start:]):
-        if not str(row.get("ID", "")).isdigit():
-            continue  # a line after the table (an ncu warning, the program's output)
-        try:
-            value = float(row["Metric Value"].replace(",", ""))
-        except (KeyError, ValueError, AttributeError, TypeError):
-            continue
-        entry = by_id.setdefault(row["ID"], (row["Kernel Name"], {}))
-        entry[1][row["Metric Name"]] = value
-    return [by_id[k] for k in sorted(by_id, key=int)]
+def number(metrics, name):
+    try:
+        return float(metrics.get(name, "nan"))
+    except ValueError:
+        return float("nan")
 
 
 rows = []
 for path in sorted(pathlib.Path(args.dir).glob("*__*__*.csv")):
     impl, n, causal = path.stem.split("__")
-    found = launches(path)
+    found = launches(path.read_text(errors="replace").splitlines())
     if not found:
         print(f"locked_clocks.py: {path}: no profiled launch (see the file)", file=sys.stderr)
         continue
-    ns = [m.get("gpu__time_duration.sum", float("nan")) for _, m in found]
-    hz = [m.get("sm__cycles_elapsed.avg.per_second", float("nan")) for _, m in found]
+    ns = [number(m, "gpu__time_duration.sum") for _, _, m in found]
+    hz = [number(m, "sm__cycles_elapsed.avg.per_second") for _, _, m in found]
     cycles = [t * f / 1e9 for t, f in zip(ns, hz)]  # each launch's SM cycles: its time at its own clock
     ours = impl.startswith("flash2")
     if ours:  # the median launch, by time
@@ -67,7 +55,7 @@ for path in sorted(pathlib.Path(args.dir).glob("*__*__*.csv")):
         ms, kcycles = sum(ns) / args.calls / 1e6, sum(cycles) / args.calls / 1e3
     rows.append(dict(impl=impl, len=int(n), causal=bool(int(causal)), ms_locked=round(ms, 4),
                      kcycles=round(kcycles, 1), sm_ghz=round(sum(cycles) / sum(ns), 3),  # duration-weighted
-                     launches=len(found), kernels=sorted({name[:90] for name, _ in found})))
+                     launches=len(found), kernels=sorted({name[:90] for _, name, _ in found})))
 
 print(f"Nsight Compute's locked clocks ({args.gpu or 'GPU'}), B 4, H 16, d 128: ms and thousands of SM cycles per call "
       "(the SM clock, duration-weighted, differs a little between kernels even locked), and the peers' cycles ÷ ours")

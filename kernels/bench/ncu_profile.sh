@@ -39,15 +39,13 @@ PY
   ncu --csv --print-units base --kernel-name regex:"${13:-.}" --launch-count "${12}" --metrics "$metrics" \
       "$bin" bench --config /tmp/ncu-profile.json --out /tmp/ncu-profile-out.json 2>/dev/null |
     python3 -c '
-import csv, sys
+import sys
+sys.path.insert(0, "kernels/bench")
+from ncu_csv import launches
 args = sys.argv[1:]
 stalls = args.pop().split()
 prefix = [args[0], args[1]] + args[2:]
-rows = {}
-for r in csv.DictReader(l for l in sys.stdin if l.startswith("\"")):
-    k = (int(r["ID"]), r["Kernel Name"])
-    rows.setdefault(k, {})[r["Metric Name"]] = r["Metric Value"].replace(",", "")
-for (i, name), m in sorted(rows.items()):
+for i, name, m in launches(sys.stdin.read().splitlines()):
     short = name.split("(")[0].replace("void ", "").replace("attnlab::kernels::", "").replace("<unnamed>::", "")
     vals = [m.get("dram__bytes_read.sum", ""), m.get("dram__bytes_write.sum", ""), m.get("gpu__time_duration.sum", ""),
             m.get("smsp__inst_executed.sum", ""), m.get("smsp__issue_active.avg", "")]

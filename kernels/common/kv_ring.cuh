@@ -47,8 +47,8 @@ __device__ __forceinline__ void mbar_arrive(uint64_t* bar) {  // release, CTA sc
   asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}\n" ::"r"(smem_addr(bar)) : "memory");
 }
 // try_wait with a suspend-time hint: a thread whose phase is not complete may stay suspended until it completes, up to
-// the hint's 10 ms (a hint: it may wake earlier), instead of returning after the hardware's own, evidently short, limit. Without the hint (flash2 wgmma
-// v1–v5) the consumers' waits spun: Nsight Compute on the H100 at B 4, H 16, N 4k, d 128 counted 15.8 M SYNCS and
+// the hint's 10 ms (a hint: it may wake earlier), instead of returning after the hardware's own, evidently short,
+// limit. Without the hint (flash2 wgmma v1–v5) the consumers' waits spun: Nsight Compute on the H100 at B 4, H 16, N 4k, d 128 counted 15.8 M SYNCS and
 // 18.2 M BRA warp instructions where FlashAttention-3's kernel (the same tile, CUTLASS's ClusterBarrier::wait with
 // this hint) executes 1.4 M and 1.9 M — issue slots the other warpgroup's softmax shares
 // (kernels/bench/h100-flash2-fa3-cudnn-ncu-2026-12-06.txt).
