@@ -23,6 +23,11 @@
 #               built, every [gpu] test file, flash2's sanitizer cases; then, as the next calls on the same machine,
 #   STEP=v6-bench  attnlab bench at d 128 (the grid and the persistent orders) and the peers on the same shapes, and
 #               STEP=clocks
+#   STEP=pvwait flash2 wgmma v7 (kv_ring.cuh's PvWait: where the consumers wait for P·V): the peers' build in the
+#               background, attnlab built, flash2's [gpu] tests and sanitizer cases, where ptxas put the waits in the SASS
+#               (wait_placement.py), and flash2's grid under Nsight Compute's locked clocks; then, on the same machine,
+#   STEP=pvwait-ab  flash2 rebuilt with the other PvWait choices (B, C; A, the committed one, rebuilt last), the waits'
+#               placement and locked clocks of each, the peers' locked clocks, and locked_clocks.py's table of all
 #   STEP=quick  the least that checks a kernel change on a fresh machine with little device time left: attnlab alone
 #               built (no tests), flash2 prefill and kivi decode on small problems against the reference (attnlab run's
 #               errors), attnlab bench of flash2 at d 128, N 4k and 8k, causal and not, and of the decode config at MHA
@@ -49,6 +54,11 @@ set -u
 source kernels/bench/session_lib.sh
 session_start prefill-session
 with_dim() { edit_config "$1" "c['problem']['head_dim'] = $2"; }  # a bench config at head dim $2 from config $1
+# The P·V waits of flash2's ping-pong grid kernels (d 128 with 176 and 128 keys, d 64), labelled LABEL.
+flash2_waits() {
+  wait_placement_of build-gpu/kernels/CMakeFiles/attnlab_kernels.dir/flash2/flash2_sm90.cu.o "$1" \
+    ILi128ELb1ELb1ELi176ELb0ELb0E ILi128ELb1ELb1ELi128ELb0ELb0E ILi64ELb1ELb1ELi128ELb0ELb0E
+}
 case "${STEP:-build}" in
 build)
   step "peers: building in the background (/tmp/peers/*.log)"
@@ -102,33 +112,11 @@ clocks)
   step "peers: building in the background (/tmp/peers/*.log)"
   BACKGROUND=1 bash .peers/tools/build.sh .peers
   build_sm90a 10 || exit 1
-  metrics=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second
-  mkdir -p "$out/clk"
   step "Nsight Compute's locked clocks: ours, 3 launches after 5 (clk/*.csv)"
-  for n in 4096 8192 16384; do
-    for c in 0 1; do
-      causal=$([ $c = 1 ] && echo true || echo false)
-      for rows in grid persistent_head_major persistent_dynamic; do
-        one_launch_config configs/bench-flash2-prefill.json '{"id": "flash2", "params": {"row_blocks": "'$rows'"}}' \
-          '{"q_len": '$n', "kv_len": '$n', "causal": '$causal'}' >/tmp/clk-config.json
-        timeout 120 ncu --kernel-name regex:flash2_sm90 --launch-skip 5 --launch-count 3 --csv --print-units base \
-          --metrics $metrics build-gpu/bin/attnlab bench --config /tmp/clk-config.json >"$out/clk/flash2_$rows"__${n}__$c.csv 2>&1
-        echo "flash2 $rows N $n causal $c: ncu exit $?"
-      done
-    done
-  done
+  for rows in grid persistent_head_major persistent_dynamic; do locked_clocks_flash2 $rows $rows; done
   wait_peers
   step "Nsight Compute's locked clocks: cuDNN and FlashAttention-3 BF16, 3 calls in a profiled range (clk/*.csv)"
-  for n in 4096 8192 16384; do
-    for c in 0 1; do
-      for impl in sdpa_cudnn fa3_bf16; do
-        timeout 120 ncu --profile-from-start off --csv --print-units base --metrics $metrics \
-          python3 kernels/bench/peer_launches.py --impl $impl --prefill 4,16,16,$n,128,$c --calls 3 \
-          >"$out/clk/$impl"__${n}__$c.csv 2>&1
-        echo "$impl N $n causal $c: ncu exit $?"
-      done
-    done
-  done
+  locked_clocks_peers
   python3 kernels/bench/locked_clocks.py "$out/clk" --calls 3 --out "$out/locked-clocks.json" \
     --gpu "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
   step "Nsight Compute: executed instructions per opcode, ours (grid) and FlashAttention-3, N 4k, d 128 (ncu-op-*.txt)"
@@ -160,6 +148,37 @@ v6-bench)
   bench_ours d128 "$out/config-v6.json" 24
   wait_peers
   peers_on flash2 40
+  ;;
+pvwait)
+  step "peers: building in the background (/tmp/peers/*.log)"
+  BACKGROUND=1 bash .peers/tools/build.sh .peers
+  build_sm90a 10 || exit 1
+  gpu_tests "test_flash2_kernel:gpu|test_kernel_table:gpu"
+  sanitize "[#test_flash2_kernel][sanitize]"
+  step "where ptxas put the P·V waits (wait-placement.txt), as built: $(grep -o 'kFlash2PvWait[A-Za-z]* = PvWait::[a-z_]*' kernels/flash2/flash2_sm90.cu | tr '\n' ' ')"
+  flash2_waits built
+  step "Nsight Compute's locked clocks: flash2 (grid) as built (clk/*.csv)"
+  locked_clocks_flash2 built grid
+  ;;
+pvwait-ab)
+  # flash2 rebuilt with other PvWait choices (kernels/flash2/flash2_sm90.cu's two constants, edited in this copy and
+  # put back): B = v6's wait for the 176-key tile and the row-max one for the others; C = v6's for every tile.
+  for v in "B after_softmax after_row_max" "C after_softmax after_softmax" "A after_row_max after_next_waits"; do
+    set -- $v
+    step "flash2 rebuilt with PvWait $2 (176 keys) and $3 (128 keys): variant $1"
+    sed -i "s/kFlash2PvWaitWide = PvWait::[a-z_]*;/kFlash2PvWaitWide = PvWait::$2;/; s/kFlash2PvWaitNarrow = PvWait::[a-z_]*;/kFlash2PvWaitNarrow = PvWait::$3;/" \
+      kernels/flash2/flash2_sm90.cu
+    cmake --build build-gpu -j "$(nproc)" --target attnlab >>"$out/build.log" 2>&1 || { tail -20 "$out/build.log"; exit 1; }
+    [ $1 = A ] && break  # A is the committed choice: rebuilt last so that the next steps run it
+    flash2_waits $1
+    locked_clocks_flash2 $1 grid
+  done
+  git diff --stat kernels/flash2/flash2_sm90.cu
+  wait_peers
+  step "Nsight Compute's locked clocks: cuDNN and FlashAttention-3 BF16 (clk/*.csv)"
+  locked_clocks_peers
+  python3 kernels/bench/locked_clocks.py "$out/clk" --calls 3 --out "$out/locked-clocks.json" \
+    --gpu "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
   ;;
 quick)
   step "configure and build attnlab alone"

@@ -144,6 +144,52 @@ ncu_attnlab() {
   ncu_launch "$1" "$2" "${4:-1}" build-gpu/bin/attnlab run --config "$3"
 }
 
+# Where ptxas put the warpgroup MMA waits (kernels/bench/wait_placement.py) in each kernel of OBJECT (an object file
+# of build-gpu/) whose name contains one of the PATTERNS (mangled-name fragments); LABEL prefixes each printed line,
+# the kernel's SASS kept in $out/sass-LABEL-PATTERN.txt.gz.
+wait_placement_of() {
+  local object=$1 label=$2 pattern; shift 2
+  cuobjdump -sass "$object" >/tmp/wait-placement.sass 2>>"$out/wait-placement.log" || { echo "cuobjdump failed: $object"; return 1; }
+  for pattern in "$@"; do
+    awk -v k="$pattern" '/Function :/{p = index($0, k) > 0} p' /tmp/wait-placement.sass >/tmp/one-kernel.sass
+    python3 kernels/bench/wait_placement.py --label "$label $pattern" </tmp/one-kernel.sass | tee -a "$out/wait-placement.txt"
+    gzip -c /tmp/one-kernel.sass >"$out/sass-$label-$pattern.txt.gz"
+  done
+}
+
+# Nsight Compute's locked clocks on attnlab: 3 launches after 5 of flash2 (row_blocks ROWS) at B 4, H 16, d 128, N 4k–16k
+# (LENS), causal and not, into $out/clk/flash2_NAME__N__causal.csv (kernels/bench/locked_clocks.py reads them).
+locked_clocks_flash2() {
+  local name=$1 rows=$2 n c causal
+  local metrics=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second
+  mkdir -p "$out/clk"
+  for n in ${LENS:-4096 8192 16384}; do
+    for c in 0 1; do
+      causal=$([ $c = 1 ] && echo true || echo false)
+      one_launch_config configs/bench-flash2-prefill.json '{"id": "flash2", "params": {"row_blocks": "'$rows'"}}' \
+        '{"q_len": '$n', "kv_len": '$n', "causal": '$causal'}' >/tmp/clk-config.json
+      timeout 120 ncu --kernel-name regex:flash2_sm90 --launch-skip 5 --launch-count 3 --csv --print-units base \
+        --metrics $metrics build-gpu/bin/attnlab bench --config /tmp/clk-config.json >"$out/clk/flash2_$name"__${n}__$c.csv 2>&1
+      echo "flash2 $name ($rows) N $n causal $c: ncu exit $?"
+    done
+  done
+}
+# The same for cuDNN and FlashAttention-3 BF16 (the peers built: wait_peers), 3 calls each in a profiled range.
+locked_clocks_peers() {
+  local n c impl metrics=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second
+  mkdir -p "$out/clk"
+  for n in ${LENS:-4096 8192 16384}; do
+    for c in 0 1; do
+      for impl in sdpa_cudnn fa3_bf16; do
+        timeout 120 ncu --profile-from-start off --csv --print-units base --metrics $metrics \
+          python3 kernels/bench/peer_launches.py --impl $impl --prefill 4,16,16,$n,128,$c --calls 3 \
+          >"$out/clk/$impl"__${n}__$c.csv 2>&1
+        echo "$impl N $n causal $c: ncu exit $?"
+      done
+    done
+  done
+}
+
 # compute-sanitizer memcheck and racecheck on the attnlab_tests cases TAGS names (Catch2's -# file tags), into
 # $out/sanitize.log; each tool's exit status and summary printed.
 sanitize() {

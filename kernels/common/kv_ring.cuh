@@ -9,8 +9,9 @@
 //                         waits on it before its warpgroup issues S_t. Copies of tile t are issued 4 tiles
 //                         ahead (at iteration t − 4) and arrived at iteration t − 2: a thread reading tile t+1
 //                         needs the others only to have reached iteration t − 1.
-//   empty[t mod kStages]  every thread arrives once its P·V_t has landed; the copies of tile t + kStages wait
-//                         on it (issued at iteration t + 2: the others need only have finished iteration t).
+//   empty[t mod kStages]  every thread arrives once its P·V_t has landed (waited for at iteration t + 1, after
+//                         that iteration's mbarrier waits); the copies of tile t + kStages wait on it (issued at
+//                         iteration t + 2: the others need only have passed iteration t + 1's waits).
 // A barrier serves tile t, t + kStages, …: its phase parity is (t / kStages) mod 2. Every thread issues and
 // commits one copy group per iteration (empty where no tile is left), so cp.async.wait_group counts alike.
 // The last tile is peeled out of the loop, as in kv_pipeline.cuh (a branch around a wgmma serializes it).
@@ -20,7 +21,7 @@
 // tile t have landed (iteration t − 2), before the fence and its arrival on full[t] — turns the bytes this
 // thread copied into its share of the tile in slot t mod kStages (st.shared). The slot is written only then,
 // so the empty wait moves from the copies to the conversion: it waits for tile t − kStages's P·V, which
-// every thread finished at iteration t − kStages. Tiles j − 1 … j + 2 are then resident at iteration j (the
+// every thread has waited for by iteration t − kStages + 1. Tiles j − 1 … j + 2 are then resident at iteration j (the
 // other warpgroup may be a tile behind), so 4 slots suffice; staging holds tiles j + 2 … j + 4 (3 slots, the
 // kernel's, each read only by the thread that copied into it, tile t in slot t mod 3; the prologue converts
 // tiles 0 and 1 before it issues tile 3's copies).
@@ -111,8 +112,20 @@ struct ProducerFillsQKV {
   bool opens_turns = true, closes_turns = true;
 };
 
-template <int kStages, bool kPingPong = false, class Steps, class Convert = NoConvert>
+// Where a warpgroup waits for its P·V_j (FlashAttention-3 §3.2 waits after the softmax of tile j + 1, which runs under
+// it). after_softmax: right after it in the program (wgmma v1–v6 of flash2; every other kernel). after_next_waits: at
+// the top of iteration j + 1, after its mbarrier waits. after_row_max: between the row maxima and the exponentials,
+// where FlashAttention-3's SASS has it, after a branch (the rescale's) that keeps ptxas from moving it up; the steps'
+// softmax then takes a SoftmaxPart, and finish_pv must be O's rescale alone (flash2's). See land_pv below for why.
+enum class PvWait { after_softmax, after_next_waits, after_row_max };
+// The part of the online softmax a call does (PvWait::after_row_max): the masks, the running max and α; then the
+// exponentials and row sums.
+enum class SoftmaxPart { all, row_max, exponentials };
+
+template <int kStages, bool kPingPong = false, PvWait kPvWait = PvWait::after_softmax, class Steps,
+          class Convert = NoConvert>
 __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uint64_t* empty, Convert convert = {}) {
+  constexpr bool kLandLate = kPvWait == PvWait::after_next_waits;
   constexpr bool kProducerQ = std::is_same_v<Convert, ProducerFillsQKV>;
   constexpr bool kSplitKV = kProducerQ || std::is_same_v<Convert, ProducerFillsKV>;
   constexpr bool kFilled = kSplitKV || std::is_same_v<Convert, ProducerFills>;
@@ -199,6 +212,20 @@ __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uin
   float alpha[2];
   k.softmax(0, alpha);
   k.pack_p();
+  // P·V_t has landed: V_t given back, O ·= α of tile t + 1, P̃_{t+1} rounded to A fragments. after_softmax calls it
+  // right after the softmax of tile t + 1; after_next_waits at the top of iteration t + 1, after its mbarrier waits.
+  // Why: the wait has no operands, so ptxas schedules it as early as its basic block allows, and the H100's SASS of
+  // flash2 v6 had it before the softmax's first row maximum — 11.9% of the kernel's warp samples stalled on it,
+  // where FlashAttention-3's comes after its row maxima (0.5%; kernels/PERF.md, wgmma v7). The try_wait loop of the
+  // next waits ends the softmax's basic block, so its exponentials run under P·V_t. The same operations in the same
+  // order either way, the later one later in time (with s, P̃ in FP32, live across the waits: more registers).
+  auto land_pv = [&](int t) {
+    wgmma_wait<0>();  // P·V_t
+    k.pin_pv();
+    release_v(t);
+    k.finish_pv(alpha, true);
+    k.pack_p();
+  };
   for (int j = 0; j + 1 < tiles; ++j) {
     // Tile j + 4 into the slot of tile j − 2, once every thread is done with that one.
     if constexpr (!kFilled) {
@@ -221,6 +248,8 @@ __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uin
     }
     wait_k(j + 1);  // everyone's copies of tile j + 1 (split: its K)
     wait_v(j);
+    if constexpr (kLandLate)
+      if (j > 0) land_pv(j - 1);
     k.pin_pv();
     my_turn();
     wgmma_fence();
@@ -232,14 +261,27 @@ __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uin
     wgmma_wait<1>();  // S_{j+1}; P·V_j may still run
     k.pin_scores();
     release_k(j + 1);
-    k.softmax(j + 1, alpha);
-    wgmma_wait<0>();  // P·V_j
-    k.pin_pv();
-    release_v(j);
-    k.finish_pv(alpha, true);
-    k.pack_p();
+    if constexpr (kPvWait == PvWait::after_row_max) {
+      k.softmax(j + 1, alpha, SoftmaxPart::row_max);
+      if (__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) {  // ends the row maxima's basic block
+        wgmma_wait<0>();
+        k.pin_pv();
+        k.finish_pv(alpha, true);
+      }
+      wgmma_wait<0>();  // P·V_j (waited for above where O was rescaled)
+      k.pin_pv();
+      release_v(j);
+      k.softmax(j + 1, alpha, SoftmaxPart::exponentials);
+      k.pack_p();
+    } else {
+      k.softmax(j + 1, alpha);
+      if constexpr (kLandLate) k.pin_scores();  // P̃_{j+1} computed here, before the next waits (under P·V_j)
+      else land_pv(j);
+    }
   }
   wait_v(tiles - 1);
+  if constexpr (kLandLate)
+    if (tiles > 1) land_pv(tiles - 2);
   k.pin_pv();
   my_turn();
   wgmma_fence();
