@@ -157,6 +157,11 @@ pvwait)
   sanitize "[#test_flash2_kernel][sanitize]"
   step "where ptxas put the P·V waits (wait-placement.txt), as built: $(grep -o 'kFlash2PvWait[A-Za-z]* = PvWait::[a-z_]*' kernels/flash2/flash2_sm90.cu | tr '\n' ' ')"
   flash2_waits built
+  step "the P·V waits of the other wgmma prefill kernels, each kernel (wait-placement.txt)"
+  for kernel in int8/int_flash_sm90 turbo/turbo_prefill_sm90 fp8/flash3_fp8_sm90 fireq/fireq_prefill_sm90; do
+    wait_placement_of build-gpu/kernels/CMakeFiles/attnlab_kernels.dir/$kernel.cu.o built | grep -c "span" |
+      xargs echo "$kernel: spans"
+  done
   step "Nsight Compute's locked clocks: flash2 (grid) as built (clk/*.csv)"
   locked_clocks_flash2 built grid
   ;;

@@ -144,17 +144,15 @@ ncu_attnlab() {
   ncu_launch "$1" "$2" "${4:-1}" build-gpu/bin/attnlab run --config "$3"
 }
 
-# Where ptxas put the warpgroup MMA waits (kernels/bench/wait_placement.py) in each kernel of OBJECT (an object file
-# of build-gpu/) whose name contains one of the PATTERNS (mangled-name fragments); LABEL prefixes each printed line,
-# the kernel's SASS kept in $out/sass-LABEL-PATTERN.txt.gz.
+# Where ptxas put the warpgroup MMA waits (kernels/bench/wait_placement.py) in the kernels of OBJECT (an object file of
+# build-gpu/) whose mangled names contain one of the FRAGMENTS (none: every kernel), each line prefixed with LABEL,
+# into $out/wait-placement.txt; the object's SASS kept in $out/sass-LABEL-OBJECT.txt.gz.
 wait_placement_of() {
-  local object=$1 label=$2 pattern; shift 2
-  cuobjdump -sass "$object" >/tmp/wait-placement.sass 2>>"$out/wait-placement.log" || { echo "cuobjdump failed: $object"; return 1; }
-  for pattern in "$@"; do
-    awk -v k="$pattern" '/Function :/{p = index($0, k) > 0} p' /tmp/wait-placement.sass >/tmp/one-kernel.sass
-    python3 kernels/bench/wait_placement.py --label "$label $pattern" </tmp/one-kernel.sass | tee -a "$out/wait-placement.txt"
-    gzip -c /tmp/one-kernel.sass >"$out/sass-$label-$pattern.txt.gz"
-  done
+  local object=$1 label=$2; shift 2
+  local sass="$out/sass-$label-$(basename "$object" .cu.o).txt"
+  cuobjdump -sass "$object" >"$sass" 2>>"$out/wait-placement.log" || { echo "cuobjdump failed: $object"; return 1; }
+  python3 kernels/bench/wait_placement.py --label "$label" ${1:+--match "$@"} <"$sass" | tee -a "$out/wait-placement.txt"
+  gzip -f "$sass"
 }
 
 # Nsight Compute's locked clocks on attnlab: 3 launches after 5 of flash2 (row_blocks ROWS) at B 4, H 16, d 128, N 4k–16k

@@ -9,7 +9,10 @@ prints, for each wait 0 that follows a wait 1, the softmax instructions (MUFU = 
 FMNMX = the row maxima) between the two waits — run under the P̃·V product — and after the wait 0 up
 to the next wait 1 — run with the tensor cores idle unless the other warpgroup keeps them busy.
 
-    cuobjdump -sass -fun <kernel> file.cubin | python3 wait_placement.py [--label L]
+    cuobjdump -sass file.o | python3 wait_placement.py [--label L] [--match FRAGMENT ...]
+
+Each kernel of the dump (a `Function : NAME` line starts one) is read apart; --match keeps those whose mangled name
+contains one of the fragments (e.g. ILi128ELb1ELb1ELi176ELb0ELb0E).
 """
 import argparse
 import re
@@ -56,18 +59,38 @@ def placements(lines):
     return [s for s in spans if s["after"] is not None]
 
 
+def functions(lines):
+    """(name, lines) per kernel of a cuobjdump dump; lines before the first header under the name ''."""
+    name, body = "", []
+    for line in lines:
+        header = re.search(r"Function\s*:\s*(\S+)", line)
+        if header:
+            if body:
+                yield name, body
+            name, body = header.group(1), []
+        else:
+            body.append(line)
+    if body:
+        yield name, body
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--label", default="kernel")
+    parser.add_argument("--label", default="")
+    parser.add_argument("--match", nargs="*", default=[])
     args = parser.parse_args()
-    spans = placements(sys.stdin)
-    if not spans:
-        print(f"{args.label}: no wait 1 followed by a wait 0")
-        return
-    for i, s in enumerate(spans):
-        under = " ".join(f"{k} {v}" for k, v in s["under"].items())
-        after = " ".join(f"{k} {v}" for k, v in s["after"].items())
-        print(f"{args.label} span {i}: under P·V: {under} | after the wait: {after}")
+    for name, body in functions(sys.stdin):
+        if args.match and not any(m in name for m in args.match):
+            continue
+        short = next((m for m in args.match if m in name), name[:90])
+        title = f"{args.label} {short}".strip()
+        spans = placements(body)
+        if not spans:
+            print(f"{title}: no wait 1 followed by a wait 0")
+        for i, s in enumerate(spans):
+            under = " ".join(f"{k} {v}" for k, v in s["under"].items())
+            after = " ".join(f"{k} {v}" for k, v in s["after"].items())
+            print(f"{title} span {i}: under P·V: {under} | after the wait: {after}")
 
 
 if __name__ == "__main__":

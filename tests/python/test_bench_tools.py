@@ -5,7 +5,8 @@
   "under P·V", what follows the wait 0 as "after"; predicated instructions count by their opcode.
 - A wait 0 before any wait 1 (the prologue's wait for S_0) opens no span; a wait 1 with no wait 0 after it (a loop
   whose P·V wait is at the next iteration's top, textually before) gives none either.
-- Lines that are not instructions (headers, `.L_x_1:` labels, blank lines) count as nothing.
+- Lines that are not instructions (headers, `.L_x_1:` labels, blank lines) count as nothing; each kernel of a dump
+  (`Function : NAME`) is read apart.
 """
 import io
 import os
@@ -49,6 +50,17 @@ class WaitPlacement(unittest.TestCase):
         self.assertEqual([s["under"]["FMNMX"] for s in spans], [1, 0])
         self.assertEqual([s["under"]["MUFU"] for s in spans], [0, 2])
         self.assertEqual([s["after"]["MUFU"] for s in spans], [1, 0])
+
+    def test_functions_read_apart(self):
+        dump = ["", "Fatbin elf code:", "\tFunction : _Zkernel_a"] + sass(
+            "WARPGROUP.DEPBAR.LE gsb0, 0x1", "MUFU.EX2 R1, R2") + ["\tFunction : _Zkernel_b"] + sass(
+            "WARPGROUP.DEPBAR.LE gsb0, 0x0", "MUFU.EX2 R1, R2")
+        kernels = dict(wait_placement.functions(dump))
+        self.assertEqual(sorted(kernels), ["", "_Zkernel_a", "_Zkernel_b"])
+        # kernel a's wait 1 is not closed by kernel b's wait 0: each kernel is read apart
+        self.assertEqual(wait_placement.placements(kernels["_Zkernel_a"]), [])
+        self.assertEqual(wait_placement.placements(kernels["_Zkernel_b"]), [])
+        self.assertEqual(len(wait_placement.placements(dump)), 1)  # read as one, they would be
 
     def test_opcode(self):
         self.assertEqual(wait_placement.opcode("        /*0a80*/                   @!P0 FMNMX R1, R2 ;"), "FMNMX")
