@@ -70,6 +70,18 @@ __device__ __forceinline__ void named_arrive(int id) { asm volatile("bar.arrive 
 // Named barriers 4 and 5: a warpgroup's own 128 threads (turbo_prefill_sm90.cu's l. 10 maximum over its four warps;
 // warpgroup g takes 4 + g). Shared-memory writes before it are visible to the warpgroup after it.
 __device__ __forceinline__ void warpgroup_sync(int id) { asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory"); }
+// Whether pred holds for any thread of the warpgroup (bar.red.or on barrier id, 128 threads): a branch on it is
+// taken alike by the warpgroup's four warps, which a branch around a wgmma.wait_group needs (.aligned: every thread
+// of the warpgroup executes the same wait; a warp's own __any_sync would let the warps part).
+__device__ __forceinline__ bool warpgroup_any(bool pred, int id) {
+  uint32_t any;
+  asm volatile(
+      "{\n.reg .pred p, q;\nsetp.ne.u32 p, %1, 0;\nbar.red.or.pred q, %2, 128, p;\nselp.u32 %0, 1, 0, q;\n}\n"
+      : "=r"(any)
+      : "r"(uint32_t(pred)), "r"(id)
+      : "memory");
+  return any != 0;
+}
 
 // kPingPong (two warpgroups): their MMA issues alternate — warpgroup 0, then 1, then 0 … — so that while one
 // warpgroup's MMAs run, the other's softmax does (FlashAttention-3 §3.1's ping-pong scheduling). Each issues
@@ -115,8 +127,9 @@ struct ProducerFillsQKV {
 // Where a warpgroup waits for its P·V_j (FlashAttention-3 §3.2 waits after the softmax of tile j + 1, which runs under
 // it). after_softmax: right after it in the program (wgmma v1–v6 of flash2; every other kernel). after_next_waits: at
 // the top of iteration j + 1, after its mbarrier waits. after_row_max: between the row maxima and the exponentials,
-// where FlashAttention-3's SASS has it, after a branch (the rescale's) that keeps ptxas from moving it up; the steps'
-// softmax then takes a SoftmaxPart, and finish_pv must be O's rescale alone (flash2's). See land_pv below for why.
+// where FlashAttention-3's SASS has it, after a branch (the rescale's, on a warpgroup-wide vote: named barrier 4 + the
+// warpgroup, which the kernel must leave free) that keeps ptxas from moving it up; the steps' softmax then takes a
+// SoftmaxPart, and finish_pv must be O's rescale alone (flash2's). See land_pv below for why.
 enum class PvWait { after_softmax, after_next_waits, after_row_max };
 // The part of the online softmax a call does (PvWait::after_row_max): the masks, the running max and α; then the
 // exponentials and row sums.
@@ -263,7 +276,9 @@ __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uin
     release_k(j + 1);
     if constexpr (kPvWait == PvWait::after_row_max) {
       k.softmax(j + 1, alpha, SoftmaxPart::row_max);
-      if (__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) {  // ends the row maxima's basic block
+      // The branch ends the row maxima's basic block; its condition is the warpgroup's (the wait inside is .aligned),
+      // and barrier 4 + group (warpgroup_sync's) orders it after the maxima. finish_pv still skips warps whose α are 1.
+      if (warpgroup_any(alpha[0] != 1.f || alpha[1] != 1.f, 4 + group)) {
         wgmma_wait<0>();
         k.pin_pv();
         k.finish_pv(alpha, true);
