@@ -26,8 +26,8 @@
 #   STEP=pvwait flash2 wgmma v7 (kv_ring.cuh's PvWait: where the consumers wait for P·V): the peers' build in the
 #               background, attnlab built, flash2's [gpu] tests and sanitizer cases, where ptxas put the waits in the SASS
 #               (wait_placement.py), and flash2's grid under Nsight Compute's locked clocks; then, on the same machine,
-#   STEP=pvwait-ab  flash2 rebuilt with the other PvWait choices (B, C; A, the committed one, rebuilt last), the waits'
-#               placement and locked clocks of each, the peers' locked clocks, and locked_clocks.py's table of all
+#   STEP=pvwait-ab  flash2 rebuilt with each PvWait choice (B, C, then A, the committed one), the waits' placement
+#               and locked clocks of each, the peers' locked clocks, and locked_clocks.py's table of all
 #   STEP=quick  the least that checks a kernel change on a fresh machine with little device time left: attnlab alone
 #               built (no tests), flash2 prefill and kivi decode on small problems against the reference (attnlab run's
 #               errors), attnlab bench of flash2 at d 128, N 4k and 8k, causal and not, and of the decode config at MHA
@@ -166,19 +166,22 @@ pvwait)
   locked_clocks_flash2 built grid
   ;;
 pvwait-ab)
-  # flash2 rebuilt with other PvWait choices (kernels/flash2/flash2_sm90.cu's two constants, edited in this copy and
-  # put back): B = v6's wait for the 176-key tile and the row-max one for the others; C = v6's for every tile.
+  # flash2 rebuilt with each PvWait choice (kernels/flash2/flash2_sm90.cu's two constants, edited in this copy): B =
+  # v6's wait at 176 keys and the row-max one at 128; C = v6's everywhere; A = the committed choice, last, so that
+  # the file is as committed again and the next steps run it. Each: its waits' placement and its locked clocks.
+  BACKGROUND=1 bash .peers/tools/build.sh .peers  # at once where STEP=pvwait built them
+  [ -x build-gpu/bin/attnlab ] || build_sm90a 10 || exit 1
   for v in "B after_softmax after_row_max" "C after_softmax after_softmax" "A after_row_max after_next_waits"; do
     set -- $v
     step "flash2 rebuilt with PvWait $2 (176 keys) and $3 (128 keys): variant $1"
     sed -i "s/kFlash2PvWaitWide = PvWait::[a-z_]*;/kFlash2PvWaitWide = PvWait::$2;/; s/kFlash2PvWaitNarrow = PvWait::[a-z_]*;/kFlash2PvWaitNarrow = PvWait::$3;/" \
       kernels/flash2/flash2_sm90.cu
-    cmake --build build-gpu -j "$(nproc)" --target attnlab >>"$out/build.log" 2>&1 || { tail -20 "$out/build.log"; exit 1; }
-    [ $1 = A ] && break  # A is the committed choice: rebuilt last so that the next steps run it
+    cmake --build build-gpu -j "$(nproc)" --target attnlab >>"$out/build.log" 2>&1 ||
+      { tail -20 "$out/build.log"; git checkout -- kernels/flash2/flash2_sm90.cu; exit 1; }
     flash2_waits $1
     locked_clocks_flash2 $1 grid
   done
-  git diff --stat kernels/flash2/flash2_sm90.cu
+  git diff --stat kernels/flash2/flash2_sm90.cu  # nothing: A is the committed choice
   wait_peers
   step "Nsight Compute's locked clocks: cuDNN and FlashAttention-3 BF16 (clk/*.csv)"
   locked_clocks_peers

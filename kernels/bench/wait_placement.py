@@ -3,11 +3,14 @@
 
 FlashAttention-3's intra-warpgroup overlap (Shah et al. 2024, §3.2) needs the wait for P̃·V_j
 (`wgmma.wait_group 0`, SASS `WARPGROUP.DEPBAR.LE gsb0, 0x0`) to come after the softmax of tile j + 1,
-which runs between it and the wait for S_{j+1} (`... gsb0, 0x1`). The PTX says so, but ptxas schedules
-the SASS and may move the wait up (a wait has no register operands, so it is ready at once). This
-prints, for each wait 0 that follows a wait 1, the softmax instructions (MUFU = the exponentials,
-FMNMX = the row maxima) between the two waits — run under the P̃·V product — and after the wait 0 up
-to the next wait 1 — run with the tensor cores idle unless the other warpgroup keeps them busy.
+which follows the wait for S_{j+1} (`... gsb0, 0x1`). The PTX says so, but ptxas schedules the SASS
+and may move the wait up (a wait has no register operands, so it is ready at once). This prints, for
+each wait 1, the softmax instructions (MUFU = the exponentials, FMNMX = the row maxima, F2FP = P̃'s
+rounding, FMUL = O's rescale) that follow it up to the wait 0 — they run under the P̃·V product — and
+from the wait 0 to the span's end — they run after it. A span ends at the next MMA issue
+(WARPGROUP.ARRIVE), the next wait 1, or a backward branch (the loop's end); a span that the loop's end
+closes before any wait 0 had its wait for P̃·V at the next iteration's top (kv_ring.cuh's PvWait
+after_next_waits): its whole softmax runs under P̃·V.
 
     cuobjdump -sass file.o | python3 wait_placement.py [--label L] [--match FRAGMENT ...]
 
@@ -33,30 +36,65 @@ def opcode(line):
     return tokens[0] if tokens else None
 
 
+ADDRESS = re.compile(r"/\*([0-9a-f]{4,})\*/")
+LABEL = re.compile(r"^\s*(\.L_x_\d+):")
+BRANCH = re.compile(r"\bBRA\b[^`;]*?(?:`\((\.L_x_\d+)\)|0x([0-9a-f]+))")
+
+
 def placements(lines):
-    """Per wait-1 … wait-0 … next-wait-1 span: counts of COUNTED opcodes between wait 1 and wait 0
-    ("under") and after wait 0 ("after")."""
+    """Per wait 1: counts of COUNTED opcodes from it to the wait 0 ("under") and from the wait 0 to the span's end
+    ("after", None where the span ended first), and what closed the "under" part ("wait 0" or "loop's end")."""
     spans, current, side = [], None, None
+    labels = {}  # label → address of the instruction after it
+    pending_labels = []
+    last_address = -1
+
+    def close():
+        nonlocal current
+        if current is not None:
+            spans.append(current)
+        current = None
+
     for line in lines:
+        label = LABEL.match(line)
+        if label:
+            pending_labels.append(label.group(1))
+            continue
+        address = ADDRESS.search(line)
+        op = opcode(line)
+        if op is None:
+            continue
+        if address:
+            last_address = int(address.group(1), 16)
+            for name in pending_labels:
+                labels[name] = last_address
+            pending_labels = []
         m = WAIT.search(line)
         if m:
             depth = int(m.group(1), 16)
             if depth == 1:
-                if current is not None:
-                    spans.append(current)
-                current, side = {"under": dict.fromkeys(COUNTED, 0), "after": None}, "under"
+                close()
+                current, side = {"under": dict.fromkeys(COUNTED, 0), "after": None, "closed_by": None}, "under"
             elif depth == 0 and current is not None and side == "under":
-                current["after"], side = dict.fromkeys(COUNTED, 0), "after"
+                current["after"], current["closed_by"], side = dict.fromkeys(COUNTED, 0), "wait 0", "after"
             continue
-        op = opcode(line)
-        if current is None or op is None:
+        if current is None:
+            continue
+        branch = BRANCH.search(line)
+        backward = False
+        if branch:
+            target = labels.get(branch.group(1)) if branch.group(1) else int(branch.group(2), 16)
+            backward = target is not None and 0 <= target <= last_address
+        if op.startswith("WARPGROUP.ARRIVE") or backward:
+            if side == "under":
+                current["closed_by"] = "loop's end" if backward else "next MMA"
+            close()
             continue
         base = op.split(".")[0]
         if base in COUNTED:
             current[side][base] += 1
-    if current is not None:
-        spans.append(current)
-    return [s for s in spans if s["after"] is not None]
+    close()
+    return spans
 
 
 def functions(lines):
@@ -82,15 +120,16 @@ def main():
     for name, body in functions(sys.stdin):
         if args.match and not any(m in name for m in args.match):
             continue
-        short = next((m for m in args.match if m in name), name[:90])
+        at = name.find("kernelI")  # the template arguments tell a file's kernels apart
+        short = next((m for m in args.match if m in name), name[at:at + 60] if at >= 0 else name[-60:])
         title = f"{args.label} {short}".strip()
         spans = placements(body)
         if not spans:
-            print(f"{title}: no wait 1 followed by a wait 0")
+            print(f"{title}: no wait 1")
         for i, s in enumerate(spans):
             under = " ".join(f"{k} {v}" for k, v in s["under"].items())
-            after = " ".join(f"{k} {v}" for k, v in s["after"].items())
-            print(f"{title} span {i}: under P·V: {under} | after the wait: {after}")
+            after = " ".join(f"{k} {v}" for k, v in s["after"].items()) if s["after"] is not None else "—"
+            print(f"{title} span {i}: under P·V: {under} (to the {s['closed_by'] or 'function end'}) | after the wait: {after}")
 
 
 if __name__ == "__main__":

@@ -9,9 +9,10 @@
 //                         waits on it before its warpgroup issues S_t. Copies of tile t are issued 4 tiles
 //                         ahead (at iteration t − 4) and arrived at iteration t − 2: a thread reading tile t+1
 //                         needs the others only to have reached iteration t − 1.
-//   empty[t mod kStages]  every thread arrives once its P·V_t has landed (waited for at iteration t + 1, after
-//                         that iteration's mbarrier waits); the copies of tile t + kStages wait on it (issued at
-//                         iteration t + 2: the others need only have passed iteration t + 1's waits).
+//   empty[t mod kStages]  every thread arrives once its P·V_t has landed (at iteration t; with PvWait
+//                         after_next_waits at iteration t + 1, after that iteration's mbarrier waits); the copies of
+//                         tile t + kStages wait on it (issued at iteration t + 2: the others need only have passed
+//                         iteration t + 1's waits).
 // A barrier serves tile t, t + kStages, …: its phase parity is (t / kStages) mod 2. Every thread issues and
 // commits one copy group per iteration (empty where no tile is left), so cp.async.wait_group counts alike.
 // The last tile is peeled out of the loop, as in kv_pipeline.cuh (a branch around a wgmma serializes it).
@@ -21,7 +22,7 @@
 // tile t have landed (iteration t − 2), before the fence and its arrival on full[t] — turns the bytes this
 // thread copied into its share of the tile in slot t mod kStages (st.shared). The slot is written only then,
 // so the empty wait moves from the copies to the conversion: it waits for tile t − kStages's P·V, which
-// every thread has waited for by iteration t − kStages + 1. Tiles j − 1 … j + 2 are then resident at iteration j (the
+// every thread has waited for by iteration t − kStages (after_next_waits: t − kStages + 1). Tiles j − 1 … j + 2 are then resident at iteration j (the
 // other warpgroup may be a tile behind), so 4 slots suffice; staging holds tiles j + 2 … j + 4 (3 slots, the
 // kernel's, each read only by the thread that copied into it, tile t in slot t mod 3; the prologue converts
 // tiles 0 and 1 before it issues tile 3's copies).
@@ -146,6 +147,11 @@ __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uin
   static_assert(kStages >= (kConverts ? 4 : kFilled ? 2 : 6),
                 "tiles j−2 … j+3 resident while j+4 loads (converting: j−1 … j+2; filled: the producer waits on "
                 "empty, any depth ≥ 2)");
+  // after_next_waits gives tile t's slot back at iteration t + 1, after that iteration's wait for tile t + 2's K: in
+  // a filled ring of two whole-tile slots that K would be the one the producer can write only into t's slot — no
+  // iteration would ever pass its wait. Split rings free K a tile earlier; three slots leave one between.
+  static_assert(!kLandLate || kSplitKV || !kFilled || kStages >= 3,
+                "after_next_waits in a filled ring of whole-tile slots needs three of them");
   constexpr int kAhead = 4;  // copies of tile t issued at iteration t − kAhead
   if (tiles <= 0) return;
   if constexpr (!kFilled) {

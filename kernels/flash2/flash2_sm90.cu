@@ -11,8 +11,10 @@
 //   issue  O += P̃_j·V_j                          wgmma, A = P̃_j from registers, B = V (MN-major)
 //   wait for S_{j+1}; m, ℓ, P̃_{j+1} = 2^{S·scale·log₂e − m}   (online softmax, App. D; FP32, ex2)
 //   wait for O; O ·= 2^{m_j − m_{j+1}}; round P̃_{j+1} to FP16 A fragments
-// so the tensor cores are busy while the FP32 pipes run the exponentials — if the machine code keeps that order: v7
-// puts the wait for O where ptxas cannot move it above the softmax (kv_ring.cuh's PvWait; kFlash2PvWait below). Rows and keys past the ends are
+// so the tensor cores are busy while the FP32 pipes run the exponentials — if the machine code keeps that order, which
+// v1–v6's did not (ptxas put the wait for O first). v7 (kv_ring.cuh's PvWait; kFlash2PvWait below): at 128 keys the
+// wait moves to the next iteration's top and the whole softmax runs under P·V_j; at 176 keys, where the scores and
+// P·V's registers do not fit together, only the row maxima do, the wait placed before the exponentials (FA3's order). Rows and keys past the ends are
 // zero-filled by the copies (cp.async's or TMA's) and masked in the softmax; causal CTAs stop at the last tile their last row sees.
 //
 // K/V loads (flash2.h's tma_producer): true adds a producer warpgroup (FlashAttention-3 §3.1's warp

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """kernels/bench/wait_placement.py on SASS written here (standard library only; run by ctest).
 
-- The softmax between a kernel's wait for S (`WARPGROUP.DEPBAR.LE gsb0, 0x1`) and its wait for P·V (`… 0x0`) counts as
-  "under P·V", what follows the wait 0 as "after"; predicated instructions count by their opcode.
-- A wait 0 before any wait 1 (the prologue's wait for S_0) opens no span; a wait 1 with no wait 0 after it (a loop
-  whose P·V wait is at the next iteration's top, textually before) gives none either.
-- Lines that are not instructions (headers, `.L_x_1:` labels, blank lines) count as nothing; each kernel of a dump
+- After a wait for S (`WARPGROUP.DEPBAR.LE gsb0, 0x1`) the softmax up to the wait for P·V (`… 0x0`) counts as
+  "under P·V", from there to the span's end as "after"; predicated instructions count by their opcode.
+- A span ends at the next MMA issue (WARPGROUP.ARRIVE), the next wait 1, or a backward branch — to a label seen
+  before (cuobjdump's `(.L_x_N)`) or to a lower address (0x…); a forward branch does not end it. A span that the
+  loop's end closes before any wait 0 (kv_ring.cuh's after_next_waits: the wait at the next iteration's top) says so.
+- A wait 0 outside a span (the prologue's, the loop top's, the epilogue's) opens nothing; lines that are not
+  instructions (headers, labels, encodings, blank lines) count as nothing; each kernel of a dump
   (`Function : NAME`) is read apart.
 """
 import io
@@ -22,34 +24,60 @@ def sass(*body):
 
 
 class WaitPlacement(unittest.TestCase):
-    def test_softmax_under_and_after(self):
+    def test_softmax_under_and_after(self):  # v6's layout: the wait for P·V after the wait for S
         lines = ["\tFunction : kernel", ".L_x_7:"] + sass(
             "WARPGROUP.DEPBAR.LE gsb0, 0x0",  # the prologue's wait: no span
             "MUFU.EX2 R1, R2",
+            "WARPGROUP.ARRIVE",
+            "HGMMA.64x176x16.F32 R24, gdesc[UR4], R24",
             "WARPGROUP.DEPBAR.LE gsb0, 0x1",
             "FMNMX R1, R2, R3, !PT",
             "@!P0 FMNMX R4, R5, R6, !PT",
+            "@P1 BRA `(.L_x_9)",  # forward: the span goes on
             "MUFU.EX2 R7, R8",
             "WARPGROUP.DEPBAR.LE gsb0, 0x0",
             "F2FP.F16.F32.PACK_AB R1, R2, R3",
             "FMUL R9, R9, R10",
             "@P1 MUFU.EX2 R11, R12",
+            "@P0 BRA `(.L_x_7)",  # backward: the loop's end
+            "FMUL R9, R9, R10",  # the epilogue: no span
         )
         spans = wait_placement.placements(lines)
         self.assertEqual(len(spans), 1)
         self.assertEqual(spans[0]["under"], {"MUFU": 1, "FMNMX": 2, "F2FP": 0, "FMUL": 0})
         self.assertEqual(spans[0]["after"], {"MUFU": 1, "FMNMX": 0, "F2FP": 1, "FMUL": 1})
+        self.assertEqual(spans[0]["closed_by"], "wait 0")
 
-    def test_two_iterations_and_an_unclosed_wait(self):
-        lines = sass(
-            "WARPGROUP.DEPBAR.LE gsb0, 0x1", "FMNMX R1, R2, R3", "WARPGROUP.DEPBAR.LE gsb0, 0x0", "MUFU.EX2 R1, R2",
-            "WARPGROUP.DEPBAR.LE gsb0, 0x1", "MUFU.EX2 R1, R2", "MUFU.EX2 R3, R4", "WARPGROUP.DEPBAR.LE gsb0, 0x0",
-            "WARPGROUP.DEPBAR.LE gsb0, 0x1", "MUFU.EX2 R1, R2",  # never closed: not a span
+    def test_wait_at_the_next_iterations_top(self):  # after_next_waits: the loop's end closes the span
+        lines = [".L_x_1:"] + sass(
+            "SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [R3+URZ], R0",
+            "WARPGROUP.DEPBAR.LE gsb0, 0x0",  # the loop top's wait for the last P·V: outside any span
+            "F2FP.F16.F32.PACK_AB R1, R2, R3",
+            "WARPGROUP.ARRIVE",
+            "WARPGROUP.DEPBAR.LE gsb0, 0x1",
+            "FMNMX R1, R2, R3, !PT",
+            "MUFU.EX2 R1, R2",
+            "MUFU.EX2 R3, R4",
+            "@P0 BRA `(.L_x_1)",
+            "WARPGROUP.DEPBAR.LE gsb0, 0x0",  # the epilogue's
+            "F2FP.F16.F32.PACK_AB R1, R2, R3",
         )
         spans = wait_placement.placements(lines)
-        self.assertEqual([s["under"]["FMNMX"] for s in spans], [1, 0])
-        self.assertEqual([s["under"]["MUFU"] for s in spans], [0, 2])
-        self.assertEqual([s["after"]["MUFU"] for s in spans], [1, 0])
+        self.assertEqual(len(spans), 1)
+        self.assertEqual(spans[0]["under"], {"MUFU": 2, "FMNMX": 1, "F2FP": 0, "FMUL": 0})
+        self.assertIsNone(spans[0]["after"])
+        self.assertEqual(spans[0]["closed_by"], "loop's end")
+
+    def test_address_targets_and_the_next_issue(self):
+        lines = sass(
+            "WARPGROUP.DEPBAR.LE gsb0, 0x1", "MUFU.EX2 R1, R2", "@P0 BRA 0x0000",  # to 0x0000: backward
+            "WARPGROUP.DEPBAR.LE gsb0, 0x1", "FMNMX R1, R2, R3", "@P0 BRA 0x00f0",  # forward
+            "WARPGROUP.DEPBAR.LE gsb0, 0x0", "FMUL R1, R1, R2", "WARPGROUP.ARRIVE", "FMUL R1, R1, R2",
+        )
+        spans = wait_placement.placements(lines)
+        self.assertEqual([s["closed_by"] for s in spans], ["loop's end", "wait 0"])
+        self.assertEqual(spans[1]["under"]["FMNMX"], 1)
+        self.assertEqual(spans[1]["after"]["FMUL"], 1)  # the FMUL after the next issue is not the span's
 
     def test_functions_read_apart(self):
         dump = ["", "Fatbin elf code:", "\tFunction : _Zkernel_a"] + sass(
@@ -58,9 +86,9 @@ class WaitPlacement(unittest.TestCase):
         kernels = dict(wait_placement.functions(dump))
         self.assertEqual(sorted(kernels), ["", "_Zkernel_a", "_Zkernel_b"])
         # kernel a's wait 1 is not closed by kernel b's wait 0: each kernel is read apart
-        self.assertEqual(wait_placement.placements(kernels["_Zkernel_a"]), [])
+        self.assertEqual([s["closed_by"] for s in wait_placement.placements(kernels["_Zkernel_a"])], [None])
         self.assertEqual(wait_placement.placements(kernels["_Zkernel_b"]), [])
-        self.assertEqual(len(wait_placement.placements(dump)), 1)  # read as one, they would be
+        self.assertEqual([s["closed_by"] for s in wait_placement.placements(dump)], ["wait 0"])  # read as one
 
     def test_opcode(self):
         self.assertEqual(wait_placement.opcode("        /*0a80*/                   @!P0 FMNMX R1, R2 ;"), "FMNMX")
