@@ -19,6 +19,8 @@
 #               not; locked_clocks.py → locked-clocks.json): a ratio the power limit's clock changes do not move;
 #               then the executed instructions per opcode of ours (the grid) and FlashAttention-3's at N 4k (ncu-op-*.txt)
 #               and their SASS with the warp-state samples of each instruction (sass-*.csv.gz; ours built with -lineinfo)
+#   STEP=sass   the second half of STEP=clocks alone (the peers built): opcodes of ours and FA3 at N 4k, opcode_diff.py,
+#               and every SASS instruction's warp-state samples of each (sass-*.csv.gz)
 #   STEP=v6     flash2 wgmma v6 (mbarrier waits with a suspend hint — every kernel's — and advanced descriptors): attnlab
 #               built, every [gpu] test file, flash2's sanitizer cases; then, as the next calls on the same machine,
 #   STEP=v6-bench  attnlab bench at d 128 (the grid and the persistent orders) and the peers on the same shapes, and
@@ -54,6 +56,23 @@ set -u
 source kernels/bench/session_lib.sh
 session_start prefill-session
 with_dim() { edit_config "$1" "c['problem']['head_dim'] = $2"; }  # a bench config at head dim $2 from config $1
+# Nsight Compute on ours (the grid) and FlashAttention-3 BF16 at B 4, H 16, N 4k, d 128: the executed instructions per
+# opcode (ncu-op-*.txt, compared by opcode_diff.py) and every SASS instruction's warp-state samples (sass-*.csv.gz).
+opcodes_and_sass() {
+  step "Nsight Compute: executed instructions per opcode, ours (grid) and FlashAttention-3, N 4k, d 128 (ncu-op-*.txt)"
+  opcodes="--metrics sass__inst_executed_per_opcode,smsp__inst_executed.sum,sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active,gpu__time_duration.sum --print-metric-instances details"
+  one_launch_config configs/bench-flash2-prefill.json '{"id": "flash2"}' >/tmp/op-config.json
+  timeout 120 ncu --kernel-name regex:flash2_sm90 --launch-skip 5 --launch-count 1 $opcodes \
+    build-gpu/bin/attnlab bench --config /tmp/op-config.json >"$out/ncu-op-ours.txt" 2>&1
+  echo "ours: ncu exit $?"
+  timeout 120 ncu --profile-from-start off --launch-count 1 $opcodes \
+    python3 kernels/bench/peer_launches.py --impl fa3_bf16 --prefill 4,16,16,4096,128,0 --calls 1 >"$out/ncu-op-fa3.txt" 2>&1
+  echo "fa3: ncu exit $?"
+  python3 kernels/bench/opcode_diff.py "$out/ncu-op-fa3.txt" "$out/ncu-op-ours.txt" | head -30
+  step "Nsight Compute: warp-state samples per SASS instruction, ours (grid) and FlashAttention-3 (sass-*.csv.gz)"
+  sass_samples ours --kernel-name regex:flash2_sm90 --launch-skip 5 build-gpu/bin/attnlab bench --config /tmp/op-config.json
+  sass_samples fa3 --profile-from-start off python3 kernels/bench/peer_launches.py --impl fa3_bf16 --prefill 4,16,16,4096,128,0 --calls 1
+}
 # The P·V waits of flash2's ping-pong grid kernels (d 128 with 176 and 128 keys, d 64), labelled LABEL.
 flash2_waits() {
   wait_placement_of build-gpu/kernels/CMakeFiles/attnlab_kernels.dir/flash2/flash2_sm90.cu.o "$1" \
@@ -119,19 +138,13 @@ clocks)
   locked_clocks_peers
   python3 kernels/bench/locked_clocks.py "$out/clk" --calls 3 --out "$out/locked-clocks.json" \
     --gpu "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
-  step "Nsight Compute: executed instructions per opcode, ours (grid) and FlashAttention-3, N 4k, d 128 (ncu-op-*.txt)"
-  opcodes="--metrics sass__inst_executed_per_opcode,smsp__inst_executed.sum,sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active,gpu__time_duration.sum --print-metric-instances details"
-  one_launch_config configs/bench-flash2-prefill.json '{"id": "flash2"}' >/tmp/op-config.json
-  timeout 120 ncu --kernel-name regex:flash2_sm90 --launch-skip 5 --launch-count 1 $opcodes \
-    build-gpu/bin/attnlab bench --config /tmp/op-config.json >"$out/ncu-op-ours.txt" 2>&1
-  echo "ours: ncu exit $?"
-  timeout 120 ncu --profile-from-start off --launch-count 1 $opcodes \
-    python3 kernels/bench/peer_launches.py --impl fa3_bf16 --prefill 4,16,16,4096,128,0 --calls 1 >"$out/ncu-op-fa3.txt" 2>&1
-  echo "fa3: ncu exit $?"
-  python3 kernels/bench/opcode_diff.py "$out/ncu-op-fa3.txt" "$out/ncu-op-ours.txt" | head -30
-  step "Nsight Compute: warp-state samples per SASS instruction, ours (grid) and FlashAttention-3 (sass-*.csv.gz)"
-  sass_samples ours --kernel-name regex:flash2_sm90 --launch-skip 5 build-gpu/bin/attnlab bench --config /tmp/op-config.json
-  sass_samples fa3 --profile-from-start off python3 kernels/bench/peer_launches.py --impl fa3_bf16 --prefill 4,16,16,4096,128,0 --calls 1
+  opcodes_and_sass
+  ;;
+sass)
+  BACKGROUND=1 bash .peers/tools/build.sh .peers  # at once where an earlier step built them
+  [ -x build-gpu/bin/attnlab ] || build_sm90a 10 || exit 1
+  wait_peers
+  opcodes_and_sass
   ;;
 v6)
   step "peers: building in the background (/tmp/peers/*.log)"
