@@ -184,17 +184,19 @@ pvwait-ab)
   # the file is as committed again and the next steps run it. Each: its waits' placement and its locked clocks.
   BACKGROUND=1 bash .peers/tools/build.sh .peers  # at once where STEP=pvwait built them
   [ -x build-gpu/bin/attnlab ] || build_sm90a 10 || exit 1
+  cp kernels/flash2/flash2_sm90.cu /tmp/flash2_sm90.cu.committed
   for v in "B after_softmax after_row_max" "C after_softmax after_softmax" "A after_row_max after_next_waits"; do
     set -- $v
     step "flash2 rebuilt with PvWait $2 (176 keys) and $3 (128 keys): variant $1"
     sed -i "s/kFlash2PvWaitWide = PvWait::[a-z_]*;/kFlash2PvWaitWide = PvWait::$2;/; s/kFlash2PvWaitNarrow = PvWait::[a-z_]*;/kFlash2PvWaitNarrow = PvWait::$3;/" \
       kernels/flash2/flash2_sm90.cu
     cmake --build build-gpu -j "$(nproc)" --target attnlab >>"$out/build.log" 2>&1 ||
-      { tail -20 "$out/build.log"; git checkout -- kernels/flash2/flash2_sm90.cu; exit 1; }
+      { tail -20 "$out/build.log"; cp /tmp/flash2_sm90.cu.committed kernels/flash2/flash2_sm90.cu; exit 1; }
     flash2_waits $1
     locked_clocks_flash2 $1 grid
   done
-  git diff --stat kernels/flash2/flash2_sm90.cu  # nothing: A is the committed choice
+  cmp -s /tmp/flash2_sm90.cu.committed kernels/flash2/flash2_sm90.cu && echo "flash2_sm90.cu as committed (A)" ||
+    { echo "flash2_sm90.cu differs from the committed file: restored"; cp /tmp/flash2_sm90.cu.committed kernels/flash2/flash2_sm90.cu; }
   wait_peers
   step "Nsight Compute's locked clocks: cuDNN and FlashAttention-3 BF16 (clk/*.csv)"
   locked_clocks_peers
