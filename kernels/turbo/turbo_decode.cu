@@ -47,9 +47,10 @@
 // softmax and the saturating channels in the spread layout (softmax_tile's comment), pair order; v6 —
 // P·V's results and O spread the same way; v7 — at G = 1 the fold's products spread too; v9 —
 // one launch per width, 2-bit at 16 warps per SM; v10 — one launch over both widths where that gains
-// nothing, P·V's rows spread through shared memory; v11 (this) — the MMA's rows replicated (row g holds
+// nothing, P·V's rows spread through shared memory; v11 — the MMA's rows replicated (row g holds
 // query row g mod GE), so the scores' spread is a choice among registers and Z needs no shuffle, and the
-// P codes gathered through shared memory.
+// P codes gathered through shared memory; v13 — the saturating channels' loops rolled at GE ≥ 4; v14 (this) — at
+// GE = 4 the two lanes of a replicated row fold half the k-steps each and swap the words.
 #include "kernels/turbo/turbo_decode.h"
 
 #include "core/kernel_traits.h"
@@ -413,6 +414,31 @@ __device__ void coded_tile(uint8_t* stage, const int8_t* q8, float s_q, int rows
         const uint32_t hv = __shfl_sync(kFull, hw, 8 * ks + 4 * h + t), lv = __shfl_sync(kFull, lw, 8 * ks + 4 * h + t);
         a[ks][2 * h] = hv;
         a[ks][2 * h + 1] = lv;
+      }
+  } else if constexpr (GE == 4) {
+    // Lanes g and g + 4 hold the same query row (g mod 4): each folds half the k-steps and takes the other half's
+    // words from its partner (lane ^ 16) — the same words as the branch below, half the fold's instructions (v14).
+    const bool upper = g >= 4;
+    uint32_t mine[KS / 2][4];
+#pragma unroll
+    for (int kk = 0; kk < KS / 2; ++kk) {
+      const int ks = upper ? KS / 2 + kk : kk;
+      const uint32_t kf = upper ? kflag[KS / 2 + kk] : kflag[kk];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int c0 = 32 * ks + 16 * h + 4 * t;
+        const uint32_t qw = *reinterpret_cast<const uint32_t*>(q8 + (g % GE) * D + c0);
+        const uint32_t sw = *reinterpret_cast<const uint32_t*>(sz + c0);
+        fold_words(qw, sw, kf >> (16 * h + 4 * t), mine[kk][2 * h], mine[kk][2 * h + 1]);
+      }
+    }
+#pragma unroll
+    for (int kk = 0; kk < KS / 2; ++kk)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const uint32_t theirs = __shfl_xor_sync(kFull, mine[kk][r], 16);
+        a[kk][r] = upper ? theirs : mine[kk][r];
+        a[KS / 2 + kk][r] = upper ? mine[kk][r] : theirs;
       }
   } else {
 #pragma unroll
