@@ -37,9 +37,10 @@ KernelResult::Clock clock_from_json(const json& j, const ResultsSource& src, con
       bad(fmt::format("{} must be a number in [{}, {}]", key, lo, hi));
     return j[key].get<double>();
   };
-  c.min_mhz = number("min_mhz", 1, 1e5), c.median_mhz = number("median_mhz", 1, 1e5);
-  c.max_mhz = number("max_mhz", 1, 1e5);
-  const double runs = number("runs", 1, 1e6);
+  using C = KernelResult::Clock;
+  c.min_mhz = number("min_mhz", C::kMinMhz, C::kMaxMhz), c.median_mhz = number("median_mhz", C::kMinMhz, C::kMaxMhz);
+  c.max_mhz = number("max_mhz", C::kMinMhz, C::kMaxMhz);
+  const double runs = number("runs", 1, C::kMaxRuns);
   if (runs != double(int(runs))) bad("runs must be a whole number");
   c.runs = int(runs);
   if (!(c.min_mhz <= c.median_mhz && c.median_mhz <= c.max_mhz)) bad("min_mhz ≤ median_mhz ≤ max_mhz does not hold");

@@ -43,6 +43,8 @@ struct KernelResult {
   // The SM clock read after each of the `runs` timed runs (kernels/common/sm_clock.h): lowest, median, highest, MHz.
   // Absent where the clock is not known.
   struct Clock {
+    // What a saved file may hold (results.json's kernel.sm_clock and a measurements file's sm_clock_* fields alike).
+    static constexpr double kMinMhz = 1, kMaxMhz = 1e5, kMaxRuns = 1e6;
     double min_mhz = 0.0, median_mhz = 0.0, max_mhz = 0.0;
     int runs = 0;
   };

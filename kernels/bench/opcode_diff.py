@@ -11,7 +11,6 @@ import re
 import signal
 import sys
 
-signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # piped into head: stop quietly
 
 
 def opcodes(path):
@@ -28,11 +27,18 @@ def opcodes(path):
     return {op: float(n.replace(",", "")) for op, n in re.findall(r"([A-Z][A-Z0-9_.]*): ([\d,]+)", block)}
 
 
-if len(sys.argv) != 3:
-    print("usage: opcode_diff.py BASELINE.txt OURS.txt", file=sys.stderr)
-    sys.exit(2)
-base, ours = opcodes(sys.argv[1]), opcodes(sys.argv[2])
-print(f"{'opcode':12s} {'baseline':>13s} {'ours':>13s} {'ours - base':>13s}")
-for op in sorted(set(base) | set(ours), key=lambda k: -(ours.get(k, 0) - base.get(k, 0))):
-    print(f"{op:12s} {base.get(op, 0):13.0f} {ours.get(op, 0):13.0f} {ours.get(op, 0) - base.get(op, 0):13.0f}")
-print(f"{'total':12s} {sum(base.values()):13.0f} {sum(ours.values()):13.0f} {sum(ours.values()) - sum(base.values()):13.0f}")
+def main():
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # piped into head: stop quietly
+    if len(sys.argv) != 3:
+        print("usage: opcode_diff.py BASELINE.txt OURS.txt", file=sys.stderr)
+        sys.exit(2)
+    base, ours = opcodes(sys.argv[1]), opcodes(sys.argv[2])
+    print(f"{'opcode':12s} {'baseline':>13s} {'ours':>13s} {'ours - base':>13s}")
+    for op in sorted(set(base) | set(ours), key=lambda k: -(ours.get(k, 0) - base.get(k, 0))):
+        print(f"{op:12s} {base.get(op, 0):13.0f} {ours.get(op, 0):13.0f} {ours.get(op, 0) - base.get(op, 0):13.0f}")
+    print(f"{'total':12s} {sum(base.values()):13.0f} {sum(ours.values()):13.0f} "
+          f"{sum(ours.values()) - sum(base.values()):13.0f}")
+
+
+if __name__ == "__main__":
+    main()

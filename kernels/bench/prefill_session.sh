@@ -51,7 +51,8 @@
 #               (int_flash full INT8, turbo SAS FP32 and exp2), the peers on the same shapes (SageAttention2 among them:
 #               waits for its build), and Nsight Compute on one launch each of int_flash's producer kernel, turbo's exp2
 #               producer kernel and SageAttention2's kernel at B 4, H 16, N 8k, d 128 (instructions, issue, pipes)
-#   Run after STEP=build (which builds everything); the other steps need no rebuild on the same machine.
+#   Steps that time or profile attnlab build it first (build_sm90a) or bring build-gpu/ up to date (ensure_built); the
+#   others (bench, fig6, sas, int8, ncu, turbo, turbo-bench) expect an earlier step's build on the same machine.
 set -u
 source kernels/bench/session_lib.sh
 session_start prefill-session
@@ -65,13 +66,13 @@ opcodes_and_sass() {
   timeout 120 ncu --kernel-name regex:flash2_sm90 --launch-skip 5 --launch-count 1 $opcodes \
     build-gpu/bin/attnlab bench --config /tmp/op-config.json >"$out/ncu-op-ours.txt" 2>&1
   echo "ours: ncu exit $?"
-  timeout 120 ncu --profile-from-start off --launch-count 1 $opcodes \
-    python3 kernels/bench/peer_launches.py --impl fa3_bf16 --prefill 4,16,16,4096,128,0 --calls 1 >"$out/ncu-op-fa3.txt" 2>&1
+  timeout 120 ncu --profile-from-start off --kernel-name-base demangled --kernel-name regex:FlashAttnFwd --launch-count 1 \
+    $opcodes python3 kernels/bench/peer_launches.py --impl fa3_bf16 --prefill 4,16,16,4096,128,0 --calls 1 >"$out/ncu-op-fa3.txt" 2>&1
   echo "fa3: ncu exit $?"
-  python3 kernels/bench/opcode_diff.py "$out/ncu-op-fa3.txt" "$out/ncu-op-ours.txt" | head -30
+  python3 kernels/bench/opcode_diff.py "$out/ncu-op-fa3.txt" "$out/ncu-op-ours.txt" | tee "$out/opcode-diff.txt" | head -30
   step "Nsight Compute: warp-state samples per SASS instruction, ours (grid) and FlashAttention-3 (sass-*.csv.gz)"
   sass_samples ours --kernel-name regex:flash2_sm90 --launch-skip 5 build-gpu/bin/attnlab bench --config /tmp/op-config.json
-  sass_samples fa3 --profile-from-start off python3 kernels/bench/peer_launches.py --impl fa3_bf16 --prefill 4,16,16,4096,128,0 --calls 1
+  sass_samples fa3 --profile-from-start off --kernel-name-base demangled --kernel-name regex:FlashAttnFwd python3 kernels/bench/peer_launches.py --impl fa3_bf16 --prefill 4,16,16,4096,128,0 --calls 1
 }
 # The P·V waits of flash2's ping-pong grid kernels (d 128 with 176 and 128 keys, d 64), labelled LABEL.
 flash2_waits() {
@@ -136,13 +137,12 @@ clocks)
   wait_peers
   step "Nsight Compute's locked clocks: cuDNN and FlashAttention-3 BF16, 3 calls in a profiled range (clk/*.csv)"
   locked_clocks_peers
-  python3 kernels/bench/locked_clocks.py "$out/clk" --calls 3 --out "$out/locked-clocks.json" \
-    --gpu "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
+  locked_clocks_table
   opcodes_and_sass
   ;;
 sass)
   BACKGROUND=1 bash .peers/tools/build.sh .peers  # at once where an earlier step built them
-  [ -x build-gpu/bin/attnlab ] || build_sm90a 10 || exit 1
+  ensure_built || exit 1
   wait_peers
   opcodes_and_sass
   ;;
@@ -180,12 +180,15 @@ pvwait)
   ;;
 pvwait-ab)
   # flash2 rebuilt with each PvWait choice (kernels/flash2/flash2_sm90.cu's two constants, edited in this copy): B =
-  # v6's wait at 176 keys and the row-max one at 128; C = v6's everywhere; A = the committed choice, last, so that
-  # the file is as committed again and the next steps run it. Each: its waits' placement and its locked clocks.
+  # v6's wait at 176 keys and the row-max one at 128; C = v6's everywhere; A = the committed choice (read from the
+  # file), last, so that the file is as committed again and the next steps run it. Each: its waits' placement and its
+  # locked clocks at N 4k and 16k (LENS).
   BACKGROUND=1 bash .peers/tools/build.sh .peers  # at once where STEP=pvwait built them
-  [ -x build-gpu/bin/attnlab ] || build_sm90a 10 || exit 1
+  ensure_built || exit 1
   cp kernels/flash2/flash2_sm90.cu /tmp/flash2_sm90.cu.committed
-  for v in "B after_softmax after_row_max" "C after_softmax after_softmax" "A after_row_max after_next_waits"; do
+  committed=$(sed -n 's/.*kFlash2PvWait\(Wide\|Narrow\) = PvWait::\([a-z_]*\);.*/\2/p' kernels/flash2/flash2_sm90.cu | tr '\n' ' ')
+  export LENS=${LENS:-4096 16384}  # 6 of ours a variant and the peers' 8 fit the call's 10 minutes
+  for v in "B after_softmax after_row_max" "C after_softmax after_softmax" "A $committed"; do
     set -- $v
     step "flash2 rebuilt with PvWait $2 (176 keys) and $3 (128 keys): variant $1"
     sed -i "s/kFlash2PvWaitWide = PvWait::[a-z_]*;/kFlash2PvWaitWide = PvWait::$2;/; s/kFlash2PvWaitNarrow = PvWait::[a-z_]*;/kFlash2PvWaitNarrow = PvWait::$3;/" \
@@ -200,14 +203,10 @@ pvwait-ab)
   wait_peers
   step "Nsight Compute's locked clocks: cuDNN and FlashAttention-3 BF16 (clk/*.csv)"
   locked_clocks_peers
-  python3 kernels/bench/locked_clocks.py "$out/clk" --calls 3 --out "$out/locked-clocks.json" \
-    --gpu "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
+  locked_clocks_table
   ;;
 quick)
-  step "configure and build attnlab alone"
-  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNLAB_CUDA_ARCHITECTURES=90a >"$out/configure.log" 2>&1 ||
-    { tail -30 "$out/configure.log"; exit 1; }
-  cmake --build build-gpu -j "$(nproc)" --target attnlab >"$out/build.log" 2>&1 || { grep -E "error" -A5 "$out/build.log" | head -40; exit 1; }
+  BUILD_TARGETS=attnlab build_sm90a || exit 1  # attnlab alone, with build_sm90a's flags (later steps reuse the tree)
   step "small problems against the reference: flash2 prefill (B 1, H 4/2, N 1000, causal), kivi decode (B 2, H 8/2, N 3000)"
   edit_config configs/bench-flash2-prefill.json "c['variants'] = [{'id': 'flash2'}]; c.pop('sweep'); c['backends'] = ['reference', 'kernel']
 c['problem'].update(batch=1, q_heads=4, kv_heads=2, q_len=1000, kv_len=1000, causal=True)" >"$out/small-prefill.json"
@@ -279,5 +278,9 @@ turbo-bench)
   one_launch_config configs/bench-turbo-prefill-loads.json '{"id": "turbo"}' '{"q_len": 8192, "kv_len": 8192}' \
     >"$out/ncu-turbo.json"
   ncu_attnlab turbo turbo_prefill_kernel "$out/ncu-turbo.json"
+  ;;
+*)
+  echo "prefill_session.sh: unknown STEP '${STEP:-}' (the header lists the steps)" >&2
+  exit 2
   ;;
 esac

@@ -8,6 +8,10 @@
 #   sanitize "[#test_flash2_kernel][sanitize]"
 #   bench_ours d128 CONFIG 20; peers_on prefill   # attnlab bench, then the peers on the same shapes
 #   one_launch_config CONFIG '{"id": "turbo"}' >one.json; ncu_attnlab turbo turbo_prefill_kernel one.json
+#   ensure_built || exit 1          # build-gpu/ brought up to date (or built)
+#   sass_samples NAME NCU-FILTERS… COMMAND…   # every SASS instruction's warp-state samples of one launch
+#   wait_placement_of OBJECT LABEL [FRAGMENTS…]   # where ptxas put the wgmma waits (wait_placement.py)
+#   locked_clocks_flash2 NAME ROWS; locked_clocks_peers; locked_clocks_table   # Nsight Compute's locked clocks
 
 # A step's title; a session_start folder is packed first, so a command killed by a time limit (no exit trap) still
 # brings back every step before the one it was in. (Scripts that set $out themselves pack nothing here.)
@@ -26,6 +30,14 @@ session_start() {
 pack_session() { tar czf "$archive.part" -C "$out" . && mv "$archive.part" "$archive"; }
 
 # attnlab and its tests for sm_90a with JOBS compile jobs (the peers' background build takes the other cores).
+# attnlab built up to date: build-gpu/ rebuilt where it is (seconds when nothing changed), else configured and built.
+ensure_built() {
+  if [ -f build-gpu/build.ninja ]; then
+    cmake --build build-gpu -j "$(nproc)" --target attnlab >>"$out/build.log" 2>&1 || { tail -20 "$out/build.log"; return 1; }
+  else
+    build_sm90a 10
+  fi
+}
 build_sm90a() {
   step configure and build attnlab
   # -lineinfo: Nsight Compute's source pages map each SASS instruction to its line (no change to the code generated).
@@ -33,7 +45,8 @@ build_sm90a() {
     >"$out/configure.log" 2>&1 ||
     { tail -30 "$out/configure.log"; return 1; }
   local start=$SECONDS
-  cmake --build build-gpu -j "${1:-$(nproc)}" --target attnlab attnlab_tests >"$out/build.log" 2>&1 ||
+  # shellcheck disable=SC2086  # BUILD_TARGETS: a list (STEP=quick builds attnlab alone)
+  cmake --build build-gpu -j "${1:-$(nproc)}" --target ${BUILD_TARGETS:-attnlab attnlab_tests} >"$out/build.log" 2>&1 ||
     { grep -E "error" -A5 "$out/build.log" | head -80; return 1; }
   echo "built in $((SECONDS - start)) s"
   nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
@@ -133,8 +146,10 @@ ncu_launch() {
 # (its first launch that passes them). The GPU build has -lineinfo, so each instruction names its source line too.
 sass_samples() {
   local name=$1; shift
+  rm -f "/tmp/sass-$name.ncu-rep"  # a failed profile must not export an earlier call's report
   timeout 150 ncu --launch-count 1 --section SourceCounters --section WarpStateStats -f -o "/tmp/sass-$name" "$@" \
     >"$out/sass-$name.log" 2>&1
+  echo "$name: ncu exit $?"
   timeout 60 ncu -i "/tmp/sass-$name.ncu-rep" --page source --csv --print-source sass 2>>"$out/sass-$name.log" |
     gzip >"$out/sass-$name.csv.gz"
   echo "$name: $(zcat "$out/sass-$name.csv.gz" | wc -l) SASS lines"
@@ -186,6 +201,12 @@ locked_clocks_peers() {
       done
     done
   done
+}
+
+# locked_clocks.py's table of every CSV in $out/clk (ours and the peers) into $out/locked-clocks.json.
+locked_clocks_table() {
+  python3 kernels/bench/locked_clocks.py "$out/clk" --calls 3 --out "$out/locked-clocks.json" \
+    --gpu "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
 }
 
 # compute-sanitizer memcheck and racecheck on the attnlab_tests cases TAGS names (Catch2's -# file tags), into

@@ -21,33 +21,16 @@ import argparse
 import re
 import sys
 
+from sass_text import functions, instructions
+
 WAIT = re.compile(r"WARPGROUP\.DEPBAR\.LE\s+gsb0,\s*0x([0-9a-f]+)")
 COUNTED = ("MUFU", "FMNMX", "F2FP", "FMUL")
-
-
-def opcode(line):
-    """The opcode of one SASS line ('/*0a80*/  @!P0 FMNMX R1, ... ;'), or None."""
-    body = line.split("*/", 1)[-1].strip()
-    if not body or body.startswith(("/*", ".")):
-        return None
-    tokens = body.rstrip(";").split()
-    if tokens and tokens[0].startswith("@"):
-        tokens = tokens[1:]
-    return tokens[0] if tokens else None
-
-
-ADDRESS = re.compile(r"/\*([0-9a-f]{4,})\*/")
-LABEL = re.compile(r"^\s*(\.L_x_\d+):")
-BRANCH = re.compile(r"\bBRA\b[^`;]*?(?:`\((\.L_x_\d+)\)|0x([0-9a-f]+))")
 
 
 def placements(lines):
     """Per wait 1: counts of COUNTED opcodes from it to the wait 0 ("under") and from the wait 0 to the span's end
     ("after", None where the span ended first), and what closed the "under" part ("wait 0" or "loop's end")."""
     spans, current, side = [], None, None
-    labels = {}  # label → address of the instruction after it
-    pending_labels = []
-    last_address = -1
 
     def close():
         nonlocal current
@@ -55,21 +38,8 @@ def placements(lines):
             spans.append(current)
         current = None
 
-    for line in lines:
-        label = LABEL.match(line)
-        if label:
-            pending_labels.append(label.group(1))
-            continue
-        address = ADDRESS.search(line)
-        op = opcode(line)
-        if op is None:
-            continue
-        if address:
-            last_address = int(address.group(1), 16)
-            for name in pending_labels:
-                labels[name] = last_address
-            pending_labels = []
-        m = WAIT.search(line)
+    for ins in instructions(lines):
+        m = WAIT.search(ins.text)
         if m:
             depth = int(m.group(1), 16)
             if depth == 1:
@@ -80,36 +50,16 @@ def placements(lines):
             continue
         if current is None:
             continue
-        branch = BRANCH.search(line)
-        backward = False
-        if branch:
-            target = labels.get(branch.group(1)) if branch.group(1) else int(branch.group(2), 16)
-            backward = target is not None and 0 <= target <= last_address
-        if op.startswith("WARPGROUP.ARRIVE") or backward:
+        if ins.opcode.startswith("WARPGROUP.ARRIVE") or ins.backward:
             if side == "under":
-                current["closed_by"] = "loop's end" if backward else "next MMA"
+                current["closed_by"] = "loop's end" if ins.backward else "next MMA"
             close()
             continue
-        base = op.split(".")[0]
+        base = ins.opcode.split(".")[0]
         if base in COUNTED:
             current[side][base] += 1
     close()
     return spans
-
-
-def functions(lines):
-    """(name, lines) per kernel of a cuobjdump dump; lines before the first header under the name ''."""
-    name, body = "", []
-    for line in lines:
-        header = re.search(r"Function\s*:\s*(\S+)", line)
-        if header:
-            if body:
-                yield name, body
-            name, body = header.group(1), []
-        else:
-            body.append(line)
-    if body:
-        yield name, body
 
 
 def main():
@@ -117,9 +67,11 @@ def main():
     parser.add_argument("--label", default="")
     parser.add_argument("--match", nargs="*", default=[])
     args = parser.parse_args()
+    read = 0
     for name, body in functions(sys.stdin):
         if args.match and not any(m in name for m in args.match):
             continue
+        read += 1
         at = name.find("kernelI")  # the template arguments tell a file's kernels apart
         short = next((m for m in args.match if m in name), name[at:at + 60] if at >= 0 else name[-60:])
         title = f"{args.label} {short}".strip()
@@ -130,6 +82,8 @@ def main():
             under = " ".join(f"{k} {v}" for k, v in s["under"].items())
             after = " ".join(f"{k} {v}" for k, v in s["after"].items()) if s["after"] is not None else "—"
             print(f"{title} span {i}: under P·V: {under} (to the {s['closed_by'] or 'function end'}) | after the wait: {after}")
+    if read == 0:
+        sys.exit(f"wait_placement: no kernel{' matching ' + ' '.join(args.match) if args.match else ''} in the input")
 
 
 if __name__ == "__main__":

@@ -423,6 +423,7 @@ __device__ void coded_tile(uint8_t* stage, const int8_t* q8, float s_q, int rows
 #pragma unroll
     for (int kk = 0; kk < KS / 2; ++kk) {
       const int ks = upper ? KS / 2 + kk : kk;
+      // kflag[ks] by a select: indexed by a lane's own k-step, kflag would go to local memory.
       const uint32_t kf = upper ? kflag[KS / 2 + kk] : kflag[kk];
 #pragma unroll
       for (int h = 0; h < 2; ++h) {

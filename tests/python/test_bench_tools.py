@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""kernels/bench/wait_placement.py on SASS written here (standard library only; run by ctest).
+"""The SASS and Nsight Compute readers of kernels/bench (standard library only; run by ctest).
+
+sass_text.py and wait_placement.py on SASS written here:
 
 - After a wait for S (`WARPGROUP.DEPBAR.LE gsb0, 0x1`) the softmax up to the wait for P·V (`… 0x0`) counts as
   "under P·V", from there to the span's end as "after"; predicated instructions count by their opcode.
@@ -8,14 +10,21 @@
   loop's end closes before any wait 0 (kv_ring.cuh's after_next_waits: the wait at the next iteration's top) says so.
 - A wait 0 outside a span (the prologue's, the loop top's, the epilogue's) opens nothing; lines that are not
   instructions (headers, labels, encodings, blank lines) count as nothing; each kernel of a dump
-  (`Function : NAME`) is read apart.
+  (`Function : NAME`) is read apart; a line without an address (an encoding, "Fatbin … code:") is no instruction.
+
+ncu_csv.launches on a `--csv` table with the program's output around it; opcode_diff.opcodes on the committed
+Nsight Compute text of 2026-12-06, whose per-opcode counts must add up to the total ncu printed beside them.
 """
 import io
 import os
 import sys
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "kernels", "bench"))
+BENCH = os.path.join(os.path.dirname(__file__), "..", "..", "kernels", "bench")
+sys.path.insert(0, BENCH)
+import ncu_csv  # noqa: E402
+import opcode_diff  # noqa: E402
+import sass_text  # noqa: E402
 import wait_placement  # noqa: E402
 
 
@@ -83,7 +92,7 @@ class WaitPlacement(unittest.TestCase):
         dump = ["", "Fatbin elf code:", "\tFunction : _Zkernel_a"] + sass(
             "WARPGROUP.DEPBAR.LE gsb0, 0x1", "MUFU.EX2 R1, R2") + ["\tFunction : _Zkernel_b"] + sass(
             "WARPGROUP.DEPBAR.LE gsb0, 0x0", "MUFU.EX2 R1, R2")
-        kernels = dict(wait_placement.functions(dump))
+        kernels = dict(sass_text.functions(dump))
         self.assertEqual(sorted(kernels), ["", "_Zkernel_a", "_Zkernel_b"])
         # kernel a's wait 1 is not closed by kernel b's wait 0: each kernel is read apart
         self.assertEqual([s["closed_by"] for s in wait_placement.placements(kernels["_Zkernel_a"])], [None])
@@ -91,13 +100,50 @@ class WaitPlacement(unittest.TestCase):
         self.assertEqual([s["closed_by"] for s in wait_placement.placements(dump)], ["wait 0"])  # read as one
 
     def test_opcode(self):
-        self.assertEqual(wait_placement.opcode("        /*0a80*/                   @!P0 FMNMX R1, R2 ;"), "FMNMX")
-        self.assertEqual(wait_placement.opcode("        /*0a90*/                   MUFU.EX2 R1, R2 ;"), "MUFU.EX2")
-        self.assertEqual(wait_placement.opcode("  /*0aa0*/  @P2 F2FP.F16.F32.PACK_AB R1, R2, R3 ;  /* 0x000fe20000000000 */"),
+        self.assertEqual(sass_text.opcode("        /*0a80*/                   @!P0 FMNMX R1, R2 ;"), "FMNMX")
+        self.assertEqual(sass_text.opcode("        /*0a90*/                   MUFU.EX2 R1, R2 ;"), "MUFU.EX2")
+        self.assertEqual(sass_text.opcode("  /*0aa0*/  @P2 F2FP.F16.F32.PACK_AB R1, R2, R3 ;  /* 0x000fe20000000000 */"),
                          "F2FP.F16.F32.PACK_AB")
-        self.assertIsNone(wait_placement.opcode(".L_x_3:"))
-        self.assertIsNone(wait_placement.opcode("        /* 0x000fe200078e00ff */"))
-        self.assertIsNone(wait_placement.opcode(""))
+        self.assertIsNone(sass_text.opcode(".L_x_3:"))
+        self.assertIsNone(sass_text.opcode("        /* 0x000fe200078e00ff */"))
+        self.assertIsNone(sass_text.opcode(""))
+
+
+class SassText(unittest.TestCase):
+    def test_instructions(self):
+        lines = ["\tFunction : k", ".L_x_2:"] + sass("@P0 MUFU.EX2 R1, R2", "IADD3 R1, R1, 0x1, RZ") + [
+            "        /* 0x000fe20000000000 */", "\tFatbin ptx code:"] + sass(
+            "", "", "@!P1 BRA `(.L_x_2)", "BRA 0x0100")  # two empty slots: these addresses go on from 0x20
+        ins = list(sass_text.instructions(lines))
+        self.assertEqual([x.opcode for x in ins], ["MUFU.EX2", "IADD3", "BRA", "BRA"])
+        self.assertEqual([x.address for x in ins], [0x00, 0x10, 0x20, 0x30])
+        self.assertEqual([x.backward for x in ins], [False, False, True, False])  # to .L_x_2 = 0x00; 0x100 ahead
+        self.assertEqual(ins[0].text, "@P0 MUFU.EX2 R1, R2")
+
+
+class NcuCsv(unittest.TestCase):
+    def test_launches(self):
+        lines = [
+            "==PROF== Connected to process 1",
+            "variant  shape  median (ms)",  # the program's own output
+            '"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"',
+            '"1","k_b","gpu__time_duration.sum","ns","2,500"',
+            '"0","k_a","gpu__time_duration.sum","ns","1,234"',
+            '"0","k_a","sm__cycles_elapsed.avg.per_second","Hz","1,410,000,000"',
+            "==PROF== Disconnected from process 1",
+        ]
+        self.assertEqual(ncu_csv.launches(lines), [
+            (0, "k_a", {"gpu__time_duration.sum": "1234", "sm__cycles_elapsed.avg.per_second": "1410000000"}),
+            (1, "k_b", {"gpu__time_duration.sum": "2500"})])
+
+
+class OpcodeDiff(unittest.TestCase):
+    def test_counts_add_up_to_ncus_total(self):
+        path = os.path.join(BENCH, "h100-flash2-fa3-cudnn-ncu-2026-12-06.txt")
+        counts = opcode_diff.opcodes(path)
+        self.assertEqual(sum(counts.values()), 313_884_930)  # "sass__inst_executed_per_opcode 313,884,930 (FFMA: …"
+        self.assertEqual(counts["FFMA"], 41_156_608)  # a count wrapped onto the next line in ncu's text
+        self.assertGreater(len(counts), 50)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,8 @@ namespace ATTNLAB_FILE_LOCAL {
 TEST_CASE("wgmma descriptor: the fields where PTX puts them") {
   // Start 0x1400 (>> 4 = 0x140), LBO 16 B (1), SBO 1024 B (64), 128-byte swizzle (mode 1).
   CHECK(wgmma_descriptor(0x1400, 16, 1024, 1) == (0x140ull | 1ull << 16 | 64ull << 32 | 1ull << 62));
-  // flash2's V operand at its 176-key tile: LBO = 176 rows × 128 B; 64-byte swizzle is mode 2.
+  // An LBO of flash2's V operand at its 176-key tile (176 rows × 128 B), with mode 2 (64-byte swizzle) to place the mode
+  // field (flash2's own descriptors are mode 1).
   CHECK(wgmma_descriptor(0x8000, 176 * 128, 1024, 2) == (0x800ull | uint64_t(176 * 128 / 16) << 16 | 64ull << 32 | 2ull << 62));
 }
 
