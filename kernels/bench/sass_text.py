@@ -1,4 +1,4 @@
-"""Reading `cuobjdump -sass` text: the kernels of a dump, and each kernel's instructions with their addresses,
+r"""Reading `cuobjdump -sass` text: the kernels of a dump, and each kernel's instructions with their addresses,
 opcodes and backward branches (a loop's end). One reader for kernels/bench/sass_histogram.py and
 kernels/bench/wait_placement.py.
 

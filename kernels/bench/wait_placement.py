@@ -9,8 +9,8 @@ each wait 1, the softmax instructions (MUFU = the exponentials, FMNMX = the row 
 rounding, FMUL = O's rescale) that follow it up to the wait 0 — they run under the P̃·V product — and
 from the wait 0 to the span's end — they run after it. A span ends at the next MMA issue
 (WARPGROUP.ARRIVE), the next wait 1, or a backward branch (the loop's end); a span that the loop's end
-closes before any wait 0 had its wait for P̃·V at the next iteration's top (kv_ring.cuh's PvWait
-after_next_waits): its whole softmax runs under P̃·V.
+closes before any wait 0 had its wait for P̃·V at the next iteration's top (flash2 v7's order at 128 keys,
+kernels/PERF.md): its whole softmax runs under P̃·V.
 
     cuobjdump -sass file.o | python3 wait_placement.py [--label L] [--match FRAGMENT ...]
 

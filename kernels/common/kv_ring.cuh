@@ -10,7 +10,7 @@
 //                         ahead (at iteration t − 4) and arrived at iteration t − 2: a thread reading tile t+1
 //                         needs the others only to have reached iteration t − 1.
 //   empty[t mod kStages]  every thread arrives once its P·V_t has landed (at iteration t; with PvWait
-//                         after_next_waits at iteration t + 1, after that iteration's mbarrier waits); the copies of
+//                         waits_ahead after iteration t + 1's mbarrier waits, moved up to iteration t); the copies of
 //                         tile t + kStages wait on it (issued at iteration t + 2: the others need only have passed
 //                         iteration t + 1's waits).
 // A barrier serves tile t, t + kStages, …: its phase parity is (t / kStages) mod 2. Every thread issues and
@@ -22,7 +22,7 @@
 // tile t have landed (iteration t − 2), before the fence and its arrival on full[t] — turns the bytes this
 // thread copied into its share of the tile in slot t mod kStages (st.shared). The slot is written only then,
 // so the empty wait moves from the copies to the conversion: it waits for tile t − kStages's P·V, which
-// every thread has waited for by iteration t − kStages (after_next_waits: t − kStages + 1). Tiles j − 1 … j + 2 are then resident at iteration j (the
+// every thread has waited for by iteration t − kStages. Tiles j − 1 … j + 2 are then resident at iteration j (the
 // other warpgroup may be a tile behind), so 4 slots suffice; staging holds tiles j + 2 … j + 4 (3 slots, the
 // kernel's, each read only by the thread that copied into it, tile t in slot t mod 3; the prologue converts
 // tiles 0 and 1 before it issues tile 3's copies).
@@ -71,18 +71,6 @@ __device__ __forceinline__ void named_arrive(int id) { asm volatile("bar.arrive 
 // Named barriers 4 and 5: a warpgroup's own 128 threads (turbo_prefill_sm90.cu's l. 10 maximum over its four warps;
 // warpgroup g takes 4 + g). Shared-memory writes before it are visible to the warpgroup after it.
 __device__ __forceinline__ void warpgroup_sync(int id) { asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory"); }
-// Whether pred holds for any thread of the warpgroup (bar.red.or on barrier id, 128 threads): a branch on it is
-// taken alike by the warpgroup's four warps, which a branch around a wgmma.wait_group needs (.aligned: every thread
-// of the warpgroup executes the same wait; a warp's own __any_sync would let the warps part).
-__device__ __forceinline__ bool warpgroup_any(bool pred, int id) {
-  uint32_t any;
-  asm volatile(
-      "{\n.reg .pred p, q;\nsetp.ne.u32 p, %1, 0;\nbar.red.or.pred q, %2, 128, p;\nselp.u32 %0, 1, 0, q;\n}\n"
-      : "=r"(any)
-      : "r"(uint32_t(pred)), "r"(id)
-      : "memory");
-  return any != 0;
-}
 
 // kPingPong (two warpgroups): their MMA issues alternate — warpgroup 0, then 1, then 0 … — so that while one
 // warpgroup's MMAs run, the other's softmax does (FlashAttention-3 §3.1's ping-pong scheduling). Each issues
@@ -126,20 +114,19 @@ struct ProducerFillsQKV {
 };
 
 // Where a warpgroup waits for its P·V_j (FlashAttention-3 §3.2 waits after the softmax of tile j + 1, which runs under
-// it). after_softmax: right after it in the program (wgmma v1–v6 of flash2; every other kernel). after_next_waits: at
-// the top of iteration j + 1, after its mbarrier waits. after_row_max: between the row maxima and the exponentials,
-// where FlashAttention-3's SASS has it, after a branch (the rescale's, on a warpgroup-wide vote: named barrier 4 + the
-// warpgroup, which the kernel must leave free) that keeps ptxas from moving it up; the steps' softmax then takes a
-// SoftmaxPart, and finish_pv must be O's rescale alone (flash2's). See land_pv below for why.
-enum class PvWait { after_softmax, after_next_waits, after_row_max };
-// The part of the online softmax a call does (PvWait::after_row_max): the masks, the running max and α; then the
-// exponentials and row sums.
-enum class SoftmaxPart { all, row_max, exponentials };
+// it). after_softmax: right after it in the program (wgmma v1–v6 of flash2; every other kernel). waits_ahead (flash2
+// v8): after it too, but behind iteration j + 1's mbarrier waits, moved up to the end of iteration j — their try_wait
+// loops end the softmax's basic block, so ptxas cannot move the wait above the softmax (see land_pv below). Two
+// orders measured and dropped (kernels/PERF.md, wgmma v7 and v8): the wait at the top of iteration j + 1 after its
+// waits (the same cycle, the loop not rotated: the landing skipped at j = 0 cost ptxas the 176-key tile's registers),
+// and between the row maxima and the exponentials behind a warpgroup-wide vote (the vote's barrier cost more than
+// the exponentials under P·V gained).
+enum class PvWait { after_softmax, waits_ahead };
 
 template <int kStages, bool kPingPong = false, PvWait kPvWait = PvWait::after_softmax, class Steps,
           class Convert = NoConvert>
 __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uint64_t* empty, Convert convert = {}) {
-  constexpr bool kLandLate = kPvWait == PvWait::after_next_waits;
+  constexpr bool kWaitsAhead = kPvWait == PvWait::waits_ahead;
   constexpr bool kProducerQ = std::is_same_v<Convert, ProducerFillsQKV>;
   constexpr bool kSplitKV = kProducerQ || std::is_same_v<Convert, ProducerFillsKV>;
   constexpr bool kFilled = kSplitKV || std::is_same_v<Convert, ProducerFills>;
@@ -147,11 +134,11 @@ __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uin
   static_assert(kStages >= (kConverts ? 4 : kFilled ? 2 : 6),
                 "tiles j−2 … j+3 resident while j+4 loads (converting: j−1 … j+2; filled: the producer waits on "
                 "empty, any depth ≥ 2)");
-  // after_next_waits gives tile t's slot back at iteration t + 1, after that iteration's wait for tile t + 2's K: in
+  // waits_ahead gives tile t's slot back after iteration t + 1's wait for tile t + 2's K (moved up to iteration t): in
   // a filled ring of two whole-tile slots that K would be the one the producer can write only into t's slot — no
   // iteration would ever pass its wait. Split rings free K a tile earlier; three slots leave one between.
-  static_assert(!kLandLate || kSplitKV || !kFilled || kStages >= 3,
-                "after_next_waits in a filled ring of whole-tile slots needs three of them");
+  static_assert(!kWaitsAhead || kSplitKV || !kFilled || kStages >= 3,
+                "waits_ahead in a filled ring of whole-tile slots needs three of them");
   constexpr int kAhead = 4;  // copies of tile t issued at iteration t − kAhead
   if (tiles <= 0) return;
   if constexpr (!kFilled) {
@@ -231,13 +218,16 @@ __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uin
   float alpha[2];
   k.softmax(0, alpha);
   k.pack_p();
-  // P·V_t has landed: V_t given back, O ·= α of tile t + 1, P̃_{t+1} rounded to A fragments. after_softmax calls it
-  // right after the softmax of tile t + 1; after_next_waits at the top of iteration t + 1, after its mbarrier waits.
-  // Why: the wait has no operands, so ptxas schedules it as early as its basic block allows, and the H100's SASS of
-  // flash2 v6 had it before the softmax's first row maximum — 11.9% of the kernel's warp samples stalled on it,
-  // where FlashAttention-3's comes after its row maxima (0.5%; kernels/PERF.md, wgmma v7). The try_wait loop of the
-  // next waits ends the softmax's basic block, so its exponentials run under P·V_t. The same operations in the same
-  // order either way, the later one later in time (with s, P̃ in FP32, live across the waits: more registers).
+  if constexpr (kWaitsAhead) {  // iteration 0's waits, ahead of it
+    if (tiles > 1) wait_k(1);
+    wait_v(0);
+  }
+  // P·V_t has landed: V_t given back, O ·= α of tile t + 1, P̃_{t+1} rounded to A fragments — after the softmax of
+  // tile t + 1 (waits_ahead: and after iteration t + 1's mbarrier waits). Why waits_ahead: the wait has no operands,
+  // so ptxas schedules it as early as its basic block allows, and the H100's SASS of flash2 v6 had it before the
+  // softmax's first row maximum — 11.9% of the kernel's warp samples stalled on it, where FlashAttention-3's comes
+  // after its row maxima (0.5%; kernels/PERF.md, wgmma v7). The try_wait loops of the next waits end the softmax's
+  // basic block, so all of it runs under P·V_t. The same operations in the same order either way.
   auto land_pv = [&](int t) {
     wgmma_wait<0>();  // P·V_t
     k.pin_pv();
@@ -265,10 +255,10 @@ __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uin
       fence_proxy_async();
       if (j + 2 < tiles) mbar_arrive(&full[(j + 2) % kStages]);
     }
-    wait_k(j + 1);  // everyone's copies of tile j + 1 (split: its K)
-    wait_v(j);
-    if constexpr (kLandLate)
-      if (j > 0) land_pv(j - 1);
+    if constexpr (!kWaitsAhead) {  // (waits_ahead: at the end of iteration j − 1)
+      wait_k(j + 1);  // everyone's copies of tile j + 1 (split: its K)
+      wait_v(j);
+    }
     k.pin_pv();
     my_turn();
     wgmma_fence();
@@ -280,29 +270,15 @@ __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uin
     wgmma_wait<1>();  // S_{j+1}; P·V_j may still run
     k.pin_scores();
     release_k(j + 1);
-    if constexpr (kPvWait == PvWait::after_row_max) {
-      k.softmax(j + 1, alpha, SoftmaxPart::row_max);
-      // The branch ends the row maxima's basic block; its condition is the warpgroup's (the wait inside is .aligned),
-      // and barrier 4 + group (warpgroup_sync's) orders it after the maxima. finish_pv still skips warps whose α are 1.
-      if (warpgroup_any(alpha[0] != 1.f || alpha[1] != 1.f, 4 + group)) {
-        wgmma_wait<0>();
-        k.pin_pv();
-        k.finish_pv(alpha, true);
-      }
-      wgmma_wait<0>();  // P·V_j (waited for above where O was rescaled)
-      k.pin_pv();
-      release_v(j);
-      k.softmax(j + 1, alpha, SoftmaxPart::exponentials);
-      k.pack_p();
-    } else {
-      k.softmax(j + 1, alpha);
-      if constexpr (kLandLate) k.pin_scores();  // P̃_{j+1} computed here, before the next waits (under P·V_j)
-      else land_pv(j);
+    k.softmax(j + 1, alpha);
+    if constexpr (kWaitsAhead) {
+      k.pin_scores();  // P̃_{j+1} computed here, before the next waits (under P·V_j)
+      if (j + 2 < tiles) wait_k(j + 2);  // iteration j + 1's waits, whose try_wait loops end the softmax's block
+      wait_v(j + 1);
     }
+    land_pv(j);
   }
-  wait_v(tiles - 1);
-  if constexpr (kLandLate)
-    if (tiles > 1) land_pv(tiles - 2);
+  if constexpr (!kWaitsAhead) wait_v(tiles - 1);  // (waits_ahead: in the last iteration, or the prologue)
   k.pin_pv();
   my_turn();
   wgmma_fence();

@@ -12,9 +12,8 @@
 //   wait for S_{j+1}; m, ℓ, P̃_{j+1} = 2^{S·scale·log₂e − m}   (online softmax, App. D; FP32, ex2)
 //   wait for O; O ·= 2^{m_j − m_{j+1}}; round P̃_{j+1} to FP16 A fragments
 // so the tensor cores are busy while the FP32 pipes run the exponentials — if the machine code keeps that order, which
-// v1–v6's did not (ptxas put the wait for O first). v7 (kv_ring.cuh's PvWait; kFlash2PvWait below): at 128 keys the
-// wait moves to the next iteration's top and the whole softmax runs under P·V_j; at 176 keys, where the scores and
-// P·V's registers do not fit together, only the row maxima do, the wait placed before the exponentials (FA3's order). Rows and keys past the ends are
+// v1–v6's did not (ptxas put the wait for O first). v8 (kv_ring.cuh's PvWait; kFlash2PvWait below) waits for O behind
+// the next tile's mbarrier waits, where ptxas cannot move it above the softmax. Rows and keys past the ends are
 // zero-filled by the copies (cp.async's or TMA's) and masked in the softmax; causal CTAs stop at the last tile their last row sees.
 //
 // K/V loads (flash2.h's tma_producer): true adds a producer warpgroup (FlashAttention-3 §3.1's warp
@@ -135,16 +134,12 @@ __device__ __forceinline__ void attend_row_block(const Flash2Args& a, const RowB
       else wgmma_m64n176k16_f16_ss(s, desc_q(kk), desc_k(j, kk), kk > 0);
     }
   };
-  // The online softmax of tile j on s (App. D): masks, new running max (α per row), then P̃ in place — all at once
-  // or in the two parts kv_ring's PvWait::after_row_max calls apart (shift carries the max from one to the other).
-  float shift[2];
-  auto softmax = [&](int j, float (&alpha)[2], SoftmaxPart part = SoftmaxPart::all) {
-    if (part != SoftmaxPart::exponentials) {
-      const int col0 = j * kBc;
-      if (col0 + kBc > rb.all_see) mask_invisible<kBc>(s, col0, my_row0, t, a.q_len, a.kv_len, a.causal);  // diagonal, ragged end
-      update_running_max<kBc>(s, scale_log2, m, l, alpha, shift);
-    }
-    if (part == SoftmaxPart::row_max) return;
+  // The online softmax of tile j on s (App. D): masks, new running max, P̃ in place; returns α per row.
+  auto softmax = [&](int j, float (&alpha)[2]) {
+    const int col0 = j * kBc;
+    if (col0 + kBc > rb.all_see) mask_invisible<kBc>(s, col0, my_row0, t, a.q_len, a.kv_len, a.causal);  // diagonal, ragged end
+    float shift[2];
+    update_running_max<kBc>(s, scale_log2, m, l, alpha, shift);
 #pragma unroll
     for (int n = 0; n < kBc / 8; ++n)
 #pragma unroll
@@ -197,12 +192,9 @@ __device__ __forceinline__ void attend_row_block(const Flash2Args& a, const RowB
                 1.f, 0.f);
 }
 
-// Where the consumers wait for P·V_j (kv_ring.cuh's PvWait; wgmma v7), by the tile's keys: the 176-key tile's
-// softmax keeps 88 FP32 scores beside O's 64 and P̃'s 44 registers.
-inline constexpr PvWait kFlash2PvWaitWide = PvWait::after_row_max;
-inline constexpr PvWait kFlash2PvWaitNarrow = PvWait::after_next_waits;
-template <int Bc>
-inline constexpr PvWait kFlash2PvWait = Bc > 128 ? kFlash2PvWaitWide : kFlash2PvWaitNarrow;
+// Where the consumers wait for P·V_j (kv_ring.cuh's PvWait; wgmma v8): behind the next tile's mbarrier waits, so that
+// the whole softmax runs under P·V_j (v1–v6: after_softmax, which ptxas moved above the softmax).
+inline constexpr PvWait kFlash2PvWait = PvWait::waits_ahead;
 
 template <int D, bool Producer, bool PingPong, int Bc, bool Persistent, bool Dynamic>
 __global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
@@ -311,14 +303,14 @@ __global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
         const bool next_has_tiles = next < items && row_block(next).tiles > 0;
         const ProducerFillsQKV fills{first, q_full, q_empty, n & 1, !turns_open, !next_has_tiles};
         attend_row_block<D, Producer, Bc>(a, rb, first, smem, [&](auto&& steps, int tiles) {
-          kv_ring<T::kStages, PingPong, kFlash2PvWait<T::kBc>>(tiles, steps, full, empty, fills);
+          kv_ring<T::kStages, PingPong, kFlash2PvWait>(tiles, steps, full, empty, fills);
         });
         if (rb.tiles > 0) first += rb.tiles, ++n, turns_open = next_has_tiles;
         w = next;
       }
     } else {
       attend_row_block<D, Producer, Bc>(a, grid_block(), 0, smem, [&](auto&& steps, int tiles) {
-        kv_ring<T::kStages, PingPong, kFlash2PvWait<T::kBc>>(tiles, steps, full, empty, ProducerFillsKV{});
+        kv_ring<T::kStages, PingPong, kFlash2PvWait>(tiles, steps, full, empty, ProducerFillsKV{});
       });
     }
   } else {

@@ -7,7 +7,7 @@ sass_text.py and wait_placement.py on SASS written here:
   "under P·V", from there to the span's end as "after"; predicated instructions count by their opcode.
 - A span ends at the next MMA issue (WARPGROUP.ARRIVE), the next wait 1, or a backward branch — to a label seen
   before (cuobjdump's `(.L_x_N)`) or to a lower address (0x…); a forward branch does not end it. A span that the
-  loop's end closes before any wait 0 (kv_ring.cuh's after_next_waits: the wait at the next iteration's top) says so.
+  loop's end closes before any wait 0 (flash2 v7's order at 128 keys: the wait at the next iteration's top) says so.
 - A wait 0 outside a span (the prologue's, the loop top's, the epilogue's) opens nothing; lines that are not
   instructions (headers, labels, encodings, blank lines) count as nothing; each kernel of a dump
   (`Function : NAME`) is read apart; a line without an address (an encoding, "Fatbin … code:") is no instruction.
@@ -57,7 +57,7 @@ class WaitPlacement(unittest.TestCase):
         self.assertEqual(spans[0]["after"], {"MUFU": 1, "FMNMX": 0, "F2FP": 1, "FMUL": 1})
         self.assertEqual(spans[0]["closed_by"], "wait 0")
 
-    def test_wait_at_the_next_iterations_top(self):  # after_next_waits: the loop's end closes the span
+    def test_wait_at_the_next_iterations_top(self):  # the wait moved past the loop's end: it closes the span
         lines = [".L_x_1:"] + sass(
             "SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [R3+URZ], R0",
             "WARPGROUP.DEPBAR.LE gsb0, 0x0",  # the loop top's wait for the last P·V: outside any span
