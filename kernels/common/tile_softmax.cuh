@@ -82,10 +82,17 @@ __device__ __forceinline__ void store_pair(__nv_bfloat16* p, float x0, float x1)
   *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(x0, x1);
 }
 
+// How the epilogue divides G by ℓ. divide: each of a thread's D/2 elements by ℓ, an IEEE division each (in SASS a
+// reciprocal, a Newton step, FCHK and a slow-path branch: ≈ 10 instructions an element). reciprocal: 1/ℓ once per
+// row (IEEE), then a multiply per element (FlashAttention-3's epilogue does the same): one more FP32 rounding, so
+// |G·(1/ℓ) − G/ℓ| ≤ 2⁻²³·|G/ℓ| — 2¹² times below the FP16 rounding of O's store. The bits differ from divide's where
+// that rounding sits near an FP16 boundary; a kernel's [gpu] bound against the reference absorbs it.
+enum class RowScale { divide, reciprocal };
+
 // The epilogue of one thread's rows: ℓ summed over the quad, O = (G/ℓ)·out_scale stored in O's format (row-major
 // D values per row from `out`), the logsumexp L = (m + log₂ ℓ)/log₂e − log_offset in natural units. Rows
 // that saw no key get O = 0 and L = −∞; rows past q_len are not stored.
-template <int D, class Out>
+template <int D, RowScale kRowScale = RowScale::divide, class Out>
 __device__ __forceinline__ void store_rows(const float (&o)[D / 2], float (&l)[2], const float (&m)[2], int row0, int t,
                                            int q_len, Out* out, float* lse, float out_scale, float log_offset) {
   constexpr float kLog2e = 1.4426950408889634f;
@@ -97,10 +104,12 @@ __device__ __forceinline__ void store_rows(const float (&o)[D / 2], float (&l)[2
     if (row >= q_len) continue;
     const bool empty = !(l[i] > 0.f);
     Out* orow = out + size_t(row) * D;
+    const float inv_l = kRowScale == RowScale::reciprocal && !empty ? 1.f / l[i] : 0.f;
+    auto scaled = [&](float g) { return (kRowScale == RowScale::reciprocal ? g * inv_l : g / l[i]) * out_scale; };
 #pragma unroll
     for (int n = 0; n < D / 8; ++n) {
-      const float x0 = empty ? 0.f : (o[4 * n + 2 * i] / l[i]) * out_scale;
-      const float x1 = empty ? 0.f : (o[4 * n + 2 * i + 1] / l[i]) * out_scale;
+      const float x0 = empty ? 0.f : scaled(o[4 * n + 2 * i]);
+      const float x1 = empty ? 0.f : scaled(o[4 * n + 2 * i + 1]);
       store_pair(orow + n * 8 + 2 * t, x0, x1);
     }
     if (t == 0) lse[row] = empty ? -INFINITY : (m[i] + log2f(l[i])) / kLog2e - log_offset;

@@ -187,9 +187,9 @@ __device__ __forceinline__ void attend_row_block(const Flash2Args& a, const RowB
                    }},
            rb.tiles);
 
-  // Epilogue: O = G/ℓ, L = m + log ℓ (out_scale 1 is exact).
-  store_rows<D>(o, l, m, my_row0, t, a.q_len, a.o + size_t(rb.bh) * a.q_len * D, a.lse + size_t(rb.bh) * a.q_len,
-                1.f, 0.f);
+  // Epilogue: O = G·(1/ℓ), one reciprocal a row (v8; tile_softmax.cuh's RowScale), L = m + log ℓ (out_scale 1 is exact).
+  store_rows<D, RowScale::reciprocal>(o, l, m, my_row0, t, a.q_len, a.o + size_t(rb.bh) * a.q_len * D,
+                                      a.lse + size_t(rb.bh) * a.q_len, 1.f, 0.f);
 }
 
 // Where the consumers wait for P·V_j (kv_ring.cuh's PvWait; wgmma v8): behind the next tile's mbarrier waits, so that

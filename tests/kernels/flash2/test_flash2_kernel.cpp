@@ -4,7 +4,8 @@
 // Inputs are fresh random draws every run (seeded from the clock, printed on failure); outputs are
 // poisoned before the launch (flash2_once). Both compute the same function from the same FP16 inputs;
 // they differ only in FP32 rounding: the kernel's exp is ex2 of a pre-scaled score (≈ 2 ulp), its sums
-// run in a different order, and a P̃ that lands near an FP16 rounding boundary can round to the
+// run in a different order, the wgmma kernel's epilogue multiplies by a rounded 1/ℓ (≤ 2⁻²³ relative before O's
+// FP16 store; tile_softmax.cuh's RowScale), and a P̃ that lands near an FP16 rounding boundary can round to the
 // neighbouring FP16 value. Each such flip moves an output by ≤ 2⁻¹¹·p̃|v|/ℓ, so per element
 //   |o_kernel − o_ref| ≤ 2⁻¹⁰·(max|v| + |o_ref|)     (one FP16 ulp of the weights, one of O's store)
 // and over the whole output the kernel's error against FP64 stays within 1.25× the reference's.
