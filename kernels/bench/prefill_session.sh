@@ -28,9 +28,9 @@
 #   STEP=pvwait flash2 wgmma v7 (kv_ring.cuh's PvWait: where the consumers wait for P·V): the peers' build in the
 #               background, attnlab built, flash2's [gpu] tests and sanitizer cases, where ptxas put the waits in the SASS
 #               (wait_placement.py), and flash2's grid under Nsight Compute's locked clocks; then, on the same machine,
-#   STEP=pvwait-ab  flash2 rebuilt with each PvWait choice (VARIANTS, default C, then A, the committed one),
-#               the waits' placement and locked clocks of each (TESTS=1: and flash2's [gpu] tests), the peers' locked
-#               clocks (PEERS=0: not), and locked_clocks.py's table of all
+#   STEP=flash2-ab  flash2 rebuilt with other choices of its schedule's constants (VARIANTS, default C = v7's
+#               schedule, then A, the committed one), the waits' placement and locked clocks of each (TESTS=1: and
+#               flash2's [gpu] tests), the peers' locked clocks (PEERS=0: not), and locked_clocks.py's table of all
 #   STEP=quick  the least that checks a kernel change on a fresh machine with little device time left: attnlab alone
 #               built (no tests), flash2 prefill and kivi decode on small problems against the reference (attnlab run's
 #               errors), attnlab bench of flash2 at d 128, N 4k and 8k, causal and not, and of the decode config at MHA
@@ -169,7 +169,7 @@ pvwait)
   build_sm90a 10 || exit 1
   gpu_tests "test_flash2_kernel:gpu|test_kernel_table:gpu"
   sanitize "[#test_flash2_kernel][sanitize]"
-  step "where ptxas put the P·V waits (wait-placement.txt), as built: $(grep -o 'kFlash2PvWait = PvWait::[a-z_]*' kernels/flash2/flash2_sm90.cu | tr '\n' ' ')"
+  step "where ptxas put the P·V waits (wait-placement.txt), as built: $(grep -o 'kFlash2[A-Za-z]* = [A-Za-z]*::[a-z_]*' kernels/flash2/flash2_sm90.cu | tr '\n' ' ')"
   flash2_waits built
   step "the P·V waits of the other wgmma prefill kernels, each kernel (wait-placement.txt)"
   for kernel in int8/int_flash_sm90 turbo/turbo_prefill_sm90 fp8/flash3_fp8_sm90 fireq/fireq_prefill_sm90; do
@@ -179,33 +179,38 @@ pvwait)
   step "Nsight Compute's locked clocks: flash2 (grid) as built (clk/*.csv)"
   locked_clocks_flash2 built grid
   ;;
-pvwait-ab)
-  # flash2 rebuilt with each PvWait choice (kernels/flash2/flash2_sm90.cu's kFlash2PvWait, edited in this copy):
-  # VARIANTS, ';'-separated "LABEL CHOICE" (default C = after_softmax, v1–v6's), then A = the committed choice (read
-  # from the file), last, so that the file is as committed again and the next steps run it. Each: its waits' placement and its locked clocks
-  # at N 4k and 16k (LENS); with TESTS=1 also flash2's [gpu] tests (gpu-tests-LABEL.log). PEERS=0 leaves out the
-  # peers' build and locked clocks (an earlier call's stand: locked cycles reproduce across H100s, kernels/PERF.md).
+flash2-ab)
+  # flash2 rebuilt with other choices of its schedule's constants (kernels/flash2/flash2_sm90.cu's kFlash2PvWait,
+  # kFlash2RescaleO, kFlash2RowScale; edited in this copy): VARIANTS, ';'-separated "LABEL NAME=VALUE ..." (NAME the
+  # constant's name after kFlash2, VALUE one of its enum's; default C = v7's schedule: PvWait=after_softmax
+  # RescaleO=on_landing RowScale=divide), then A = the file as committed, last, so that the next steps run it. Each
+  # variant: its waits' placement and its locked clocks at N 4k and 16k (LENS); with TESTS=1 also flash2's [gpu]
+  # tests (gpu-tests-LABEL.log). PEERS=0 leaves out the peers' build and locked clocks (an earlier call's stand:
+  # locked cycles reproduce across H100s, kernels/PERF.md).
   [ "${PEERS:-1}" = 1 ] && BACKGROUND=1 bash .peers/tools/build.sh .peers  # at once where STEP=pvwait built them
   ensure_built || exit 1
   cp kernels/flash2/flash2_sm90.cu /tmp/flash2_sm90.cu.committed
-  committed=$(sed -n 's/.*kFlash2PvWait = PvWait::\([a-z_]*\);.*/\1/p' kernels/flash2/flash2_sm90.cu)
+  step "as committed: $(grep -o 'kFlash2[A-Za-z]* = [A-Za-z]*::[a-z_]*' kernels/flash2/flash2_sm90.cu | tr '\n' ' ')"
   export LENS=${LENS:-4096 16384}  # 6 of ours a variant and the peers' 8 fit the call's 10 minutes
-  IFS=';' read -ra variants <<<"${VARIANTS:-C after_softmax}"
+  IFS=';' read -ra variants <<<"${VARIANTS:-C PvWait=after_softmax RescaleO=on_landing RowScale=divide}"
   targets=attnlab; [ "${TESTS:-0}" = 1 ] && targets="attnlab attnlab_tests"
-  for v in "${variants[@]}" "A $committed"; do
+  for v in "${variants[@]}" "A"; do
     set -- $v
-    step "flash2 rebuilt with PvWait $2: variant $1"
-    sed -i "s/kFlash2PvWait = PvWait::[a-z_]*;/kFlash2PvWait = PvWait::$2;/" kernels/flash2/flash2_sm90.cu
+    label=$1; shift
+    cp /tmp/flash2_sm90.cu.committed kernels/flash2/flash2_sm90.cu
+    for choice in "$@"; do  # kFlash2NAME = TYPE::old; → TYPE::VALUE
+      sed -i -E "s/(kFlash2${choice%%=*} = [A-Za-z]+::)[a-z_]+;/\1${choice#*=};/" kernels/flash2/flash2_sm90.cu
+    done
+    step "flash2 variant $label: $(grep -o 'kFlash2[A-Za-z]* = [A-Za-z]*::[a-z_]*' kernels/flash2/flash2_sm90.cu | tr '\n' ' ')"
     # shellcheck disable=SC2086  # targets: a list
     cmake --build build-gpu -j "$(nproc)" --target $targets >>"$out/build.log" 2>&1 ||
       { tail -20 "$out/build.log"; cp /tmp/flash2_sm90.cu.committed kernels/flash2/flash2_sm90.cu; exit 1; }
-    grep -h -A1 'C7512' "$out/build.log" | tail -2
-    flash2_waits $1
+    flash2_waits "$label"
     if [ "${TESTS:-0}" = 1 ]; then
-      (cd build-gpu && ctest -R "test_flash2_kernel:gpu" --output-on-failure --timeout 240) >"$out/gpu-tests-$1.log" 2>&1
-      echo "variant $1: flash2 [gpu] tests exit $?"
+      (cd build-gpu && ctest -R "test_flash2_kernel:gpu" --output-on-failure --timeout 240) >"$out/gpu-tests-$label.log" 2>&1
+      echo "variant $label: flash2 [gpu] tests exit $?"
     fi
-    locked_clocks_flash2 $1 grid
+    locked_clocks_flash2 "$label" grid
   done
   cmp -s /tmp/flash2_sm90.cu.committed kernels/flash2/flash2_sm90.cu && echo "flash2_sm90.cu as committed (A)" ||
     { echo "flash2_sm90.cu differs from the committed file: restored"; cp /tmp/flash2_sm90.cu.committed kernels/flash2/flash2_sm90.cu; }

@@ -122,9 +122,17 @@ struct ProducerFillsQKV {
 // and between the row maxima and the exponentials behind a warpgroup-wide vote (the vote's barrier cost more than
 // the exponentials under P·V gained).
 enum class PvWait { after_softmax, waits_ahead };
+// Where O ·= α_j runs (the steps' finish_pv(α, true); O holds P·V_{j−1}, landed). on_landing: as soon as P·V_{j−1} has
+// landed, at the end of iteration j − 1 — before the turn, so the next issue waits for it. under_scores
+// (FlashAttention-3's order, its rescale_o between the two GEMMs): in iteration j's turn, between S_{j+1}'s issue and
+// P·V_j's, while the tensor cores run S_{j+1}; a second wgmma.fence then orders the multiplies before P·V_j reads O.
+// The same multiplies on the same values before the same P·V: the same bits. under_scores needs a finish_pv(α, true)
+// that is O's rescale alone, and finish_pv(α, false) nothing, as flash2's (other kernels finish P·V there: int_flash
+// dequantizes it).
+enum class RescaleO { on_landing, under_scores };
 
-template <int kStages, bool kPingPong = false, PvWait kPvWait = PvWait::after_softmax, class Steps,
-          class Convert = NoConvert>
+template <int kStages, bool kPingPong = false, PvWait kPvWait = PvWait::after_softmax,
+          RescaleO kRescaleO = RescaleO::on_landing, class Steps, class Convert = NoConvert>
 __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uint64_t* empty, Convert convert = {}) {
   constexpr bool kWaitsAhead = kPvWait == PvWait::waits_ahead;
   constexpr bool kProducerQ = std::is_same_v<Convert, ProducerFillsQKV>;
@@ -232,8 +240,16 @@ __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uin
     wgmma_wait<0>();  // P·V_t
     k.pin_pv();
     release_v(t);
-    k.finish_pv(alpha, true);
+    if constexpr (kRescaleO == RescaleO::on_landing) k.finish_pv(alpha, true);
     k.pack_p();
+  };
+  // P·V_t's issue: under_scores rescales O first (α of tile t, from the softmax before), fenced.
+  auto issue_pv = [&](int t) {
+    if constexpr (kRescaleO == RescaleO::under_scores) {
+      k.finish_pv(alpha, true);
+      wgmma_fence();
+    }
+    k.issue_pv(t);
   };
   for (int j = 0; j + 1 < tiles; ++j) {
     // Tile j + 4 into the slot of tile j − 2, once every thread is done with that one.
@@ -264,7 +280,7 @@ __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uin
     wgmma_fence();
     k.issue_scores(j + 1);
     wgmma_commit();
-    k.issue_pv(j);
+    issue_pv(j);
     wgmma_commit();
     your_turn();
     wgmma_wait<1>();  // S_{j+1}; P·V_j may still run
@@ -282,7 +298,7 @@ __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uin
   k.pin_pv();
   my_turn();
   wgmma_fence();
-  k.issue_pv(tiles - 1);
+  issue_pv(tiles - 1);
   wgmma_commit();
   your_turn();
   wgmma_wait<0>();

@@ -77,6 +77,15 @@ struct RowBlock {
   }
 };
 
+// The schedule's choices, one constant each (prefill_session.sh STEP=flash2-ab rebuilds with others and times them):
+// where the consumers wait for P·V_j (kv_ring.cuh's PvWait; wgmma v8): behind the next tile's mbarrier waits, so that
+// the whole softmax runs under P·V_j (v1–v6: after_softmax, which ptxas moved above the softmax);
+inline constexpr PvWait kFlash2PvWait = PvWait::waits_ahead;
+// where O ·= α runs (kv_ring.cuh's RescaleO; v9): in the turn, under S_{j+1}'s MMAs, off the path to the next issue;
+inline constexpr RescaleO kFlash2RescaleO = RescaleO::under_scores;
+// how the epilogue divides by ℓ (tile_softmax.cuh's RowScale; v8): one reciprocal a row.
+inline constexpr RowScale kFlash2RowScale = RowScale::reciprocal;
+
 // The consumers' work on one row block: S, the online softmax, P̃·V over its tiles by run_loop(steps, tiles)
 // (kv_ring.cuh or kv_pipeline.cuh), then O = G/ℓ and L = m + log ℓ stored. Tile j lies in the ring's slot
 // (first + j) mod kStages: `first` counts a persistent CTA's tiles of earlier row blocks (0 otherwise).
@@ -187,14 +196,10 @@ __device__ __forceinline__ void attend_row_block(const Flash2Args& a, const RowB
                    }},
            rb.tiles);
 
-  // Epilogue: O = G·(1/ℓ), one reciprocal a row (v8; tile_softmax.cuh's RowScale), L = m + log ℓ (out_scale 1 is exact).
-  store_rows<D, RowScale::reciprocal>(o, l, m, my_row0, t, a.q_len, a.o + size_t(rb.bh) * a.q_len * D,
-                                      a.lse + size_t(rb.bh) * a.q_len, 1.f, 0.f);
+  // Epilogue: O = G/ℓ (kFlash2RowScale), L = m + log ℓ (out_scale 1 is exact).
+  store_rows<D, kFlash2RowScale>(o, l, m, my_row0, t, a.q_len, a.o + size_t(rb.bh) * a.q_len * D,
+                                  a.lse + size_t(rb.bh) * a.q_len, 1.f, 0.f);
 }
-
-// Where the consumers wait for P·V_j (kv_ring.cuh's PvWait; wgmma v8): behind the next tile's mbarrier waits, so that
-// the whole softmax runs under P·V_j (v1–v6: after_softmax, which ptxas moved above the softmax).
-inline constexpr PvWait kFlash2PvWait = PvWait::waits_ahead;
 
 template <int D, bool Producer, bool PingPong, int Bc, bool Persistent, bool Dynamic>
 __global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
@@ -303,14 +308,14 @@ __global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
         const bool next_has_tiles = next < items && row_block(next).tiles > 0;
         const ProducerFillsQKV fills{first, q_full, q_empty, n & 1, !turns_open, !next_has_tiles};
         attend_row_block<D, Producer, Bc>(a, rb, first, smem, [&](auto&& steps, int tiles) {
-          kv_ring<T::kStages, PingPong, kFlash2PvWait>(tiles, steps, full, empty, fills);
+          kv_ring<T::kStages, PingPong, kFlash2PvWait, kFlash2RescaleO>(tiles, steps, full, empty, fills);
         });
         if (rb.tiles > 0) first += rb.tiles, ++n, turns_open = next_has_tiles;
         w = next;
       }
     } else {
       attend_row_block<D, Producer, Bc>(a, grid_block(), 0, smem, [&](auto&& steps, int tiles) {
-        kv_ring<T::kStages, PingPong, kFlash2PvWait>(tiles, steps, full, empty, ProducerFillsKV{});
+        kv_ring<T::kStages, PingPong, kFlash2PvWait, kFlash2RescaleO>(tiles, steps, full, empty, ProducerFillsKV{});
       });
     }
   } else {
