@@ -83,8 +83,14 @@ struct RowBlock {
 inline constexpr PvWait kFlash2PvWait = PvWait::waits_ahead;
 // where O ·= α runs (kv_ring.cuh's RescaleO; v9): in the turn, under S_{j+1}'s MMAs, off the path to the next issue;
 inline constexpr RescaleO kFlash2RescaleO = RescaleO::under_scores;
-// how the epilogue divides by ℓ (tile_softmax.cuh's RowScale; v8): one reciprocal a row.
+// how the epilogue divides by ℓ (tile_softmax.cuh's RowScale; v8): one reciprocal a row;
 inline constexpr RowScale kFlash2RowScale = RowScale::reciprocal;
+// who loads a grid CTA's Q (with the producer; a persistent CTA's always comes from the producer): consumers — each
+// thread its share by cp.async, then a barrier of the 256 (v1–v9); producer — two TMA loads, one per warpgroup's 64
+// rows, around the first K/V tile's (the persistent CTA's order), so Q's latency hides behind K's and the consumers
+// issue no copy (v10).
+enum class QLoad { consumers, producer };
+inline constexpr QLoad kFlash2GridQ = QLoad::producer;
 
 // The consumers' work on one row block: S, the online softmax, P̃·V over its tiles by run_loop(steps, tiles)
 // (kv_ring.cuh or kv_pipeline.cuh), then O = G/ℓ and L = m + log ℓ stored. Tile j lies in the ring's slot
@@ -209,6 +215,7 @@ __global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
   using T = HopperTile<D, Producer, Bc>;
   static_assert(Producer || !Persistent, "a persistent CTA's Q comes from the producer");
   static_assert(Persistent || !Dynamic, "the dynamic order is a persistent CTA's");
+  constexpr bool kProducerQ = Persistent || kFlash2GridQ == QLoad::producer;  // Q on q_full / q_empty
   extern __shared__ char smem_raw[];
   char* smem = smem_raw + ((1024u - (smem_addr(smem_raw) & 1023u)) & 1023u);
   auto stage_k = [&](int s) { return smem + T::kQBytes + s * 2 * T::kKVBytes; };
@@ -222,8 +229,9 @@ __global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
 
   if constexpr (Producer) {  // tma_fill.cuh: the producer warpgroup copies, the consumers compute
     // K and V of a slot on barriers of their own (kv_ring.cuh's ProducerFillsKV): K_{j+2} loads while P·V_j reads V_j.
-    // Persistent: also Q, each warpgroup's 64 rows on barriers of their own (ProducerFillsQKV), the ring running on
-    // across the CTA's row blocks (`first`: its tiles so far) — the next block's Q and K/V load under this one's end.
+    // Persistent (and a grid CTA, kFlash2GridQ): also Q, each warpgroup's 64 rows on barriers of their own
+    // (ProducerFillsQKV); persistent, the ring running on across the CTA's row blocks (`first`: its tiles so far) —
+    // the next block's Q and K/V load under this one's end.
     __shared__ uint64_t full[2 * T::kStages], empty[2 * T::kStages], q_full[2], q_empty[2];
     // Dynamic (a.dynamic_order; FlashAttention-3's dynamic scheduler): the producer takes each next row block
     // from a counter in the workspace (zeroed by the launch) and hands it to the consumers through two slots of
@@ -254,10 +262,10 @@ __global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
     };
     const bool consumer = split_warpgroups_with<T::kStages, T::kConsumers, 2>(
         [&] {
-          if constexpr (Persistent)
-            for (int g = 0; g < 2; ++g)
-              mbar_init(&q_full[g], 1), mbar_init(&q_empty[g], 128), mbar_init(&next_full[g], 1),
-                  mbar_init(&next_empty[g], T::kConsumers);
+          for (int g = 0; g < 2; ++g) {
+            if constexpr (kProducerQ) mbar_init(&q_full[g], 1), mbar_init(&q_empty[g], 128);
+            if constexpr (Persistent) mbar_init(&next_full[g], 1), mbar_init(&next_empty[g], T::kConsumers);
+          }
         },
         [&] {
           prefetch_tensor_map(&k_map);
@@ -286,6 +294,15 @@ __global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
               }
               w = next;
             }
+          } else if constexpr (kProducerQ) {  // the persistent CTA's order for its one block
+            prefetch_tensor_map(&q_map);
+            const RowBlock rb = grid_block();
+            if (rb.tiles > 0) {
+              produce_q(rb, 0, 0);
+              produce_tiles(rb, 0, 0, 1);
+              produce_q(rb, 0, 1);
+              produce_tiles(rb, 0, 1, rb.tiles);
+            }
           } else {
             const RowBlock rb = grid_block();
             produce_tiles(rb, 0, 0, rb.tiles);
@@ -313,6 +330,11 @@ __global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
         if (rb.tiles > 0) first += rb.tiles, ++n, turns_open = next_has_tiles;
         w = next;
       }
+    } else if constexpr (kProducerQ) {  // one block: Q's phase 0, the turns opened and closed in it
+      attend_row_block<D, Producer, Bc>(a, grid_block(), 0, smem, [&](auto&& steps, int tiles) {
+        const ProducerFillsQKV fills{0, q_full, q_empty, 0};
+        kv_ring<T::kStages, PingPong, kFlash2PvWait, kFlash2RescaleO>(tiles, steps, full, empty, fills);
+      });
     } else {
       attend_row_block<D, Producer, Bc>(a, grid_block(), 0, smem, [&](auto&& steps, int tiles) {
         kv_ring<T::kStages, PingPong, kFlash2PvWait, kFlash2RescaleO>(tiles, steps, full, empty, ProducerFillsKV{});
@@ -328,13 +350,14 @@ template <int D, bool Producer, bool PingPong, int Bc = HopperTile<D, Producer>:
           bool Dynamic = false>
 cudaError_t launch(const Flash2Args& a, cudaStream_t stream) {
   using T = HopperTile<D, Producer, Bc>;
-  CUtensorMap k_map{}, v_map{}, q_map{};  // unread without the producer (q_map: unless persistent)
+  CUtensorMap k_map{}, v_map{}, q_map{};  // unread without the producer (q_map: where the consumers load Q)
   if constexpr (Producer) {  // K and V alike: (heads, kv_len, d) FP16 rows, 64-channel boxes (tensor_map.h)
     const int64_t heads = int64_t(a.batch) * a.kv_heads;
     cudaError_t e = fp16_rows_tensor_map(k_map, a.k, heads, a.kv_len, D, T::kBc);
     if (e == cudaSuccess) e = fp16_rows_tensor_map(v_map, a.v, heads, a.kv_len, D, T::kBc);
     // Q: (B·Hq, q_len, d), a warpgroup's 64 rows a box.
-    if (e == cudaSuccess && Persistent) e = fp16_rows_tensor_map(q_map, a.q, int64_t(a.batch) * a.q_heads, a.q_len, D, 64);
+    if (e == cudaSuccess && (Persistent || kFlash2GridQ == QLoad::producer))
+      e = fp16_rows_tensor_map(q_map, a.q, int64_t(a.batch) * a.q_heads, a.q_len, D, 64);
     if (e != cudaSuccess) return e;
   }
   auto* kernel = flash2_sm90_kernel<D, Producer, PingPong, Bc, Persistent, Dynamic>;
