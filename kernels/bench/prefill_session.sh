@@ -200,6 +200,11 @@ flash2-ab)
     cp /tmp/flash2_sm90.cu.committed kernels/flash2/flash2_sm90.cu
     for choice in "$@"; do  # kFlash2NAME = TYPE::old; → TYPE::VALUE
       sed -i -E "s/(kFlash2${choice%%=*} = [A-Za-z]+::)[a-z_]+;/\1${choice#*=};/" kernels/flash2/flash2_sm90.cu
+      grep -qE "kFlash2${choice%%=*} = [A-Za-z]+::${choice#*=};" kernels/flash2/flash2_sm90.cu || {
+        echo "prefill_session.sh: variant $label: no constant kFlash2${choice%%=*} to set to ${choice#*=}" >&2
+        cp /tmp/flash2_sm90.cu.committed kernels/flash2/flash2_sm90.cu
+        exit 2
+      }
     done
     step "flash2 variant $label: $(grep -o 'kFlash2[A-Za-z]* = [A-Za-z]*::[a-z_]*' kernels/flash2/flash2_sm90.cu | tr '\n' ' ')"
     # shellcheck disable=SC2086  # targets: a list
