@@ -28,7 +28,7 @@
 #   STEP=pvwait flash2 wgmma v7 (kv_ring.cuh's PvWait: where the consumers wait for P·V): the peers' build in the
 #               background, attnlab built, flash2's [gpu] tests and sanitizer cases, where ptxas put the waits in the SASS
 #               (wait_placement.py), and flash2's grid under Nsight Compute's locked clocks; then, on the same machine,
-#   STEP=flash2-ab  flash2 rebuilt with other choices of its schedule's constants (VARIANTS, default C = v7's
+#   STEP=flash2-ab  flash2 rebuilt with other choices of its schedule's constants (VARIANTS, default C = v6's
 #               schedule, then A, the committed one), the waits' placement and locked clocks of each (TESTS=1: and
 #               flash2's [gpu] tests), the peers' locked clocks (PEERS=0: not), and locked_clocks.py's table of all
 #   STEP=quick  the least that checks a kernel change on a fresh machine with little device time left: attnlab alone
@@ -181,21 +181,24 @@ pvwait)
   ;;
 flash2-ab)
   # flash2 rebuilt with other choices of its schedule's constants (kernels/flash2/flash2_sm90.cu's kFlash2PvWait,
-  # kFlash2RescaleO, kFlash2RowScale; edited in this copy): VARIANTS, ';'-separated "LABEL NAME=VALUE ..." (NAME the
-  # constant's name after kFlash2, VALUE one of its enum's; default C = v7's schedule: PvWait=after_softmax
-  # RescaleO=on_landing RowScale=divide), then A = the file as committed, last, so that the next steps run it. Each
-  # variant: its waits' placement and its locked clocks at N 4k and 16k (LENS); with TESTS=1 also flash2's [gpu]
-  # tests (gpu-tests-LABEL.log). PEERS=0 leaves out the peers' build and locked clocks (an earlier call's stand:
-  # locked cycles reproduce across H100s, kernels/PERF.md).
+  # kFlash2RescaleO, kFlash2RowScale, kFlash2GridQ; edited in this copy): VARIANTS, ';'-separated
+  # "LABEL NAME=VALUE ..." (NAME the constant's name after kFlash2, VALUE one of its enum's; default C = v6's
+  # schedule: PvWait=after_softmax RescaleO=on_landing RowScale=divide GridQ=consumers), then A = the file as
+  # committed, last, so that the next steps run it; the file is restored however the step ends. Each variant: its
+  # waits' placement and its locked clocks at N 4k and 16k (LENS); with TESTS=1 also flash2's [gpu] tests
+  # (gpu-tests-LABEL.log; ≈ 30 s a variant). PEERS=0 leaves out the peers' build and locked clocks (an earlier call's
+  # stand: locked cycles reproduce across H100s, kernels/PERF.md).
   [ "${PEERS:-1}" = 1 ] && BACKGROUND=1 bash .peers/tools/build.sh .peers  # at once where STEP=pvwait built them
   ensure_built || exit 1
   cp kernels/flash2/flash2_sm90.cu /tmp/flash2_sm90.cu.committed
+  trap 'cp /tmp/flash2_sm90.cu.committed kernels/flash2/flash2_sm90.cu; pack_session' EXIT
   step "as committed: $(grep -o 'kFlash2[A-Za-z]* = [A-Za-z]*::[a-z_]*' kernels/flash2/flash2_sm90.cu | tr '\n' ' ')"
-  export LENS=${LENS:-4096 16384}  # 6 of ours a variant and the peers' 8 fit the call's 10 minutes
-  IFS=';' read -ra variants <<<"${VARIANTS:-C PvWait=after_softmax RescaleO=on_landing RowScale=divide}"
+  export LENS=${LENS:-4096 16384}  # a variant's 4 locked runs ≈ 40 s, its rebuild ≈ 40 s, the peers' 8 ≈ 80 s
+  IFS=';' read -ra variants <<<"${VARIANTS:-C PvWait=after_softmax RescaleO=on_landing RowScale=divide GridQ=consumers}"
   targets=attnlab; [ "${TESTS:-0}" = 1 ] && targets="attnlab attnlab_tests"
   for v in "${variants[@]}" "A"; do
     set -- $v
+    [ $# -eq 0 ] && continue  # an empty element ("a;;b", a trailing ';')
     label=$1; shift
     cp /tmp/flash2_sm90.cu.committed kernels/flash2/flash2_sm90.cu
     for choice in "$@"; do  # kFlash2NAME = TYPE::old; → TYPE::VALUE

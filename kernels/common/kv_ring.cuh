@@ -93,12 +93,13 @@ struct ProducerFills {};
 // K's slot back once S has landed — an iteration before V's — so K_{j+2} loads while P·V_j still reads V_j. With
 // two slots (flash2's 176-key tile) that is what keeps the loads a whole iteration ahead of the MMAs.
 struct ProducerFillsKV {};
-// ProducerFillsKV for one row block of a persistent CTA (flash2_sm90.cu's row_blocks = persistent): the producer
-// also loads Q — each consumer warpgroup's 64 rows on a barrier pair of its own — and the ring runs on across the
-// CTA's row blocks. `first` is the ring's count of tiles before this block's (slots and phases go on from there);
-// the warpgroup waits on q_full[group] (phase q_parity, the block's count mod 2) instead of copying Q, and arrives
-// on q_empty[group] (128 arrivals: its threads) once its last S has landed — Q's last reader — so the producer
-// loads the next block's Q while this one's last P·V and its epilogue run.
+// ProducerFillsKV for one row block of a persistent CTA (flash2_sm90.cu's row_blocks = persistent), or of a grid CTA
+// whose producer loads Q (flash2's kFlash2GridQ; first = 0, q_parity = 0): the producer also loads Q — each consumer
+// warpgroup's 64 rows on a barrier pair of its own — and, persistent, the ring runs on across the CTA's row blocks.
+// `first` is the ring's count of tiles before this block's (slots and phases go on from there); the warpgroup waits
+// on q_full[group] (phase q_parity, the block's count mod 2) instead of copying Q, and arrives on q_empty[group] (128
+// arrivals: its threads) once its last S has landed — Q's last reader — so the producer loads the next block's Q
+// while this one's last P·V and its epilogue run.
 // With ping-pong the turns run on across the CTA's row blocks as its ring does (FlashAttention-3's persistent kernel
 // keeps its warp-scheduler barrier's order across tiles): warpgroup 1 opens the first turn only where the turns are
 // not already open (`opens_turns`: the CTA's first block with a tile, or the first after a block with none) and skips
@@ -230,7 +231,8 @@ __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uin
     if (tiles > 1) wait_k(1);
     wait_v(0);
   }
-  // P·V_t has landed: V_t given back, O ·= α of tile t + 1, P̃_{t+1} rounded to A fragments — after the softmax of
+  // P·V_t has landed: V_t given back, O ·= α of tile t + 1 (under_scores: at P·V_{t+1}'s issue), P̃_{t+1} rounded to
+  // A fragments — after the softmax of
   // tile t + 1 (waits_ahead: and after iteration t + 1's mbarrier waits). Why waits_ahead: the wait has no operands,
   // so ptxas schedules it as early as its basic block allows, and the H100's SASS of flash2 v6 had it before the
   // softmax's first row maximum — 11.9% of the kernel's warp samples stalled on it, where FlashAttention-3's comes
@@ -243,10 +245,12 @@ __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uin
     if constexpr (kRescaleO == RescaleO::on_landing) k.finish_pv(alpha, true);
     k.pack_p();
   };
-  // P·V_t's issue: under_scores rescales O first (α of tile t, from the softmax before), fenced.
+  // P·V_t's issue: under_scores rescales O first (α of tile t, from the softmax before), pinned (the multiplies on O
+  // stay before the fence, as FlashAttention-3's warpgroup_fence_operand keeps them) and fenced.
   auto issue_pv = [&](int t) {
     if constexpr (kRescaleO == RescaleO::under_scores) {
       k.finish_pv(alpha, true);
+      k.pin_pv();
       wgmma_fence();
     }
     k.issue_pv(t);

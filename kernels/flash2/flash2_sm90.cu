@@ -13,11 +13,12 @@
 //   wait for O; O ·= 2^{m_j − m_{j+1}}; round P̃_{j+1} to FP16 A fragments
 // so the tensor cores are busy while the FP32 pipes run the exponentials — if the machine code keeps that order, which
 // v1–v6's did not (ptxas put the wait for O first). v8 (kv_ring.cuh's PvWait; kFlash2PvWait below) waits for O behind
-// the next tile's mbarrier waits, where ptxas cannot move it above the softmax. Rows and keys past the ends are
+// the next tile's mbarrier waits, where ptxas cannot move it above the softmax; v9 (kFlash2RescaleO) moves O ·= α to
+// just before the next P·V's issue, after S_{j+2}'s (FlashAttention-3's place). Rows and keys past the ends are
 // zero-filled by the copies (cp.async's or TMA's) and masked in the softmax; causal CTAs stop at the last tile their last row sees.
 //
 // K/V loads (flash2.h's tma_producer): true adds a producer warpgroup (FlashAttention-3 §3.1's warp
-// specialization) — one of its threads copies each K and V tile with TMA (tma_fill.cuh), one load per 64-channel
+// specialization) — one of its threads copies each K and V tile (and, v10, Q) with TMA (tma_fill.cuh), one load per 64-channel
 // column block of each, into the three-tile ring of kv_ring.cuh (mbarriers: the warpgroups need not meet every
 // tile; K and V of a slot on barriers of their own, v3), and setmaxnreg moves registers to the two consumer
 // warpgroups (240 each, the producer 24). With ping_pong the consumers' MMA issues alternate (FA3 §3.1's
@@ -182,8 +183,8 @@ __device__ __forceinline__ void attend_row_block(const Flash2Args& a, const RowB
       else wgmma_m64n64k16_f16_rs_tb(o, p[ks], desc_v(j, ks), j > 0 || ks > 0);
     }
   };
-  // After P̃·V_j: O ·= α of the next tile. Once the running maxima settle, α = 1 for every row of the
-  // warp: skipping the multiply by 1 is exact.
+  // O ·= α of the next tile, P̃·V_j landed (at the landing, or before P̃·V_{j+1}'s issue: kv_ring.cuh's RescaleO). Once
+  // the running maxima settle, α = 1 for every row of the warp: skipping the multiply by 1 is exact.
   auto finish_pv = [&](const float (&alpha)[2], bool rescale) {
     if (rescale && __any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) {
 #pragma unroll
@@ -228,8 +229,8 @@ __global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
   auto grid_block = [&] { return RowBlock(a, blockIdx.y, blockIdx.x, blocks, T::kBr, T::kBc); };
 
   if constexpr (Producer) {  // tma_fill.cuh: the producer warpgroup copies, the consumers compute
-    // K and V of a slot on barriers of their own (kv_ring.cuh's ProducerFillsKV): K_{j+2} loads while P·V_j reads V_j.
-    // Persistent (and a grid CTA, kFlash2GridQ): also Q, each warpgroup's 64 rows on barriers of their own
+    // K and V of a slot on barriers of their own (kv_ring.cuh's ProducerFillsKV, or ProducerFillsQKV where the
+    // producer loads Q): K_{j+2} loads while P·V_j reads V_j. Persistent (and a grid CTA, kFlash2GridQ): also Q, each warpgroup's 64 rows on barriers of their own
     // (ProducerFillsQKV); persistent, the ring running on across the CTA's row blocks (`first`: its tiles so far) —
     // the next block's Q and K/V load under this one's end.
     __shared__ uint64_t full[2 * T::kStages], empty[2 * T::kStages], q_full[2], q_empty[2];
