@@ -14,6 +14,11 @@ kernel in the range belongs to a call, the figures their sum over CALLS. Locked,
 per cent between kernels (1.41–1.46 GHz, duration-weighted, on an H100), so the ratios are of SM cycles (time × the launch's clock).
 
   python3 kernels/bench/locked_clocks.py DIR --calls 3 --gpu "NVIDIA H100 80GB HBM3" --out locked.json
+
+--peers-from FILE takes the peers' rows from an earlier call's output (the same GPU model) where DIR has none for that
+shape — a call that times only our variants (prefill_session.sh STEP=flash2-ab PEERS=0) still gets its ratios; the
+rows keep "from": FILE, and the table marks them with *. Locked cycles reproduce across H100s within 0.2%
+(kernels/PERF.md, wgmma v6 and v7), which is what makes an earlier call's peers a fair denominator.
 """
 import argparse
 import json
@@ -27,7 +32,29 @@ ap.add_argument("dir")
 ap.add_argument("--calls", type=int, default=3)
 ap.add_argument("--gpu", default="")
 ap.add_argument("--out", required=True)
+ap.add_argument("--peers-from", help="an earlier locked-clocks JSON: its peers' rows where DIR has none")
 args = ap.parse_args()
+
+
+def refuse(message):
+    print(f"locked_clocks.py: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def earlier_peers(path):
+    """The peers' rows of an earlier call's output, checked: its schema, and its GPU where both name one."""
+    try:
+        earlier = json.loads(pathlib.Path(path).read_text())
+    except (OSError, ValueError) as e:
+        refuse(f"--peers-from {path}: {e}")
+    if not isinstance(earlier, dict) or earlier.get("schema") != "attnlab.locked_clocks/1":
+        refuse(f"--peers-from {path}: not an attnlab.locked_clocks/1 file")
+    if args.gpu and earlier.get("gpu") and earlier["gpu"] != args.gpu:
+        refuse(f"--peers-from {path}: measured on {earlier['gpu']}, not {args.gpu}")
+    keys = ("impl", "len", "causal", "kcycles")
+    found = [r for r in earlier.get("rows", []) if isinstance(r, dict) and all(k in r for k in keys)]
+    return [r for r in found if not str(r["impl"]).startswith("flash2")]
+
 
 
 def number(metrics, name):
@@ -57,6 +84,11 @@ for path in sorted(pathlib.Path(args.dir).glob("*__*__*.csv")):
                      kcycles=round(kcycles, 1), sm_ghz=round(sum(cycles) / sum(ns), 3),  # duration-weighted
                      launches=len(found), kernels=sorted({name[:90] for _, name, _ in found})))
 
+if args.peers_from:
+    have = {(r["impl"], r["len"], r["causal"]) for r in rows}
+    rows += [dict(r, **{"from": args.peers_from}) for r in earlier_peers(args.peers_from)
+             if (r["impl"], r["len"], r["causal"]) not in have]
+
 print(f"Nsight Compute's locked clocks ({args.gpu or 'GPU'}), B 4, H 16, d 128: ms and thousands of SM cycles per call "
       "(the SM clock, duration-weighted, differs a little between kernels even locked), and the peers' cycles ÷ ours")
 for key in sorted({(r["len"], r["causal"]) for r in rows}):
@@ -64,7 +96,10 @@ for key in sorted({(r["len"], r["causal"]) for r in rows}):
     peers = {r["impl"]: r["kcycles"] for r in here if not r["impl"].startswith("flash2")}
     for r in here:
         ratios = "  ".join(f"x{p}={c / r['kcycles']:.3f}" for p, c in peers.items()) if r["impl"].startswith("flash2") else ""
-        print(f"N {key[0]:5d}{' causal' if key[1] else '       '} {r['impl']:28s} {r['ms_locked']:8.4f} ms "
+        impl = r["impl"] + ("*" if "from" in r else "")
+        print(f"N {key[0]:5d}{' causal' if key[1] else '       '} {impl:28s} {r['ms_locked']:8.4f} ms "
               f"{r['kcycles']:9.1f} kcyc  SM {r['sm_ghz']:.3f} GHz  {ratios}")
+if args.peers_from:
+    print(f"* from {args.peers_from} (an earlier call)")
 pathlib.Path(args.out).write_text(json.dumps({"schema": "attnlab.locked_clocks/1", "gpu": args.gpu,
                                               "clock_control": "ncu base", "rows": rows}, indent=1) + "\n")

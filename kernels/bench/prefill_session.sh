@@ -187,7 +187,8 @@ flash2-ab)
   # committed, last, so that the next steps run it; the file is restored however the step ends. Each variant: its
   # waits' placement and its locked clocks at N 4k and 16k (LENS); with TESTS=1 also flash2's [gpu] tests
   # (gpu-tests-LABEL.log; ≈ 30 s a variant). PEERS=0 leaves out the peers' build and locked clocks (an earlier call's
-  # stand: locked cycles reproduce across H100s, kernels/PERF.md).
+  # stand: locked cycles reproduce across H100s, kernels/PERF.md); PEERS_FROM=FILE (a committed locked-clocks JSON of
+  # the same GPU) then gives the table its peers' rows.
   [ "${PEERS:-1}" = 1 ] && BACKGROUND=1 bash .peers/tools/build.sh .peers  # at once where STEP=pvwait built them
   ensure_built || exit 1
   cp kernels/flash2/flash2_sm90.cu /tmp/flash2_sm90.cu.committed

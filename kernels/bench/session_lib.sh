@@ -204,8 +204,8 @@ locked_clocks_peers() {
 }
 
 # locked_clocks.py's table of every CSV in $out/clk (ours and the peers) into $out/locked-clocks.json.
-locked_clocks_table() {
-  python3 kernels/bench/locked_clocks.py "$out/clk" --calls 3 --out "$out/locked-clocks.json" \
+locked_clocks_table() {  # PEERS_FROM: an earlier call's locked-clocks JSON for the peers' rows this call lacks
+  python3 kernels/bench/locked_clocks.py "$out/clk" --calls 3 --out "$out/locked-clocks.json" ${PEERS_FROM:+--peers-from "$PEERS_FROM"} \
     --gpu "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
 }
 

@@ -14,10 +14,17 @@ sass_text.py and wait_placement.py on SASS written here:
 
 ncu_csv.launches on a `--csv` table with the program's output around it; opcode_diff.opcodes on the committed
 Nsight Compute text of 2026-12-06, whose per-opcode counts must add up to the total ncu printed beside them.
+
+locked_clocks.py --peers-from: an earlier call's peers fill the shapes this call lacks (marked, ratios against them),
+never one this call has; an earlier file of another GPU, or not a locked-clocks file, is refused with one line and
+exit 2, and no output is written.
 """
 import io
+import json
 import os
+import subprocess
 import sys
+import tempfile
 import unittest
 
 BENCH = os.path.join(os.path.dirname(__file__), "..", "..", "kernels", "bench")
@@ -144,6 +151,72 @@ class OpcodeDiff(unittest.TestCase):
         self.assertEqual(sum(counts.values()), 313_884_930)  # "sass__inst_executed_per_opcode 313,884,930 (FFMA: …"
         self.assertEqual(counts["FFMA"], 41_156_608)  # a count wrapped onto the next line in ncu's text
         self.assertGreater(len(counts), 50)
+
+
+class LockedClocksPeersFrom(unittest.TestCase):
+    GPU = "NVIDIA H100 80GB HBM3"
+
+    def run_script(self, earlier):
+        with tempfile.TemporaryDirectory() as d:
+            clk = os.path.join(d, "clk")
+            os.mkdir(clk)
+            # Ours at N 4k: 3 launches of 1.0 ms at 1.4 GHz (1 400 k cycles); cuDNN measured in this call at N 4k.
+            rows = ['"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"']
+            for i in range(3):
+                rows += [f'"{i}","flash2_sm90_kernel","gpu__time_duration.sum","ns","1,000,000"',
+                         f'"{i}","flash2_sm90_kernel","sm__cycles_elapsed.avg.per_second","hz","1,400,000,000"']
+            with open(os.path.join(clk, "flash2_A__4096__0.csv"), "w") as f:
+                f.write("\n".join(["==PROF== Connected to process 1"] + rows) + "\n")
+            cudnn = ['"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"'] + [
+                f'"{i}","cudnn_kernel","{m}","x","{v}"' for i in range(3)
+                for m, v in (("gpu__time_duration.sum", "700,000"), ("sm__cycles_elapsed.avg.per_second", "1,400,000,000"))]
+            with open(os.path.join(clk, "sdpa_cudnn__4096__0.csv"), "w") as f:
+                f.write("\n".join(cudnn) + "\n")
+            earlier_path = os.path.join(d, "earlier.json")
+            with open(earlier_path, "w") as f:
+                f.write(earlier if isinstance(earlier, str) else json.dumps(earlier))
+            out = os.path.join(d, "out.json")
+            done = subprocess.run([sys.executable, os.path.join(BENCH, "locked_clocks.py"), clk, "--calls", "3",
+                                   "--gpu", self.GPU, "--out", out, "--peers-from", earlier_path],
+                                  capture_output=True, text=True)
+            result = None
+            if os.path.exists(out):
+                with open(out) as f:
+                    result = json.load(f)
+            return done, result
+
+    def earlier(self, gpu):
+        row = dict(ms_locked=1.0, sm_ghz=1.4, launches=3, kernels=["k"])
+        return {"schema": "attnlab.locked_clocks/1", "gpu": gpu, "rows": [
+            dict(row, impl="fa3_bf16", len=4096, causal=False, kcycles=1200.0),
+            dict(row, impl="sdpa_cudnn", len=4096, causal=False, kcycles=9999.0),  # this call has its own
+            dict(row, impl="flash2_old", len=4096, causal=False, kcycles=1.0)]}  # ours: never taken
+
+    def test_peers_fill_what_the_call_lacks(self):
+        done, result = self.run_script(self.earlier(self.GPU))
+        self.assertEqual(done.returncode, 0, done.stderr)
+        impls = {r["impl"]: r for r in result["rows"]}
+        self.assertEqual(sorted(impls), ["fa3_bf16", "flash2_A", "sdpa_cudnn"])
+        self.assertIn("from", impls["fa3_bf16"])
+        self.assertNotIn("from", impls["sdpa_cudnn"])
+        self.assertEqual(impls["sdpa_cudnn"]["kcycles"], 980.0)  # 3 × 0.7 ms at 1.4 GHz, per call
+        self.assertIn("xfa3_bf16=0.857", done.stdout)  # 1 200 / 1 400
+        self.assertIn("xsdpa_cudnn=0.700", done.stdout)
+        self.assertIn("fa3_bf16*", done.stdout)
+
+    def test_another_gpus_file_is_refused(self):
+        done, result = self.run_script(self.earlier("NVIDIA H200"))
+        self.assertEqual(done.returncode, 2)
+        self.assertIn("measured on NVIDIA H200", done.stderr)
+        self.assertEqual(len(done.stderr.strip().splitlines()), 1)
+        self.assertIsNone(result)
+
+    def test_a_file_of_another_kind_is_refused(self):
+        for earlier in ("{not json", {"schema": "attnlab.measurements/1", "rows": []}):
+            done, result = self.run_script(earlier)
+            self.assertEqual(done.returncode, 2, earlier)
+            self.assertEqual(len(done.stderr.strip().splitlines()), 1)
+            self.assertIsNone(result)
 
 
 if __name__ == "__main__":
