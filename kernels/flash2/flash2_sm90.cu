@@ -261,6 +261,16 @@ __global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
       for (int c = 0; c < D / 64; ++c)
         tma_load_3d(smem + c * T::kBr * 128 + g * 64 * 128, &q_map, 64 * c, rb.row0 + 64 * g, rb.bh, &q_full[g]);
     };
+    // Row block rb's Q and tiles, the n-th block with a tile (Q's phase n mod 2): warpgroup 0's Q, the first K/V
+    // tile, warpgroup 1's Q, the rest — so the first tile waits for no warpgroup but the first to finish the previous
+    // block. A block with no tile loads nothing (the consumers store zeros).
+    auto produce_block = [&](const RowBlock& rb, int first, int n) {
+      if (rb.tiles == 0) return;
+      produce_q(rb, n, 0);
+      produce_tiles(rb, first, 0, 1);
+      produce_q(rb, n, 1);
+      produce_tiles(rb, first, 1, rb.tiles);
+    };
     const bool consumer = split_warpgroups_with<T::kStages, T::kConsumers, 2>(
         [&] {
           for (int g = 0; g < 2; ++g) {
@@ -273,10 +283,8 @@ __global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
           prefetch_tensor_map(&v_map);
           if constexpr (Persistent) {
             prefetch_tensor_map(&q_map);
-            // Row block n (of those with a tile): warpgroup 0's Q, the first K/V tile, warpgroup 1's Q, the rest — so
-            // the first tile waits for no warpgroup but the first to finish the previous block. A block with no tile
-            // loads nothing (the consumers store zeros). Dynamic: the k-th block's successor is taken and handed over
-            // before the block's loads (the consumers read it as they start the block, for their turns).
+            // Dynamic: the k-th block's successor is taken and handed over before the block's loads (the consumers
+            // read it as they start the block, for their turns).
             for (int w = blockIdx.x, first = 0, n = 0, k = 0; w < items; ++k) {
               int next = w + int(gridDim.x);
               if constexpr (Dynamic) {  // CTAs start at blockIdx.x: the counter hands out the rest
@@ -286,24 +294,13 @@ __global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
                 mbar_arrive(&next_full[k & 1]);  // release: the consumers read next_block after their wait
               }
               const RowBlock rb = row_block(w);
-              if (rb.tiles > 0) {
-                produce_q(rb, n, 0);
-                produce_tiles(rb, first, 0, 1);
-                produce_q(rb, n, 1);
-                produce_tiles(rb, first, 1, rb.tiles);
-                first += rb.tiles, ++n;
-              }
+              produce_block(rb, first, n);
+              if (rb.tiles > 0) first += rb.tiles, ++n;
               w = next;
             }
           } else if constexpr (kProducerQ) {  // the persistent CTA's order for its one block
             prefetch_tensor_map(&q_map);
-            const RowBlock rb = grid_block();
-            if (rb.tiles > 0) {
-              produce_q(rb, 0, 0);
-              produce_tiles(rb, 0, 0, 1);
-              produce_q(rb, 0, 1);
-              produce_tiles(rb, 0, 1, rb.tiles);
-            }
+            produce_block(grid_block(), 0, 0);
           } else {
             const RowBlock rb = grid_block();
             produce_tiles(rb, 0, 0, rb.tiles);
