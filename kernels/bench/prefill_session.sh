@@ -16,7 +16,8 @@
 #               d 128, and of the grid and dynamic at N 8k causal (DRAM bytes, L2 hits, issue and stalls), then the peers
 #   STEP=clocks flash2's grid, head-by-head and dynamic orders beside cuDNN and FlashAttention-3 BF16 under Nsight
 #               Compute's locked clocks (gpu__time_duration of 3 launches each; B 4, H 16, d 128, N 4k–16k, causal and
-#               not; locked_clocks.py → locked-clocks.json): a ratio the power limit's clock changes do not move;
+#               not, KV128=1 adding the grid on 128-key tiles not causal; locked_clocks.py → locked-clocks.json): a
+#               ratio the power limit's clock changes do not move;
 #               then the executed instructions per opcode of ours (the grid) and FlashAttention-3's at N 4k (ncu-op-*.txt)
 #               and their SASS with the warp-state samples of each instruction (sass-*.csv.gz; ours built with -lineinfo)
 #   STEP=sass   the second half of STEP=clocks alone (the peers built): opcodes of ours and FA3 at N 4k, opcode_diff.py,
@@ -135,6 +136,8 @@ clocks)
   build_sm90a 10 || exit 1
   step "Nsight Compute's locked clocks: ours, 3 launches after 5 (clk/*.csv)"
   for rows in grid persistent_head_major persistent_dynamic; do locked_clocks_flash2 $rows $rows; done
+  # KV128=1: the grid with 128-key tiles where the 176-key one runs (not causal; at N 4k its last tile holds 48 keys)
+  [ "${KV128:-0}" = 1 ] && CAUSALS=0 locked_clocks_flash2 grid_kv128 grid '"kv_tile": "128"'
   wait_peers
   step "Nsight Compute's locked clocks: cuDNN and FlashAttention-3 BF16, 3 calls in a profiled range (clk/*.csv)"
   locked_clocks_peers

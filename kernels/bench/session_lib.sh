@@ -11,7 +11,7 @@
 #   ensure_built || exit 1          # build-gpu/ brought up to date (or built)
 #   sass_samples NAME NCU-FILTERS… COMMAND…   # every SASS instruction's warp-state samples of one launch
 #   wait_placement_of OBJECT LABEL [FRAGMENTS…]   # where ptxas put the wgmma waits (wait_placement.py)
-#   locked_clocks_flash2 NAME ROWS; locked_clocks_peers; locked_clocks_table   # Nsight Compute's locked clocks
+#   locked_clocks_flash2 NAME ROWS [PARAMS]; locked_clocks_peers; locked_clocks_table   # Nsight Compute's locked clocks
 
 # A step's title; a session_start folder is packed first, so a command killed by a time limit (no exit trap) still
 # brings back every step before the one it was in. (Scripts that set $out themselves pack nothing here.)
@@ -170,16 +170,17 @@ wait_placement_of() {
   gzip -f "$sass"
 }
 
-# Nsight Compute's locked clocks on attnlab: 3 launches after 5 of flash2 (row_blocks ROWS) at B 4, H 16, d 128, N 4k–16k
-# (LENS), causal and not, into $out/clk/flash2_NAME__N__causal.csv (kernels/bench/locked_clocks.py reads them).
+# Nsight Compute's locked clocks on attnlab: 3 launches after 5 of flash2 (row_blocks ROWS; PARAMS: more of the
+# variant's parameters as JSON members, e.g. '"kv_tile": "128"') at B 4, H 16, d 128, N 4k–16k (LENS), causal and not
+# (CAUSALS), into $out/clk/flash2_NAME__N__causal.csv (kernels/bench/locked_clocks.py reads them).
 locked_clocks_flash2() {
-  local name=$1 rows=$2 n c causal
+  local name=$1 rows=$2 params=${3:+, $3} n c causal
   local metrics=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second
   mkdir -p "$out/clk"
   for n in ${LENS:-4096 8192 16384}; do
-    for c in 0 1; do
+    for c in ${CAUSALS:-0 1}; do
       causal=$([ $c = 1 ] && echo true || echo false)
-      one_launch_config configs/bench-flash2-prefill.json '{"id": "flash2", "params": {"row_blocks": "'$rows'"}}' \
+      one_launch_config configs/bench-flash2-prefill.json '{"id": "flash2", "params": {"row_blocks": "'$rows'"'"$params"'}}' \
         '{"q_len": '$n', "kv_len": '$n', "causal": '$causal'}' >/tmp/clk-config.json
       timeout 120 ncu --kernel-name regex:flash2_sm90 --launch-skip 5 --launch-count 3 --csv --print-units base \
         --metrics $metrics build-gpu/bin/attnlab bench --config /tmp/clk-config.json >"$out/clk/flash2_$name"__${n}__$c.csv 2>&1
