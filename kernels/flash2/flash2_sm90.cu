@@ -265,7 +265,7 @@ __global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
     // tile, warpgroup 1's Q, the rest — so the first tile waits for no warpgroup but the first to finish the previous
     // block. A block with no tile loads nothing (the consumers store zeros).
     auto produce_block = [&](const RowBlock& rb, int first, int n) {
-      if (rb.tiles == 0) return;
+      if (rb.tiles <= 0) return;
       produce_q(rb, n, 0);
       produce_tiles(rb, first, 0, 1);
       produce_q(rb, n, 1);
