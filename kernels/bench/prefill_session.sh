@@ -26,7 +26,7 @@
 #               built, every [gpu] test file, flash2's sanitizer cases; then, as the next calls on the same machine,
 #   STEP=v6-bench  attnlab bench at d 128 (the grid and the persistent orders) and the peers on the same shapes, and
 #               STEP=clocks
-#   STEP=pvwait flash2 wgmma v7 (kv_ring.cuh's PvWait: where the consumers wait for P·V): the peers' build in the
+#   STEP=pvwait flash2 as committed (its schedule constants printed; v7 on): the peers' build in the
 #               background, attnlab built, flash2's [gpu] tests and sanitizer cases, where ptxas put the waits in the SASS
 #               (wait_placement.py), and flash2's grid under Nsight Compute's locked clocks; then, on the same machine,
 #   STEP=flash2-ab  flash2 rebuilt with other choices of its schedule's constants (VARIANTS, default C = v6's

@@ -18,8 +18,8 @@
 // zero-filled by the copies (cp.async's or TMA's) and masked in the softmax; causal CTAs stop at the last tile their last row sees.
 //
 // K/V loads (flash2.h's tma_producer): true adds a producer warpgroup (FlashAttention-3 §3.1's warp
-// specialization) — one of its threads copies each K and V tile (and, v10, Q) with TMA (tma_fill.cuh), one load per 64-channel
-// column block of each, into the three-tile ring of kv_ring.cuh (mbarriers: the warpgroups need not meet every
+// specialization) — one of its threads copies each K and V tile (and, v10, Q) with TMA (tma_fill.cuh), one load per
+// 64-channel column block of each, into the three-tile ring of kv_ring.cuh (mbarriers: the warpgroups need not meet every
 // tile; K and V of a slot on barriers of their own, v3), and setmaxnreg moves registers to the two consumer
 // warpgroups (240 each, the producer 24). With ping_pong the consumers' MMA issues alternate (FA3 §3.1's
 // ping-pong: one warpgroup's softmax under the other's GEMMs).
@@ -92,6 +92,9 @@ inline constexpr RowScale kFlash2RowScale = RowScale::reciprocal;
 // issue no copy (v10).
 enum class QLoad { consumers, producer };
 inline constexpr QLoad kFlash2GridQ = QLoad::producer;
+// Whether a producer kernel's Q comes from the producer (q_full / q_empty, q_map): the kernel's and the launch's test.
+template <bool Persistent>
+inline constexpr bool kProducerLoadsQ = Persistent || kFlash2GridQ == QLoad::producer;
 
 // The consumers' work on one row block: S, the online softmax, P̃·V over its tiles by run_loop(steps, tiles)
 // (kv_ring.cuh or kv_pipeline.cuh), then O = G/ℓ and L = m + log ℓ stored. Tile j lies in the ring's slot
@@ -216,7 +219,7 @@ __global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
   using T = HopperTile<D, Producer, Bc>;
   static_assert(Producer || !Persistent, "a persistent CTA's Q comes from the producer");
   static_assert(Persistent || !Dynamic, "the dynamic order is a persistent CTA's");
-  constexpr bool kProducerQ = Persistent || kFlash2GridQ == QLoad::producer;  // Q on q_full / q_empty
+  constexpr bool kProducerQ = kProducerLoadsQ<Persistent>;
   extern __shared__ char smem_raw[];
   char* smem = smem_raw + ((1024u - (smem_addr(smem_raw) & 1023u)) & 1023u);
   auto stage_k = [&](int s) { return smem + T::kQBytes + s * 2 * T::kKVBytes; };
@@ -229,10 +232,10 @@ __global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
   auto grid_block = [&] { return RowBlock(a, blockIdx.y, blockIdx.x, blocks, T::kBr, T::kBc); };
 
   if constexpr (Producer) {  // tma_fill.cuh: the producer warpgroup copies, the consumers compute
-    // K and V of a slot on barriers of their own (kv_ring.cuh's ProducerFillsKV, or ProducerFillsQKV where the
-    // producer loads Q): K_{j+2} loads while P·V_j reads V_j. Persistent (and a grid CTA, kFlash2GridQ): also Q, each warpgroup's 64 rows on barriers of their own
-    // (ProducerFillsQKV); persistent, the ring running on across the CTA's row blocks (`first`: its tiles so far) —
-    // the next block's Q and K/V load under this one's end.
+    // K and V of a slot on barriers of their own (kv_ring.cuh's ProducerFillsKV): K_{j+2} loads while P·V_j reads V_j.
+    // Where the producer loads Q (kProducerQ: persistent, or a grid CTA by kFlash2GridQ), each warpgroup's 64 rows on
+    // barriers of their own (ProducerFillsQKV); persistent, the ring runs on across the CTA's row blocks (`first`: its
+    // tiles so far) — the next block's Q and K/V load under this one's end.
     __shared__ uint64_t full[2 * T::kStages], empty[2 * T::kStages], q_full[2], q_empty[2];
     // Dynamic (a.dynamic_order; FlashAttention-3's dynamic scheduler): the producer takes each next row block
     // from a counter in the workspace (zeroed by the launch) and hands it to the consumers through two slots of
@@ -308,6 +311,9 @@ __global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
         },
         full, empty);
     if (!consumer) return;
+    auto ring = [&](auto&& steps, int tiles, auto fills) {
+      kv_ring<T::kStages, PingPong, kFlash2PvWait, kFlash2RescaleO>(tiles, steps, full, empty, fills);
+    };
     if constexpr (Persistent) {
       bool turns_open = false;  // the ping-pong's turns run on from the last block with a tile (kv_ring.cuh)
       for (int w = blockIdx.x, first = 0, n = 0, k = 0; w < items; ++k) {
@@ -322,20 +328,14 @@ __global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
         // again); n: the blocks with a tile before this one. A block with none takes no turn (kv_ring returns at once).
         const bool next_has_tiles = next < items && row_block(next).tiles > 0;
         const ProducerFillsQKV fills{first, q_full, q_empty, n & 1, !turns_open, !next_has_tiles};
-        attend_row_block<D, Producer, Bc>(a, rb, first, smem, [&](auto&& steps, int tiles) {
-          kv_ring<T::kStages, PingPong, kFlash2PvWait, kFlash2RescaleO>(tiles, steps, full, empty, fills);
-        });
+        attend_row_block<D, Producer, Bc>(a, rb, first, smem, [&](auto&& steps, int tiles) { ring(steps, tiles, fills); });
         if (rb.tiles > 0) first += rb.tiles, ++n, turns_open = next_has_tiles;
         w = next;
       }
-    } else if constexpr (kProducerQ) {  // one block: Q's phase 0, the turns opened and closed in it
+    } else {  // one block (with the producer's Q: its phase 0, the turns opened and closed in it)
       attend_row_block<D, Producer, Bc>(a, grid_block(), 0, smem, [&](auto&& steps, int tiles) {
-        const ProducerFillsQKV fills{0, q_full, q_empty, 0};
-        kv_ring<T::kStages, PingPong, kFlash2PvWait, kFlash2RescaleO>(tiles, steps, full, empty, fills);
-      });
-    } else {
-      attend_row_block<D, Producer, Bc>(a, grid_block(), 0, smem, [&](auto&& steps, int tiles) {
-        kv_ring<T::kStages, PingPong, kFlash2PvWait, kFlash2RescaleO>(tiles, steps, full, empty, ProducerFillsKV{});
+        if constexpr (kProducerQ) ring(steps, tiles, ProducerFillsQKV{0, q_full, q_empty, 0});
+        else ring(steps, tiles, ProducerFillsKV{});
       });
     }
   } else {
@@ -354,7 +354,7 @@ cudaError_t launch(const Flash2Args& a, cudaStream_t stream) {
     cudaError_t e = fp16_rows_tensor_map(k_map, a.k, heads, a.kv_len, D, T::kBc);
     if (e == cudaSuccess) e = fp16_rows_tensor_map(v_map, a.v, heads, a.kv_len, D, T::kBc);
     // Q: (B·Hq, q_len, d), a warpgroup's 64 rows a box.
-    if (e == cudaSuccess && (Persistent || kFlash2GridQ == QLoad::producer))
+    if (e == cudaSuccess && kProducerLoadsQ<Persistent>)
       e = fp16_rows_tensor_map(q_map, a.q, int64_t(a.batch) * a.q_heads, a.q_len, D, 64);
     if (e != cudaSuccess) return e;
   }
