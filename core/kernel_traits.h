@@ -36,6 +36,9 @@ struct KernelTraits {
   int block_c_not_causal = 0;  // prefill with the producer's loads, not causal: B_c of FlashAttention-3's wider tile
                                // (core/producer_loads.h's prefill_block_c says when), its ring as many of them as fit
                                // beside Q (at most `stages`); 0: block_c everywhere
+  // The wide tile's cost per key against block_c's, measured (kv_tile = auto weighs it against the wide tile's padding
+  // of the last tile: core/producer_loads.h's wide_tile_pays).
+  float wide_tile_key_cost = 1.f;
   // A warpgroup-MMA kernel's query rows per warpgroup (four warps): turbo's Alg. 1 query block.
   constexpr int warpgroup_rows() const { return block_r / (warps / 4); }
 };
@@ -49,7 +52,10 @@ inline constexpr KernelTraits kKernelTraits[] = {
     // 240 by setmaxnreg), v1 (cp_async) 256 threads at 168 / 210. Shared memory holds either to one CTA per SM at d 128.
     // v3: not causal at d 128, FlashAttention-3's 176-key tile, two in the ring (kernels/PERF.md, flash2 prefill v3).
     {"flash2",      64,  90,  128, 128, 8,    3,     168, 1},
-    {"flash2",      128, 90,  128, 128, 8,    3,     210, 1, false, false, false, false, false, 176},
+    // Its cost per key 0.987 of the 128-key tile's: v9 on an H100 under locked clocks, N 16k (B 4, H 16; no padding at
+    // 128, 16 keys in the last 176-key tile): 20 281.1 k SM cycles for 94 tiles of 176 keys, 20 355.2 k for 128 of
+    // 128 — (20 281.1 / (94 · 176)) / (20 355.2 / (128 · 128)) = 0.9867 (kernels/PERF.md, "v8's epilogue, v9 and v10").
+    {"flash2",      128, 90,  128, 128, 8,    3,     210, 1, false, false, false, false, false, 176, 0.987f},
     // flash2 decode (kernels/flash2/flash2_decode.cu): B_r = the ≤ 8 query heads of one KV head (the MMA's N columns),
     // B_c = 32 tokens; one warp per CTA running one chain, 3 tiles in its ring (d 128: 51 KB, so 4 CTAs on an H100's
     // SM, 3 on an A100's, 1 on an RTX 4090's; d 64: 27 KB); chains from decode_splits over the warps the GPU holds.

@@ -42,12 +42,23 @@ inline bool persistent_dynamic(const VariantRequest& v) { return row_blocks_choi
 inline bool persistent_head_by_head(const VariantRequest& v) {
   return row_blocks_choice(v) == "persistent_head_major" || persistent_dynamic(v);
 }
-// B_c of the prefill kernel of generation t.arch that v runs on a problem causal or not: t.block_c_not_causal where
-// the row has one, the problem is not causal, a producer warpgroup copies the tiles and kv_tile does not pin 128;
-// else t.block_c. The kernel backend launches by it, the cost model schedules by it.
-inline int prefill_block_c(const KernelTraits& t, const VariantRequest& v, bool causal) {
-  return t.block_c_not_causal > 0 && !causal && !kv_tile_pinned(v) && producer_loads(v, t.arch) ? t.block_c_not_causal
-                                                                                                : t.block_c;
+// Whether row t's wide tile is the faster for kv_len keys: its keys cost t.wide_tile_key_cost of block_c's each, but
+// the last tile is computed whole — ⌈N/w⌉·w·cost against ⌈N/b⌉·b. flash2 at d 128 (cost 0.987): N 4096 takes 24 tiles
+// of 176 = 4 224 keys' work (4 169 weighed) against 4 096 at 128, so 128 (measured on an H100 under locked clocks: 1.4%
+// faster); 8 192 and 16 384 keep 176 (measured 0.2% and 0.4% faster; kernels/PERF.md, "v8's epilogue, v9 and v10").
+inline bool wide_tile_pays(const KernelTraits& t, int64_t kv_len) {
+  const auto computed_keys = [&](int w) { return double((kv_len + w - 1) / w) * w; };
+  return computed_keys(t.block_c_not_causal) * t.wide_tile_key_cost < computed_keys(t.block_c);
+}
+// B_c of the prefill kernel of generation t.arch that v runs on a problem of kv_len keys, causal or not:
+// t.block_c_not_causal where the row has one, the problem is not causal, a producer warpgroup copies the tiles,
+// kv_tile does not pin 128 and the wide tile pays at kv_len; else t.block_c. The kernel backend launches by it, the
+// cost model schedules by it.
+inline int prefill_block_c(const KernelTraits& t, const VariantRequest& v, bool causal, int64_t kv_len) {
+  return t.block_c_not_causal > 0 && !causal && !kv_tile_pinned(v) && producer_loads(v, t.arch) &&
+                 wide_tile_pays(t, kv_len)
+             ? t.block_c_not_causal
+             : t.block_c;
 }
 
 }  // namespace attnlab

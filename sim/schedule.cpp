@@ -436,7 +436,7 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
       s.explain.push_back("persistent CTAs (FlashAttention-3's scheduler): one per SM loops over the row blocks in a "
                           "fixed order (or from a counter: persistent_dynamic); each block still fills and drains the "
                           "pipeline (measured: kernels/PERF.md, wgmma v4)");
-    if (const int wide = prefill_block_c(*t, v, p.causal); p.phase == Phase::prefill && wide != t->block_c) {
+    if (const int wide = prefill_block_c(*t, v, p.causal, p.kv_len); p.phase == Phase::prefill && wide != t->block_c) {
       // The ring holds as many FP16 K/V tiles as fit beside Q, at most the row's (the kernel's own rule).
       s.block_c = wide;
       s.stages = flash2_ring_slots(*t, int(p.head_dim), wide);

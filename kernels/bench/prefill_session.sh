@@ -32,6 +32,9 @@
 #   STEP=flash2-ab  flash2 rebuilt with other choices of its schedule's constants (VARIANTS, default C = v6's
 #               schedule, then A, the committed one), the waits' placement and locked clocks of each (TESTS=1: and
 #               flash2's [gpu] tests), the peers' locked clocks (PEERS=0: not), and locked_clocks.py's table of all
+#   STEP=timeline  flash2's row blocks' timeline (kernels/bench/flash2_timeline.cu, cta_timeline.py): the steady tile,
+#               the fill, drain, epilogue, the gap between CTAs and the boundary between row blocks, in SM cycles, on
+#               the grid and the persistent order at N 4k and 16k (RUNS), flash2_sm90.cu built once more with it on
 #   STEP=quick  the least that checks a kernel change on a fresh machine with little device time left: attnlab alone
 #               built (no tests), flash2 prefill and kivi decode on small problems against the reference (attnlab run's
 #               errors), attnlab bench of flash2 at d 128, N 4k and 8k, causal and not, and of the decode config at MHA
@@ -306,6 +309,26 @@ turbo-bench)
   one_launch_config configs/bench-turbo-prefill-loads.json '{"id": "turbo"}' '{"q_len": 8192, "kv_len": 8192}' \
     >"$out/ncu-turbo.json"
   ncu_attnlab turbo turbo_prefill_kernel "$out/ncu-turbo.json"
+  ;;
+timeline)
+  # flash2's row blocks' timeline (kernels/bench/flash2_timeline.cu; cta_timeline.py reads it): where a CTA's cycles
+  # go beyond its tiles' steady cost. B 4, H 16, d 128 (RUNS: "N ORDER KV_TILE [causal]" each, ';'-separated).
+  if [ -f build-gpu/build.ninja ]; then ensure_built || exit 1; else BUILD_TARGETS=attnlab build_sm90a || exit 1; fi
+  step "flash2_timeline built (flash2_sm90.cu with its timeline on)"
+  cmake --build build-gpu -j "$(nproc)" --target flash2_timeline >>"$out/build.log" 2>&1 ||
+    { tail -20 "$out/build.log"; exit 1; }
+  IFS=';' read -ra runs <<<"${RUNS:-4096 grid 176;4096 heads 176;4096 grid 128;4096 grid 128 causal;16384 grid 176;16384 heads 176}"
+  for r in "${runs[@]}"; do
+    set -- $r
+    [ $# -ge 3 ] || continue
+    name="timeline-$1-$2-kv$3${4:+-$4}.csv"
+    build-gpu/bin/flash2_timeline --batch 4 --heads 16 --len "$1" --dim 128 --order "$2" --kv-tile "$3" \
+      ${4:+--causal} --out "$out/$name"
+    echo "$name: exit $?"
+  done
+  step "cta_timeline.py (timeline.txt)"
+  python3 kernels/bench/cta_timeline.py "$out"/timeline-*.csv | tee "$out/timeline.txt"
+  gzip "$out"/timeline-*.csv
   ;;
 *)
   echo "prefill_session.sh: unknown STEP '${STEP:-}' (the header lists the steps)" >&2

@@ -50,6 +50,9 @@ struct Flash2Args {
   // (FlashAttention-3's dynamic scheduler), not blocks c, c + CTAs, … (flash2_workspace_bytes counts the counter)
   bool dynamic_order = false;
   int band_heads = 1;  // persistent: batch·heads whose row blocks run together (their K/V in L2; flash2_sm90_band_heads)
+  // The warpgroup kernels' timeline (kernels/common/cta_timeline.cuh): B·Hq·⌈Nq/128⌉·2·kTimelineFields words, written
+  // only by kernels built with ATTNLAB_FLASH2_TIMELINE (kernels/bench/flash2_timeline.cu); the library's ignore it.
+  unsigned long long* timeline = nullptr;
 };
 
 bool flash2_supports(int head_dim);  // a compiled kernel exists for this d (64 and 128)

@@ -34,7 +34,7 @@ void flash2_run(const Experiment& e, const VariantRequest& v, const QKV& in, con
   const size_t copies = input_copies(sets[0].bytes());
   while (sets.size() < copies) sets.push_back(upload_fp16(in));
   // The wgmma generation's loads, tile and row blocks from the variant's kv_loads, kv_tile and row_blocks.
-  const Flash2Schedule schedule = flash2_schedule_of(v);
+  const Flash2Schedule schedule = flash2_schedule_of(v, p);
   const Flash2Output once = flash2_once(p, sets[0], device.sm_count,
                                         path_of_generation(variants::pinned_generation(v.params)), 0, schedule);
   std::vector<Flash2Args> args;

@@ -49,9 +49,13 @@ Flash2Output flash2_once(const Problem& p, const Flash2Inputs& inputs, int sm_co
   return out;
 }
 
-Flash2Schedule flash2_schedule_of(const VariantRequest& v) {
-  return {.tma_producer = producer_loads(v, 90), .wide_tile = !kv_tile_pinned(v), .persistent = persistent_row_blocks(v),
-          .head_major = persistent_head_by_head(v), .dynamic_order = persistent_dynamic(v)};
+Flash2Schedule flash2_schedule_of(const VariantRequest& v, const Problem& p) {
+  const KernelTraits* t = find_kernel_traits("flash2", int(p.head_dim), 90);
+  return {.tma_producer = producer_loads(v, 90),
+          .wide_tile = t != nullptr && prefill_block_c(*t, v, p.causal, p.kv_len) != t->block_c,
+          .persistent = persistent_row_blocks(v),
+          .head_major = persistent_head_by_head(v),
+          .dynamic_order = persistent_dynamic(v)};
 }
 
 }  // namespace attnlab::kernels

@@ -39,10 +39,11 @@ struct Flash2Schedule {
   bool tma_producer = true, ping_pong = true, wide_tile = true, persistent = false, head_major = false,
        dynamic_order = false;
 };
-// The schedule variant request v asks for: kv_loads (core/producer_loads.h, the model's rule too), kv_tile (128 pins
-// the 128-key tile) and row_blocks (persistent: one CTA per SM looping over row blocks; persistent_head_major: in the
+// The schedule variant request v asks for on problem p: kv_loads (core/producer_loads.h, the model's rule too), kv_tile
+// (auto: the wide tile where prefill_block_c takes it at p — not causal, and where its padding pays; 128 pins the
+// 128-key tile) and row_blocks (persistent: one CTA per SM looping over row blocks; persistent_head_major: in the
 // grid's order; persistent_dynamic: each CTA's next block from a counter).
-Flash2Schedule flash2_schedule_of(const VariantRequest& v);
+Flash2Schedule flash2_schedule_of(const VariantRequest& v, const Problem& p);
 
 // Arguments for problem p on `inputs` writing to `o`/`lse`, with the split rule for `sm_count` SMs.
 Flash2Args flash2_args(const Problem& p, const Flash2Inputs& inputs, __half* o, float* lse, int sm_count);

@@ -94,7 +94,7 @@ std::unique_ptr<RingVariant> flash2_ring(const Experiment& e, const VariantReque
                                          const DeviceInfo& device) {
   return std::make_unique<Flash2Ring>(e.problem, in, device.sm_count,
                                       path_of_generation(variants::pinned_generation(v.params)),
-                                      flash2_schedule_of(v));
+                                      flash2_schedule_of(v, e.problem));
 }
 
 }  // namespace attnlab::kernels

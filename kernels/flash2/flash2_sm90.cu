@@ -30,6 +30,7 @@
 #include "kernels/flash2/flash2_sm90.h"
 
 #include "core/kernel_traits.h"
+#include "kernels/common/cta_timeline.cuh"
 #include "kernels/common/kv_pipeline.cuh"
 #include "kernels/common/kv_ring.cuh"
 #include "kernels/common/tensor_map.h"
@@ -93,6 +94,12 @@ inline constexpr RowScale kFlash2RowScale = RowScale::reciprocal;
 // measured"): producer 0.5% slower at N 4k, 1.6% at 4k causal, equal at 16k — consumers stays the grid's choice.
 enum class QLoad { consumers, producer };
 inline constexpr QLoad kFlash2GridQ = QLoad::consumers;
+// Whether the kernels record their row blocks' timeline into Flash2Args::timeline (kernels/common/cta_timeline.cuh):
+// only where kernels/bench/flash2_timeline.cu builds this file; the library's kernels carry none of it.
+#ifndef ATTNLAB_FLASH2_TIMELINE
+#define ATTNLAB_FLASH2_TIMELINE 0
+#endif
+inline constexpr bool kFlash2Timeline = ATTNLAB_FLASH2_TIMELINE;
 // Whether a producer kernel's Q comes from the producer (q_full / q_empty, q_map): the kernel's and the launch's test.
 template <bool Persistent>
 inline constexpr bool kProducerLoadsQ = Persistent || kFlash2GridQ == QLoad::producer;
@@ -100,9 +107,10 @@ inline constexpr bool kProducerLoadsQ = Persistent || kFlash2GridQ == QLoad::pro
 // The consumers' work on one row block: S, the online softmax, P̃·V over its tiles by run_loop(steps, tiles)
 // (kv_ring.cuh or kv_pipeline.cuh), then O = G/ℓ and L = m + log ℓ stored. Tile j lies in the ring's slot
 // (first + j) mod kStages: `first` counts a persistent CTA's tiles of earlier row blocks (0 otherwise).
+// start: the CTA's (kFlash2Timeline's record; unread otherwise).
 template <int D, bool Producer, int Bc, class RunLoop>
 __device__ __forceinline__ void attend_row_block(const Flash2Args& a, const RowBlock& rb, int first, char* smem,
-                                                 RunLoop&& run_loop) {
+                                                 TimelineStart start, RunLoop&& run_loop) {
   using T = HopperTile<D, Producer, Bc>;
   constexpr int kBc = T::kBc;
   constexpr float kLog2e = 1.4426950408889634f;
@@ -111,6 +119,15 @@ __device__ __forceinline__ void attend_row_block(const Flash2Args& a, const RowB
 
   const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, group = warpgroup_index();
   const int g = lane / 4, t = lane % 4;
+  CtaTimeline timeline;  // this warpgroup's record of the block (the grid's index: bh · blocks + the block's row)
+  if constexpr (kFlash2Timeline) {
+    timeline = timeline_of(a.timeline, rb.bh * ((a.q_len + T::kBr - 1) / T::kBr) + rb.row0 / T::kBr, group);
+    timeline.put(kTimelineSm, timeline_sm());
+    timeline.put(kTimelineTiles, static_cast<unsigned long long>(rb.tiles));
+    timeline.put(kTimelineCtaStart, start.clock);
+    timeline.put(kTimelineCtaStartNs, start.ns);
+    timeline.mark(kTimelineBlockStart);
+  }
   const __half* q = a.q + (size_t(rb.bh) * a.q_len + rb.row0) * D;
   const __half* k = a.k + size_t(rb.bkv) * a.kv_len * D;
   const __half* v = a.v + size_t(rb.bkv) * a.kv_len * D;
@@ -156,6 +173,10 @@ __device__ __forceinline__ void attend_row_block(const Flash2Args& a, const RowB
   };
   // The online softmax of tile j on s (App. D): masks, new running max, P̃ in place; returns α per row.
   auto softmax = [&](int j, float (&alpha)[2]) {
+    if constexpr (kFlash2Timeline) {
+      if (j == 0) timeline.mark(kTimelineFirstScores);
+      if (j == rb.tiles - 1) timeline.mark(kTimelineLastScores);
+    }
     const int col0 = j * kBc;
     if (col0 + kBc > rb.all_see) mask_invisible<kBc>(s, col0, my_row0, t, a.q_len, a.kv_len, a.causal);  // diagonal, ragged end
     float shift[2];
@@ -206,10 +227,12 @@ __device__ __forceinline__ void attend_row_block(const Flash2Args& a, const RowB
                      pin_registers(p);
                    }},
            rb.tiles);
+  if constexpr (kFlash2Timeline) timeline.mark(kTimelineLoopDone);
 
   // Epilogue: O = G/ℓ (kFlash2RowScale), L = m + log ℓ (out_scale 1 is exact).
   store_rows<D, kFlash2RowScale>(o, l, m, my_row0, t, a.q_len, a.o + size_t(rb.bh) * a.q_len * D,
                                   a.lse + size_t(rb.bh) * a.q_len, 1.f, 0.f);
+  if constexpr (kFlash2Timeline) timeline.mark(kTimelineStored);
 }
 
 template <int D, bool Producer, bool PingPong, int Bc, bool Persistent, bool Dynamic>
@@ -221,6 +244,8 @@ __global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
   static_assert(Producer || !Persistent, "a persistent CTA's Q comes from the producer");
   static_assert(Persistent || !Dynamic, "the dynamic order is a persistent CTA's");
   constexpr bool kProducerQ = kProducerLoadsQ<Persistent>;
+  TimelineStart start;
+  if constexpr (kFlash2Timeline) start = timeline_start();
   extern __shared__ char smem_raw[];
   char* smem = smem_raw + ((1024u - (smem_addr(smem_raw) & 1023u)) & 1023u);
   auto stage_k = [&](int s) { return smem + T::kQBytes + s * 2 * T::kKVBytes; };
@@ -329,18 +354,18 @@ __global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
         // again); n: the blocks with a tile before this one. A block with none takes no turn (kv_ring returns at once).
         const bool next_has_tiles = next < items && row_block(next).tiles > 0;
         const ProducerFillsQKV fills{first, q_full, q_empty, n & 1, !turns_open, !next_has_tiles};
-        attend_row_block<D, Producer, Bc>(a, rb, first, smem, [&](auto&& steps, int tiles) { ring(steps, tiles, fills); });
+        attend_row_block<D, Producer, Bc>(a, rb, first, smem, start, [&](auto&& steps, int tiles) { ring(steps, tiles, fills); });
         if (rb.tiles > 0) first += rb.tiles, ++n, turns_open = next_has_tiles;
         w = next;
       }
     } else {  // one block (with the producer's Q: its phase 0, the turns opened and closed in it)
-      attend_row_block<D, Producer, Bc>(a, grid_block(), 0, smem, [&](auto&& steps, int tiles) {
+      attend_row_block<D, Producer, Bc>(a, grid_block(), 0, smem, start, [&](auto&& steps, int tiles) {
         if constexpr (kProducerQ) ring(steps, tiles, ProducerFillsQKV{0, q_full, q_empty, 0});
         else ring(steps, tiles, ProducerFillsKV{});
       });
     }
   } else {
-    attend_row_block<D, Producer, Bc>(a, grid_block(), 0, smem, [&](auto&& steps, int tiles) { kv_pipeline(tiles, steps); });
+    attend_row_block<D, Producer, Bc>(a, grid_block(), 0, smem, start, [&](auto&& steps, int tiles) { kv_pipeline(tiles, steps); });
   }
 #endif
 }

@@ -15,6 +15,9 @@ sass_text.py and wait_placement.py on SASS written here:
 ncu_csv.launches on a `--csv` table with the program's output around it; opcode_diff.opcodes on the committed
 Nsight Compute text of 2026-12-06, whose per-opcode counts must add up to the total ncu printed beside them.
 
+cta_timeline.py on a timeline CSV written here (one SM, two CTAs): the steady tile, fill, drain, epilogue, the gap
+between CTAs, the boundary between blocks, the ping-pong offset and the tiles' share; bad files refused (exit 2).
+
 locked_clocks.py --peers-from: an earlier call's peers fill the shapes this call lacks (marked, ratios against them),
 never one this call has; an earlier file of another GPU, or not a locked-clocks file, is refused with one line and
 exit 2, and no output is written.
@@ -217,6 +220,63 @@ class LockedClocksPeersFrom(unittest.TestCase):
             self.assertEqual(done.returncode, 2, earlier)
             self.assertEqual(len(done.stderr.strip().splitlines()), 1)
             self.assertIsNone(result)
+
+
+class CtaTimeline(unittest.TestCase):
+    """cta_timeline.py on a timeline written here: one SM, two grid CTAs of one block each, 4 tiles, two warpgroups."""
+
+    HEADER = "block,group,sm,tiles,cta_start_ns,cta_start,block_start,first_scores,last_scores,loop_done,stored"
+
+    def lines(self):
+        # CTA 1 starts at 1 000, CTA 2 at 2 600 (its predecessor's last O stored at 2 500: a gap of 100). Tiles 100
+        # cycles apart; warpgroup 1 50 behind warpgroup 0; fill 900 (warpgroup 1: 950); drain 100; epilogue 50.
+        rows = []
+        for block, start in ((0, 1000), (1, 2600)):
+            for group in (0, 1):
+                first = start + 1000 + 50 * group
+                rows.append(f"{block},{group},7,4,{start},{start},{start + 100},{first},{first + 300},{first + 400},"
+                            f"{first + 450}")
+        return ["# flash2_timeline: a test", self.HEADER] + rows
+
+    def run_on(self, lines):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "t.csv")
+            with open(path, "w") as f:
+                f.write("\n".join(lines) + "\n")
+            return subprocess.run([sys.executable, os.path.join(BENCH, "cta_timeline.py"), path],
+                                  capture_output=True, text=True)
+
+    def test_quantities(self):
+        import cta_timeline
+        out, steady, share, sms = cta_timeline.summarize(
+            [dict(zip(cta_timeline.FIELDS, map(int, line.split(",")))) for line in self.lines()[2:]])
+        self.assertEqual(steady, 100.0)
+        self.assertEqual(sms, 1)
+        self.assertEqual(sorted(out["fill"]), [900, 900, 950, 950])
+        self.assertEqual(set(out["drain"]), {100})
+        self.assertEqual(set(out["epilogue"]), {50})
+        self.assertEqual(out["setup"], [100, 100])
+        self.assertEqual(out["gap"], [100])  # 2 600 − 2 500
+        self.assertEqual(out["boundary"], [1200, 1200])  # 3 600 − 2 300 − 100, for each warpgroup
+        self.assertEqual(out["ping-pong"], [50, 50])
+        self.assertAlmostEqual(share, 8 * 100 / (4100 - 1000))  # two blocks' 4 tiles over the SM's 3 100 cycles
+        done = self.run_on(self.lines())
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("boundary         1200", done.stdout)
+        self.assertIn("12.00 tiles", done.stdout)
+
+    def test_bad_files_are_refused(self):
+        header_missing = self.lines()[:1] + self.lines()[2:]
+        short_line = self.lines() + ["1,0,7"]
+        not_a_number = self.lines() + ["1,0,7,4,x,1,1,1,1,1,1"]
+        bad_group = self.lines() + ["1,2,7,4,1,1,1,1,1,1,1"]
+        for lines, says in ((header_missing, "no header line"), (short_line, "line 7: 3 fields"),
+                            (not_a_number, "line 7: a field is not an integer"), (bad_group, "group must be 0 or 1")):
+            done = self.run_on(lines)
+            self.assertEqual(done.returncode, 2, says)
+            self.assertEqual(len(done.stderr.strip().splitlines()), 1)
+            self.assertIn(says, done.stderr)
+            self.assertEqual(done.stdout, "")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 // with the resource that bounds them; SAS moves the exponential from the SFU to the FMA units; bad GPU
 // specs are rejected naming the field.
 #include "core/kernel_traits.h"
+#include "core/producer_loads.h"
 #include "core/probes.h"
 #include "core/config.h"
 #include "core/data/generators.h"
@@ -148,6 +149,26 @@ TEST_CASE("flash2's wgmma schedule: the 176-key tile where the kernel takes it",
     CHECK(s.block_c == c.block_c);
     CHECK(s.stages == c.stages);
     CHECK(s.classes.front().tiles == (c.causal ? s.classes.front().tiles : p.kv_len / c.block_c));
+  }
+}
+
+// kv_tile = auto weighs the 176-key tile's cheaper keys (the row's wide_tile_key_cost, 0.987) against its last tile's
+// padding: N 4096 = 23·176 + 48 computes 4 224 keys' work (4 169 weighed) against 4 096 at 128 keys, so 128; N 8192
+// (47 tiles: 8 272, 8 165 weighed) and 16 384 (94: 16 544, 16 329) keep 176; N 176·k has no padding and keeps 176;
+// one key past 128·k (N 4097: 24 tiles either way at 176, 33 at 128) swings back to 176.
+TEST_CASE("flash2's wgmma schedule: kv_tile auto takes 128 keys where the 176-key tile's padding costs more", "[sim][model]") {
+  const KernelTraits& t = *find_kernel_traits("flash2", 128, 90);
+  REQUIRE(t.wide_tile_key_cost == 0.987f);
+  const std::pair<int64_t, int> cases[] = {{4096, 128}, {8192, 176}, {16384, 176}, {176 * 20, 176}, {4097, 176},
+                                            {2048, 128}, {128, 128}, {100, 128}};
+  for (const auto& [n, block_c] : cases) {
+    INFO("N = " << n);
+    CHECK(wide_tile_pays(t, n) == (block_c == 176));
+    const Schedule s = make_schedule(prefill(n, 128, false), request("flash2"), h100());
+    CHECK(s.block_c == block_c);
+    CHECK(s.stages == (block_c == 176 ? 2 : 3));
+    CHECK(make_schedule(prefill(n, 128, true), request("flash2"), h100()).block_c == 128);  // causal: 128 always
+    CHECK(prefill_block_c(t, request("flash2", {{"kv_tile", "128"}}), false, n) == 128);
   }
 }
 

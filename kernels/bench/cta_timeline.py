@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""Where a warpgroup kernel's row blocks spend their cycles beyond their tiles (kernels/common/cta_timeline.cuh).
+
+Reads the CSV kernels/bench/flash2_timeline.cu writes — one line per (row block, consumer warpgroup): the SM, the
+block's tiles and the SM clock (clock64) at the CTA's start, the warpgroup's start on the block, its first and last S
+landed, the loop's end (the last P·V landed) and O stored — and prints, in SM cycles (median, p10, p90):
+
+  tile       the steady tile: (last S − first S) / (tiles − 1)
+  setup      the CTA's start to the warpgroup's start on its first block (barriers, the register split)
+  fill       the block's start to its first S landed (Q, the first K, the first MMA; warpgroup 1 also waits for
+             warpgroup 0's first turn)
+  drain      the last S landed to the loop's end (the last softmax and P·V)
+  epilogue   the loop's end to O stored
+  gap        on one SM, the end of a CTA (its last O stored) to the next CTA's start
+  boundary   on one SM and warpgroup, the last S of one row block to the first S of the next, less one steady tile:
+             what each row block costs beyond its tiles once the GPU is full (the sum of the above, as they overlap)
+  ping-pong  warpgroup 1's first S after warpgroup 0's, in one block
+
+and the share of the SMs' time the blocks' tiles take at the steady rate (the rest: boundaries and the last wave).
+
+  python3 kernels/bench/cta_timeline.py FILE [FILE ...]
+
+A file that is not such a CSV is refused with one line naming the file and the line, exit 2.
+"""
+import csv
+import statistics
+import sys
+
+FIELDS = ["block", "group", "sm", "tiles", "cta_start_ns", "cta_start", "block_start", "first_scores", "last_scores",
+          "loop_done", "stored"]
+
+
+class BadInput(Exception):
+    pass
+
+
+def read(path):
+    """(title, rows): the '# ' line's text and one dict of ints per record line."""
+    try:
+        with open(path, newline="") as f:
+            lines = f.read().splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise BadInput(f"{path}: cannot read ({e})")
+    title = ""
+    body = []
+    for number, line in enumerate(lines, 1):
+        if line.startswith("#"):
+            title = title or line.lstrip("# ").strip()
+        elif line.strip():
+            body.append((number, line))
+    if not body or next(csv.reader([body[0][1]])) != FIELDS:
+        raise BadInput(f"{path}: no header line '{','.join(FIELDS)}'")
+    rows = []
+    for number, line in body[1:]:
+        cells = next(csv.reader([line]))
+        if len(cells) != len(FIELDS):
+            raise BadInput(f"{path} line {number}: {len(cells)} fields, {len(FIELDS)} expected")
+        try:
+            row = {k: int(v) for k, v in zip(FIELDS, cells)}
+        except ValueError:
+            raise BadInput(f"{path} line {number}: a field is not an integer")
+        if row["group"] not in (0, 1) or min(row.values()) < 0:
+            raise BadInput(f"{path} line {number}: group must be 0 or 1 and no field negative")
+        rows.append(row)
+    if not rows:
+        raise BadInput(f"{path}: no record")
+    return title, rows
+
+
+def summarize(rows):
+    """The quantities of the docstring, each a list of cycles (one per record, CTA, SM gap or boundary)."""
+    done = [r for r in rows if r["tiles"] > 0 and r["first_scores"] > 0]
+    tile = {}
+    for r in done:
+        if r["tiles"] >= 2:
+            tile[(r["block"], r["group"])] = (r["last_scores"] - r["first_scores"]) / (r["tiles"] - 1)
+    steady = statistics.median(tile.values()) if tile else 0.0
+    out = {"tile": list(tile.values()),
+           "fill": [r["first_scores"] - r["block_start"] for r in done],
+           "drain": [r["loop_done"] - r["last_scores"] for r in done],
+           "epilogue": [r["stored"] - r["loop_done"] for r in done]}
+    # CTAs: one SM and start; their first block's setup, their end.
+    ctas = {}
+    for r in rows:
+        ctas.setdefault((r["sm"], r["cta_start"]), []).append(r)
+    out["setup"] = [min(r["block_start"] for r in rs) - start for (sm, start), rs in ctas.items()]
+    out["gap"] = []
+    by_sm = {}
+    for (sm, start), rs in ctas.items():
+        by_sm.setdefault(sm, []).append((start, max(r["stored"] for r in rs)))
+    for spans in by_sm.values():
+        spans.sort()
+        out["gap"] += [nxt[0] - prev[1] for prev, nxt in zip(spans, spans[1:])]
+    # Boundaries: consecutive blocks on one SM and warpgroup, in the order their first S landed.
+    out["boundary"] = []
+    lanes = {}
+    for r in done:
+        lanes.setdefault((r["sm"], r["group"]), []).append(r)
+    for rs in lanes.values():
+        rs.sort(key=lambda r: r["first_scores"])
+        out["boundary"] += [nxt["first_scores"] - prev["last_scores"] - tile.get((prev["block"], prev["group"]), steady)
+                            for prev, nxt in zip(rs, rs[1:])]
+    first = {(r["block"], r["group"]): r["first_scores"] for r in done}
+    out["ping-pong"] = [first[(b, 1)] - first[(b, 0)] for (b, g) in first if g == 0 and (b, 1) in first]
+    # The SMs' time: each SM from its first CTA's start to its last O stored.
+    sm_time = sum(max(r["stored"] for r in rows if r["sm"] == sm) - min(r["cta_start"] for r in rows if r["sm"] == sm)
+                  for sm in by_sm)
+    tiles = sum(r["tiles"] for r in done if r["group"] == 0)
+    share = tiles * steady / sm_time if sm_time > 0 else 0.0
+    return out, steady, share, len(by_sm)
+
+
+def quantiles(xs):
+    xs = sorted(xs)
+    pick = lambda q: xs[min(len(xs) - 1, int(q * len(xs)))]
+    return statistics.median(xs), pick(0.1), pick(0.9)
+
+
+def report(title, rows):
+    out, steady, share, sms = summarize(rows)
+    lines = [title or "(no title line)", f"{len(rows)} records on {sms} SMs; SM cycles: median (p10–p90), and in steady tiles"]
+    for name in ["tile", "setup", "fill", "drain", "epilogue", "gap", "boundary", "ping-pong"]:
+        xs = out[name]
+        if not xs:
+            lines.append(f"  {name:10s} —")
+            continue
+        med, p10, p90 = quantiles(xs)
+        in_tiles = f"{med / steady:6.2f} tiles" if steady else ""
+        lines.append(f"  {name:10s} {med:10.0f} ({p10:.0f}–{p90:.0f})  {in_tiles}  [{len(xs)}]")
+    lines.append(f"  the blocks' tiles at the steady rate: {100 * share:.1f}% of the SMs' time")
+    return "\n".join(lines)
+
+
+def main(argv):
+    if len(argv) >= 2 and argv[1] in ("-h", "--help"):
+        print(__doc__)
+        return 0
+    if len(argv) < 2:
+        print("cta_timeline.py: no file named (FILE [FILE ...]: flash2_timeline's CSVs)", file=sys.stderr)
+        return 2
+    try:
+        texts = [report(*read(path)) for path in argv[1:]]
+    except BadInput as e:
+        print(f"cta_timeline.py: {e}", file=sys.stderr)
+        return 2
+    print("\n\n".join(texts))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
