@@ -2,14 +2,18 @@
 """Where a warpgroup kernel's row blocks spend their cycles beyond their tiles (kernels/common/cta_timeline.cuh).
 
 Reads the CSV kernels/bench/flash2_timeline.cu writes — one line per (row block, consumer warpgroup): the SM, the
-block's tiles and the SM clock (clock64) at the CTA's start, the warpgroup's start on the block, its first and last S
-landed, the loop's end (the last P·V landed) and O stored — and prints, in SM cycles (median, p10, p90):
+block's tiles and the SM clock (clock64) at the CTA's start, the warpgroup's start on the block, its first S issued
+and landed, its last S landed, its last P·V issued, the loop's end (that P·V landed) and O stored — and prints, in SM
+cycles (median, p10, p90):
 
   tile       the steady tile: (last S − first S) / (tiles − 1)
   setup      the CTA's start to the warpgroup's start on its first block (barriers, the register split)
-  fill       the block's start to its first S landed (Q, the first K, the first MMA; warpgroup 1 also waits for
-             warpgroup 0's first turn)
-  drain      the last S landed to the loop's end (the last softmax and P·V)
+  fill       the block's start to its first S landed, in two parts:
+  to issue     to the first S's issue: Q, the first K and the warpgroup's first turn waited for
+  first S      the first S's MMAs, issue to landing
+  drain      the last S landed to the loop's end, in two parts:
+  to last P·V  the last softmax and the wait for the last turn
+  last P·V     the last P·V's MMAs, issue to landing
   epilogue   the loop's end to O stored
   gap        on one SM, the end of a CTA (its last O stored) to the next CTA's start
   boundary   on one SM and warpgroup, the last S of one row block to the first S of the next, less one steady tile:
@@ -26,8 +30,8 @@ import csv
 import statistics
 import sys
 
-FIELDS = ["block", "group", "sm", "tiles", "cta_start_ns", "cta_start", "block_start", "first_scores", "last_scores",
-          "loop_done", "stored"]
+FIELDS = ["block", "group", "sm", "tiles", "cta_start_ns", "cta_start", "block_start", "first_issue", "first_scores",
+          "last_scores", "last_pv_issue", "loop_done", "stored"]
 
 
 class BadInput(Exception):
@@ -77,7 +81,11 @@ def summarize(rows):
     steady = statistics.median(tile.values()) if tile else 0.0
     out = {"tile": list(tile.values()),
            "fill": [r["first_scores"] - r["block_start"] for r in done],
+           "to issue": [r["first_issue"] - r["block_start"] for r in done],
+           "first S": [r["first_scores"] - r["first_issue"] for r in done],
            "drain": [r["loop_done"] - r["last_scores"] for r in done],
+           "to last P·V": [r["last_pv_issue"] - r["last_scores"] for r in done],
+           "last P·V": [r["loop_done"] - r["last_pv_issue"] for r in done],
            "epilogue": [r["stored"] - r["loop_done"] for r in done]}
     # CTAs: one SM and start; their first block's setup, their end.
     ctas = {}
@@ -119,14 +127,15 @@ def quantiles(xs):
 def report(title, rows):
     out, steady, share, sms = summarize(rows)
     lines = [title or "(no title line)", f"{len(rows)} records on {sms} SMs; SM cycles: median (p10–p90), and in steady tiles"]
-    for name in ["tile", "setup", "fill", "drain", "epilogue", "gap", "boundary", "ping-pong"]:
+    for name in ["tile", "setup", "fill", "to issue", "first S", "drain", "to last P·V", "last P·V", "epilogue", "gap",
+                 "boundary", "ping-pong"]:
         xs = out[name]
         if not xs:
-            lines.append(f"  {name:10s} —")
+            lines.append(f"  {name:12s} —")
             continue
         med, p10, p90 = quantiles(xs)
         in_tiles = f"{med / steady:6.2f} tiles" if steady else ""
-        lines.append(f"  {name:10s} {med:10.0f} ({p10:.0f}–{p90:.0f})  {in_tiles}  [{len(xs)}]")
+        lines.append(f"  {name:12s} {med:10.0f} ({p10:.0f}–{p90:.0f})  {in_tiles}  [{len(xs)}]")
     lines.append(f"  the blocks' tiles at the steady rate: {100 * share:.1f}% of the SMs' time")
     return "\n".join(lines)
 

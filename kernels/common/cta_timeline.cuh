@@ -2,8 +2,9 @@
 //
 // Where a CTA's cycles go beyond its tiles' steady cost: the SM clock (clock64, one counter per SM, so CTAs that
 // follow each other on an SM compare) at the points that split a row block's time on one consumer warpgroup — the
-// CTA's start, the warpgroup's start on the block, the first and the last S landed (the softmax of tile 0 and of the
-// last tile begins), the loop's end (the last P·V landed) and O stored — with the SM and the block's tiles.
+// CTA's start, the warpgroup's start on the block, its first S issued (Q, the first K and the first turn waited for)
+// and landed (the softmax of tile 0 begins), the last S landed, the last P·V issued, the loop's end (that P·V landed)
+// and O stored — with the SM and the block's tiles.
 // kernels/bench/cta_timeline.py reads them: the steady tile, the fill before the first S, the drain and the
 // epilogue, the gap between CTAs on an SM, and the boundary between two row blocks on one warpgroup (its last S to
 // the next block's first S, less one tile).
@@ -23,8 +24,10 @@ enum TimelineField : int {
   kTimelineCtaStartNs,    // %globaltimer at the CTA's start (ns; one clock for the whole GPU)
   kTimelineCtaStart,      // clock64 at the CTA's start
   kTimelineBlockStart,    // the warpgroup starts the block
+  kTimelineFirstIssue,    // S_0 issued: Q, K_0 and the warpgroup's first turn waited for
   kTimelineFirstScores,   // S_0 landed (its softmax begins)
   kTimelineLastScores,    // the last tile's S landed
+  kTimelineLastPvIssue,   // the last P·V issued (after the last softmax and the turn)
   kTimelineLoopDone,      // the loop returned: the last P·V landed
   kTimelineStored,        // O and L stored (the stores issued)
   kTimelineFields

@@ -165,6 +165,8 @@ __device__ __forceinline__ void attend_row_block(const Flash2Args& a, const RowB
 
   // S ← Q·K_jᵀ (issued, not waited for).
   auto issue_scores = [&](int j) {
+    if constexpr (kFlash2Timeline)
+      if (j == 0) timeline.mark(kTimelineFirstIssue);
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
       if constexpr (kBc == 128) wgmma_m64n128k16_f16_ss(s, desc_q(kk), desc_k(j, kk), kk > 0);
@@ -202,6 +204,8 @@ __device__ __forceinline__ void attend_row_block(const Flash2Args& a, const RowB
 
   // O += P̃_j·V_j.
   auto issue_pv = [&](int j) {
+    if constexpr (kFlash2Timeline)
+      if (j == rb.tiles - 1) timeline.mark(kTimelineLastPvIssue);
 #pragma unroll
     for (int ks = 0; ks < kBc / 16; ++ks) {
       if constexpr (D == 128) wgmma_m64n128k16_f16_rs_tb(o, p[ks], desc_v(j, ks), j > 0 || ks > 0);

@@ -225,17 +225,19 @@ class LockedClocksPeersFrom(unittest.TestCase):
 class CtaTimeline(unittest.TestCase):
     """cta_timeline.py on a timeline written here: one SM, two grid CTAs of one block each, 4 tiles, two warpgroups."""
 
-    HEADER = "block,group,sm,tiles,cta_start_ns,cta_start,block_start,first_scores,last_scores,loop_done,stored"
+    HEADER = ("block,group,sm,tiles,cta_start_ns,cta_start,block_start,first_issue,first_scores,last_scores,"
+              "last_pv_issue,loop_done,stored")
 
     def lines(self):
         # CTA 1 starts at 1 000, CTA 2 at 2 600 (its predecessor's last O stored at 2 500: a gap of 100). Tiles 100
-        # cycles apart; warpgroup 1 50 behind warpgroup 0; fill 900 (warpgroup 1: 950); drain 100; epilogue 50.
+        # cycles apart; warpgroup 1 50 behind warpgroup 0; fill 900 (warpgroup 1: 950), its first S issued 700 before
+        # it landed; drain 100, its last P·V issued 30 after the last S landed; epilogue 50.
         rows = []
         for block, start in ((0, 1000), (1, 2600)):
             for group in (0, 1):
                 first = start + 1000 + 50 * group
-                rows.append(f"{block},{group},7,4,{start},{start},{start + 100},{first},{first + 300},{first + 400},"
-                            f"{first + 450}")
+                rows.append(f"{block},{group},7,4,{start},{start},{start + 100},{first - 700},{first},{first + 300},"
+                            f"{first + 330},{first + 400},{first + 450}")
         return ["# flash2_timeline: a test", self.HEADER] + rows
 
     def run_on(self, lines):
@@ -253,7 +255,11 @@ class CtaTimeline(unittest.TestCase):
         self.assertEqual(steady, 100.0)
         self.assertEqual(sms, 1)
         self.assertEqual(sorted(out["fill"]), [900, 900, 950, 950])
+        self.assertEqual(sorted(out["to issue"]), [200, 200, 250, 250])
+        self.assertEqual(set(out["first S"]), {700})
         self.assertEqual(set(out["drain"]), {100})
+        self.assertEqual(set(out["to last P·V"]), {30})
+        self.assertEqual(set(out["last P·V"]), {70})
         self.assertEqual(set(out["epilogue"]), {50})
         self.assertEqual(out["setup"], [100, 100])
         self.assertEqual(out["gap"], [100])  # 2 600 − 2 500
@@ -262,14 +268,14 @@ class CtaTimeline(unittest.TestCase):
         self.assertAlmostEqual(share, 8 * 100 / (4100 - 1000))  # two blocks' 4 tiles over the SM's 3 100 cycles
         done = self.run_on(self.lines())
         self.assertEqual(done.returncode, 0, done.stderr)
-        self.assertIn("boundary         1200", done.stdout)
+        self.assertIn("boundary           1200", done.stdout)
         self.assertIn("12.00 tiles", done.stdout)
 
     def test_bad_files_are_refused(self):
         header_missing = self.lines()[:1] + self.lines()[2:]
         short_line = self.lines() + ["1,0,7"]
-        not_a_number = self.lines() + ["1,0,7,4,x,1,1,1,1,1,1"]
-        bad_group = self.lines() + ["1,2,7,4,1,1,1,1,1,1,1"]
+        not_a_number = self.lines() + ["1,0,7,4,x,1,1,1,1,1,1,1,1"]
+        bad_group = self.lines() + ["1,2,7,4,1,1,1,1,1,1,1,1,1"]
         for lines, says in ((header_missing, "no header line"), (short_line, "line 7: 3 fields"),
                             (not_a_number, "line 7: a field is not an integer"), (bad_group, "group must be 0 or 1")):
             done = self.run_on(lines)
