@@ -3,8 +3,9 @@
 
 Reads the CSV kernels/bench/flash2_timeline.cu writes — one line per (row block, consumer warpgroup): the SM, the
 block's tiles and the SM clock (clock64) at the CTA's start, the warpgroup's start on the block, its first S issued
-and landed, its last S landed, its last P·V issued, the loop's end (that P·V landed) and O stored — and prints, in SM
-cycles (median, p10, p90):
+and landed, its last S landed, its last P·V issued, the loop's end (that P·V landed) and O stored, and when the
+producer issued the warpgroup's Q and the block's first K (0: not the producer's) — and prints, in SM cycles (median,
+p10, p90):
 
   tile       the steady tile: (last S − first S) / (tiles − 1)
   setup      the CTA's start to the warpgroup's start on its first block (barriers, the register split)
@@ -19,6 +20,9 @@ cycles (median, p10, p90):
   boundary   on one SM and warpgroup, the last S of one row block to the first S of the next, less one steady tile:
              what each row block costs beyond its tiles once the GPU is full (the sum of the above, as they overlap)
   ping-pong  warpgroup 1's first S after warpgroup 0's, in one block
+  Q to S     the producer's Q issued to the warpgroup's first S issued (Q's latency, or the wait for K or the turn)
+  K to S     the producer's first K issued to the first S issued
+  Q reload   on one SM and warpgroup, its last S landed (Q given back) to the producer's issue of the next block's Q
 
 and the share of the SMs' time the blocks' tiles take at the steady rate (the rest: boundaries and the last wave).
 
@@ -31,7 +35,7 @@ import statistics
 import sys
 
 FIELDS = ["block", "group", "sm", "tiles", "cta_start_ns", "cta_start", "block_start", "first_issue", "first_scores",
-          "last_scores", "last_pv_issue", "loop_done", "stored"]
+          "last_scores", "last_pv_issue", "loop_done", "stored", "q_issued", "k_issued"]
 
 
 class BadInput(Exception):
@@ -100,7 +104,7 @@ def summarize(rows):
         spans.sort()
         out["gap"] += [nxt[0] - prev[1] for prev, nxt in zip(spans, spans[1:])]
     # Boundaries: consecutive blocks on one SM and warpgroup, in the order their first S landed.
-    out["boundary"] = []
+    out["boundary"], out["Q reload"] = [], []
     lanes = {}
     for r in done:
         lanes.setdefault((r["sm"], r["group"]), []).append(r)
@@ -108,8 +112,12 @@ def summarize(rows):
         rs.sort(key=lambda r: r["first_scores"])
         out["boundary"] += [nxt["first_scores"] - prev["last_scores"] - tile.get((prev["block"], prev["group"]), steady)
                             for prev, nxt in zip(rs, rs[1:])]
+        out["Q reload"] += [nxt["q_issued"] - prev["last_scores"] for prev, nxt in zip(rs, rs[1:]) if nxt["q_issued"]]
     first = {(r["block"], r["group"]): r["first_scores"] for r in done}
     out["ping-pong"] = [first[(b, 1)] - first[(b, 0)] for (b, g) in first if g == 0 and (b, 1) in first]
+    out["Q to S"] = [r["first_issue"] - r["q_issued"] for r in done if r["q_issued"]]
+    k_issued = {r["block"]: r["k_issued"] for r in done if r["group"] == 0 and r["k_issued"]}
+    out["K to S"] = [r["first_issue"] - k_issued[r["block"]] for r in done if r["block"] in k_issued]
     # The SMs' time: each SM from its first CTA's start to its last O stored.
     sm_time = sum(max(r["stored"] for r in rows if r["sm"] == sm) - min(r["cta_start"] for r in rows if r["sm"] == sm)
                   for sm in by_sm)
@@ -128,7 +136,7 @@ def report(title, rows):
     out, steady, share, sms = summarize(rows)
     lines = [title or "(no title line)", f"{len(rows)} records on {sms} SMs; SM cycles: median (p10–p90), and in steady tiles"]
     for name in ["tile", "setup", "fill", "to issue", "first S", "drain", "to last P·V", "last P·V", "epilogue", "gap",
-                 "boundary", "ping-pong"]:
+                 "boundary", "ping-pong", "Q to S", "K to S", "Q reload"]:
         xs = out[name]
         if not xs:
             lines.append(f"  {name:12s} —")

@@ -9,8 +9,10 @@
 //     [--kv-tile 176|128] --out FILE
 // Its own definitions of flash2_sm90.cu's functions stand in for the library's (the static library's flash2_sm90
 // object is then never linked).
-// The timeline's clock reads and stores are few (six a warpgroup and block) but not free: its times are for the
-// shares, not for the comparison with the peers (that is locked_clocks.py's, on the library's kernels).
+// The timeline's clock reads and stores are few (eight a warpgroup and block, two from the producer) but not free: its
+// times are for the shares, not for the comparison with the peers (that is locked_clocks.py's, on the library's
+// kernels). ptxas -v: the grid's and the static persistent kernels keep 0 bytes of spills; the dynamic order's spill
+// 88–124 bytes against the library's 36–64 (the producer's 24 registers also hold the record's index there).
 #define ATTNLAB_FLASH2_TIMELINE 1
 #include "kernels/flash2/flash2_sm90.cu"
 
@@ -115,7 +117,7 @@ int main(int argc, char** argv) {
                p.multiProcessorCount, a.batch, a.q_heads, a.q_len, a.head_dim, int(a.causal), order.c_str(),
                a.causal || a.head_dim != 128 ? 128 : kv_tile);
   std::fprintf(f, "block,group,sm,tiles,cta_start_ns,cta_start,block_start,first_issue,first_scores,last_scores,"
-                  "last_pv_issue,loop_done,stored\n");
+                  "last_pv_issue,loop_done,stored,q_issued,k_issued\n");
   for (size_t r = 0; r < words / attnlab::kernels::kTimelineFields; ++r) {
     const unsigned long long* x = rec.data() + r * attnlab::kernels::kTimelineFields;
     if (x[attnlab::kernels::kTimelineBlockStart] == 0) continue;  // not reached (a block with no tile records too)

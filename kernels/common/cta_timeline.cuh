@@ -4,7 +4,8 @@
 // follow each other on an SM compare) at the points that split a row block's time on one consumer warpgroup — the
 // CTA's start, the warpgroup's start on the block, its first S issued (Q, the first K and the first turn waited for)
 // and landed (the softmax of tile 0 begins), the last S landed, the last P·V issued, the loop's end (that P·V landed)
-// and O stored — with the SM and the block's tiles.
+// and O stored — with the SM and the block's tiles; and, from the producer, when it issued the warpgroup's Q and the
+// block's first K.
 // kernels/bench/cta_timeline.py reads them: the steady tile, the fill before the first S, the drain and the
 // epilogue, the gap between CTAs on an SM, and the boundary between two row blocks on one warpgroup (its last S to
 // the next block's first S, less one tile).
@@ -30,6 +31,8 @@ enum TimelineField : int {
   kTimelineLastPvIssue,   // the last P·V issued (after the last softmax and the turn)
   kTimelineLoopDone,      // the loop returned: the last P·V landed
   kTimelineStored,        // O and L stored (the stores issued)
+  kTimelineQIssued,       // the producer issued the warpgroup's Q (0 where the consumers copy it themselves)
+  kTimelineKIssued,       // the producer issued the block's first K (warpgroup 0's record; 0 without a producer)
   kTimelineFields
 };
 

@@ -79,6 +79,19 @@ struct RowBlock {
   }
 };
 
+// Whether the kernels record their row blocks' timeline into Flash2Args::timeline (kernels/common/cta_timeline.cuh):
+// only where kernels/bench/flash2_timeline.cu builds this file; the library's kernels carry none of it.
+#ifndef ATTNLAB_FLASH2_TIMELINE
+#define ATTNLAB_FLASH2_TIMELINE 0
+#endif
+inline constexpr bool kFlash2Timeline = ATTNLAB_FLASH2_TIMELINE;
+// Row block rb's record for warpgroup `group` (the grid's index: bh · blocks + the block's row), written by the thread
+// that calls it if it is a warpgroup's first (a consumer warpgroup's, or the producer's).
+template <int Br>
+__device__ __forceinline__ CtaTimeline timeline_record(const Flash2Args& a, const RowBlock& rb, int group) {
+  return timeline_of(a.timeline, rb.bh * ((a.q_len + Br - 1) / Br) + rb.row0 / Br, group);
+}
+
 // The schedule's choices, one constant each (prefill_session.sh STEP=flash2-ab rebuilds with others and times them):
 // where the consumers wait for P·V_j (kv_ring.cuh's PvWait; wgmma v8): behind the next tile's mbarrier waits, so that
 // the whole softmax runs under P·V_j (v1–v6: after_softmax, which ptxas moved above the softmax);
@@ -94,12 +107,6 @@ inline constexpr RowScale kFlash2RowScale = RowScale::reciprocal;
 // measured"): producer 0.5% slower at N 4k, 1.6% at 4k causal, equal at 16k — consumers stays the grid's choice.
 enum class QLoad { consumers, producer };
 inline constexpr QLoad kFlash2GridQ = QLoad::consumers;
-// Whether the kernels record their row blocks' timeline into Flash2Args::timeline (kernels/common/cta_timeline.cuh):
-// only where kernels/bench/flash2_timeline.cu builds this file; the library's kernels carry none of it.
-#ifndef ATTNLAB_FLASH2_TIMELINE
-#define ATTNLAB_FLASH2_TIMELINE 0
-#endif
-inline constexpr bool kFlash2Timeline = ATTNLAB_FLASH2_TIMELINE;
 // Whether a producer kernel's Q comes from the producer (q_full / q_empty, q_map): the kernel's and the launch's test.
 template <bool Persistent>
 inline constexpr bool kProducerLoadsQ = Persistent || kFlash2GridQ == QLoad::producer;
@@ -119,9 +126,9 @@ __device__ __forceinline__ void attend_row_block(const Flash2Args& a, const RowB
 
   const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, group = warpgroup_index();
   const int g = lane / 4, t = lane % 4;
-  CtaTimeline timeline;  // this warpgroup's record of the block (the grid's index: bh · blocks + the block's row)
+  CtaTimeline timeline;  // this warpgroup's record of the block
   if constexpr (kFlash2Timeline) {
-    timeline = timeline_of(a.timeline, rb.bh * ((a.q_len + T::kBr - 1) / T::kBr) + rb.row0 / T::kBr, group);
+    timeline = timeline_record<T::kBr>(a, rb, group);
     timeline.put(kTimelineSm, timeline_sm());
     timeline.put(kTimelineTiles, static_cast<unsigned long long>(rb.tiles));
     timeline.put(kTimelineCtaStart, start.clock);
@@ -283,6 +290,8 @@ __global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
 #pragma unroll
             for (int c = 0; c < D / 64; ++c)
               tma_load_3d(st + c * T::kBc * 128, map, 64 * c, (from + j) * T::kBc, rb.bkv, bar);
+            if constexpr (kFlash2Timeline)
+              if (part == 0 && from + j == 0) timeline_record<T::kBr>(a, rb, 0).mark(kTimelineKIssued);
           },
           full, empty, first + from);
     };
@@ -293,6 +302,7 @@ __global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
 #pragma unroll
       for (int c = 0; c < D / 64; ++c)
         tma_load_3d(smem + c * T::kBr * 128 + g * 64 * 128, &q_map, 64 * c, rb.row0 + 64 * g, rb.bh, &q_full[g]);
+      if constexpr (kFlash2Timeline) timeline_record<T::kBr>(a, rb, g).mark(kTimelineQIssued);
     };
     // Row block rb's Q and tiles, the n-th block with a tile (Q's phase n mod 2): warpgroup 0's Q, the first K/V
     // tile, warpgroup 1's Q, the rest — so the first tile waits for no warpgroup but the first to finish the previous
