@@ -134,7 +134,8 @@ def quantiles(xs):
 
 def report(title, rows):
     out, steady, share, sms = summarize(rows)
-    lines = [title or "(no title line)", f"{len(rows)} records on {sms} SMs; SM cycles: median (p10–p90), and in steady tiles"]
+    lines = [title or "(no title line)",
+             f"{len(rows)} records on {sms} SMs; SM cycles: median (p10–p90), and in steady tiles"]
     for name in ["tile", "setup", "fill", "to issue", "first S", "drain", "to last P·V", "last P·V", "epilogue", "gap",
                  "boundary", "ping-pong", "Q to S", "K to S", "Q reload"]:
         xs = out[name]

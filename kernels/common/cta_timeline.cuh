@@ -51,7 +51,9 @@ __device__ __forceinline__ unsigned timeline_sm() {
   asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
   return s;
 }
-__device__ __forceinline__ TimelineStart timeline_start() { return {static_cast<unsigned long long>(clock64()), timeline_global_ns()}; }
+__device__ __forceinline__ TimelineStart timeline_start() {
+  return {static_cast<unsigned long long>(clock64()), timeline_global_ns()};
+}
 
 // A warpgroup's record of one row block; only the warpgroup's first thread writes (`rec` null for the others).
 struct CtaTimeline {
