@@ -24,6 +24,9 @@ p10, p90):
   K to S     the producer's first K issued to the first S issued
   Q reload   on one SM and warpgroup, its last S landed (Q given back) to the producer's issue of the next block's Q
 
+and, on the GPU's one clock (%globaltimer, ns), the kernel's span from the first CTA's start to the last O stored, how
+far apart the SMs' first CTAs started, and how long the SMs stood idle at the end (the last wave's tail).
+
 and the share of the SMs' time the blocks' tiles take at the steady rate (the rest: boundaries and the last wave).
 
   python3 kernels/bench/cta_timeline.py FILE [FILE ...]
@@ -35,7 +38,7 @@ import statistics
 import sys
 
 FIELDS = ["block", "group", "sm", "tiles", "cta_start_ns", "cta_start", "block_start", "first_issue", "first_scores",
-          "last_scores", "last_pv_issue", "loop_done", "stored", "q_issued", "k_issued"]
+          "last_scores", "last_pv_issue", "loop_done", "stored", "q_issued", "k_issued", "stored_ns"]
 
 
 class BadInput(Exception):
@@ -126,6 +129,18 @@ def summarize(rows):
     return out, steady, share, len(by_sm)
 
 
+def gpu_clock(rows):
+    """(span, start skew, mean idle at the end), in ns: the kernel from its first CTA's start to its last O stored; the
+    SMs' first CTAs' starts, p90 after the first; each SM's last O stored before the kernel's, averaged."""
+    start, end = {}, {}
+    for r in rows:
+        start[r["sm"]] = min(start.get(r["sm"], r["cta_start_ns"]), r["cta_start_ns"])
+        end[r["sm"]] = max(end.get(r["sm"], 0), r["stored_ns"])
+    first, last = min(start.values()), max(end.values())
+    skew = sorted(s - first for s in start.values())
+    return last - first, skew[min(len(skew) - 1, int(0.9 * len(skew)))], statistics.mean(last - e for e in end.values())
+
+
 def quantiles(xs):
     xs = sorted(xs)
     pick = lambda q: xs[min(len(xs) - 1, int(q * len(xs)))]
@@ -146,6 +161,11 @@ def report(title, rows):
         in_tiles = f"{med / steady:6.2f} tiles" if steady else ""
         lines.append(f"  {name:12s} {med:10.0f} ({p10:.0f}–{p90:.0f})  {in_tiles}  [{len(xs)}]")
     lines.append(f"  the blocks' tiles at the steady rate: {100 * share:.1f}% of the SMs' time")
+    span, skew, idle = gpu_clock(rows)
+    if span > 0:
+        lines.append(f"  on the GPU's clock: span {span / 1e3:.1f} µs; the SMs' first CTAs started within "
+                     f"{skew / 1e3:.2f} µs (p90); SMs idle at the end {idle / 1e3:.2f} µs on average "
+                     f"({100 * idle / span:.1f}% of the span)")
     return "\n".join(lines)
 
 

@@ -33,6 +33,7 @@ enum TimelineField : int {
   kTimelineStored,        // O and L stored (the stores issued)
   kTimelineQIssued,       // the producer issued the warpgroup's Q (0 where the consumers copy it themselves)
   kTimelineKIssued,       // the producer issued the block's first K (warpgroup 0's record; 0 without a producer)
+  kTimelineStoredNs,      // %globaltimer when O was stored: with kTimelineCtaStartNs, the SMs on one clock
   kTimelineFields
 };
 

@@ -243,7 +243,10 @@ __device__ __forceinline__ void attend_row_block(const Flash2Args& a, const RowB
   // Epilogue: O = G/ℓ (kFlash2RowScale), L = m + log ℓ (out_scale 1 is exact).
   store_rows<D, kFlash2RowScale>(o, l, m, my_row0, t, a.q_len, a.o + size_t(rb.bh) * a.q_len * D,
                                   a.lse + size_t(rb.bh) * a.q_len, 1.f, 0.f);
-  if constexpr (kFlash2Timeline) timeline.mark(kTimelineStored);
+  if constexpr (kFlash2Timeline) {
+    timeline.mark(kTimelineStored);
+    timeline.put(kTimelineStoredNs, timeline_global_ns());
+  }
 }
 
 template <int D, bool Producer, bool PingPong, int Bc, bool Persistent, bool Dynamic>

@@ -16,7 +16,8 @@ ncu_csv.launches on a `--csv` table with the program's output around it; opcode_
 Nsight Compute text of 2026-12-06, whose per-opcode counts must add up to the total ncu printed beside them.
 
 cta_timeline.py on a timeline CSV written here (one SM, two CTAs): the steady tile, fill, drain, epilogue, the gap
-between CTAs, the boundary between blocks, the ping-pong offset and the tiles' share; bad files refused (exit 2).
+between CTAs, the boundary between blocks, the ping-pong offset, the producer's Q and K, the tiles' share, and the
+GPU-wide clock's span, start skew and idle tail (two SMs); bad files refused (exit 2).
 
 locked_clocks.py --peers-from: an earlier call's peers fill the shapes this call lacks (marked, ratios against them),
 never one this call has; an earlier file of another GPU, or not a locked-clocks file, is refused with one line and
@@ -226,7 +227,7 @@ class CtaTimeline(unittest.TestCase):
     """cta_timeline.py on a timeline written here: one SM, two grid CTAs of one block each, 4 tiles, two warpgroups."""
 
     HEADER = ("block,group,sm,tiles,cta_start_ns,cta_start,block_start,first_issue,first_scores,last_scores,"
-              "last_pv_issue,loop_done,stored,q_issued,k_issued")
+              "last_pv_issue,loop_done,stored,q_issued,k_issued,stored_ns")
 
     def lines(self):
         # CTA 1 starts at 1 000, CTA 2 at 2 600 (its predecessor's last O stored at 2 500: a gap of 100). Tiles 100
@@ -241,7 +242,7 @@ class CtaTimeline(unittest.TestCase):
                 q_issued = first - 900 if block == 1 else 0
                 k_issued = start + 200 if group == 0 else 0
                 rows.append(f"{block},{group},7,4,{start},{start},{start + 100},{first - 700},{first},{first + 300},"
-                            f"{first + 330},{first + 400},{first + 450},{q_issued},{k_issued}")
+                            f"{first + 330},{first + 400},{first + 450},{q_issued},{k_issued},{first + 450}")
         return ["# flash2_timeline: a test", self.HEADER] + rows
 
     def run_on(self, lines):
@@ -277,12 +278,23 @@ class CtaTimeline(unittest.TestCase):
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertIn("boundary           1200", done.stdout)
         self.assertIn("12.00 tiles", done.stdout)
+        # One SM, its ns equal to its cycles here: span 1 000 → 4 100, no skew, no idle SM.
+        self.assertEqual(cta_timeline.gpu_clock(
+            [dict(zip(cta_timeline.FIELDS, map(int, line.split(",")))) for line in self.lines()[2:]]), (3100, 0, 0))
+        self.assertIn("span 3.1 µs", done.stdout)
+
+    def test_the_gpus_clock(self):  # two SMs: SM 2 starts 100 ns after SM 1 and stores its last O 400 ns before it
+        import cta_timeline
+        zero = dict.fromkeys(cta_timeline.FIELDS, 0)
+        rows = [dict(zero, sm=1, cta_start_ns=0, stored_ns=1000), dict(zero, sm=2, cta_start_ns=100, stored_ns=600),
+                dict(zero, sm=2, cta_start_ns=100, stored_ns=500, group=1)]
+        self.assertEqual(cta_timeline.gpu_clock(rows), (1000, 100, 200))  # idle: (0 + 400) / 2
 
     def test_bad_files_are_refused(self):
         header_missing = self.lines()[:1] + self.lines()[2:]
         short_line = self.lines() + ["1,0,7"]
-        not_a_number = self.lines() + ["1,0,7,4,x,1,1,1,1,1,1,1,1,1,1"]
-        bad_group = self.lines() + ["1,2,7,4,1,1,1,1,1,1,1,1,1,1,1"]
+        not_a_number = self.lines() + ["1,0,7,4,x,1,1,1,1,1,1,1,1,1,1,1"]
+        bad_group = self.lines() + ["1,2,7,4,1,1,1,1,1,1,1,1,1,1,1,1"]
         for lines, says in ((header_missing, "no header line"), (short_line, "line 7: 3 fields"),
                             (not_a_number, "line 7: a field is not an integer"), (bad_group, "group must be 0 or 1")):
             done = self.run_on(lines)
