@@ -167,6 +167,9 @@ TEST_CASE("flash2's wgmma schedule: kv_tile auto takes 128 keys where the 176-ke
     const Schedule s = make_schedule(prefill(n, 128, false), request("flash2"), h100());
     CHECK(s.block_c == block_c);
     CHECK(s.stages == (block_c == 176 ? 2 : 3));
+    const bool says_padding = std::any_of(s.explain.begin(), s.explain.end(),
+                                          [](const std::string& line) { return line.find("padding") != std::string::npos; });
+    CHECK(says_padding == (block_c == 128));  // the schedule tells why it left the wide tile
     CHECK(make_schedule(prefill(n, 128, true), request("flash2"), h100()).block_c == 128);  // causal: 128 always
     CHECK(prefill_block_c(t, request("flash2", {{"kv_tile", "128"}}), false, n) == 128);
   }
