@@ -50,15 +50,16 @@ inline bool wide_tile_pays(const KernelTraits& t, int64_t kv_len) {
   const auto computed_keys = [&](int w) { return double((kv_len + w - 1) / w) * w; };
   return computed_keys(t.block_c_not_causal) * t.wide_tile_key_cost < computed_keys(t.block_c);
 }
+// Whether the wide tile is v's to take, whatever kv_len: the row has one, the problem is not causal, a producer
+// warpgroup copies the tiles and kv_tile does not pin 128.
+inline bool wide_tile_may_run(const KernelTraits& t, const VariantRequest& v, bool causal) {
+  return t.block_c_not_causal > 0 && !causal && !kv_tile_pinned(v) && producer_loads(v, t.arch);
+}
 // B_c of the prefill kernel of generation t.arch that v runs on a problem of kv_len keys, causal or not:
-// t.block_c_not_causal where the row has one, the problem is not causal, a producer warpgroup copies the tiles,
-// kv_tile does not pin 128 and the wide tile pays at kv_len; else t.block_c. The kernel backend launches by it, the
-// cost model schedules by it.
+// t.block_c_not_causal where the wide tile may run and pays at kv_len; else t.block_c. The kernel backend launches by
+// it, the cost model schedules by it.
 inline int prefill_block_c(const KernelTraits& t, const VariantRequest& v, bool causal, int64_t kv_len) {
-  return t.block_c_not_causal > 0 && !causal && !kv_tile_pinned(v) && producer_loads(v, t.arch) &&
-                 wide_tile_pays(t, kv_len)
-             ? t.block_c_not_causal
-             : t.block_c;
+  return wide_tile_may_run(t, v, causal) && wide_tile_pays(t, kv_len) ? t.block_c_not_causal : t.block_c;
 }
 
 }  // namespace attnlab
