@@ -92,6 +92,8 @@ class Flash2Ring final : public RingVariant {
 
 std::unique_ptr<RingVariant> flash2_ring(const Experiment& e, const VariantRequest& v, const QKV& in,
                                          const DeviceInfo& device) {
+  // The schedule of the whole problem (kv_tile auto weighs the whole N's padding, not a shard's: the tile changes only
+  // the order of the accumulation, as on one GPU).
   return std::make_unique<Flash2Ring>(e.problem, in, device.sm_count,
                                       path_of_generation(variants::pinned_generation(v.params)),
                                       flash2_schedule_of(v, e.problem));
