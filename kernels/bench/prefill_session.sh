@@ -187,7 +187,7 @@ pvwait)
   ;;
 flash2-ab)
   # flash2 rebuilt with other choices of its schedule's constants (kernels/flash2/flash2_sm90.cu's kFlash2PvWait,
-  # kFlash2RescaleO, kFlash2RowScale, kFlash2GridQ; edited in this copy): VARIANTS, ';'-separated
+  # kFlash2RescaleO, kFlash2RowScale, kFlash2GridQ, kFlash2GridPrefetch; edited in this copy): VARIANTS, ';'-separated
   # "LABEL NAME=VALUE ..." (NAME the constant's name after kFlash2, VALUE one of its enum's; default C = v6's
   # schedule: PvWait=after_softmax RescaleO=on_landing RowScale=divide GridQ=consumers), then A = the file as
   # committed, last, so that the next steps run it; the file is restored however the step ends. Each variant: its

@@ -37,6 +37,13 @@ __device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
 }
 
+// Global memory [src, src + bytes) into the L2 (cp.async.bulk.prefetch.L2; src 16-byte aligned, bytes a multiple of
+// 16): no shared memory, no barrier, nothing to wait for — a later load of those bytes hits the L2.
+__device__ __forceinline__ void prefetch_l2(const void* src, uint32_t bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(reinterpret_cast<uint64_t>(src)), "r"(bytes)
+               : "memory");
+}
+
 // setmaxnreg (FlashAttention-3's register split): a warpgroup gives registers back to the CTA's pool or takes
 // them from it. An increase waits until the pool can cover it, so the kernel must keep
 // Σ over warpgroups ≤ the registers per thread it was launched with × its warpgroups (a request beyond that

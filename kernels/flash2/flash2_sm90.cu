@@ -107,6 +107,14 @@ inline constexpr RowScale kFlash2RowScale = RowScale::reciprocal;
 // measured"): producer 0.5% slower at N 4k, 1.6% at 4k causal, equal at 16k — consumers stays the grid's choice.
 enum class QLoad { consumers, producer };
 inline constexpr QLoad kFlash2GridQ = QLoad::consumers;
+// What a grid CTA's producer prefetches into the L2 once it has issued its own loads: none (v1–v10); next_wave — the
+// row block one wave on (the CTA %nsmid places later in the grid's order, about the one that will follow this CTA on
+// an SM): its Q, which only that CTA reads, so its fill would wait for DRAM, and its first K/V tile, a new head's
+// where the wave crosses one. The producer issues its last tile about kStages tiles before the CTA ends: time for the
+// L2 to hold them when the next CTA starts, and off this CTA's own fill (v11; kernels/PERF.md "wgmma v11"). The same
+// bytes read, earlier; no number changes.
+enum class Prefetch { none, next_wave };
+inline constexpr Prefetch kFlash2GridPrefetch = Prefetch::none;
 // Whether a producer kernel's Q comes from the producer (q_full / q_empty, q_map): the kernel's and the launch's test.
 template <bool Persistent>
 inline constexpr bool kProducerLoadsQ = Persistent || kFlash2GridQ == QLoad::producer;
@@ -317,6 +325,21 @@ __global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
       produce_q(rb, n, 1);
       produce_tiles(rb, first, 1, rb.tiles);
     };
+    // kFlash2GridPrefetch: the row block one wave on (%nsmid CTAs later in the grid's order), its Q and first K/V tile.
+    auto prefetch_next_wave = [&] {
+      if constexpr (kFlash2GridPrefetch == Prefetch::next_wave) {
+        unsigned sms;
+        asm("mov.u32 %0, %%nsmid;" : "=r"(sms));
+        const unsigned next = blockIdx.y * gridDim.x + blockIdx.x + sms;
+        if (next >= gridDim.x * gridDim.y) return;
+        const RowBlock nb(a, int(next / gridDim.x), int(next % gridDim.x), blocks, T::kBr, T::kBc);
+        if (nb.tiles <= 0) return;
+        prefetch_l2(a.q + (size_t(nb.bh) * a.q_len + nb.row0) * D, uint32_t(min(T::kBr, a.q_len - nb.row0) * D * 2));
+        const uint32_t first_tile = uint32_t(min(T::kBc, a.kv_len) * D * 2);
+        prefetch_l2(a.k + size_t(nb.bkv) * a.kv_len * D, first_tile);
+        prefetch_l2(a.v + size_t(nb.bkv) * a.kv_len * D, first_tile);
+      }
+    };
     const bool consumer = split_warpgroups_with<T::kStages, T::kConsumers, 2>(
         [&] {
           for (int g = 0; g < 2; ++g) {
@@ -347,9 +370,11 @@ __global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
           } else if constexpr (kProducerQ) {  // the persistent CTA's order for its one block
             prefetch_tensor_map(&q_map);
             produce_block(grid_block(), 0, 0);
+            prefetch_next_wave();
           } else {
             const RowBlock rb = grid_block();
             produce_tiles(rb, 0, 0, rb.tiles);
+            prefetch_next_wave();
           }
         },
         full, empty);
