@@ -122,8 +122,7 @@ def summarize(rows):
     k_issued = {r["block"]: r["k_issued"] for r in done if r["group"] == 0 and r["k_issued"]}
     out["K to S"] = [r["first_issue"] - k_issued[r["block"]] for r in done if r["block"] in k_issued]
     # The SMs' time: each SM from its first CTA's start to its last O stored.
-    sm_time = sum(max(r["stored"] for r in rows if r["sm"] == sm) - min(r["cta_start"] for r in rows if r["sm"] == sm)
-                  for sm in by_sm)
+    sm_time = sum(max(end for _, end in spans) - min(start for start, _ in spans) for spans in by_sm.values())
     tiles = sum(r["tiles"] for r in done if r["group"] == 0)
     share = tiles * steady / sm_time if sm_time > 0 else 0.0
     return out, steady, share, len(by_sm)

@@ -56,7 +56,6 @@ def earlier_peers(path):
     return [r for r in found if not str(r["impl"]).startswith("flash2")]
 
 
-
 def number(metrics, name):
     try:
         return float(metrics.get(name, "nan"))

@@ -12,7 +12,6 @@ import signal
 import sys
 
 
-
 def opcodes(path):
     try:
         text = pathlib.Path(path).read_text(errors="replace")

@@ -26,7 +26,7 @@
 #               built, every [gpu] test file, flash2's sanitizer cases; then, as the next calls on the same machine,
 #   STEP=v6-bench  attnlab bench at d 128 (the grid and the persistent orders) and the peers on the same shapes, and
 #               STEP=clocks
-#   STEP=pvwait flash2 as committed (its schedule constants printed; v7 on): the peers' build in the
+#   STEP=pvwait flash2 as committed (its schedule constants printed): the peers' build in the
 #               background, attnlab built, flash2's [gpu] tests and sanitizer cases, where ptxas put the waits in the SASS
 #               (wait_placement.py), and flash2's grid under Nsight Compute's locked clocks; then, on the same machine,
 #   STEP=flash2-ab  flash2 rebuilt with other choices of its schedule's constants (VARIANTS, default C = v6's
@@ -189,9 +189,9 @@ flash2-ab)
   # flash2 rebuilt with other choices of its schedule's constants (kernels/flash2/flash2_sm90.cu's kFlash2PvWait,
   # kFlash2RescaleO, kFlash2RowScale, kFlash2GridQ, kFlash2GridPrefetch; edited in this copy): VARIANTS, ';'-separated
   # "LABEL NAME=VALUE ..." (NAME the constant's name after kFlash2, VALUE one of its enum's; default C = v6's
-  # schedule: PvWait=after_softmax RescaleO=on_landing RowScale=divide GridQ=consumers), then A = the file as
-  # committed, last, so that the next steps run it; the file is restored however the step ends. Each variant: its
-  # waits' placement and its locked clocks at N 4k and 16k (LENS); with TESTS=1 also flash2's [gpu] tests
+  # schedule: PvWait=after_softmax RescaleO=on_landing RowScale=divide GridQ=consumers GridPrefetch=none), then A =
+  # the file as committed, last, so that the next steps run it; the file is restored however the step ends. Each
+  # variant: its waits' placement and its locked clocks at N 4k and 16k (LENS); with TESTS=1 also flash2's [gpu] tests
   # (gpu-tests-LABEL.log; ≈ 30 s a variant). PEERS=0 leaves out the peers' build and locked clocks (an earlier call's
   # stand: locked cycles reproduce across H100s, kernels/PERF.md); PEERS_FROM=FILE (a committed locked-clocks JSON of
   # the same GPU) then gives the table its peers' rows.
@@ -201,7 +201,8 @@ flash2-ab)
   trap 'cp /tmp/flash2_sm90.cu.committed kernels/flash2/flash2_sm90.cu; pack_session' EXIT
   step "as committed: $(grep -o 'kFlash2[A-Za-z]* = [A-Za-z]*::[a-z_]*' kernels/flash2/flash2_sm90.cu | tr '\n' ' ')"
   export LENS=${LENS:-4096 16384}  # a variant's 4 locked runs ≈ 40 s, its rebuild ≈ 40 s, the peers' 8 ≈ 80 s
-  IFS=';' read -ra variants <<<"${VARIANTS:-C PvWait=after_softmax RescaleO=on_landing RowScale=divide GridQ=consumers}"
+  v6="C PvWait=after_softmax RescaleO=on_landing RowScale=divide GridQ=consumers GridPrefetch=none"
+  IFS=';' read -ra variants <<<"${VARIANTS:-$v6}"
   targets=attnlab; [ "${TESTS:-0}" = 1 ] && targets="attnlab attnlab_tests"
   for v in "${variants[@]}" "A"; do
     set -- $v
@@ -313,7 +314,7 @@ turbo-bench)
 timeline)
   # flash2's row blocks' timeline (kernels/bench/flash2_timeline.cu; cta_timeline.py reads it): where a CTA's cycles
   # go beyond its tiles' steady cost. B 4, H 16, d 128 (RUNS: "N ORDER KV_TILE [causal]" each, ';'-separated).
-  if [ -f build-gpu/build.ninja ]; then ensure_built || exit 1; else BUILD_TARGETS=attnlab build_sm90a || exit 1; fi
+  BUILD_TARGETS=attnlab ensure_built || exit 1  # the libraries (attnlab alone where build-gpu/ is new)
   step "flash2_timeline built (flash2_sm90.cu with its timeline on)"
   cmake --build build-gpu -j "$(nproc)" --target flash2_timeline >>"$out/build.log" 2>&1 ||
     { tail -20 "$out/build.log"; exit 1; }

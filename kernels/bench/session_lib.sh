@@ -30,7 +30,8 @@ session_start() {
 pack_session() { tar czf "$archive.part" -C "$out" . && mv "$archive.part" "$archive"; }
 
 # attnlab and its tests for sm_90a with JOBS compile jobs (the peers' background build takes the other cores).
-# attnlab built up to date: build-gpu/ rebuilt where it is (seconds when nothing changed), else configured and built.
+# attnlab built up to date: build-gpu/ rebuilt where it is (seconds when nothing changed), else configured and built
+# (build_sm90a's BUILD_TARGETS).
 ensure_built() {
   if [ -f build-gpu/build.ninja ]; then
     cmake --build build-gpu -j "$(nproc)" --target attnlab >>"$out/build.log" 2>&1 || { tail -20 "$out/build.log"; return 1; }

@@ -18,10 +18,10 @@
 // zero-filled by the copies (cp.async's or TMA's) and masked in the softmax; causal CTAs stop at the last tile their last row sees.
 //
 // K/V loads (flash2.h's tma_producer): true adds a producer warpgroup (FlashAttention-3 §3.1's warp
-// specialization) — one of its threads copies each K and V tile (and, v10, Q) with TMA (tma_fill.cuh), one load per
-// 64-channel column block of each, into the three-tile ring of kv_ring.cuh (mbarriers: the warpgroups need not meet every
-// tile; K and V of a slot on barriers of their own, v3), and setmaxnreg moves registers to the two consumer
-// warpgroups (240 each, the producer 24). With ping_pong the consumers' MMA issues alternate (FA3 §3.1's
+// specialization) — one of its threads copies each K and V tile (and a persistent CTA's Q) with TMA (tma_fill.cuh),
+// one load per 64-channel column block of each, into the three-tile ring of kv_ring.cuh (mbarriers: the warpgroups need
+// not meet every tile; K and V of a slot on barriers of their own, v3), and setmaxnreg moves registers to the two
+// consumer warpgroups (240 each, the producer 24). With ping_pong the consumers' MMA issues alternate (FA3 §3.1's
 // ping-pong: one warpgroup's softmax under the other's GEMMs).
 // false: every thread copies its share of each tile with cp.async and the CTA meets once per tile
 // (kv_pipeline.cuh). The same numbers either way, bit for bit: the loads and the schedule change, not one
@@ -396,7 +396,8 @@ __global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
         // again); n: the blocks with a tile before this one. A block with none takes no turn (kv_ring returns at once).
         const bool next_has_tiles = next < items && row_block(next).tiles > 0;
         const ProducerFillsQKV fills{first, q_full, q_empty, n & 1, !turns_open, !next_has_tiles};
-        attend_row_block<D, Producer, Bc>(a, rb, first, smem, start, [&](auto&& steps, int tiles) { ring(steps, tiles, fills); });
+        attend_row_block<D, Producer, Bc>(a, rb, first, smem, start,
+                                          [&](auto&& steps, int tiles) { ring(steps, tiles, fills); });
         if (rb.tiles > 0) first += rb.tiles, ++n, turns_open = next_has_tiles;
         w = next;
       }
@@ -407,7 +408,8 @@ __global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
       });
     }
   } else {
-    attend_row_block<D, Producer, Bc>(a, grid_block(), 0, smem, start, [&](auto&& steps, int tiles) { kv_pipeline(tiles, steps); });
+    attend_row_block<D, Producer, Bc>(a, grid_block(), 0, smem, start,
+                                      [&](auto&& steps, int tiles) { kv_pipeline(tiles, steps); });
   }
 #endif
 }

@@ -16,7 +16,9 @@
 #include "kernels/common/device.h"
 #include "kernels/flash2/flash2_host.h"
 #include "kernels/flash2/flash2_sm90.h"
+#include "sim/schedule.h"
 #include "tests/catch.h"
+#include "tests/support/model_cases.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -241,6 +243,26 @@ TEST_CASE("flash2 persistent CTAs: the row blocks' order and the L2 band", "[ker
   CHECK(kernels::flash2_sm90_band_heads(a, l2) == 1);
   a.kv_len = 16, a.kv_heads = 16;  // every head fits: all of them, no more
   CHECK(kernels::flash2_sm90_band_heads(a, l2) == 64);
+}
+
+// No GPU needed: the tile the kernel backend launches (flash2_schedule_of's wide_tile, which flash2_sm90_wide_tile
+// reads with the same causal and producer conditions) is the cost model's block_c, wherever kv_tile = auto weighs the
+// wide tile's padding (N 4096: 128 keys; 4097, 8192, 16384: 176) and wherever it cannot run (causal, d 64, kv_tile
+// 128, cp.async loads).
+TEST_CASE("flash2 wgmma kernel: the backend's tile is the cost model's", "[kernels][sim]") {
+  for (int64_t d : {64, 128})
+    for (bool causal : {false, true})
+      for (int64_t n : {100, 4096, 4097, 8192, 16384})
+        for (auto [param, value] : {std::pair<const char*, const char*>{nullptr, nullptr}, {"kv_tile", "128"},
+                                    {"kv_loads", "cp_async"}}) {
+          Problem p;
+          p.batch = 4, p.q_heads = p.kv_heads = 16, p.head_dim = d, p.q_len = p.kv_len = n, p.causal = causal;
+          const VariantRequest v = param ? test::request("flash2", {{param, value}}) : test::request("flash2");
+          INFO(fmt::format("d={} causal={} N={} {}={}", d, causal, n, param ? param : "-", value ? value : "-"));
+          const bool wide = sim::make_schedule(p, v, test::h100()).block_c == kernels::kWideTile;
+          CHECK(kernels::flash2_schedule_of(v, p).wide_tile == wide);
+          CHECK(wide == (d == 128 && !causal && !param && n != 4096 && n != 100));
+        }
 }
 
 // Persistent CTAs (flash2.h's persistent, row_blocks = persistent): one CTA per SM loops over row blocks, the producer
