@@ -187,10 +187,11 @@ pvwait)
   ;;
 flash2-ab)
   # flash2 rebuilt with other choices of its schedule's constants (kernels/flash2/flash2_sm90.cu's kFlash2PvWait,
-  # kFlash2RescaleO, kFlash2RowScale, kFlash2GridQ, kFlash2GridPrefetch; edited in this copy): VARIANTS, ';'-separated
-  # "LABEL NAME=VALUE ..." (NAME the constant's name after kFlash2, VALUE one of its enum's; default C = v6's
-  # schedule: PvWait=after_softmax RescaleO=on_landing RowScale=divide GridQ=consumers GridPrefetch=none), then A =
-  # the file as committed, last, so that the next steps run it; the file is restored however the step ends. Each
+  # kFlash2RescaleO, kFlash2RowScale, kFlash2GridQ, kFlash2GridPrefetch, kFlash2GridStore; edited in this copy):
+  # VARIANTS, ';'-separated "LABEL NAME=VALUE ..." (NAME the constant's name after kFlash2, VALUE one of its enum's;
+  # default C = v6's schedule: PvWait=after_softmax RescaleO=on_landing RowScale=divide GridQ=consumers
+  # GridPrefetch=none GridStore=rows), then A = the file as committed, last, so that the next steps run it; the file is
+  # restored however the step ends. Each
   # variant: its waits' placement and its locked clocks at N 4k and 16k (LENS); with TESTS=1 also flash2's [gpu] tests
   # (gpu-tests-LABEL.log; ≈ 30 s a variant). PEERS=0 leaves out the peers' build and locked clocks (an earlier call's
   # stand: locked cycles reproduce across H100s, kernels/PERF.md); PEERS_FROM=FILE (a committed locked-clocks JSON of
@@ -201,7 +202,7 @@ flash2-ab)
   trap 'cp /tmp/flash2_sm90.cu.committed kernels/flash2/flash2_sm90.cu; pack_session' EXIT
   step "as committed: $(grep -o 'kFlash2[A-Za-z]* = [A-Za-z]*::[a-z_]*' kernels/flash2/flash2_sm90.cu | tr '\n' ' ')"
   export LENS=${LENS:-4096 16384}  # a variant's 4 locked runs ≈ 40 s, its rebuild ≈ 40 s, the peers' 8 ≈ 80 s
-  v6="C PvWait=after_softmax RescaleO=on_landing RowScale=divide GridQ=consumers GridPrefetch=none"
+  v6="C PvWait=after_softmax RescaleO=on_landing RowScale=divide GridQ=consumers GridPrefetch=none GridStore=rows"
   IFS=';' read -ra variants <<<"${VARIANTS:-$v6}"
   targets=attnlab; [ "${TESTS:-0}" = 1 ] && targets="attnlab attnlab_tests"
   for v in "${variants[@]}" "A"; do

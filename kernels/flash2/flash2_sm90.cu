@@ -36,6 +36,7 @@
 #include "kernels/common/tensor_map.h"
 #include "kernels/common/tile_softmax.cuh"
 #include "kernels/common/tma_fill.cuh"
+#include "kernels/common/tma_store.cuh"
 #include "kernels/common/wgmma.cuh"
 
 #include <algorithm>
@@ -116,6 +117,16 @@ inline constexpr QLoad kFlash2GridQ = QLoad::consumers;
 // −0.8% at 4k causal, −0.1% and −0.2% at 16k.
 enum class Prefetch { none, next_wave };
 inline constexpr Prefetch kFlash2GridPrefetch = Prefetch::next_wave;
+// How a grid CTA's consumers store O (with the producer): rows — each thread its pairs of each row from registers to
+// global memory (v1–v11: D/4 four-byte stores a thread, each warp's instruction 8 rows × 16 bytes; the timeline put
+// 2.4–3.2 k cycles between a warpgroup's last P·V and O stored, and the last warpgroup's is on the SM's path to the
+// next CTA); tma — each warpgroup's 64 rows into its own rows of Q's tile (no MMA reads Q once its last S landed), in
+// Q's swizzle by stmatrix, then one thread's TMA stores (tma_store.cuh; FlashAttention-3's epilogue) (v12). The same
+// FP16 values. A persistent CTA stores rows: its producer loads the next block's Q into that tile once the last S landed.
+enum class OStore { rows, tma };
+inline constexpr OStore kFlash2GridStore = OStore::tma;
+template <bool Producer, bool Persistent>
+inline constexpr bool kTmaStoresO = Producer && !Persistent && kFlash2GridStore == OStore::tma;
 // Whether a producer kernel's Q comes from the producer (q_full / q_empty, q_map): the kernel's and the launch's test.
 template <bool Persistent>
 inline constexpr bool kProducerLoadsQ = Persistent || kFlash2GridQ == QLoad::producer;
@@ -123,10 +134,10 @@ inline constexpr bool kProducerLoadsQ = Persistent || kFlash2GridQ == QLoad::pro
 // The consumers' work on one row block: S, the online softmax, P̃·V over its tiles by run_loop(steps, tiles)
 // (kv_ring.cuh or kv_pipeline.cuh), then O = G/ℓ and L = m + log ℓ stored. Tile j lies in the ring's slot
 // (first + j) mod kStages: `first` counts a persistent CTA's tiles of earlier row blocks (0 otherwise).
-// start: the CTA's (kFlash2Timeline's record; unread otherwise).
-template <int D, bool Producer, int Bc, class RunLoop>
+// start: the CTA's (kFlash2Timeline's record; unread otherwise). TmaStore: O by o_map (kTmaStoresO), else by rows.
+template <int D, bool Producer, int Bc, bool TmaStore, class RunLoop>
 __device__ __forceinline__ void attend_row_block(const Flash2Args& a, const RowBlock& rb, int first, char* smem,
-                                                 TimelineStart start, RunLoop&& run_loop) {
+                                                 TimelineStart start, const CUtensorMap* o_map, RunLoop&& run_loop) {
   using T = HopperTile<D, Producer, Bc>;
   constexpr int kBc = T::kBc;
   constexpr float kLog2e = 1.4426950408889634f;
@@ -250,8 +261,22 @@ __device__ __forceinline__ void attend_row_block(const Flash2Args& a, const RowB
   if constexpr (kFlash2Timeline) timeline.mark(kTimelineLoopDone);
 
   // Epilogue: O = G/ℓ (kFlash2RowScale), L = m + log ℓ (out_scale 1 is exact).
-  store_rows<D, kFlash2RowScale>(o, l, m, my_row0, t, a.q_len, a.o + size_t(rb.bh) * a.q_len * D,
-                                  a.lse + size_t(rb.bh) * a.q_len, 1.f, 0.f);
+  float* lse = a.lse + size_t(rb.bh) * a.q_len;
+  if constexpr (TmaStore) {  // this warpgroup's rows of each column block of Q's tile (kFlash2GridStore)
+    char* tile = sQ + group * 64 * 128;
+    stage_rows_sw128<D, kFlash2RowScale>(o, l, m, my_row0, warp, lane, a.q_len, tile, T::kBr * 128, lse, 1.f, 0.f);
+    fence_proxy_async();        // the stmatrix writes, before the copy engine reads them
+    warpgroup_sync(4 + group);  // kv_ring.cuh's barriers are 1–3
+    const int row0 = rb.row0 + 64 * group;
+    if (threadIdx.x % 128 == 0 && row0 < a.q_len) {
+#pragma unroll
+      for (int c = 0; c < D / 64; ++c) tma_store_3d(o_map, tile + c * T::kBr * 128, 64 * c, row0, rb.bh);
+      bulk_commit();
+      bulk_wait_read();  // the CTA's shared memory stays until the engine has read it
+    }
+  } else {
+    store_rows<D, kFlash2RowScale>(o, l, m, my_row0, t, a.q_len, a.o + size_t(rb.bh) * a.q_len * D, lse, 1.f, 0.f);
+  }
   if constexpr (kFlash2Timeline) {
     timeline.mark(kTimelineStored);
     timeline.put(kTimelineStoredNs, timeline_global_ns());
@@ -261,7 +286,8 @@ __device__ __forceinline__ void attend_row_block(const Flash2Args& a, const RowB
 template <int D, bool Producer, bool PingPong, int Bc, bool Persistent, bool Dynamic>
 __global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
     flash2_sm90_kernel(Flash2Args a, const __grid_constant__ CUtensorMap k_map,
-                       const __grid_constant__ CUtensorMap v_map, const __grid_constant__ CUtensorMap q_map) {
+                       const __grid_constant__ CUtensorMap v_map, const __grid_constant__ CUtensorMap q_map,
+                       const __grid_constant__ CUtensorMap o_map) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using T = HopperTile<D, Producer, Bc>;
   static_assert(Producer || !Persistent, "a persistent CTA's Q comes from the producer");
@@ -397,20 +423,21 @@ __global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
         // again); n: the blocks with a tile before this one. A block with none takes no turn (kv_ring returns at once).
         const bool next_has_tiles = next < items && row_block(next).tiles > 0;
         const ProducerFillsQKV fills{first, q_full, q_empty, n & 1, !turns_open, !next_has_tiles};
-        attend_row_block<D, Producer, Bc>(a, rb, first, smem, start,
-                                          [&](auto&& steps, int tiles) { ring(steps, tiles, fills); });
+        attend_row_block<D, Producer, Bc, false>(a, rb, first, smem, start, &o_map,
+                                                 [&](auto&& steps, int tiles) { ring(steps, tiles, fills); });
         if (rb.tiles > 0) first += rb.tiles, ++n, turns_open = next_has_tiles;
         w = next;
       }
     } else {  // one block (with the producer's Q: its phase 0, the turns opened and closed in it)
-      attend_row_block<D, Producer, Bc>(a, grid_block(), 0, smem, start, [&](auto&& steps, int tiles) {
+      constexpr bool kTmaStore = kTmaStoresO<Producer, Persistent>;
+      attend_row_block<D, Producer, Bc, kTmaStore>(a, grid_block(), 0, smem, start, &o_map, [&](auto&& steps, int tiles) {
         if constexpr (kProducerQ) ring(steps, tiles, ProducerFillsQKV{0, q_full, q_empty, 0});
         else ring(steps, tiles, ProducerFillsKV{});
       });
     }
   } else {
-    attend_row_block<D, Producer, Bc>(a, grid_block(), 0, smem, start,
-                                      [&](auto&& steps, int tiles) { kv_pipeline(tiles, steps); });
+    attend_row_block<D, Producer, Bc, false>(a, grid_block(), 0, smem, start, &o_map,
+                                             [&](auto&& steps, int tiles) { kv_pipeline(tiles, steps); });
   }
 #endif
 }
@@ -419,7 +446,8 @@ template <int D, bool Producer, bool PingPong, int Bc = HopperTile<D, Producer>:
           bool Dynamic = false>
 cudaError_t launch(const Flash2Args& a, cudaStream_t stream) {
   using T = HopperTile<D, Producer, Bc>;
-  CUtensorMap k_map{}, v_map{}, q_map{};  // unread without the producer (q_map: where the consumers load Q)
+  // Unread without the producer; q_map where the consumers load Q, o_map where they store O by rows.
+  CUtensorMap k_map{}, v_map{}, q_map{}, o_map{};
   if constexpr (Producer) {  // K and V alike: (heads, kv_len, d) FP16 rows, 64-channel boxes (tensor_map.h)
     const int64_t heads = int64_t(a.batch) * a.kv_heads;
     cudaError_t e = fp16_rows_tensor_map(k_map, a.k, heads, a.kv_len, D, T::kBc);
@@ -427,6 +455,9 @@ cudaError_t launch(const Flash2Args& a, cudaStream_t stream) {
     // Q: (B·Hq, q_len, d), a warpgroup's 64 rows a box.
     if (e == cudaSuccess && kProducerLoadsQ<Persistent>)
       e = fp16_rows_tensor_map(q_map, a.q, int64_t(a.batch) * a.q_heads, a.q_len, D, 64);
+    // O: Q's shape and box, so a warpgroup's TMA store reads the tile in the layout a Q load writes.
+    if (e == cudaSuccess && kTmaStoresO<Producer, Persistent>)
+      e = fp16_rows_tensor_map(o_map, a.o, int64_t(a.batch) * a.q_heads, a.q_len, D, 64);
     if (e != cudaSuccess) return e;
   }
   auto* kernel = flash2_sm90_kernel<D, Producer, PingPong, Bc, Persistent, Dynamic>;
@@ -450,7 +481,7 @@ cudaError_t launch(const Flash2Args& a, cudaStream_t stream) {
       if (const cudaError_t z = cudaMemsetAsync(a.workspace, 0, sizeof(int), stream); z != cudaSuccess) return z;
     }
   }
-  kernel<<<grid, T::kThreads, T::kSmemBytes, stream>>>(args, k_map, v_map, q_map);
+  kernel<<<grid, T::kThreads, T::kSmemBytes, stream>>>(args, k_map, v_map, q_map, o_map);
   return cudaGetLastError();
 }
 
