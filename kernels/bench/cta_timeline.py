@@ -94,15 +94,20 @@ def summarize(rows):
            "to last P·V": [r["last_pv_issue"] - r["last_scores"] for r in done],
            "last P·V": [r["loop_done"] - r["last_pv_issue"] for r in done],
            "epilogue": [r["stored"] - r["loop_done"] for r in done]}
-    # CTAs: one SM and start; their first block's setup, their end.
-    ctas = {}
-    for r in rows:
-        ctas.setdefault((r["sm"], r["cta_start"]), []).append(r)
-    out["setup"] = [min(r["block_start"] for r in rs) - start for (sm, start), rs in ctas.items()]
+    # CTAs: their first block's setup, their end. Each warpgroup reads the CTA's start clock itself, a few cycles
+    # apart, so a CTA is the records of one SM whose start comes before its first block starts (the setup, hundreds
+    # of cycles, lies between; one CTA at a time on an SM).
+    ctas = []
+    for r in sorted(rows, key=lambda r: (r["sm"], r["cta_start"])):
+        if ctas and ctas[-1][0]["sm"] == r["sm"] and r["cta_start"] <= min(x["block_start"] for x in ctas[-1]):
+            ctas[-1].append(r)
+        else:
+            ctas.append([r])
+    out["setup"] = [min(r["block_start"] for r in rs) - min(r["cta_start"] for r in rs) for rs in ctas]
     out["gap"] = []
     by_sm = {}
-    for (sm, start), rs in ctas.items():
-        by_sm.setdefault(sm, []).append((start, max(r["stored"] for r in rs)))
+    for rs in ctas:
+        by_sm.setdefault(rs[0]["sm"], []).append((min(r["cta_start"] for r in rs), max(r["stored"] for r in rs)))
     for spans in by_sm.values():
         spans.sort()
         out["gap"] += [nxt[0] - prev[1] for prev, nxt in zip(spans, spans[1:])]

@@ -283,6 +283,19 @@ class CtaTimeline(unittest.TestCase):
             [dict(zip(cta_timeline.FIELDS, map(int, line.split(",")))) for line in self.lines()[2:]]), (3100, 0, 0))
         self.assertIn("span 3.1 µs", done.stdout)
 
+    def test_each_warpgroup_reads_the_ctas_start(self):
+        # On the GPU each warpgroup reads the CTA's start clock itself, cycles apart (warpgroup 1 here 3 later): the
+        # two records are still one CTA — one setup, one gap per SM — where keying CTAs by their start split them and
+        # made the gap negative.
+        import cta_timeline
+        rows = [dict(zip(cta_timeline.FIELDS, map(int, line.split(",")))) for line in self.lines()[2:]]
+        for r in rows:
+            r["cta_start"] += 3 * r["group"]
+        out, steady, share, sms = cta_timeline.summarize(rows)
+        self.assertEqual(out["setup"], [100, 100])
+        self.assertEqual(out["gap"], [100])
+        self.assertAlmostEqual(share, 8 * 100 / (4100 - 1000))
+
     def test_the_gpus_clock(self):  # two SMs: SM 2 starts 100 ns after SM 1 and stores its last O 400 ns before it
         import cta_timeline
         zero = dict.fromkeys(cta_timeline.FIELDS, 0)
