@@ -148,6 +148,9 @@ __device__ __forceinline__ void attend_row_block(const Flash2Args& a, const RowB
   const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, group = warpgroup_index();
   const int g = lane / 4, t = lane % 4;
   CtaTimeline timeline;  // this warpgroup's record of the block
+  // The loop's marks, held in registers and written after it: in the loop every thread reads the clock (no branch on
+  // the writing thread, no store between the MMAs), the last tile's values overwriting the earlier ones'.
+  unsigned long long first_issue = 0, first_scores = 0, last_scores = 0, last_pv_issue = 0;
   if constexpr (kFlash2Timeline) {
     timeline = timeline_record<T::kBr>(a, rb, group);
     timeline.put(kTimelineSm, timeline_sm());
@@ -194,7 +197,7 @@ __device__ __forceinline__ void attend_row_block(const Flash2Args& a, const RowB
   // S ← Q·K_jᵀ (issued, not waited for).
   auto issue_scores = [&](int j) {
     if constexpr (kFlash2Timeline)
-      if (j == 0) timeline.mark(kTimelineFirstIssue);
+      if (j == 0) first_issue = clock64();
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
       if constexpr (kBc == 128) wgmma_m64n128k16_f16_ss(s, desc_q(kk), desc_k(j, kk), kk > 0);
@@ -204,8 +207,8 @@ __device__ __forceinline__ void attend_row_block(const Flash2Args& a, const RowB
   // The online softmax of tile j on s (App. D): masks, new running max, P̃ in place; returns α per row.
   auto softmax = [&](int j, float (&alpha)[2]) {
     if constexpr (kFlash2Timeline) {
-      if (j == 0) timeline.mark(kTimelineFirstScores);
-      if (j == rb.tiles - 1) timeline.mark(kTimelineLastScores);
+      last_scores = clock64();
+      if (j == 0) first_scores = last_scores;
     }
     const int col0 = j * kBc;
     if (col0 + kBc > rb.all_see) mask_invisible<kBc>(s, col0, my_row0, t, a.q_len, a.kv_len, a.causal);  // diagonal, ragged end
@@ -232,8 +235,7 @@ __device__ __forceinline__ void attend_row_block(const Flash2Args& a, const RowB
 
   // O += P̃_j·V_j.
   auto issue_pv = [&](int j) {
-    if constexpr (kFlash2Timeline)
-      if (j == rb.tiles - 1) timeline.mark(kTimelineLastPvIssue);
+    if constexpr (kFlash2Timeline) last_pv_issue = clock64();
 #pragma unroll
     for (int ks = 0; ks < kBc / 16; ++ks) {
       if constexpr (D == 128) wgmma_m64n128k16_f16_rs_tb(o, p[ks], desc_v(j, ks), j > 0 || ks > 0);
@@ -259,7 +261,13 @@ __device__ __forceinline__ void attend_row_block(const Flash2Args& a, const RowB
                      pin_registers(p);
                    }},
            rb.tiles);
-  if constexpr (kFlash2Timeline) timeline.mark(kTimelineLoopDone);
+  if constexpr (kFlash2Timeline) {
+    timeline.mark(kTimelineLoopDone);
+    timeline.put(kTimelineFirstIssue, first_issue);
+    timeline.put(kTimelineFirstScores, first_scores);
+    timeline.put(kTimelineLastScores, last_scores);
+    timeline.put(kTimelineLastPvIssue, last_pv_issue);
+  }
 
   // Epilogue: O = G/ℓ (kFlash2RowScale), L = m + log ℓ (out_scale 1 is exact).
   float* lse = a.lse + size_t(rb.bh) * a.q_len;
