@@ -113,8 +113,8 @@ inline constexpr QLoad kFlash2GridQ = QLoad::consumers;
 // an SM): its Q, which only that CTA reads, so its fill would wait for DRAM, and its first K/V tile, a new head's
 // where the wave crosses one. The producer issues its last tile about kStages tiles before the CTA ends: time for the
 // L2 to hold them when the next CTA starts, and off this CTA's own fill (v11). The same bytes read, earlier; no number
-// changes. Measured (H100, locked clocks, B 4, H 16, d 128; kernels/PERF.md "wgmma v11 measured"): −1.0% at N 4k,
-// −0.8% at 4k causal, −0.1% and −0.2% at 16k.
+// changes. Measured (H100, locked clocks, B 4, H 16, d 128; kernels/PERF.md "The timeline, kv_tile auto and v11
+// measured"): −1.0% at N 4k, −0.8% at 4k causal, −0.1% and −0.2% at 16k.
 enum class Prefetch { none, next_wave };
 inline constexpr Prefetch kFlash2GridPrefetch = Prefetch::next_wave;
 // How a grid CTA's consumers store O (with the producer): rows — each thread its pairs of each row from registers to
@@ -122,8 +122,9 @@ inline constexpr Prefetch kFlash2GridPrefetch = Prefetch::next_wave;
 // 2.4–3.2 k cycles between a warpgroup's last P·V and O stored, and the last warpgroup's is on the SM's path to the
 // next CTA); tma — each warpgroup's 64 rows into its own rows of Q's tile (no MMA reads Q once its last S landed), in
 // Q's swizzle by stmatrix, then one thread's TMA stores (tma_store.cuh; FlashAttention-3's epilogue) (v12). The same
-// FP16 values. A persistent CTA stores rows: its producer loads the next block's Q into that tile once the last S landed.
-// rows stays the default until tma is measured (kernels/PERF.md "wgmma v12"; with rows the .text is v11's).
+// FP16 values. A persistent CTA stores rows: its producer loads the next block's Q into that tile once the last S
+// landed. rows stays the default until tma is measured (kernels/PERF.md "flash2 wgmma v12"; with rows the .text is
+// v11's).
 enum class OStore { rows, tma };
 inline constexpr OStore kFlash2GridStore = OStore::rows;
 template <bool Producer, bool Persistent>
