@@ -31,7 +31,8 @@
 #               (wait_placement.py), and flash2's grid under Nsight Compute's locked clocks; then, on the same machine,
 #   STEP=flash2-ab  flash2 rebuilt with other choices of its schedule's constants (VARIANTS, default C = v6's
 #               schedule, then A, the committed one), the waits' placement and locked clocks of each (TESTS=1: and
-#               flash2's [gpu] tests), the peers' locked clocks (PEERS=0: not), and locked_clocks.py's table of all
+#               flash2's [gpu] tests; SANITIZE=1: its sanitizer cases too), the peers' locked clocks (PEERS=0: not),
+#               and locked_clocks.py's table of all
 #   STEP=timeline  flash2's row blocks' timeline (kernels/bench/flash2_timeline.cu, cta_timeline.py): the steady tile,
 #               the fill, drain, epilogue, the gap between CTAs and the boundary between row blocks, in SM cycles, on
 #               the grid and the persistent order at N 4k and 16k (RUNS), flash2_sm90.cu built once more with it on
@@ -191,11 +192,11 @@ flash2-ab)
   # VARIANTS, ';'-separated "LABEL NAME=VALUE ..." (NAME the constant's name after kFlash2, VALUE one of its enum's;
   # default C = v6's schedule: PvWait=after_softmax RescaleO=on_landing RowScale=divide GridQ=consumers
   # GridPrefetch=none GridStore=rows), then A = the file as committed, last, so that the next steps run it; the file is
-  # restored however the step ends. Each
-  # variant: its waits' placement and its locked clocks at N 4k and 16k (LENS); with TESTS=1 also flash2's [gpu] tests
-  # (gpu-tests-LABEL.log; ≈ 30 s a variant). PEERS=0 leaves out the peers' build and locked clocks (an earlier call's
-  # stand: locked cycles reproduce across H100s, kernels/PERF.md); PEERS_FROM=FILE (a committed locked-clocks JSON of
-  # the same GPU) then gives the table its peers' rows.
+  # restored however the step ends. Each variant: its waits' placement and its locked clocks at N 4k and 16k (LENS);
+  # with TESTS=1 also flash2's [gpu] tests (gpu-tests-LABEL.log; ≈ 30 s a variant), and with SANITIZE=1 its sanitizer
+  # cases (sanitize.log; ≈ 40 s). PEERS=0 leaves out the peers' build and locked clocks (an earlier call's stand: locked
+  # cycles reproduce across H100s, kernels/PERF.md); PEERS_FROM=FILE (a committed locked-clocks JSON of the same GPU)
+  # then gives the table its peers' rows.
   [ "${PEERS:-1}" = 1 ] && BACKGROUND=1 bash .peers/tools/build.sh .peers  # at once where STEP=pvwait built them
   ensure_built || exit 1
   cp kernels/flash2/flash2_sm90.cu /tmp/flash2_sm90.cu.committed
@@ -226,6 +227,7 @@ flash2-ab)
     if [ "${TESTS:-0}" = 1 ]; then
       (cd build-gpu && ctest -R "test_flash2_kernel:gpu" --output-on-failure --timeout 240) >"$out/gpu-tests-$label.log" 2>&1
       echo "variant $label: flash2 [gpu] tests exit $?"
+      [ "${SANITIZE:-0}" = 1 ] && sanitize "[#test_flash2_kernel][sanitize]"  # memcheck, racecheck: sanitize.log
     fi
     locked_clocks_flash2 "$label" grid
   done
