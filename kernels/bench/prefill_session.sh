@@ -32,7 +32,7 @@
 #   STEP=flash2-ab  flash2 rebuilt with other choices of its schedule's constants (VARIANTS, default C = v6's
 #               schedule, then A, the committed one), the waits' placement and locked clocks of each (TESTS=1: and
 #               flash2's [gpu] tests; SANITIZE=1: its sanitizer cases too), the peers' locked clocks (PEERS=0: not),
-#               and locked_clocks.py's table of all
+#               and locked_clocks.py's table of them all
 #   STEP=timeline  flash2's row blocks' timeline (kernels/bench/flash2_timeline.cu, cta_timeline.py): the steady tile,
 #               the fill, drain, epilogue, the gap between CTAs and the boundary between row blocks, in SM cycles, on
 #               the grid and the persistent order at N 4k and 16k (RUNS), flash2_sm90.cu built once more with it on
