@@ -6,6 +6,7 @@
 // reads it, so each writer fences (wgmma.cuh's fence_proxy_async) before the warpgroup's barrier and the store.
 #pragma once
 
+#include "kernels/common/stmatrix_layout.h"
 #include "kernels/common/tile_softmax.cuh"
 #include "kernels/common/wgmma.cuh"
 
@@ -38,13 +39,12 @@ __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.comm
 __device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
 
 // tile_softmax.cuh's store_rows with O in FP16 into shared memory instead of O's rows: a warp's 16 rows (warp·16 + g
-// + 8i of a 64-row tile) of each 64-column block in the 128-byte swizzle (wgmma.cuh's sw128_offset; block c at tile +
-// c·block_stride) — the layout a TMA load of the tile writes, so a TMA store of the same map reads it back. The same
-// operations on the same values as store_rows (ℓ summed over the quad, G·(1/ℓ) or G/ℓ, times out_scale, rounded to
-// nearest even): the same bits. One stmatrix writes four 8×8 matrices, rows 8i of column chunks n and n + 1 — the
-// accumulator's pairs are the matrices' fragments (lane L holds row L/4, columns 2(L mod 4), +1) and lane L names the
-// row of matrix L/8 it writes; a matrix's eight rows lie in eight different chunks of the swizzle, so no bank is hit
-// twice. Every row is written (past q_len: a TMA store clips them); L goes to `lse` for rows < q_len.
+// + 8i of a 64-row tile) of each 64-column block in the 128-byte swizzle (stmatrix_layout.h's staged_offset; block c at
+// tile + c·block_stride) — the layout a TMA load of the tile writes, so a TMA store of the same map reads it back. The
+// same operations on the same values as store_rows (ℓ summed over the quad, G·(1/ℓ) or G/ℓ, times out_scale, rounded
+// to nearest even): the same bits. One stmatrix writes four 8×8 matrices, the accumulator's pairs of chunks n and n + 1
+// (stmatrix_layout.h); a matrix's eight rows lie in eight different chunks of the swizzle, so no bank is hit twice.
+// Every row is written (past q_len: a TMA store clips them); L goes to `lse` for rows < q_len.
 template <int D, RowScale kRowScale>
 __device__ __forceinline__ void stage_rows_sw128(const float (&o)[D / 2], float (&l)[2], const float (&m)[2],
                                                  int row0, int warp, int lane, int q_len, char* tile,
@@ -62,17 +62,16 @@ __device__ __forceinline__ void stage_rows_sw128(const float (&o)[D / 2], float 
   auto scaled = [&](int i, float g) {
     return empty[i] ? 0.f : (kRowScale == RowScale::reciprocal ? g * inv_l[i] : g / l[i]) * out_scale;
   };
-  const int matrix = lane / 8, row = warp * 16 + 8 * (matrix & 1) + lane % 8;  // the row this lane names
 #pragma unroll
   for (int n = 0; n < D / 8; n += 2) {
     uint32_t r[4];
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {  // matrix k: rows 8(k mod 2) on, column chunk n + k/2
-      const int i = k & 1, c = n + k / 2;
-      r[k] = pack_half2(scaled(i, o[4 * c + 2 * i]), scaled(i, o[4 * c + 2 * i + 1]));
+    for (int k = 0; k < 4; ++k) {
+      const StmatrixPair pair = stmatrix_x4_pair(k, n);
+      r[k] = pack_half2(scaled(pair.i, o[4 * pair.c + 2 * pair.i]), scaled(pair.i, o[4 * pair.c + 2 * pair.i + 1]));
     }
-    const int c = n + matrix / 2;
-    stmatrix_x4(tile + (c / 8) * block_stride + sw128_offset(row, c % 8), r);
+    const StmatrixRow at = stmatrix_x4_row(warp, lane, n);
+    stmatrix_x4(tile + staged_offset(at.row, at.chunk, block_stride), r);
   }
 #pragma unroll
   for (int i = 0; i < 2; ++i)

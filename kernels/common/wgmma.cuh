@@ -28,16 +28,6 @@
 
 namespace attnlab::kernels {
 
-// Byte offset of 16-byte chunk `chunk` of row `row` inside one swizzled block W bytes wide (W = 128: the
-// chunk's 3 index bits XOR row bits 0–2; W = 64, rows of 64 bytes: its 2 bits XOR row bits 1–2 — address
-// bits 4–5 with 7–8, the 64-byte mode's pattern). Blocks start W·8-byte aligned.
-template <int W>
-__device__ __forceinline__ uint32_t sw_offset(int row, int chunk) {
-  static_assert(W == 128 || W == 64, "128- or 64-byte swizzle");
-  if constexpr (W == 128) return uint32_t(row) * 128u + (uint32_t(chunk ^ (row & 7)) << 4);
-  else return uint32_t(row) * 64u + (uint32_t(chunk ^ ((row >> 1) & 3)) << 4);
-}
-__device__ __forceinline__ uint32_t sw128_offset(int row, int chunk) { return sw_offset<128>(row, chunk); }
 
 // Matrix descriptor (wgmma_descriptor.h): start address, leading and stride byte offsets, base offset 0
 // (blocks are aligned), swizzle mode 1 = 128 B, 2 = 64 B; desc_advance moves one along a tile.

@@ -1,7 +1,8 @@
 // attnlab kernels: the 64-bit shared-memory matrix descriptor of a wgmma operand (PTX ISA, "Matrix Descriptor
 // Format"), as plain arithmetic that the kernels (wgmma.cuh) and the host tests both compile: bits 0–13 the start
 // address >> 4, 16–29 the leading byte offset >> 4, 32–45 the stride byte offset >> 4, 49–51 the base offset (0:
-// the tiles' blocks are aligned to the swizzle's repeat), 62–63 the swizzle mode (1 = 128 B, 2 = 64 B, 3 = 32 B).
+// the tiles' blocks are aligned to the swizzle's repeat), 62–63 the swizzle mode (1 = 128 B, 2 = 64 B, 3 = 32 B);
+// and the byte offsets of the swizzles themselves (sw_offset), which the copies, TMA and the stmatrix epilogue share.
 #pragma once
 
 #include "core/host_device.h"
@@ -9,6 +10,17 @@
 #include <cstdint>
 
 namespace attnlab::kernels {
+
+// Byte offset of 16-byte chunk `chunk` of row `row` inside one swizzled block W bytes wide (W = 128: the
+// chunk's 3 index bits XOR row bits 0–2; W = 64, rows of 64 bytes: its 2 bits XOR row bits 1–2 — address
+// bits 4–5 with 7–8, the 64-byte mode's pattern). Blocks start W·8-byte aligned.
+template <int W>
+ATTNLAB_HD constexpr uint32_t sw_offset(int row, int chunk) {
+  static_assert(W == 128 || W == 64, "128- or 64-byte swizzle");
+  if constexpr (W == 128) return uint32_t(row) * 128u + (uint32_t(chunk ^ (row & 7)) << 4);
+  else return uint32_t(row) * 64u + (uint32_t(chunk ^ ((row >> 1) & 3)) << 4);
+}
+ATTNLAB_HD constexpr uint32_t sw128_offset(int row, int chunk) { return sw_offset<128>(row, chunk); }
 
 // Shared memory's addresses lie below 2¹⁸ (228 KB a CTA on sm_90): the start field holds every one of them.
 inline constexpr uint32_t kSharedAddressLimit = 1u << 18;
