@@ -443,8 +443,8 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
       s.explain.push_back(fmt::format("not causal: FlashAttention-3's {}-key tile, {} in the ring", wide, s.stages));
     } else if (p.phase == Phase::prefill && wide_tile_may_run(*t, v, p.causal)) {  // its last tile's padding costs more
       const int64_t w = t->block_c_not_causal, keys = (p.kv_len + w - 1) / w * w;
-      s.explain.push_back(fmt::format("not causal, but {} keys in {}-key tiles compute {} ({} of padding, more than the "
-                                      "wider tile saves): {}-key tiles",
+      s.explain.push_back(fmt::format("not causal, but {} keys in {}-key tiles compute {} ({} of padding, more than "
+                                      "the wider tile saves): {}-key tiles",
                                       p.kv_len, w, keys, keys - p.kv_len, t->block_c));
     }
   } else {

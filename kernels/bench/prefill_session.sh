@@ -321,7 +321,8 @@ timeline)
   step "flash2_timeline built (flash2_sm90.cu with its timeline on)"
   cmake --build build-gpu -j "$(nproc)" --target flash2_timeline >>"$out/build.log" 2>&1 ||
     { tail -20 "$out/build.log"; exit 1; }
-  IFS=';' read -ra runs <<<"${RUNS:-4096 grid 176;4096 heads 176;4096 grid 128;4096 grid 128 causal;16384 grid 176;16384 heads 176}"
+  default_runs="4096 grid 176;4096 heads 176;4096 grid 128;4096 grid 128 causal;16384 grid 176;16384 heads 176"
+  IFS=';' read -ra runs <<<"${RUNS:-$default_runs}"
   for r in "${runs[@]}"; do
     set -- $r
     [ $# -ge 3 ] || continue

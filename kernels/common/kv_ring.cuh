@@ -236,7 +236,8 @@ __device__ __forceinline__ void kv_ring(int tiles, Steps& k, uint64_t* full, uin
   // waits_ahead: the wait has no operands, so ptxas schedules it as early as its basic block allows, and the H100's
   // SASS of flash2 v6 had it before the softmax's first row maximum — 11.9% of the kernel's warp samples stalled on
   // it, where FlashAttention-3's comes after its row maxima (0.5%; kernels/PERF.md, wgmma v7). The try_wait loops of
-  // the next waits end the softmax's basic block, so all of it runs under P·V_t. The same operations in the same order either way.
+  // the next waits end the softmax's basic block, so all of it runs under P·V_t. The same operations in the same
+  // order either way.
   auto land_pv = [&](int t) {
     wgmma_wait<0>();  // P·V_t
     k.pin_pv();

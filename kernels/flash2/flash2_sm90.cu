@@ -440,10 +440,11 @@ __global__ void __launch_bounds__(HopperTile<D, Producer, Bc>::kThreads, 1)
       }
     } else {  // one block (with the producer's Q: its phase 0, the turns opened and closed in it)
       constexpr bool kTmaStore = kTmaStoresO<Producer, Persistent>;
-      attend_row_block<D, Producer, Bc, kTmaStore>(a, grid_block(), 0, smem, start, &o_map, [&](auto&& steps, int tiles) {
+      auto ring_of_block = [&](auto&& steps, int tiles) {
         if constexpr (kProducerQ) ring(steps, tiles, ProducerFillsQKV{0, q_full, q_empty, 0});
         else ring(steps, tiles, ProducerFillsKV{});
-      });
+      };
+      attend_row_block<D, Producer, Bc, kTmaStore>(a, grid_block(), 0, smem, start, &o_map, ring_of_block);
     }
   } else {
     attend_row_block<D, Producer, Bc, false>(a, grid_block(), 0, smem, start, &o_map,

@@ -156,7 +156,8 @@ TEST_CASE("flash2's wgmma schedule: the 176-key tile where the kernel takes it",
 // padding: N 4096 = 23·176 + 48 computes 4 224 keys' work (4 169 weighed) against 4 096 at 128 keys, so 128; N 8192
 // (47 tiles: 8 272, 8 165 weighed) and 16 384 (94: 16 544, 16 329) keep 176; N 176·k has no padding and keeps 176;
 // one key past 128·k (N 4097: 24 tiles either way at 176, 33 at 128) swings back to 176.
-TEST_CASE("flash2's wgmma schedule: kv_tile auto takes 128 keys where the 176-key tile's padding costs more", "[sim][model]") {
+TEST_CASE("flash2's wgmma schedule: kv_tile auto takes 128 keys where the 176-key tile's padding costs more",
+          "[sim][model]") {
   const KernelTraits& t = *find_kernel_traits("flash2", 128, 90);
   REQUIRE(t.wide_tile_key_cost == 0.987f);
   const std::pair<int64_t, int> cases[] = {{4096, 128}, {8192, 176}, {16384, 176}, {176 * 20, 176}, {4097, 176},
@@ -167,8 +168,8 @@ TEST_CASE("flash2's wgmma schedule: kv_tile auto takes 128 keys where the 176-ke
     const Schedule s = make_schedule(prefill(n, 128, false), request("flash2"), h100());
     CHECK(s.block_c == block_c);
     CHECK(s.stages == (block_c == 176 ? 2 : 3));
-    const bool says_padding = std::any_of(s.explain.begin(), s.explain.end(),
-                                          [](const std::string& line) { return line.find("padding") != std::string::npos; });
+    const auto mentions_padding = [](const std::string& line) { return line.find("padding") != std::string::npos; };
+    const bool says_padding = std::any_of(s.explain.begin(), s.explain.end(), mentions_padding);
     CHECK(says_padding == (block_c == 128));  // the schedule tells why it left the wide tile
     CHECK(make_schedule(prefill(n, 128, true), request("flash2"), h100()).block_c == 128);  // causal: 128 always
     CHECK(prefill_block_c(t, request("flash2", {{"kv_tile", "128"}}), false, n) == 128);
