@@ -4,8 +4,9 @@
 Reads the CSV kernels/bench/flash2_timeline.cu writes — one line per (row block, consumer warpgroup): the SM, the
 block's tiles and the SM clock (clock64) at the CTA's start, the warpgroup's start on the block, its first S issued
 and landed, its last S landed, its last P·V issued, the loop's end (that P·V landed) and O stored, and when the
-producer issued the warpgroup's Q and the block's first K (0: not the producer's) — and prints, in SM cycles (median,
-p10, p90):
+producer issued the warpgroup's Q and the block's first K (0: not the producer's), and where O goes out through
+shared memory, when the warpgroup's O was staged there and when its warps met before the store (0: stored from
+registers) — and prints, in SM cycles (median, p10, p90):
 
   tile       the steady tile: (last S − first S) / (tiles − 1)
   setup      the CTA's start to the warpgroup's start on its first block (barriers, the register split)
@@ -15,7 +16,10 @@ p10, p90):
   drain      the last S landed to the loop's end, in two parts:
   to last P·V  the last softmax and the wait for the last turn
   last P·V     the last P·V's MMAs, issue to landing
-  epilogue   the loop's end to O stored
+  epilogue   the loop's end to O stored, where O goes through shared memory in three parts:
+  stage        the loop's end to O staged (ℓ summed, O scaled and rounded, the stmatrix issued)
+  meet         O staged to the warpgroup's barrier passed (the fence, the slowest warp's staging)
+  store        the barrier to O stored (the TMA store issued and its shared memory read)
   gap        on one SM, the end of a CTA (its last O stored) to the next CTA's start
   boundary   on one SM and warpgroup, the last S of one row block to the first S of the next, less one steady tile:
              what each row block costs beyond its tiles once the GPU is full (the sum of the above, as they overlap)
@@ -38,7 +42,7 @@ import statistics
 import sys
 
 FIELDS = ["block", "group", "sm", "tiles", "cta_start_ns", "cta_start", "block_start", "first_issue", "first_scores",
-          "last_scores", "last_pv_issue", "loop_done", "stored", "q_issued", "k_issued", "stored_ns"]
+          "last_scores", "last_pv_issue", "loop_done", "stored", "q_issued", "k_issued", "stored_ns", "staged", "met"]
 
 
 class BadInput(Exception):
@@ -94,6 +98,10 @@ def summarize(rows):
            "to last P·V": [r["last_pv_issue"] - r["last_scores"] for r in done],
            "last P·V": [r["loop_done"] - r["last_pv_issue"] for r in done],
            "epilogue": [r["stored"] - r["loop_done"] for r in done]}
+    staged = [r for r in done if r["staged"] and r["met"]]
+    out["stage"] = [r["staged"] - r["loop_done"] for r in staged]
+    out["meet"] = [r["met"] - r["staged"] for r in staged]
+    out["store"] = [r["stored"] - r["met"] for r in staged]
     # CTAs: their first block's setup, their end. Each warpgroup reads the CTA's start clock itself, a few cycles
     # apart, so a CTA is the records of one SM whose start comes before its first block starts (the setup, hundreds
     # of cycles, lies between; one CTA at a time on an SM).
@@ -155,8 +163,8 @@ def report(title, rows):
     out, steady, share, sms = summarize(rows)
     lines = [title or "(no title line)",
              f"{len(rows)} records on {sms} SMs; SM cycles: median (p10–p90), and in steady tiles"]
-    for name in ["tile", "setup", "fill", "to issue", "first S", "drain", "to last P·V", "last P·V", "epilogue", "gap",
-                 "boundary", "ping-pong", "Q to S", "K to S", "Q reload"]:
+    for name in ["tile", "setup", "fill", "to issue", "first S", "drain", "to last P·V", "last P·V", "epilogue", "stage",
+                 "meet", "store", "gap", "boundary", "ping-pong", "Q to S", "K to S", "Q reload"]:
         xs = out[name]
         if not xs:
             lines.append(f"  {name:12s} —")

@@ -124,7 +124,7 @@ int main(int argc, char** argv) {
                p.multiProcessorCount, a.batch, a.q_heads, a.q_len, a.head_dim, int(a.causal), order.c_str(),
                a.causal || a.head_dim != 128 ? 128 : kv_tile);
   std::fprintf(f, "block,group,sm,tiles,cta_start_ns,cta_start,block_start,first_issue,first_scores,last_scores,"
-                  "last_pv_issue,loop_done,stored,q_issued,k_issued,stored_ns\n");
+                  "last_pv_issue,loop_done,stored,q_issued,k_issued,stored_ns,staged,met\n");
   for (size_t r = 0; r < words / attnlab::kernels::kTimelineFields; ++r) {
     const unsigned long long* x = rec.data() + r * attnlab::kernels::kTimelineFields;
     if (x[attnlab::kernels::kTimelineBlockStart] == 0) continue;  // not reached (a block with no tile records too)

@@ -4,8 +4,9 @@
 // follow each other on an SM compare) at the points that split a row block's time on one consumer warpgroup — the
 // CTA's start, the warpgroup's start on the block, its first S issued (Q, the first K and the first turn waited for)
 // and landed (the softmax of tile 0 begins), the last S landed, the last P·V issued, the loop's end (that P·V landed)
-// and O stored — with the SM and the block's tiles; and, from the producer, when it issued the warpgroup's Q and the
-// block's first K.
+// and O stored — with the SM and the block's tiles; from the producer, when it issued the warpgroup's Q and the
+// block's first K; and, where O goes out through shared memory (flash2's TMA store), when the warpgroup's O was staged
+// there and when its warps had met at the barrier before the store.
 // kernels/bench/cta_timeline.py reads them: the steady tile, the fill before the first S, the drain and the
 // epilogue, the gap between CTAs on an SM, and the boundary between two row blocks on one warpgroup (its last S to
 // the next block's first S, less one tile).
@@ -34,6 +35,8 @@ enum TimelineField : int {
   kTimelineQIssued,       // the producer issued the warpgroup's Q (0 where the consumers copy it themselves)
   kTimelineKIssued,       // the producer issued the block's first K (warpgroup 0's record; 0 without a producer)
   kTimelineStoredNs,      // %globaltimer when O was stored: with kTimelineCtaStartNs, the SMs on one clock
+  kTimelineStaged,        // O in shared memory: this thread's stmatrix issued (0 where O is stored from registers)
+  kTimelineMet,           // the warpgroup's barrier passed, every warp's O staged and fenced (0 likewise)
   kTimelineFields
 };
 

@@ -276,8 +276,10 @@ __device__ __forceinline__ void attend_row_block(const Flash2Args& a, const RowB
   if constexpr (TmaStore) {  // this warpgroup's rows of each column block of Q's tile (kFlash2GridStore)
     char* tile = sQ + group * 64 * 128;
     stage_rows_sw128<D, kFlash2RowScale>(o, l, m, my_row0, warp, lane, a.q_len, tile, T::kBr * 128, lse, 1.f, 0.f);
+    if constexpr (kFlash2Timeline) timeline.mark(kTimelineStaged);
     fence_proxy_async();        // the stmatrix writes, before the copy engine reads them
     warpgroup_sync(4 + group);  // kv_ring.cuh's barriers are 1–3
+    if constexpr (kFlash2Timeline) timeline.mark(kTimelineMet);
     const int row0 = rb.row0 + 64 * group;
     if (threadIdx.x % 128 == 0 && row0 < a.q_len) {
 #pragma unroll

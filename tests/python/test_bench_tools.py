@@ -227,14 +227,16 @@ class CtaTimeline(unittest.TestCase):
     """cta_timeline.py on a timeline written here: one SM, two grid CTAs of one block each, 4 tiles, two warpgroups."""
 
     HEADER = ("block,group,sm,tiles,cta_start_ns,cta_start,block_start,first_issue,first_scores,last_scores,"
-              "last_pv_issue,loop_done,stored,q_issued,k_issued,stored_ns")
+              "last_pv_issue,loop_done,stored,q_issued,k_issued,stored_ns,staged,met")
 
     def lines(self):
         # CTA 1 starts at 1 000, CTA 2 at 2 600 (its predecessor's last O stored at 2 500: a gap of 100). Tiles 100
         # cycles apart; warpgroup 1 50 behind warpgroup 0; fill 900 (warpgroup 1: 950), its first S issued 700 before
         # it landed; drain 100, its last P·V issued 30 after the last S landed; epilogue 50. Block 1's Q issued by the
         # producer 200 before its first S's issue, 400 after block 0's last S landed (none for block 0: its
-        # consumers' copy); both blocks' first K issued 100 before warpgroup 0's first issue.
+        # consumers' copy); both blocks' first K issued 100 before warpgroup 0's first issue. Block 1's O goes out
+        # through shared memory: staged 20 after the loop's end, the warps met 10 later, stored 20 after that (block
+        # 0's from registers: no parts).
         rows = []
         for block, start in ((0, 1000), (1, 2600)):
             for group in (0, 1):
@@ -242,7 +244,8 @@ class CtaTimeline(unittest.TestCase):
                 q_issued = first - 900 if block == 1 else 0
                 k_issued = start + 200 if group == 0 else 0
                 rows.append(f"{block},{group},7,4,{start},{start},{start + 100},{first - 700},{first},{first + 300},"
-                            f"{first + 330},{first + 400},{first + 450},{q_issued},{k_issued},{first + 450}")
+                            f"{first + 330},{first + 400},{first + 450},{q_issued},{k_issued},{first + 450},"
+                            + (f"{first + 420},{first + 430}" if block == 1 else "0,0"))
         return ["# flash2_timeline: a test", self.HEADER] + rows
 
     def run_on(self, lines):
@@ -266,6 +269,7 @@ class CtaTimeline(unittest.TestCase):
         self.assertEqual(set(out["to last P·V"]), {30})
         self.assertEqual(set(out["last P·V"]), {70})
         self.assertEqual(set(out["epilogue"]), {50})
+        self.assertEqual((out["stage"], out["meet"], out["store"]), ([20, 20], [10, 10], [20, 20]))  # block 1 only
         self.assertEqual(out["setup"], [100, 100])
         self.assertEqual(out["gap"], [100])  # 2 600 − 2 500
         self.assertEqual(out["boundary"], [1200, 1200])  # 3 600 − 2 300 − 100, for each warpgroup
@@ -277,6 +281,7 @@ class CtaTimeline(unittest.TestCase):
         done = self.run_on(self.lines())
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertIn("boundary           1200", done.stdout)
+        self.assertRegex(done.stdout, r"\n  stage +20 \(20–20\)")
         self.assertIn("12.00 tiles", done.stdout)
         # One SM, its ns equal to its cycles here: span 1 000 → 4 100, no skew, no idle SM.
         self.assertEqual(cta_timeline.gpu_clock(
@@ -306,8 +311,8 @@ class CtaTimeline(unittest.TestCase):
     def test_bad_files_are_refused(self):
         header_missing = self.lines()[:1] + self.lines()[2:]
         short_line = self.lines() + ["1,0,7"]
-        not_a_number = self.lines() + ["1,0,7,4,x,1,1,1,1,1,1,1,1,1,1,1"]
-        bad_group = self.lines() + ["1,2,7,4,1,1,1,1,1,1,1,1,1,1,1,1"]
+        not_a_number = self.lines() + ["1,0,7,4,x,1,1,1,1,1,1,1,1,1,1,1,1,1"]
+        bad_group = self.lines() + ["1,2,7,4,1,1,1,1,1,1,1,1,1,1,1,1,1,1"]
         for lines, says in ((header_missing, "no header line"), (short_line, "line 7: 3 fields"),
                             (not_a_number, "line 7: a field is not an integer"), (bad_group, "group must be 0 or 1")):
             done = self.run_on(lines)
