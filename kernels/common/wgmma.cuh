@@ -28,7 +28,6 @@
 
 namespace attnlab::kernels {
 
-
 // Matrix descriptor (wgmma_descriptor.h): start address, leading and stride byte offsets, base offset 0
 // (blocks are aligned), swizzle mode 1 = 128 B, 2 = 64 B; desc_advance moves one along a tile.
 template <int W>

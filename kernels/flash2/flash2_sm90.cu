@@ -460,7 +460,7 @@ template <int D, bool Producer, bool PingPong, int Bc = HopperTile<D, Producer>:
           bool Dynamic = false>
 cudaError_t launch(const Flash2Args& a, cudaStream_t stream) {
   using T = HopperTile<D, Producer, Bc>;
-  // Unread without the producer; q_map where the consumers load Q, o_map where they store O by rows.
+  // Unread without the producer, q_map also where the consumers load Q, o_map also where they store O by rows.
   CUtensorMap k_map{}, v_map{}, q_map{}, o_map{};
   if constexpr (Producer) {  // K and V alike: (heads, kv_len, d) FP16 rows, 64-channel boxes (tensor_map.h)
     const int64_t heads = int64_t(a.batch) * a.kv_heads;

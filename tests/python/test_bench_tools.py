@@ -248,6 +248,10 @@ class CtaTimeline(unittest.TestCase):
                             + (f"{first + 420},{first + 430}" if block == 1 else "0,0"))
         return ["# flash2_timeline: a test", self.HEADER] + rows
 
+    def records(self):  # the lines' records as cta_timeline.read gives them
+        import cta_timeline
+        return [dict(zip(cta_timeline.FIELDS, map(int, line.split(",")))) for line in self.lines()[2:]]
+
     def run_on(self, lines):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "t.csv")
@@ -258,8 +262,7 @@ class CtaTimeline(unittest.TestCase):
 
     def test_quantities(self):
         import cta_timeline
-        out, steady, share, sms = cta_timeline.summarize(
-            [dict(zip(cta_timeline.FIELDS, map(int, line.split(",")))) for line in self.lines()[2:]])
+        out, steady, share, sms = cta_timeline.summarize(self.records())
         self.assertEqual(steady, 100.0)
         self.assertEqual(sms, 1)
         self.assertEqual(sorted(out["fill"]), [900, 900, 950, 950])
@@ -284,8 +287,7 @@ class CtaTimeline(unittest.TestCase):
         self.assertRegex(done.stdout, r"\n  stage +20 \(20–20\)")
         self.assertIn("12.00 tiles", done.stdout)
         # One SM, its ns equal to its cycles here: span 1 000 → 4 100, no skew, no idle SM.
-        self.assertEqual(cta_timeline.gpu_clock(
-            [dict(zip(cta_timeline.FIELDS, map(int, line.split(",")))) for line in self.lines()[2:]]), (3100, 0, 0))
+        self.assertEqual(cta_timeline.gpu_clock(self.records()), (3100, 0, 0))
         self.assertIn("span 3.1 µs", done.stdout)
 
     def test_each_warpgroup_reads_the_ctas_start(self):
@@ -293,7 +295,7 @@ class CtaTimeline(unittest.TestCase):
         # two records are still one CTA — one setup, one gap per SM — where keying CTAs by their start split them and
         # made the gap negative.
         import cta_timeline
-        rows = [dict(zip(cta_timeline.FIELDS, map(int, line.split(",")))) for line in self.lines()[2:]]
+        rows = self.records()
         for r in rows:
             r["cta_start"] += 3 * r["group"]
         out, steady, share, sms = cta_timeline.summarize(rows)
