@@ -88,9 +88,13 @@ inline constexpr KernelTraits kKernelTraits[] = {
     {"turbo",       64,  90,  128, 64,  8,    8,     240, 1, false, false, false, true},
     {"turbo",       128, 90,  128, 64,  8,    8,     240, 1, false, false, false, true},
     // kivi decode (kernels/kivi/kivi_decode.cu): B_r = the ≤ 8 query heads (MMA N columns), B_c = 64 tokens;
-    // 4 warps per CTA, one chain each, 2 tiles in flight per warp; splits from decode_splits over warps.
-    {"kivi",        64,  80,  8,   64,  4,    2,     158, 128, true, true},
-    {"kivi",        128, 80,  8,   64,  4,    2,     226, 128, true, true},
+    // 4 warps per CTA, one chain each, 2 tiles in flight per warp; splits from decode_splits over warps. Registers:
+    // v4's kernel with the FP16 path alone, the one ordinary data runs (every slot exact; ptxas -v, sm_90a): d 128
+    // 166 at 2 bits (three CTAs per SM; 4 bits: 223, its 80 KB of rings hold it to two either way), d 64 124 (four).
+    // A cache with an inexact slot runs the kernel with both paths (224–226 / 148–154: two / three CTAs), which this
+    // row does not describe.
+    {"kivi",        64,  80,  8,   64,  4,    2,     124, 128, true, true},
+    {"kivi",        128, 80,  8,   64,  4,    2,     166, 128, true, true},
     // fireq decode (kernels/fireq/fireq_decode.cu): B_r = the ≤ 8 query heads (MMA N columns), B_c = 64 tokens; 4 warps
     // per CTA, one chain each, 2 tiles in flight per warp, 3 CTAs per SM at d 128 (147 registers on sm_90);
     // chains from balanced_warp_chains. The mma.sync generation, on FP8 operands: it needs sm_89's e4m3 mma.sync
@@ -179,17 +183,20 @@ inline constexpr DecodeIssue kDecodeIssue[] = {
     {"turbo", 128, 8, 4, 1868.0, {0.85, 0.23, 0.66, 0.03, 2.65}}, {"turbo", 128, 8, 2, 2493.2, {0.75, 0.20, 0.39, 0.02, 2.54}},
     {"turbo", 64, 1, 4, 655.3, {1.43, 0.82, 0.54, 0.04, 1.69}},   {"turbo", 64, 1, 2, 851.8, {1.60, 0.52, 0.17, 0.03, 1.14}},
     {"turbo", 64, 4, 4, 1061.8, {0.95, 0.49, 0.78, 0.06, 2.55}},  {"turbo", 64, 4, 2, 1496.9, {0.93, 0.39, 0.41, 0.04, 1.17}},
-    // kivi decode v2 (kernels/kivi/kivi_decode.cu: the FP16 path where a slot's flag allows, every slot of this data),
-    // measured on an H100 on 2026-12-05 (kernels/bench/h100-kivi-v2-decode-instructions-2026-12-05.csv; v1's counts
-    // were 2 705 / 2 922 at d 128, G 1). Its loop is the same at every group (the count moves < 1.2% from G 1 to 8: the
-    // query heads are the MMA's N columns). The stall is v1's (its G 1 rows at d 128 stand for every group): v2's
-    // reasons are not yet split. Nsight Compute's total for v2 at GQA 32/8, B 16, N 32k (3.27 / 3.30 cycles per issued
-    // instruction at 4 / 2 bits, kernels/bench/h100-compressed-decode-gqa-ncu-2026-12-05.txt) was taken at its locked
-    // 1.44 GHz, where a memory wait is fewer cycles than at the benchmark's clock; scaled to it, v1's split put the
-    // model 1.10–1.28× the measured times, unscaled 1.04–1.07× (and 4-bit memory-bound, as measured: 91–97% of copy).
-    {"kivi", 128, 1, 4, 1714.9, {0.56, 0.21, 0.04, 0, 0.79}},  {"kivi", 128, 1, 2, 1620.5, {0.49, 0.18, 0.02, 0, 0.81}},  {"kivi", 128, 2, 4, 1720.5, {0.56, 0.21, 0.04, 0, 0.79}},
-    {"kivi", 128, 2, 2, 1625.4, {0.49, 0.18, 0.02, 0, 0.81}},  {"kivi", 128, 4, 4, 1728.1, {0.56, 0.21, 0.04, 0, 0.79}},  {"kivi", 128, 4, 2, 1632.9, {0.49, 0.18, 0.02, 0, 0.81}},
-    {"kivi", 128, 8, 4, 1734.5, {0.56, 0.21, 0.04, 0, 0.79}},  {"kivi", 128, 8, 2, 1639.7, {0.49, 0.18, 0.02, 0, 0.81}},
+    // kivi decode v3 at d 128 (kernels/kivi/kivi_decode.cu: one LOP3 a register; v4's loop on ordinary data is v3's FP16
+    // path without the flags' ballot, once per 32 tiles): G 1 measured on an H100 on 2026-12-06 at B 16, H 32/32, N 32k
+    // (kernels/bench/h100-kivi-decode-mha-ncu-2026-12-06.txt: 355 992 748 and 380 544 716 warp instructions over 262 144
+    // warp-tiles, the prologue included). The other groups: G 1's count plus v2's measured step from G 1 to that group
+    // (kernels/bench/h100-kivi-v2-decode-instructions-2026-12-05.csv: +5 … +20 — the query heads are the MMA's N columns,
+    // so the loop is the same at every group). The stall: 2 bits, the same launch's SASS samples (sass-kivi-2-mha of
+    // the call, 79 067 samples; 3.40 cycles per issued instruction at 1.88 warps per scheduler): "wait" 1.05, short
+    // scoreboard and MIO 0.18, long scoreboard 0.03, and other 0.78 (dispatch 0.29, math-pipe throttle 0.26, no
+    // instruction 0.16, branch 0.08) — the repairman model (sim/cost_model.h step 2) at that occupancy gives 0.56 issued a
+    // cycle, Nsight Compute measured 0.55. The 4-bit rows take the 2-bit split (their reasons were not sampled; the
+    // kernel is bound by DRAM there, 86% of peak). d 64: v2's counts and v1's stalls (not measured since).
+    {"kivi", 128, 1, 4, 1451.7, {1.05, 0.18, 0.03, 0, 0.78}},  {"kivi", 128, 1, 2, 1358.0, {1.05, 0.18, 0.03, 0, 0.78}},  {"kivi", 128, 2, 4, 1457.3, {1.05, 0.18, 0.03, 0, 0.78}},
+    {"kivi", 128, 2, 2, 1362.9, {1.05, 0.18, 0.03, 0, 0.78}},  {"kivi", 128, 4, 4, 1464.9, {1.05, 0.18, 0.03, 0, 0.78}},  {"kivi", 128, 4, 2, 1370.4, {1.05, 0.18, 0.03, 0, 0.78}},
+    {"kivi", 128, 8, 4, 1471.3, {1.05, 0.18, 0.03, 0, 0.78}},  {"kivi", 128, 8, 2, 1377.2, {1.05, 0.18, 0.03, 0, 0.78}},
     {"kivi", 64, 1, 4, 988.5, {0.76, 0.20, 0.05, 0, 0.84}},    {"kivi", 64, 1, 2, 951.7, {0.64, 0.17, 0.02, 0, 0.88}},
     {"kivi", 64, 4, 4, 994.6, {0.82, 0.23, 0.15, 0, 0.89}},    {"kivi", 64, 4, 2, 957.7, {0.69, 0.20, 0.07, 0, 0.91}},
     // fireq decode v11 (kernels/fireq/fireq_decode.cu, sm_90's FP16-MMA form) at the benchmark's shape (B 16, N 32768,

@@ -17,6 +17,13 @@
 #   STEP=compressed-fig6  the same kernels at Fig. 6's shapes (configs/bench-compressed-decode-fig6.json: 40/10 heads,
 #               B 1 and 4, N 4k–32k), cuDNN and the copy on the same shapes, and a copy of each row's own bytes
 #               (copy_floor.py: the rate a copy of that few bytes reaches, the ceiling item 3's 60% is held against)
+#   STEP=kivi   kivi decode v4 (the FP16-path kernel where every slot is exact): the kivi [gpu] tests and sanitizers,
+#               attnlab bench of kivi 2- and 4-bit at MHA 32/32 and GQA 32/8 (B 16, N 32k, d 128), then the same rebuilt
+#               with four CTAs per SM at d 128, 2 bits (kivi_decode.cu's kFp16CtasD128Bits2, restored after), cuDNN and the
+#               copy on the shapes (peer_bench.py over both), and Nsight Compute on one launch of each 2-bit kernel at MHA
+#   STEP=kivi-quick  the least that checks kivi v4 with a few device minutes: attnlab alone built, kivi decode on a
+#               small problem against the reference (attnlab run's errors), attnlab bench of kivi 2- and 4-bit at MHA
+#               and GQA 32/8 (B 16, N 32k, d 128); no tests, no peers
 #   STEP=fig6   TurboAttention Fig. 6 re-measured: attnlab bench on configs/papers/turbo-fig6-decode.json (turbo 4-bit,
 #               the 2/4-bit mix, kivi 2-bit and our FP16 decode at 40/10 heads, B 4, N 4k–32k), SDPA on the same shapes,
 #               and the preset's report (its bars over our FP16 decode)
@@ -94,6 +101,46 @@ compressed-fig6)
   step "a copy of each row's own bytes (copy-floor.log)"
   python3 kernels/bench/copy_floor.py "${ours[@]}" --out "$out/copy-floor.json" >"$out/copy-floor.log" 2>&1
   echo "exit $?"; tail -60 "$out/copy-floor.log"
+  ;;
+kivi)
+  ensure_built || exit 1
+  cmake --build build-gpu -j "$(nproc)" --target attnlab_tests >>"$out/build.log" 2>&1 || { tail -20 "$out/build.log"; exit 1; }
+  gpu_tests test_kivi_decode_kernel:gpu
+  sanitize "[#test_kivi_decode_kernel][sanitize]"
+  kivi_rows() {  # LABEL: kivi 2- and 4-bit at MHA and GQA 32/8 into ours-LABEL-kvH.json; one launch of 2 bits at MHA under ncu
+    local label=$1 kv
+    for kv in 32 8; do
+      edit_config configs/bench-turbo-decode.json "
+c['problem']['kv_heads'] = $kv
+c['variants'] = [{'id': 'kivi', 'label': 'kivi_2bit_$label', 'params': {'bits': 2}},
+                 {'id': 'kivi', 'label': 'kivi_4bit_$label', 'params': {'bits': 4}}]" >"$out/config-$label-kv$kv.json"
+      bench_ours "$label-kv$kv" "$out/config-$label-kv$kv.json" 4
+    done
+    one_launch_config configs/bench-turbo-decode.json '{"id": "kivi", "params": {"bits": 2}}' >"$out/ncu-$label.json"
+    ncu_attnlab "kivi2-mha-$label" kivi_chains_kernel "$out/ncu-$label.json" 2
+  }
+  kivi_rows v4
+  cp kernels/kivi/kivi_decode.cu /tmp/kivi_decode.cu.committed
+  trap 'cp /tmp/kivi_decode.cu.committed kernels/kivi/kivi_decode.cu; pack_session' EXIT
+  sed -i 's/^constexpr int kFp16CtasD128Bits2 = 3;/constexpr int kFp16CtasD128Bits2 = 4;/' kernels/kivi/kivi_decode.cu
+  step "four CTAs at d 128, 2 bits: $(grep -c 'kFp16CtasD128Bits2 = 4' kernels/kivi/kivi_decode.cu) line edited"
+  ensure_built || exit 1
+  kivi_rows v4-ctas4
+  cp /tmp/kivi_decode.cu.committed kernels/kivi/kivi_decode.cu
+  ensure_built || exit 1  # the committed kernel again, for the next call
+  peers_on kivi 40
+  ;;
+kivi-quick)
+  BUILD_TARGETS=attnlab build_sm90a || exit 1
+  step "kivi decode against the reference (B 2, H 8/2, N 3000, d 128, 2 and 4 bits)"
+  edit_config configs/bench-turbo-decode.json "c['variants'] = [v for v in c['variants'] if v['id'] == 'kivi']; c['backends'] = ['reference', 'kernel']
+c['problem'].update(batch=2, q_heads=8, kv_heads=2, kv_len=3000)" >"$out/small-decode.json"
+  timeout 120 build-gpu/bin/attnlab run --config "$out/small-decode.json" 2>&1 | tail -7
+  for kv in 32 8; do
+    edit_config configs/bench-turbo-decode.json "c['problem']['kv_heads'] = $kv
+c['variants'] = [v for v in c['variants'] if v['id'] == 'kivi']" >"$out/kivi-kv$kv.json"
+    bench_ours "kivi-kv$kv" "$out/kivi-kv$kv.json" 4
+  done
   ;;
 fig6)
   bench_with_peers fig6 configs/papers/turbo-fig6-decode.json

@@ -34,10 +34,11 @@
 // (tests/kernels/kivi/test_kivi_decode_kernel.cpp derives the bound).
 //
 // Versions (kernels/PERF.md, "kivi decode"): v1, measured on the H100 since 2026-11-24 — every code through
-// FP32 (a PRMT under 2²³'s exponent, FADD, FFMA, the FP16 pack: ≈ 3.75 instructions a value); v2 (this) — the
+// FP32 (a PRMT under 2²³'s exponent, FADD, FFMA, the FP16 pack: ≈ 3.75 instructions a value); v2 — the
 // FP16 path above where the slot's flag allows (≈ 1.6 a value), the codes in the layout's new order (two codes
-// of a register at one offset of the word's two 16-bit halves). Its merge is kernels/common/chain_merge.cuh,
-// shared with fireq.
+// of a register at one offset of the word's two 16-bit halves); v3 — one LOP3 a register (code_pair); v4 (this) —
+// a cache whose every slot is exact (ordinary data) runs a kernel whose loop holds the FP16 path alone (Paths). Its
+// merge is kernels/common/chain_merge.cuh, shared with fireq.
 #include "kernels/kivi/kivi_decode.h"
 
 #include "core/kernel_traits.h"
@@ -69,16 +70,28 @@ constexpr int kMaxChains = 128;       // flash2's decode_splits_max
 using decode_chain::Chain;
 static_assert(layout::kTile == kT, "the kernel's tile is the layout's slot");
 
+// The dequantization paths a chains kernel's loop holds (v4). With both, the loop carries the FP32 path's code and
+// its widened parameters beside the FP16 path's, and ptxas gives d 128 224–226 registers: two CTAs, 8 warps per SM.
+// Nsight Compute on that kernel (H100, B 16, H 32/32, N 32k, d 128, 2 bits; kernels/PERF.md, "kivi decode v4"): 1.88
+// warps per scheduler issue 0.55 instructions a cycle, "wait" (a fixed-latency result) 31% of the samples — the
+// 2-bit cache is bound by too few warps to hide its dependent HFMA2 chains, not by the SM's issue. Without the FP32
+// path the loop takes 166 registers at d 128 (three CTAs, 12 warps) and 125–126 at d 64 (four, 16), no spills.
+// Ordinary data has every slot exact (kivi_image.h fp32_exact), so that kernel is the one that runs; a cache with
+// any inexact slot takes the kernel with both, choosing per slot as before. The same bits either way: one slot's
+// dequantization does not depend on the kernel that runs it.
+enum class Paths { fp16, both };
+
 // One warp's shared memory, from the cache's shape (the host sizes the launch with the same struct):
-// kStages stages of [K codes | V codes | K s,z (FP16) | V s,z (FP16)], then the current tile's s,z in FP32.
+// kStages stages of [K codes | V codes | K s,z (FP16) | V s,z (FP16)], then (Paths::both) the current tile's s,z in
+// FP32 for the FP32 path.
 struct WarpSmem {
   int code_bytes, k_param_halves, v_param_halves, stage_bytes, params_bytes, warp_bytes;
-  __host__ __device__ WarpSmem(int d, int bits, int group)
+  __host__ __device__ WarpSmem(int d, int bits, int group, Paths paths)
       : code_bytes(int(layout::code_bytes(d, bits))),
         k_param_halves(int(layout::k_param_halves(layout::slot_k_groups(group), d))),
         v_param_halves(int(layout::v_param_halves(d, group))),
         stage_bytes(2 * code_bytes + 2 * (k_param_halves + v_param_halves)),
-        params_bytes(4 * (k_param_halves + v_param_halves)),
+        params_bytes(paths == Paths::both ? 4 * (k_param_halves + v_param_halves) : 0),
         warp_bytes(kStages * stage_bytes + params_bytes) {}  // every part a multiple of 16 bytes (d ≥ 64)
 };
 
@@ -268,10 +281,10 @@ __device__ __forceinline__ void widen_params(const uint8_t* src, float* dst, int
   }
 }
 
-template <int D, int BITS>
+template <int D, int BITS, Paths P>
 __device__ void run_chain(const KiviDecodeArgs& a, int pair, int chain, uint8_t* mine, const uint32_t (&qf)[D / 16][2]) {
   const KiviCacheArgs& c = a.cache;
-  const WarpSmem ws(D, BITS, c.group);
+  const WarpSmem ws(D, BITS, c.group, P);
   const Tiles tiles(c);
   const int first = int(int64_t(chain) * tiles.total / a.chains), last = int(int64_t(chain + 1) * tiles.total / a.chains);
   const int q_end = min(last, tiles.quantized);
@@ -290,16 +303,16 @@ __device__ void run_chain(const KiviDecodeArgs& a, int pair, int chain, uint8_t*
   }
   uint32_t exact = 0;  // bit i: tile j0 + i's flag (kivi_image.h slot_exact), j0 the last multiple of 32 tiles from first
   for (int j = first; j < q_end; ++j) {
-    if ((j - first) % 32 == 0) {  // the next 32 tiles' flags, one byte a lane
+    if (P == Paths::both && (j - first) % 32 == 0) {  // the next 32 tiles' flags, one byte a lane
       const int tile = j + threadIdx.x % 32;
       exact = __ballot_sync(0xffffffffu, tile < q_end && __ldg(c.slot_exact + int64_t(pair) * tiles.quantized + tile) != 0);
     }
-    const bool fp16_path = (exact >> ((j - first) % 32)) & 1u;  // warp-uniform
+    const bool fp16_path = P == Paths::fp16 || ((exact >> ((j - first) % 32)) & 1u);  // warp-uniform
     cp_async_wait<kStages - 2>();  // tile j's stage has landed (this lane's copies) …
     __syncwarp();                  // … and every lane's; the previous tile's reads are done
     const uint8_t* stage = mine + ((j - first) % kStages) * ws.stage_bytes;
     const __half* staged = reinterpret_cast<const __half*>(stage + 2 * ws.code_bytes);  // K's s,z then V's, FP16
-    if (!fp16_path) {
+    if (P == Paths::both && !fp16_path) {
       widen_params(stage + 2 * ws.code_bytes, params, ws.k_param_halves + ws.v_param_halves);
       __syncwarp();
     }
@@ -308,11 +321,12 @@ __device__ void run_chain(const KiviDecodeArgs& a, int pair, int chain, uint8_t*
     cp_async_commit();
     float s[kMT][4] = {};
     if (fp16_path) scores_quantized<D, BITS, true>(stage, staged, shift, qf, s);
-    else scores_quantized<D, BITS, false>(stage, params, shift, qf, s);
+    else if constexpr (P == Paths::both) scores_quantized<D, BITS, false>(stage, params, shift, qf, s);
     uint32_t pb[kMT][2];
     decode_chain::softmax_tile<D, kMT>(s, min(kT, c.quantized_tokens - j * kT), scale_log2, ch, pb);
     if (fp16_path) pv_quantized<D, BITS, true>(stage + ws.code_bytes, staged + ws.k_param_halves, shift, vgroups, pb, ch);
-    else pv_quantized<D, BITS, false>(stage + ws.code_bytes, params + ws.k_param_halves, shift, vgroups, pb, ch);
+    else if constexpr (P == Paths::both)
+      pv_quantized<D, BITS, false>(stage + ws.code_bytes, params + ws.k_param_halves, shift, vgroups, pb, ch);
     __syncwarp();
   }
   cp_async_wait<0>();
@@ -331,22 +345,27 @@ __device__ void run_chain(const KiviDecodeArgs& a, int pair, int chain, uint8_t*
                          {a.o, a.lse, a.workspace, a.chains, chain, size_t(a.batch) * a.q_heads});
 }
 
-// CTAs per SM the register budget is held to (ptxas -v, no spills): d = 128 takes 226 registers (two CTAs,
-// 8 warps per SM; capped at 168 it spills), d = 64 151–158 (three CTAs, 12 warps per SM).
-template <int D>
-constexpr int kMinBlocks = D == 128 ? 2 : 3;
+// CTAs per SM the register budget is held to (ptxas -v on sm_90a, no spills). Both paths: d = 128 takes 224–226
+// registers (two CTAs, 8 warps per SM; capped at 168 it spills), d = 64 148–154 (three CTAs, 12 warps). The FP16 path
+// alone (v4): d = 128 at 2 bits 166 registers for three CTAs (48 KB of shared memory a CTA: four would fit); at 4 bits
+// shared memory holds it to two (80 KB a CTA), so the bound stays at two there; d = 64 124 for four CTAs (24 / 40 KB).
+// Four CTAs at d = 128, 2 bits cost ptxas 40 bytes of spills (128 registers): 16 warps against 12, measured against
+// three by kernels/bench/decode_session.sh STEP=kivi (its A/B edits this constant); three until then.
+constexpr int kFp16CtasD128Bits2 = 3;
+template <int D, int BITS, Paths P>
+constexpr int kMinBlocks = P == Paths::both ? (D == 128 ? 2 : 3) : D == 128 ? (BITS == 2 ? kFp16CtasD128Bits2 : 2) : 4;
 
-template <int D, int BITS>
-__global__ void __launch_bounds__(kWarps * 32, kMinBlocks<D>) kivi_chains_kernel(const KiviDecodeArgs a) {
+template <int D, int BITS, Paths P>
+__global__ void __launch_bounds__(kWarps * 32, kMinBlocks<D, BITS, P>) kivi_chains_kernel(const KiviDecodeArgs a) {
   extern __shared__ __align__(16) uint8_t smem[];
   const int warp = threadIdx.x / 32;
   const int id = blockIdx.x * kWarps + warp, pair = id / a.chains, chain = id % a.chains;
   if (pair >= a.cache.pairs) return;  // no CTA-wide barrier follows
-  const WarpSmem ws(D, BITS, a.cache.group);
+  const WarpSmem ws(D, BITS, a.cache.group, P);
   const int group = a.q_heads / a.kv_heads, b = pair / a.kv_heads, kvh = pair % a.kv_heads;
   uint32_t qf[D / 16][2];
   decode_chain::load_query<D>(a.q + (size_t(b) * a.q_heads + size_t(kvh) * group) * D, group, qf);
-  run_chain<D, BITS>(a, pair, chain, smem + warp * ws.warp_bytes, qf);
+  run_chain<D, BITS, P>(a, pair, chain, smem + warp * ws.warp_bytes, qf);
 }
 
 // Merges the chains of one output row (blockDim.x = d threads; kernels/common/chain_merge.cuh).
@@ -354,27 +373,27 @@ __global__ void kivi_merge_kernel(const KiviDecodeArgs a) {
   merge_chains_row(a.workspace, a.chains, size_t(a.batch) * a.q_heads, a.cache.head_dim, blockIdx.x, a.o, a.lse);
 }
 
-template <int D, int BITS>
+template <int D, int BITS, Paths P>
 cudaError_t prepare(int group, int& smem_bytes) {
-  smem_bytes = kWarps * WarpSmem(D, BITS, group).warp_bytes;
-  return cudaFuncSetAttribute(kivi_chains_kernel<D, BITS>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
+  smem_bytes = kWarps * WarpSmem(D, BITS, group, P).warp_bytes;
+  return cudaFuncSetAttribute(kivi_chains_kernel<D, BITS, P>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
 }
 
-template <int D, int BITS>
+template <int D, int BITS, Paths P>
 cudaError_t occupancy(int group, int& warps) {
   int smem = 0, ctas = 0;
-  if (const cudaError_t e = prepare<D, BITS>(group, smem); e != cudaSuccess) return e;
-  const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, kivi_chains_kernel<D, BITS>, kWarps * 32, smem);
+  if (const cudaError_t e = prepare<D, BITS, P>(group, smem); e != cudaSuccess) return e;
+  const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, kivi_chains_kernel<D, BITS, P>, kWarps * 32, smem);
   warps = ctas * kWarps;
   return e;
 }
 
-template <int D, int BITS>
+template <int D, int BITS, Paths P>
 cudaError_t launch(const KiviDecodeArgs& a, cudaStream_t stream) {
   int smem = 0;
-  if (const cudaError_t e = prepare<D, BITS>(a.cache.group, smem); e != cudaSuccess) return e;
+  if (const cudaError_t e = prepare<D, BITS, P>(a.cache.group, smem); e != cudaSuccess) return e;
   const long warps = long(a.cache.pairs) * a.chains;
-  kivi_chains_kernel<D, BITS><<<unsigned((warps + kWarps - 1) / kWarps), kWarps * 32, smem, stream>>>(a);
+  kivi_chains_kernel<D, BITS, P><<<unsigned((warps + kWarps - 1) / kWarps), kWarps * 32, smem, stream>>>(a);
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   if (a.chains > 1) {
     kivi_merge_kernel<<<unsigned(size_t(a.batch) * a.q_heads), unsigned(D), 0, stream>>>(a);
@@ -432,7 +451,7 @@ __global__ void kivi_dequant_probe_kernel(const KiviCacheArgs c, __half* k_hat, 
     }
 }
 
-// The four compiled kernels, by (d, bits).
+// The compiled (d, bits) pairs.
 template <class F>
 cudaError_t dispatch(int d, int bits, F&& f) {
   if (d == 64 && bits == 2) return f.template operator()<64, 2>();
@@ -440,6 +459,13 @@ cudaError_t dispatch(int d, int bits, F&& f) {
   if (d == 128 && bits == 2) return f.template operator()<128, 2>();
   if (d == 128 && bits == 4) return f.template operator()<128, 4>();
   return cudaErrorInvalidValue;
+}
+// The chains kernel for a cache: its (d, bits), and the FP16 path alone where every slot is exact (Paths).
+template <class F>
+cudaError_t dispatch_chains(const KiviCacheArgs& c, F&& f) {
+  return dispatch(c.head_dim, c.bits, [&]<int D, int BITS>() {
+    return c.every_slot_exact ? f.template operator()<D, BITS, Paths::fp16>() : f.template operator()<D, BITS, Paths::both>();
+  });
 }
 
 }  // namespace
@@ -453,7 +479,7 @@ int kivi_decode_tiles(const KiviCacheArgs& c) { return Tiles(c).total; }
 
 cudaError_t kivi_decode_warps_per_sm(const KiviCacheArgs& c, int& warps) {
   warps = 0;
-  return dispatch(c.head_dim, c.bits, [&]<int D, int BITS>() { return occupancy<D, BITS>(c.group, warps); });
+  return dispatch_chains(c, [&]<int D, int BITS, Paths P>() { return occupancy<D, BITS, P>(c.group, warps); });
 }
 
 int kivi_decode_chains(int pairs, int tiles, long gpu_warps) {
@@ -470,7 +496,7 @@ cudaError_t kivi_dequant_probe(const KiviCacheArgs& c, __half* k_hat, __half* v_
   const int slots = Tiles(c).quantized;
   if (!kivi_decode_supports(c.head_dim, c.bits, c.group, 1) || slots < 1 || !c.slot_exact) return cudaErrorInvalidValue;
   return dispatch(c.head_dim, c.bits, [&]<int D, int BITS>() {
-    const int smem = WarpSmem(D, BITS, c.group).params_bytes;
+    const int smem = WarpSmem(D, BITS, c.group, Paths::both).params_bytes;
     kivi_dequant_probe_kernel<D, BITS><<<unsigned(slots), 32, smem>>>(c, k_hat, v_hat);
     return cudaGetLastError();
   });
@@ -483,7 +509,7 @@ cudaError_t kivi_decode(const KiviDecodeArgs& a, cudaStream_t stream) {
       c.residual_tokens < 0 || c.quantized_tokens % c.group != 0 || (c.quantized_tokens > 0 && !c.slot_exact) || a.chains < 1 ||
       a.chains > kivi_decode_tiles(c) || (a.chains > 1 && a.workspace == nullptr))
     return cudaErrorInvalidValue;
-  return dispatch(c.head_dim, c.bits, [&]<int D, int BITS>() { return launch<D, BITS>(a, stream); });
+  return dispatch_chains(c, [&]<int D, int BITS, Paths P>() { return launch<D, BITS, P>(a, stream); });
 }
 
 }  // namespace attnlab::kernels
