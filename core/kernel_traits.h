@@ -89,11 +89,9 @@ inline constexpr KernelTraits kKernelTraits[] = {
     {"turbo",       128, 90,  128, 64,  8,    8,     240, 1, false, false, false, true},
     // kivi decode (kernels/kivi/kivi_decode.cu): B_r = the ≤ 8 query heads (MMA N columns), B_c = 64 tokens;
     // 4 warps per CTA, one chain each, 2 tiles in flight per warp; splits from decode_splits over warps. Registers:
-    // v4's kernel with the FP16 path alone, the one ordinary data runs (every slot exact; ptxas -v, sm_90a): d 128
-    // 166 at 2 bits (three CTAs per SM; 4 bits: 223, its 80 KB of rings hold it to two either way), d 64 124 (four).
-    // A cache with an inexact slot runs the kernel with both paths (224–226 / 148–154: two / three CTAs), which this
-    // row does not describe.
-    {"kivi",        64,  80,  8,   64,  4,    2,     124, 128, true, true},
+    // v4's (the FP32 path out of line; ptxas -v, sm_90a): d 128 166 at 2 bits (three CTAs per SM; 4 bits: 224, its
+    // 80 KB of rings hold it to two either way), d 64 128 (four).
+    {"kivi",        64,  80,  8,   64,  4,    2,     128, 128, true, true},
     {"kivi",        128, 80,  8,   64,  4,    2,     166, 128, true, true},
     // fireq decode (kernels/fireq/fireq_decode.cu): B_r = the ≤ 8 query heads (MMA N columns), B_c = 64 tokens; 4 warps
     // per CTA, one chain each, 2 tiles in flight per warp, 3 CTAs per SM at d 128 (147 registers on sm_90);

@@ -17,9 +17,9 @@
 #   STEP=compressed-fig6  the same kernels at Fig. 6's shapes (configs/bench-compressed-decode-fig6.json: 40/10 heads,
 #               B 1 and 4, N 4k–32k), cuDNN and the copy on the same shapes, and a copy of each row's own bytes
 #               (copy_floor.py: the rate a copy of that few bytes reaches, the ceiling item 3's 60% is held against)
-#   STEP=kivi   kivi decode v4 (the FP16-path kernel where every slot is exact): the kivi [gpu] tests and sanitizers,
+#   STEP=kivi   kivi decode v4 (the FP32 path out of line: three CTAs per SM at d 128, 2 bits): the kivi [gpu] tests and sanitizers,
 #               attnlab bench of kivi 2- and 4-bit at MHA 32/32 and GQA 32/8 (B 16, N 32k, d 128), then the same rebuilt
-#               with four CTAs per SM at d 128, 2 bits (kivi_decode.cu's kFp16CtasD128Bits2, restored after), cuDNN and the
+#               with four CTAs per SM at d 128, 2 bits (kivi_decode.cu's kCtasD128Bits2, restored after), cuDNN and the
 #               copy on the shapes (peer_bench.py over both), and Nsight Compute on one launch of each 2-bit kernel at MHA
 #   STEP=kivi-quick  the least that checks kivi v4 with a few device minutes: attnlab alone built, kivi decode on a
 #               small problem against the reference (attnlab run's errors), attnlab bench of kivi 2- and 4-bit at MHA
@@ -122,8 +122,8 @@ c['variants'] = [{'id': 'kivi', 'label': 'kivi_2bit_$label', 'params': {'bits': 
   kivi_rows v4
   cp kernels/kivi/kivi_decode.cu /tmp/kivi_decode.cu.committed
   trap 'cp /tmp/kivi_decode.cu.committed kernels/kivi/kivi_decode.cu; pack_session' EXIT
-  sed -i 's/^constexpr int kFp16CtasD128Bits2 = 3;/constexpr int kFp16CtasD128Bits2 = 4;/' kernels/kivi/kivi_decode.cu
-  step "four CTAs at d 128, 2 bits: $(grep -c 'kFp16CtasD128Bits2 = 4' kernels/kivi/kivi_decode.cu) line edited"
+  sed -i 's/^constexpr int kCtasD128Bits2 = 3;/constexpr int kCtasD128Bits2 = 4;/' kernels/kivi/kivi_decode.cu
+  step "four CTAs at d 128, 2 bits: $(grep -c 'kCtasD128Bits2 = 4' kernels/kivi/kivi_decode.cu) line edited"
   ensure_built || exit 1
   kivi_rows v4-ctas4
   cp /tmp/kivi_decode.cu.committed kernels/kivi/kivi_decode.cu

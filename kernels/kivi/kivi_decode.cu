@@ -16,12 +16,14 @@
 // Dequantization, exactly as core/quant/kivi.cpp: x̂ = fp16(fl(fl(q·s) + z)) with the group's FP16 s and z.
 // q·s is exact in FP32 (q < 2⁴, s has 11 significant bits), so the reference rounds twice: q·s + z to FP32,
 // then to FP16. Where q·s + z is itself a float — for every code of every group of a slot, which the host
-// records in the slot's flag (core/variants/kivi_image.h fp32_exact; all slots of ordinary data) — the first
+// records in the slot's flag (core/variants/kivi_image.h fp32_exact; all but ≈ 0.2% of llm_like's slots) — the first
 // rounding is none and x̂ is q·s + z rounded once to FP16: one fma.rn.f16x2 per pair of codes on the staged
 // FP16 s, z, after one AND-OR and one HFMA2 that turn the two codes into FP16 integers (code_pair). Elsewhere
-// (a zero point and a step some 2¹³ or more apart in magnitude, e.g. a group whose minimum is a tiny subnormal; the
-// two roundings then differ for 0.5% of such codes) the slot takes the FP32 path: codes to FP32, fmaf with the widened s, z,
-// RNE to FP16. Both give the reference's K̂ and V̂ bit for bit (tests/core/variants/test_kivi_layout.cpp on the
+// (a zero point and a step some 2¹³ or more apart in magnitude, e.g. a group whose minimum is a tiny subnormal, or a
+// channel far from zero that barely moves over a group's tokens; the two roundings then differ for 0.5% of such codes)
+// the slot takes the FP32 path: codes to FP32, fmaf with s, z widened to FP32, RNE to FP16. On llm_like data ≈ 0.2%
+// of slots take it (34 of 16 320 at B 1, H 32, N 32k, d 128; every pair of a B 16 batch's has some), so it is a
+// function called out of line (v4: fp32_path_scores, fp32_path_pv) and the loop's registers are the FP16 path's. Both give the reference's K̂ and V̂ bit for bit (tests/core/variants/test_kivi_layout.cpp on the
 // host, the [gpu] probe test in tests/kernels/kivi/test_kivi_decode_kernel.cpp on the device).
 //
 // Attention, as flash2's kernel computes it on (Q, K̂, V̂): S in FP32 from FP16 products, the online
@@ -34,11 +36,11 @@
 // (tests/kernels/kivi/test_kivi_decode_kernel.cpp derives the bound).
 //
 // Versions (kernels/PERF.md, "kivi decode"): v1, measured on the H100 since 2026-11-24 — every code through
-// FP32 (a PRMT under 2²³'s exponent, FADD, FFMA, the FP16 pack: ≈ 3.75 instructions a value); v2 — the
+// FP32 (a PRMT under 2²³'s exponent, FADD, FFMA, the FP16 pack: ≈ 3.75 instructions a value); v2 (this) — the
 // FP16 path above where the slot's flag allows (≈ 1.6 a value), the codes in the layout's new order (two codes
 // of a register at one offset of the word's two 16-bit halves); v3 — one LOP3 a register (code_pair); v4 (this) —
-// a cache whose every slot is exact (ordinary data) runs a kernel whose loop holds the FP16 path alone (Paths). Its
-// merge is kernels/common/chain_merge.cuh, shared with fireq.
+// the FP32 path called out of line, its s, z widened in registers: d 128 at 2 bits takes 166 registers, three CTAs
+// per SM against v3's two (kMinBlocks). Its merge is kernels/common/chain_merge.cuh, shared with fireq.
 #include "kernels/kivi/kivi_decode.h"
 
 #include "core/kernel_traits.h"
@@ -70,29 +72,17 @@ constexpr int kMaxChains = 128;       // flash2's decode_splits_max
 using decode_chain::Chain;
 static_assert(layout::kTile == kT, "the kernel's tile is the layout's slot");
 
-// The dequantization paths a chains kernel's loop holds (v4). With both, the loop carries the FP32 path's code and
-// its widened parameters beside the FP16 path's, and ptxas gives d 128 224–226 registers: two CTAs, 8 warps per SM.
-// Nsight Compute on that kernel (H100, B 16, H 32/32, N 32k, d 128, 2 bits; kernels/PERF.md, "kivi decode v4"): 1.88
-// warps per scheduler issue 0.55 instructions a cycle, "wait" (a fixed-latency result) 31% of the samples — the
-// 2-bit cache is bound by too few warps to hide its dependent HFMA2 chains, not by the SM's issue. Without the FP32
-// path the loop takes 166 registers at d 128 (three CTAs, 12 warps) and 125–126 at d 64 (four, 16), no spills.
-// Ordinary data has every slot exact (kivi_image.h fp32_exact), so that kernel is the one that runs; a cache with
-// any inexact slot takes the kernel with both, choosing per slot as before. The same bits either way: one slot's
-// dequantization does not depend on the kernel that runs it.
-enum class Paths { fp16, both };
-
 // One warp's shared memory, from the cache's shape (the host sizes the launch with the same struct):
-// kStages stages of [K codes | V codes | K s,z (FP16) | V s,z (FP16)], then (Paths::both) the current tile's s,z in
-// FP32 for the FP32 path.
+// kStages stages of [K codes | V codes | K s,z (FP16) | V s,z (FP16)]. (v3 kept a copy of the tile's s, z widened to
+// FP32 for the FP32 path after them; v4's widens them in registers.)
 struct WarpSmem {
-  int code_bytes, k_param_halves, v_param_halves, stage_bytes, params_bytes, warp_bytes;
-  __host__ __device__ WarpSmem(int d, int bits, int group, Paths paths)
+  int code_bytes, k_param_halves, v_param_halves, stage_bytes, warp_bytes;
+  __host__ __device__ WarpSmem(int d, int bits, int group)
       : code_bytes(int(layout::code_bytes(d, bits))),
         k_param_halves(int(layout::k_param_halves(layout::slot_k_groups(group), d))),
         v_param_halves(int(layout::v_param_halves(d, group))),
         stage_bytes(2 * code_bytes + 2 * (k_param_halves + v_param_halves)),
-        params_bytes(paths == Paths::both ? 4 * (k_param_halves + v_param_halves) : 0),
-        warp_bytes(kStages * stage_bytes + params_bytes) {}  // every part a multiple of 16 bytes (d ≥ 64)
+        warp_bytes(kStages * stage_bytes) {}  // every part a multiple of 16 bytes (d ≥ 64)
 };
 
 // A pair's tiles: quantized slots [0, quantized), residual slots [quantized, total).
@@ -125,12 +115,11 @@ __device__ __forceinline__ __half2 code_pair(uint32_t w, int h, int r) {
 }
 
 // x̂ = fp16(fmaf(q, s, z)) (head comment) for the 8 codes of one A fragment; w is the fragment's code word, h
-// the parity of its outer index (2-bit words hold two outer tiles). Register r uses quad entries
-// j = 2·⌊r/2⌋ + e (kivi_layout.h).
+// the parity of its outer index (2-bit words hold two outer tiles), sz the quad's staged FP16 s, z
+// ({s₀s₁, s₂s₃, z₀z₁, z₂z₃}, 16 bytes). Register r uses quad entries j = 2·⌊r/2⌋ + e (kivi_layout.h).
 //   Exact (the slot's flag, kivi_image.h fp32_exact): q·s + z is a float for every code, so FP32's rounding
-//     is none and x̂ is q·s + z rounded once to FP16 — one HFMA2 per register from the staged FP16 s, z
-//     (sz = {s₀s₁, s₂s₃, z₀z₁, z₂z₃}, the quad's 16 bytes).
-//   Otherwise: the codes to FP32, fmaf with the widened FP32 s, z, RNE to FP16 — the reference's two roundings.
+//     is none and x̂ is q·s + z rounded once to FP16 — one HFMA2 per register.
+//   Otherwise: the codes to FP32, fmaf with s, z widened to FP32 (exactly), RNE to FP16 — the reference's two roundings.
 template <int BITS>
 __device__ __forceinline__ void dequant_fragment_fp16(uint32_t w, int h, const uint4& sz, uint32_t (&a)[4]) {
 #pragma unroll
@@ -141,37 +130,36 @@ __device__ __forceinline__ void dequant_fragment_fp16(uint32_t w, int h, const u
   }
 }
 template <int BITS>
-__device__ __forceinline__ void dequant_fragment_fp32(uint32_t w, int h, const float4& s, const float4& z,
-                                                      uint32_t (&a)[4]) {
+__device__ __forceinline__ void dequant_fragment_fp32(uint32_t w, int h, const uint4& sz, uint32_t (&a)[4]) {
+  const auto widen = [](uint32_t pair) { return __half22float2(*reinterpret_cast<const __half2*>(&pair)); };
+  const float2 s01 = widen(sz.x), s23 = widen(sz.y), z01 = widen(sz.z), z23 = widen(sz.w);
 #pragma unroll
   for (int r = 0; r < 4; ++r) {
     const float2 q = __half22float2(code_pair<BITS>(w, h, r));
-    a[r] = r < 2 ? pack_half2(fmaf(q.x, s.x, z.x), fmaf(q.y, s.y, z.y)) : pack_half2(fmaf(q.x, s.z, z.z), fmaf(q.y, s.w, z.w));
+    a[r] = r < 2 ? pack_half2(fmaf(q.x, s01.x, z01.x), fmaf(q.y, s01.y, z01.y))
+                 : pack_half2(fmaf(q.x, s23.x, z23.x), fmaf(q.y, s23.y, z23.y));
   }
 }
 
-// Where a lane's quad of s, z starts (halves, or floats in the widened copy): K's for m-tile mt of k-step kk (key
+// Where a lane's quad of s, z starts (in halves): K's for m-tile mt of k-step kk (key
 // group mt >> shift), V's for k-step ks and m-tile mi (value group mi >> shift) — kivi_layout.h's k_scale_at(kg,
 // 16·kk + 2t, D) and v_scale_at(16·ks + 2t, vg, D, g), in int arithmetic as the rest of the loop's indices.
 __device__ __forceinline__ int k_quad(int D, int kk, int mt, int shift, int t) { return (((mt >> shift) * (D / 16) + kk) * 4 + t) * 8; }
 __device__ __forceinline__ int v_quad(int vgroups, int ks, int mi, int shift, int t) { return ((ks * vgroups + (mi >> shift)) * 4 + t) * 8; }
 
-// One fragment's dequantization from the quad of parameters at `quad` (its index in halves or floats): the
-// staged FP16 halves when Exact, the widened FP32 copy otherwise.
+// One fragment's dequantization from the quad of FP16 parameters at `quad` (its index in halves), on the path Exact
+// names.
 template <int BITS, bool Exact>
-__device__ __forceinline__ void dequant_at(uint32_t w, int h, const void* params, int quad, uint32_t (&a)[4]) {
-  if constexpr (Exact) {
-    dequant_fragment_fp16<BITS>(w, h, *reinterpret_cast<const uint4*>(static_cast<const __half*>(params) + quad), a);
-  } else {
-    const float* f = static_cast<const float*>(params) + quad;
-    dequant_fragment_fp32<BITS>(w, h, *reinterpret_cast<const float4*>(f), *reinterpret_cast<const float4*>(f + 4), a);
-  }
+__device__ __forceinline__ void dequant_at(uint32_t w, int h, const __half* params, int quad, uint32_t (&a)[4]) {
+  const uint4 sz = *reinterpret_cast<const uint4*>(params + quad);
+  if constexpr (Exact) dequant_fragment_fp16<BITS>(w, h, sz, a);
+  else dequant_fragment_fp32<BITS>(w, h, sz, a);
 }
 
 // Sᵀ (tokens × heads) of a quantized tile: per k-step kk, the codes of its 4 m-tiles (one 16-byte load,
 // shared by a k-step pair at 2 bits) and the s, z of the m-tile's key group (kg = mt >> shift).
 template <int D, int BITS, bool Exact>
-__device__ __forceinline__ void scores_quantized(const uint8_t* kc, const void* kp, int shift,
+__device__ __forceinline__ void scores_quantized(const uint8_t* kc, const __half* kp, int shift,
                                                  const uint32_t (&qf)[D / 16][2], float (&s)[kMT][4]) {
   const int lane = threadIdx.x % 32, t = lane % 4;
   uint32_t w[kMT];
@@ -193,8 +181,8 @@ __device__ __forceinline__ void scores_quantized(const uint8_t* kc, const void* 
 // Oᵀ += V̂ᵀ·P̃ᵀ for a quantized tile: per k-step ks, the codes of all d/16 channel m-tiles, the s, z of
 // each m-tile's value group (vg = mi >> shift) for the lane's four tokens.
 template <int D, int BITS, bool Exact>
-__device__ __forceinline__ void pv_quantized(const uint8_t* vc, const void* vp, int shift, int vgroups,
-                                             const uint32_t (&pb)[kMT][2], Chain<D>& ch) {
+__device__ __forceinline__ void pv_quantized(const uint8_t* vc, const __half* vp, int shift, int vgroups,
+                                             const uint32_t (&pb)[kMT][2], float (&o)[D / 16][4]) {
   constexpr int MI = D / 16;
   const int lane = threadIdx.x % 32, t = lane % 4;
   uint32_t w[MI];
@@ -211,9 +199,47 @@ __device__ __forceinline__ void pv_quantized(const uint8_t* vc, const void* vp, 
     for (int mi = 0; mi < MI; ++mi) {
       uint32_t a[4];
       dequant_at<BITS, Exact>(w[mi], ks % 2, vp, v_quad(vgroups, ks, mi, shift, t), a);
-      mma_f16(ch.o[mi], a, pb[ks][0], pb[ks][1]);
+      mma_f16(o[mi], a, pb[ks][0], pb[ks][1]);
     }
   }
+}
+
+// The two products on the FP32 path, out of line (v4): a call whose arguments and results pass by value, so the
+// caller's registers are the FP16 path's (inlined, this rare path set the loop's count: 226 against 166 at d 128, 2
+// bits). Same arithmetic as inlined: the bits do not depend on where the code sits.
+template <int D>
+struct Fp32Scores {
+  float s[kMT][4];
+};
+template <int D>
+struct Fp32Acc {
+  float o[D / 16][4];
+};
+template <int D>
+struct QueryFrags {
+  uint32_t r[D / 16][2];
+};
+struct ProbFrags {
+  uint32_t r[kMT][2];
+};
+template <int D, int BITS>
+__device__ __noinline__ Fp32Scores<D> fp32_path_scores(const uint8_t* kc, const __half* kp, int shift, const QueryFrags<D> qf) {
+  Fp32Scores<D> out = {};
+  scores_quantized<D, BITS, false>(kc, kp, shift, qf.r, out.s);
+  return out;
+}
+template <int D, int BITS>
+__device__ __noinline__ Fp32Acc<D> fp32_path_pv(const uint8_t* vc, const __half* vp, int shift, int vgroups, const ProbFrags pb,
+                                               Fp32Acc<D> acc) {
+  pv_quantized<D, BITS, false>(vc, vp, shift, vgroups, pb.r, acc.o);
+  return acc;
+}
+template <class T, int N, int M>
+__device__ __forceinline__ void copy_2d(T (&dst)[N][M], const T (&src)[N][M]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+#pragma unroll
+    for (int j = 0; j < M; ++j) dst[i][j] = src[i][j];
 }
 
 __device__ __forceinline__ void ld_fragment(const __half* p, uint32_t (&a)[4]) {
@@ -268,30 +294,16 @@ __device__ __forceinline__ void load_stage(uint8_t* stage, const KiviCacheArgs& 
   for (int i = lane; i < ws.v_param_halves / 8; i += 32) cp_async_16(dst + 16 * i, vp + 8 * i, true);
 }
 
-// The staged s, z (FP16) → FP32, same order, so the dequantization's FMAs read them without converting.
-__device__ __forceinline__ void widen_params(const uint8_t* src, float* dst, int halves) {
-  for (int i = threadIdx.x % 32; i < halves / 8; i += 32) {
-    const uint4 v = *reinterpret_cast<const uint4*>(src + 16 * i);
-    const uint32_t h[4] = {v.x, v.y, v.z, v.w};
-    float2 f[4];
-#pragma unroll
-    for (int k = 0; k < 4; ++k) f[k] = __half22float2(*reinterpret_cast<const __half2*>(&h[k]));
-    *reinterpret_cast<float4*>(dst + 8 * i) = make_float4(f[0].x, f[0].y, f[1].x, f[1].y);
-    *reinterpret_cast<float4*>(dst + 8 * i + 4) = make_float4(f[2].x, f[2].y, f[3].x, f[3].y);
-  }
-}
-
-template <int D, int BITS, Paths P>
+template <int D, int BITS>
 __device__ void run_chain(const KiviDecodeArgs& a, int pair, int chain, uint8_t* mine, const uint32_t (&qf)[D / 16][2]) {
   const KiviCacheArgs& c = a.cache;
-  const WarpSmem ws(D, BITS, c.group, P);
+  const WarpSmem ws(D, BITS, c.group);
   const Tiles tiles(c);
   const int first = int(int64_t(chain) * tiles.total / a.chains), last = int(int64_t(chain + 1) * tiles.total / a.chains);
   const int q_end = min(last, tiles.quantized);
   const int shift = __ffs(c.group) - 5;  // log₂(g / 16): m-tile mt lies in key group mt >> shift of its slot
   const int vgroups = int(layout::v_groups(D, c.group));
   const float scale_log2 = a.scale * decode_chain::kLog2e;
-  float* params = reinterpret_cast<float*>(mine + kStages * ws.stage_bytes);  // K's s,z then V's, FP32
 
   Chain<D> ch;
   ch.start();
@@ -303,30 +315,37 @@ __device__ void run_chain(const KiviDecodeArgs& a, int pair, int chain, uint8_t*
   }
   uint32_t exact = 0;  // bit i: tile j0 + i's flag (kivi_image.h slot_exact), j0 the last multiple of 32 tiles from first
   for (int j = first; j < q_end; ++j) {
-    if (P == Paths::both && (j - first) % 32 == 0) {  // the next 32 tiles' flags, one byte a lane
+    if ((j - first) % 32 == 0) {  // the next 32 tiles' flags, one byte a lane
       const int tile = j + threadIdx.x % 32;
       exact = __ballot_sync(0xffffffffu, tile < q_end && __ldg(c.slot_exact + int64_t(pair) * tiles.quantized + tile) != 0);
     }
-    const bool fp16_path = P == Paths::fp16 || ((exact >> ((j - first) % 32)) & 1u);  // warp-uniform
+    const bool fp16_path = (exact >> ((j - first) % 32)) & 1u;  // warp-uniform
     cp_async_wait<kStages - 2>();  // tile j's stage has landed (this lane's copies) …
     __syncwarp();                  // … and every lane's; the previous tile's reads are done
     const uint8_t* stage = mine + ((j - first) % kStages) * ws.stage_bytes;
     const __half* staged = reinterpret_cast<const __half*>(stage + 2 * ws.code_bytes);  // K's s,z then V's, FP16
-    if (P == Paths::both && !fp16_path) {
-      widen_params(stage + 2 * ws.code_bytes, params, ws.k_param_halves + ws.v_param_halves);
-      __syncwarp();
-    }
     const int ahead = j + kStages - 1;  // into the stage tile j − 1 used
     if (ahead < q_end) load_stage<D, BITS>(mine + ((ahead - first) % kStages) * ws.stage_bytes, c, ws, pair, ahead, tiles.quantized);
     cp_async_commit();
     float s[kMT][4] = {};
-    if (fp16_path) scores_quantized<D, BITS, true>(stage, staged, shift, qf, s);
-    else if constexpr (P == Paths::both) scores_quantized<D, BITS, false>(stage, params, shift, qf, s);
+    if (fp16_path) {
+      scores_quantized<D, BITS, true>(stage, staged, shift, qf, s);
+    } else {
+      QueryFrags<D> q;
+      copy_2d(q.r, qf);
+      copy_2d(s, fp32_path_scores<D, BITS>(stage, staged, shift, q).s);
+    }
     uint32_t pb[kMT][2];
     decode_chain::softmax_tile<D, kMT>(s, min(kT, c.quantized_tokens - j * kT), scale_log2, ch, pb);
-    if (fp16_path) pv_quantized<D, BITS, true>(stage + ws.code_bytes, staged + ws.k_param_halves, shift, vgroups, pb, ch);
-    else if constexpr (P == Paths::both)
-      pv_quantized<D, BITS, false>(stage + ws.code_bytes, params + ws.k_param_halves, shift, vgroups, pb, ch);
+    if (fp16_path) {
+      pv_quantized<D, BITS, true>(stage + ws.code_bytes, staged + ws.k_param_halves, shift, vgroups, pb, ch.o);
+    } else {
+      ProbFrags p;
+      Fp32Acc<D> acc;
+      copy_2d(p.r, pb);
+      copy_2d(acc.o, ch.o);
+      copy_2d(ch.o, fp32_path_pv<D, BITS>(stage + ws.code_bytes, staged + ws.k_param_halves, shift, vgroups, p, acc).o);
+    }
     __syncwarp();
   }
   cp_async_wait<0>();
@@ -345,27 +364,29 @@ __device__ void run_chain(const KiviDecodeArgs& a, int pair, int chain, uint8_t*
                          {a.o, a.lse, a.workspace, a.chains, chain, size_t(a.batch) * a.q_heads});
 }
 
-// CTAs per SM the register budget is held to (ptxas -v on sm_90a, no spills). Both paths: d = 128 takes 224–226
-// registers (two CTAs, 8 warps per SM; capped at 168 it spills), d = 64 148–154 (three CTAs, 12 warps). The FP16 path
-// alone (v4): d = 128 at 2 bits 166 registers for three CTAs (48 KB of shared memory a CTA: four would fit); at 4 bits
-// shared memory holds it to two (80 KB a CTA), so the bound stays at two there; d = 64 124 for four CTAs (24 / 40 KB).
-// Four CTAs at d = 128, 2 bits cost ptxas 40 bytes of spills (128 registers): 16 warps against 12, measured against
-// three by kernels/bench/decode_session.sh STEP=kivi (its A/B edits this constant); three until then.
-constexpr int kFp16CtasD128Bits2 = 3;
-template <int D, int BITS, Paths P>
-constexpr int kMinBlocks = P == Paths::both ? (D == 128 ? 2 : 3) : D == 128 ? (BITS == 2 ? kFp16CtasD128Bits2 : 2) : 4;
+// CTAs per SM the register budget is held to (ptxas -v on sm_90a, no spills). v3 (the FP32 path inlined): d = 128 took
+// 224–226 registers (two CTAs, 8 warps per SM; capped at 168 it spilled), d = 64 148–154 (three). v4: d = 128 at 2 bits
+// 166 registers, three CTAs (12 warps; 48 KB of shared memory a CTA); at 4 bits 223, two — its 80 KB a CTA allow no
+// third; d = 64 ≤ 128, four CTAs (16 warps; 24 / 40 KB). Nsight Compute on v3 (kernels/PERF.md, "kivi 2-bit at MHA"):
+// 1.88 warps a scheduler issued 0.55 instructions a cycle, each warp waiting 2.0 cycles after an instruction — the
+// 2-bit cache was bound by too few warps, not by issue. Four CTAs at d = 128, 2 bits would fit the shared memory, but
+// ptxas then spills (128 registers; 32 bytes stored, 56 loaded): measured against three by kernels/bench/decode_session.sh STEP=kivi
+// (its A/B edits kCtasD128Bits2); three until then.
+constexpr int kCtasD128Bits2 = 3;
+template <int D, int BITS>
+constexpr int kMinBlocks = D == 128 ? (BITS == 2 ? kCtasD128Bits2 : 2) : 4;
 
-template <int D, int BITS, Paths P>
-__global__ void __launch_bounds__(kWarps * 32, kMinBlocks<D, BITS, P>) kivi_chains_kernel(const KiviDecodeArgs a) {
+template <int D, int BITS>
+__global__ void __launch_bounds__(kWarps * 32, kMinBlocks<D, BITS>) kivi_chains_kernel(const KiviDecodeArgs a) {
   extern __shared__ __align__(16) uint8_t smem[];
   const int warp = threadIdx.x / 32;
   const int id = blockIdx.x * kWarps + warp, pair = id / a.chains, chain = id % a.chains;
   if (pair >= a.cache.pairs) return;  // no CTA-wide barrier follows
-  const WarpSmem ws(D, BITS, a.cache.group, P);
+  const WarpSmem ws(D, BITS, a.cache.group);
   const int group = a.q_heads / a.kv_heads, b = pair / a.kv_heads, kvh = pair % a.kv_heads;
   uint32_t qf[D / 16][2];
   decode_chain::load_query<D>(a.q + (size_t(b) * a.q_heads + size_t(kvh) * group) * D, group, qf);
-  run_chain<D, BITS, P>(a, pair, chain, smem + warp * ws.warp_bytes, qf);
+  run_chain<D, BITS>(a, pair, chain, smem + warp * ws.warp_bytes, qf);
 }
 
 // Merges the chains of one output row (blockDim.x = d threads; kernels/common/chain_merge.cuh).
@@ -373,27 +394,27 @@ __global__ void kivi_merge_kernel(const KiviDecodeArgs a) {
   merge_chains_row(a.workspace, a.chains, size_t(a.batch) * a.q_heads, a.cache.head_dim, blockIdx.x, a.o, a.lse);
 }
 
-template <int D, int BITS, Paths P>
+template <int D, int BITS>
 cudaError_t prepare(int group, int& smem_bytes) {
-  smem_bytes = kWarps * WarpSmem(D, BITS, group, P).warp_bytes;
-  return cudaFuncSetAttribute(kivi_chains_kernel<D, BITS, P>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
+  smem_bytes = kWarps * WarpSmem(D, BITS, group).warp_bytes;
+  return cudaFuncSetAttribute(kivi_chains_kernel<D, BITS>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
 }
 
-template <int D, int BITS, Paths P>
+template <int D, int BITS>
 cudaError_t occupancy(int group, int& warps) {
   int smem = 0, ctas = 0;
-  if (const cudaError_t e = prepare<D, BITS, P>(group, smem); e != cudaSuccess) return e;
-  const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, kivi_chains_kernel<D, BITS, P>, kWarps * 32, smem);
+  if (const cudaError_t e = prepare<D, BITS>(group, smem); e != cudaSuccess) return e;
+  const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, kivi_chains_kernel<D, BITS>, kWarps * 32, smem);
   warps = ctas * kWarps;
   return e;
 }
 
-template <int D, int BITS, Paths P>
+template <int D, int BITS>
 cudaError_t launch(const KiviDecodeArgs& a, cudaStream_t stream) {
   int smem = 0;
-  if (const cudaError_t e = prepare<D, BITS, P>(a.cache.group, smem); e != cudaSuccess) return e;
+  if (const cudaError_t e = prepare<D, BITS>(a.cache.group, smem); e != cudaSuccess) return e;
   const long warps = long(a.cache.pairs) * a.chains;
-  kivi_chains_kernel<D, BITS, P><<<unsigned((warps + kWarps - 1) / kWarps), kWarps * 32, smem, stream>>>(a);
+  kivi_chains_kernel<D, BITS><<<unsigned((warps + kWarps - 1) / kWarps), kWarps * 32, smem, stream>>>(a);
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   if (a.chains > 1) {
     kivi_merge_kernel<<<unsigned(size_t(a.batch) * a.q_heads), unsigned(D), 0, stream>>>(a);
@@ -404,22 +425,17 @@ cudaError_t launch(const KiviDecodeArgs& a, cudaStream_t stream) {
 
 // Test support (kivi_dequant_probe): one warp per quantized slot of pair 0 unpacks and dequantizes every A
 // fragment of K̂ and V̂ with the chains kernel's functions, on the path the slot's flag picks, and writes the
-// values token-major. The FP32 path reads s, z widened by widen_params, as the chains kernel stages them.
+// values token-major (s, z read where the cache holds them, as the chains kernel reads its staged copy).
 template <int D, int BITS>
 __global__ void kivi_dequant_probe_kernel(const KiviCacheArgs c, __half* k_hat, __half* v_hat) {
-  extern __shared__ __align__(16) uint8_t smem[];
   constexpr int MI = D / 16;
   const int slot = blockIdx.x, lane = threadIdx.x, gr = lane / 4, t = lane % 4;
   const int shift = __ffs(c.group) - 5, vgroups = int(layout::v_groups(D, c.group));
-  const int kph = int(layout::k_param_halves(layout::slot_k_groups(c.group), D)), vph = int(layout::v_param_halves(D, c.group));
+  const int vph = int(layout::v_param_halves(D, c.group));
   const uint32_t* kc = reinterpret_cast<const uint32_t*>(c.k_codes + slot * layout::code_bytes(D, BITS));
   const uint32_t* vc = reinterpret_cast<const uint32_t*>(c.v_codes + slot * layout::code_bytes(D, BITS));
   const __half* kp = c.k_params + layout::k_param_halves(layout::slot_first_k_group(slot, c.group), D);
   const __half* vp = c.v_params + int64_t(slot) * vph;
-  float* widened = reinterpret_cast<float*>(smem);
-  widen_params(reinterpret_cast<const uint8_t*>(kp), widened, kph);
-  widen_params(reinterpret_cast<const uint8_t*>(vp), widened + kph, vph);
-  __syncwarp();
   const bool fp16_path = c.slot_exact[slot] != 0;
   auto store = [&](__half* out, const uint32_t (&a)[4], bool keys, int outer, int inner) {
 #pragma unroll
@@ -437,7 +453,7 @@ __global__ void kivi_dequant_probe_kernel(const KiviCacheArgs c, __half* k_hat, 
       const int quad = k_quad(D, kk, mt, shift, t);
       uint32_t a[4];
       if (fp16_path) dequant_at<BITS, true>(w, kk % 2, kp, quad, a);
-      else dequant_at<BITS, false>(w, kk % 2, widened, quad, a);
+      else dequant_at<BITS, false>(w, kk % 2, kp, quad, a);
       store(k_hat, a, true, kk, mt);
     }
   for (int ks = 0; ks < kMT; ++ks)
@@ -446,12 +462,12 @@ __global__ void kivi_dequant_probe_kernel(const KiviCacheArgs c, __half* k_hat, 
       const int quad = v_quad(vgroups, ks, mi, shift, t);
       uint32_t a[4];
       if (fp16_path) dequant_at<BITS, true>(w, ks % 2, vp, quad, a);
-      else dequant_at<BITS, false>(w, ks % 2, widened + kph, quad, a);
+      else dequant_at<BITS, false>(w, ks % 2, vp, quad, a);
       store(v_hat, a, false, ks, mi);
     }
 }
 
-// The compiled (d, bits) pairs.
+// The four compiled kernels, by (d, bits).
 template <class F>
 cudaError_t dispatch(int d, int bits, F&& f) {
   if (d == 64 && bits == 2) return f.template operator()<64, 2>();
@@ -459,13 +475,6 @@ cudaError_t dispatch(int d, int bits, F&& f) {
   if (d == 128 && bits == 2) return f.template operator()<128, 2>();
   if (d == 128 && bits == 4) return f.template operator()<128, 4>();
   return cudaErrorInvalidValue;
-}
-// The chains kernel for a cache: its (d, bits), and the FP16 path alone where every slot is exact (Paths).
-template <class F>
-cudaError_t dispatch_chains(const KiviCacheArgs& c, F&& f) {
-  return dispatch(c.head_dim, c.bits, [&]<int D, int BITS>() {
-    return c.every_slot_exact ? f.template operator()<D, BITS, Paths::fp16>() : f.template operator()<D, BITS, Paths::both>();
-  });
 }
 
 }  // namespace
@@ -479,7 +488,7 @@ int kivi_decode_tiles(const KiviCacheArgs& c) { return Tiles(c).total; }
 
 cudaError_t kivi_decode_warps_per_sm(const KiviCacheArgs& c, int& warps) {
   warps = 0;
-  return dispatch_chains(c, [&]<int D, int BITS, Paths P>() { return occupancy<D, BITS, P>(c.group, warps); });
+  return dispatch(c.head_dim, c.bits, [&]<int D, int BITS>() { return occupancy<D, BITS>(c.group, warps); });
 }
 
 int kivi_decode_chains(int pairs, int tiles, long gpu_warps) {
@@ -496,8 +505,7 @@ cudaError_t kivi_dequant_probe(const KiviCacheArgs& c, __half* k_hat, __half* v_
   const int slots = Tiles(c).quantized;
   if (!kivi_decode_supports(c.head_dim, c.bits, c.group, 1) || slots < 1 || !c.slot_exact) return cudaErrorInvalidValue;
   return dispatch(c.head_dim, c.bits, [&]<int D, int BITS>() {
-    const int smem = WarpSmem(D, BITS, c.group, Paths::both).params_bytes;
-    kivi_dequant_probe_kernel<D, BITS><<<unsigned(slots), 32, smem>>>(c, k_hat, v_hat);
+    kivi_dequant_probe_kernel<D, BITS><<<unsigned(slots), 32>>>(c, k_hat, v_hat);
     return cudaGetLastError();
   });
 }
@@ -509,7 +517,7 @@ cudaError_t kivi_decode(const KiviDecodeArgs& a, cudaStream_t stream) {
       c.residual_tokens < 0 || c.quantized_tokens % c.group != 0 || (c.quantized_tokens > 0 && !c.slot_exact) || a.chains < 1 ||
       a.chains > kivi_decode_tiles(c) || (a.chains > 1 && a.workspace == nullptr))
     return cudaErrorInvalidValue;
-  return dispatch_chains(c, [&]<int D, int BITS, Paths P>() { return launch<D, BITS, P>(a, stream); });
+  return dispatch(c.head_dim, c.bits, [&]<int D, int BITS>() { return launch<D, BITS>(a, stream); });
 }
 
 }  // namespace attnlab::kernels

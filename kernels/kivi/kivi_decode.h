@@ -26,10 +26,6 @@ struct KiviCacheArgs {
   int pairs = 0, head_dim = 0, bits = 2, group = 32;
   int quantized_tokens = 0;              // Q: the leading tokens held as codes (a multiple of group)
   int residual_tokens = 0;               // N − Q: the FP16 rest
-  // Every flag of slot_exact is 1 (as on ordinary data): the launch takes the kernel whose loop holds the FP16 path
-  // alone (fewer registers, more warps per SM: kernels/kivi/kivi_decode.cu, v4). Set from the same flags
-  // (set_cache_shape); true with a flag of 0 would dequantize that slot on the wrong path.
-  bool every_slot_exact = false;
 };
 
 struct KiviDecodeArgs {
@@ -50,7 +46,7 @@ bool kivi_decode_supports(int head_dim, int bits, int group, int gqa_group);
 // The KV tiles (64 tokens) of one pair: quantized slots, then residual slots.
 int kivi_decode_tiles(const KiviCacheArgs& c);
 
-// The warps one SM holds at once for this cache's kernel (occupancy × warps per CTA; the kernel every_slot_exact picks).
+// The warps one SM holds at once for this cache's kernel (occupancy × warps per CTA).
 cudaError_t kivi_decode_warps_per_sm(const KiviCacheArgs& c, int& warps);
 
 // Chains per pair for `pairs` pairs of `tiles` tiles on a GPU holding `gpu_warps` warps at once: flash2's

@@ -57,11 +57,10 @@ kivi_layout::Image pairs_image(const std::vector<quant::KiviCache>& caches) {
   return all;
 }
 
-void set_cache_shape(KiviCacheArgs& a, const std::vector<quant::KiviCache>& caches, const kivi_layout::Image& image) {
+void set_cache_shape(KiviCacheArgs& a, const std::vector<quant::KiviCache>& caches) {
   const quant::KiviCache& c0 = caches.at(0);
   a.pairs = int(caches.size()), a.head_dim = int(c0.channels), a.bits = c0.bits, a.group = int(c0.group);
   a.quantized_tokens = int(c0.quantized_tokens), a.residual_tokens = int(c0.residual_tokens());
-  a.every_slot_exact = std::find(image.slot_exact.begin(), image.slot_exact.end(), uint8_t(0)) == image.slot_exact.end();
 }
 
 KiviDeviceCache upload_kivi_cache(const std::vector<quant::KiviCache>& caches) {
@@ -77,7 +76,7 @@ KiviDeviceCache upload_kivi_cache(const std::vector<quant::KiviCache>& caches) {
   a.k_params = d.k_params.as<__half>(), a.v_params = d.v_params.as<__half>();  // FP16 bit patterns
   a.k_residual = d.k_residual.as<__half>(), a.v_residual = d.v_residual.as<__half>();
   a.slot_exact = d.slot_exact.as<uint8_t>();
-  set_cache_shape(a, caches, all);
+  set_cache_shape(a, caches);
   return d;
 }
 

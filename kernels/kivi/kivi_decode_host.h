@@ -23,9 +23,8 @@ std::vector<quant::KiviCache> kivi_host_caches(const Problem& p, const QKV& in, 
 // Every pair's cache in kivi_layout's device image, pair after pair in each part (what upload_kivi_cache uploads and
 // the context-parallel ring sends); throws std::logic_error when the pairs differ in shape or the layout cannot hold them.
 kivi_layout::Image pairs_image(const std::vector<quant::KiviCache>& caches);
-// The shape fields of a's cache arguments (pairs, d, bits, group, the quantized and FP16 token counts) from the caches,
-// and every_slot_exact from their image's flags.
-void set_cache_shape(KiviCacheArgs& a, const std::vector<quant::KiviCache>& caches, const kivi_layout::Image& image);
+// The shape fields of a's cache arguments (pairs, d, bits, group, the quantized and FP16 token counts) from the caches.
+void set_cache_shape(KiviCacheArgs& a, const std::vector<quant::KiviCache>& caches);
 
 // Every pair's cache on the device; `args` points into the buffers.
 struct KiviDeviceCache {

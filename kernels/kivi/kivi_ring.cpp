@@ -67,7 +67,7 @@ class KiviRing final : public ImageRing<ChunkImage> {
     c.k_params = put_part(c.bytes, all.k_params), c.v_params = put_part(c.bytes, all.v_params);
     c.k_residual = put_part(c.bytes, all.k_residual), c.v_residual = put_part(c.bytes, all.v_residual);
     c.slot_exact = put_part(c.bytes, all.slot_exact);
-    set_cache_shape(c.shape, slices, all);
+    set_cache_shape(c.shape, slices);
     return c;
   }
   // The decode arguments of one chunk whose image starts at `base` (nullptr: sizes only), its chains on this GPU.
@@ -86,9 +86,8 @@ class KiviRing final : public ImageRing<ChunkImage> {
     a.batch = int(p_.batch), a.q_heads = int(p_.q_heads), a.kv_heads = int(p_.kv_heads);
     a.scale = static_cast<float>(p_.scale());
     if (q_rows != 1) throw std::logic_error("kivi ring: decode has one query row");
-    int& warps = warps_per_sm_[a.cache.every_slot_exact ? 1 : 0];  // chunks may differ: each kernel's own
-    if (warps == 0) ATTNLAB_CUDA(kivi_decode_warps_per_sm(a.cache, warps));
-    a.chains = kivi_decode_chains(a.cache.pairs, kivi_decode_tiles(a.cache), long(warps) * sm_count_);
+    if (warps_per_sm_ == 0) ATTNLAB_CUDA(kivi_decode_warps_per_sm(a.cache, warps_per_sm_));
+    a.chains = kivi_decode_chains(a.cache.pairs, kivi_decode_tiles(a.cache), long(warps_per_sm_) * sm_count_);
     return a;
   }
 
@@ -96,7 +95,7 @@ class KiviRing final : public ImageRing<ChunkImage> {
   const QKV& in_;
   std::vector<quant::KiviCache> caches_;  // every pair's one-GPU cache
   int sm_count_;
-  mutable int warps_per_sm_[2] = {0, 0};  // by every_slot_exact: the two kernels' occupancy
+  mutable int warps_per_sm_ = 0;
 };
 
 }  // namespace
