@@ -181,8 +181,8 @@ inline constexpr DecodeIssue kDecodeIssue[] = {
     {"turbo", 128, 8, 4, 1868.0, {0.85, 0.23, 0.66, 0.03, 2.65}}, {"turbo", 128, 8, 2, 2493.2, {0.75, 0.20, 0.39, 0.02, 2.54}},
     {"turbo", 64, 1, 4, 655.3, {1.43, 0.82, 0.54, 0.04, 1.69}},   {"turbo", 64, 1, 2, 851.8, {1.60, 0.52, 0.17, 0.03, 1.14}},
     {"turbo", 64, 4, 4, 1061.8, {0.95, 0.49, 0.78, 0.06, 2.55}},  {"turbo", 64, 4, 2, 1496.9, {0.93, 0.39, 0.41, 0.04, 1.17}},
-    // kivi decode v3 at d 128 (kernels/kivi/kivi_decode.cu: one LOP3 a register; v4's loop on ordinary data is v3's FP16
-    // path without the flags' ballot, once per 32 tiles): G 1 measured on an H100 on 2026-12-06 at B 16, H 32/32, N 32k
+    // kivi decode v3 at d 128 (kernels/kivi/kivi_decode.cu: one LOP3 a register; v4's FP16 path is v3's, its FP32 path
+    // — ≈ 0.2% of llm_like's slots — now a called function): G 1 measured on an H100 on 2026-12-06 at B 16, H 32/32, N 32k
     // (kernels/bench/h100-kivi-decode-mha-ncu-2026-12-06.txt: 355 992 748 and 380 544 716 warp instructions over 262 144
     // warp-tiles, the prologue included). The other groups: G 1's count plus v2's measured step from G 1 to that group
     // (kernels/bench/h100-kivi-v2-decode-instructions-2026-12-05.csv: +5 … +20 — the query heads are the MMA's N columns,

@@ -17,10 +17,11 @@
 #   STEP=compressed-fig6  the same kernels at Fig. 6's shapes (configs/bench-compressed-decode-fig6.json: 40/10 heads,
 #               B 1 and 4, N 4k–32k), cuDNN and the copy on the same shapes, and a copy of each row's own bytes
 #               (copy_floor.py: the rate a copy of that few bytes reaches, the ceiling item 3's 60% is held against)
-#   STEP=kivi   kivi decode v4 (the FP32 path out of line: three CTAs per SM at d 128, 2 bits): the kivi [gpu] tests and sanitizers,
-#               attnlab bench of kivi 2- and 4-bit at MHA 32/32 and GQA 32/8 (B 16, N 32k, d 128), then the same rebuilt
-#               with four CTAs per SM at d 128, 2 bits (kivi_decode.cu's kCtasD128Bits2, restored after), cuDNN and the
-#               copy on the shapes (peer_bench.py over both), and Nsight Compute on one launch of each 2-bit kernel at MHA
+#   STEP=kivi   kivi decode v4 (the FP32 path out of line: three CTAs per SM at d 128, 2 bits): the kivi [gpu] tests
+#               and sanitizers, attnlab bench of kivi 2- and 4-bit at MHA 32/32 and GQA 32/8 (B 16, N 32k, d 128), then
+#               the same rebuilt with four CTAs per SM at d 128, 2 bits (kivi_decode.cu's kCtasD128Bits2, restored
+#               after), cuDNN and the copy on the shapes (peer_bench.py over both), and Nsight Compute on one launch of
+#               each build's 2-bit kernel at MHA
 #   STEP=kivi-quick  the least that checks kivi v4 with a few device minutes: attnlab alone built, kivi decode on a
 #               small problem against the reference (attnlab run's errors), attnlab bench of kivi 2- and 4-bit at MHA
 #               and GQA 32/8 (B 16, N 32k, d 128); no tests, no peers
@@ -104,10 +105,11 @@ compressed-fig6)
   ;;
 kivi)
   ensure_built || exit 1
-  cmake --build build-gpu -j "$(nproc)" --target attnlab_tests >>"$out/build.log" 2>&1 || { tail -20 "$out/build.log"; exit 1; }
+  cmake --build build-gpu -j "$(nproc)" --target attnlab_tests >>"$out/build.log" 2>&1 ||
+    { tail -20 "$out/build.log"; exit 1; }
   gpu_tests test_kivi_decode_kernel:gpu
   sanitize "[#test_kivi_decode_kernel][sanitize]"
-  kivi_rows() {  # LABEL: kivi 2- and 4-bit at MHA and GQA 32/8 into ours-LABEL-kvH.json; one launch of 2 bits at MHA under ncu
+  kivi_rows() {  # LABEL: kivi 2- and 4-bit at MHA and GQA 32/8 into ours-LABEL-kvH.json; 2 bits at MHA under ncu
     local label=$1 kv
     for kv in 32 8; do
       edit_config configs/bench-turbo-decode.json "
@@ -133,7 +135,8 @@ c['variants'] = [{'id': 'kivi', 'label': 'kivi_2bit_$label', 'params': {'bits': 
 kivi-quick)
   BUILD_TARGETS=attnlab build_sm90a || exit 1
   step "kivi decode against the reference (B 2, H 8/2, N 3000, d 128, 2 and 4 bits)"
-  edit_config configs/bench-turbo-decode.json "c['variants'] = [v for v in c['variants'] if v['id'] == 'kivi']; c['backends'] = ['reference', 'kernel']
+  edit_config configs/bench-turbo-decode.json "c['variants'] = [v for v in c['variants'] if v['id'] == 'kivi']
+c['backends'] = ['reference', 'kernel']
 c['problem'].update(batch=2, q_heads=8, kv_heads=2, kv_len=3000)" >"$out/small-decode.json"
   timeout 120 build-gpu/bin/attnlab run --config "$out/small-decode.json" 2>&1 | tail -7
   for kv in 32 8; do

@@ -22,9 +22,10 @@
 // (a zero point and a step some 2¹³ or more apart in magnitude, e.g. a group whose minimum is a tiny subnormal, or a
 // channel far from zero that barely moves over a group's tokens; the two roundings then differ for 0.5% of such codes)
 // the slot takes the FP32 path: codes to FP32, fmaf with s, z widened to FP32, RNE to FP16. On llm_like data ≈ 0.2%
-// of slots take it (34 of 16 320 at B 1, H 32, N 32k, d 128; every pair of a B 16 batch's has some), so it is a
-// function called out of line (v4: fp32_path_scores, fp32_path_pv) and the loop's registers are the FP16 path's. Both give the reference's K̂ and V̂ bit for bit (tests/core/variants/test_kivi_layout.cpp on the
-// host, the [gpu] probe test in tests/kernels/kivi/test_kivi_decode_kernel.cpp on the device).
+// of slots take it (34 of 16 320 at B 1, H 32, N 32k, d 128, in 21 of the 32 pairs): rare, but in almost every launch,
+// so it is a function called out of line (v4: fp32_path_scores, fp32_path_pv) and the loop's registers are the FP16
+// path's. Both give the reference's K̂ and V̂ bit for bit (tests/core/variants/test_kivi_layout.cpp on the host, the
+// [gpu] probe test in tests/kernels/kivi/test_kivi_decode_kernel.cpp on the device).
 //
 // Attention, as flash2's kernel computes it on (Q, K̂, V̂): S in FP32 from FP16 products, the online
 // softmax in FP32 with 2^x on the SFU (P̃ = ex2(S·scale·log₂e − m)), ℓ summing the FP32 P̃, P̃ rounded to
@@ -36,7 +37,7 @@
 // (tests/kernels/kivi/test_kivi_decode_kernel.cpp derives the bound).
 //
 // Versions (kernels/PERF.md, "kivi decode"): v1, measured on the H100 since 2026-11-24 — every code through
-// FP32 (a PRMT under 2²³'s exponent, FADD, FFMA, the FP16 pack: ≈ 3.75 instructions a value); v2 (this) — the
+// FP32 (a PRMT under 2²³'s exponent, FADD, FFMA, the FP16 pack: ≈ 3.75 instructions a value); v2 — the
 // FP16 path above where the slot's flag allows (≈ 1.6 a value), the codes in the layout's new order (two codes
 // of a register at one offset of the word's two 16-bit halves); v3 — one LOP3 a register (code_pair); v4 (this) —
 // the FP32 path called out of line, its s, z widened in registers: d 128 at 2 bits takes 166 registers, three CTAs
@@ -207,7 +208,6 @@ __device__ __forceinline__ void pv_quantized(const uint8_t* vc, const __half* vp
 // The two products on the FP32 path, out of line (v4): a call whose arguments and results pass by value, so the
 // caller's registers are the FP16 path's (inlined, this rare path set the loop's count: 226 against 166 at d 128, 2
 // bits). Same arithmetic as inlined: the bits do not depend on where the code sits.
-template <int D>
 struct Fp32Scores {
   float s[kMT][4];
 };
@@ -223,14 +223,15 @@ struct ProbFrags {
   uint32_t r[kMT][2];
 };
 template <int D, int BITS>
-__device__ __noinline__ Fp32Scores<D> fp32_path_scores(const uint8_t* kc, const __half* kp, int shift, const QueryFrags<D> qf) {
-  Fp32Scores<D> out = {};
+__device__ __noinline__ Fp32Scores fp32_path_scores(const uint8_t* kc, const __half* kp, int shift,
+                                                    const QueryFrags<D> qf) {
+  Fp32Scores out = {};
   scores_quantized<D, BITS, false>(kc, kp, shift, qf.r, out.s);
   return out;
 }
 template <int D, int BITS>
-__device__ __noinline__ Fp32Acc<D> fp32_path_pv(const uint8_t* vc, const __half* vp, int shift, int vgroups, const ProbFrags pb,
-                                               Fp32Acc<D> acc) {
+__device__ __noinline__ Fp32Acc<D> fp32_path_pv(const uint8_t* vc, const __half* vp, int shift, int vgroups,
+                                               const ProbFrags pb, Fp32Acc<D> acc) {
   pv_quantized<D, BITS, false>(vc, vp, shift, vgroups, pb.r, acc.o);
   return acc;
 }
@@ -364,14 +365,14 @@ __device__ void run_chain(const KiviDecodeArgs& a, int pair, int chain, uint8_t*
                          {a.o, a.lse, a.workspace, a.chains, chain, size_t(a.batch) * a.q_heads});
 }
 
-// CTAs per SM the register budget is held to (ptxas -v on sm_90a, no spills). v3 (the FP32 path inlined): d = 128 took
-// 224–226 registers (two CTAs, 8 warps per SM; capped at 168 it spilled), d = 64 148–154 (three). v4: d = 128 at 2 bits
-// 166 registers, three CTAs (12 warps; 48 KB of shared memory a CTA); at 4 bits 223, two — its 80 KB a CTA allow no
-// third; d = 64 ≤ 128, four CTAs (16 warps; 24 / 40 KB). Nsight Compute on v3 (kernels/PERF.md, "kivi 2-bit at MHA"):
-// 1.88 warps a scheduler issued 0.55 instructions a cycle, each warp waiting 2.0 cycles after an instruction — the
-// 2-bit cache was bound by too few warps, not by issue. Four CTAs at d = 128, 2 bits would fit the shared memory, but
-// ptxas then spills (128 registers; 32 bytes stored, 56 loaded): measured against three by kernels/bench/decode_session.sh STEP=kivi
-// (its A/B edits kCtasD128Bits2); three until then.
+// CTAs per SM the register budget is held to (ptxas -v on sm_90a, no spills). v3 (the FP32 path inlined): d = 128
+// took 224–226 registers (two CTAs, 8 warps per SM; capped at 168 it spilled), d = 64 148–154 (three). v4: d = 128 at
+// 2 bits 166 registers, three CTAs (12 warps; 48 KB of shared memory a CTA); at 4 bits 224, two — its 80 KB a CTA
+// allow no third; d = 64 128, four CTAs (16 warps; 24 / 40 KB). Nsight Compute on v3 (kernels/PERF.md, "kivi 2-bit
+// at MHA"): 1.88 warps a scheduler issued 0.55 instructions a cycle, each warp waiting 2.0 cycles after an
+// instruction — the 2-bit cache was bound by too few warps, not by issue. Four CTAs at d = 128, 2 bits would fit the
+// shared memory, but ptxas then spills (128 registers; 32 bytes stored, 56 loaded): measured against three by
+// kernels/bench/decode_session.sh STEP=kivi (its A/B edits kCtasD128Bits2); three until then.
 constexpr int kCtasD128Bits2 = 3;
 template <int D, int BITS>
 constexpr int kMinBlocks = D == 128 ? (BITS == 2 ? kCtasD128Bits2 : 2) : 4;

@@ -32,13 +32,13 @@
 #include "core/metrics.h"
 #include "core/data/generators.h"
 #include "core/formats/half.h"
+#include "core/gpu_names.h"
 #include "core/quant/kivi.h"
 #include "core/registry.h"
 #include "kernels/common/device.h"
 #include "kernels/common/cuda_check.h"
 #include "kernels/kivi/kivi_decode.h"
 #include "kernels/kivi/kivi_decode_host.h"
-#include "core/gpu_names.h"
 #include "sim/cost_model.h"
 #include "sim/schedule.h"
 #include "tests/catch.h"
@@ -252,7 +252,8 @@ TEST_CASE("kivi decode kernel: its warps per SM, and the model's", "[gpu][kernel
     if (sm90) CHECK(warps == e.warps);
     if (!spec.empty()) {
       const sim::GpuSpec gpu = sim::load_gpu_spec(spec);
-      const sim::Schedule s = sim::make_schedule(p, test::request("kivi", {{"bits", e.bits}, {"group", 32}, {"residual", 128}}), gpu);
+      const VariantRequest v = test::request("kivi", {{"bits", e.bits}, {"group", 32}, {"residual", 128}});
+      const sim::Schedule s = sim::make_schedule(p, v, gpu);
       CHECK(sim::ctas_per_sm(s, gpu) * 4 == warps);
     }
   }
