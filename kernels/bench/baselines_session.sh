@@ -5,8 +5,8 @@
 # and tools/peer_bench.py, tools/build.sh from ../shared/peers). Each step fits one call's 10 minutes; the machine keeps
 # build-gpu/, /tmp/peers and the steps' work folders between calls made close together:
 #   STEP=build       the peers' build in the background (FlashAttention-3 BF16 for the prefill rows), attnlab for
-#                    sm_90a, flash2's [gpu] tests (the decode's TMA and cp.async chains equal bit for bit) and
-#                    compute-sanitizer memcheck and racecheck on its [sanitize] cases
+#                    sm_90a, flash2's and kivi's [gpu] tests (the decode's TMA and cp.async chains equal bit for bit;
+#                    kivi v4's occupancy) and compute-sanitizer memcheck and racecheck on their [sanitize] cases
 #   STEP=decode      attnlab bench: flash2 decode with both loads (kv_loads tma_producer, the default, and cp_async) at
 #                    32/32, 32/8 and 40/10 heads (d 128) and 32/8 (d 64), B BATCHES (1, 4, 16) × N LENS (4k, 32k)
 #   STEP=compressed  attnlab bench: turbo 4-bit, 2/4 mix, 2-bit, kivi 2- and 4-bit and fireq at MHA 32/32 and GQA 32/8,
@@ -22,8 +22,9 @@ build)
   step "peers: building in the background (/tmp/peers/*.log)"
   BACKGROUND=1 bash .peers/tools/build.sh .peers
   build_sm90a 12 || exit 1
-  gpu_tests "test_flash2_kernel:gpu|test_kernel_table:gpu"
+  gpu_tests "test_flash2_kernel:gpu|test_kernel_table:gpu|test_kivi_decode_kernel:gpu"
   sanitize "[#test_flash2_kernel][sanitize]"
+  sanitize "[#test_kivi_decode_kernel][sanitize]"
   ;;
 decode)
   for shape in "32 32 128" "32 8 128" "40 10 128" "32 8 64"; do
