@@ -143,8 +143,8 @@ VariantSpec flash2() {
       ParamSpec::choice("kv_tile", "auto", {"auto", "128"},
                         "the wgmma kernel's keys per K/V tile: auto takes FlashAttention-3's 176 (two in the ring) where "
                         "the problem is not causal at d 128 with the producer's loads and its last tile's padding "
-                        "costs less than the wider tile saves (core/producer_loads.h: not at N 4096), else 128 (three); 128 "
-                        "pins 128. Only the kernel's order of accumulation depends on it"),
+                        "costs less than the wider tile saves (core/producer_loads.h: not at N 4096), else 128 "
+                        "(three); 128 pins 128. Only the kernel's order of accumulation depends on it"),
       ParamSpec::choice("row_blocks", "grid", {"grid", "persistent", "persistent_head_major", "persistent_dynamic"},
                         "the wgmma kernel's query row blocks with the producer's loads: one CTA each (grid), or one CTA "
                         "per SM looping over them, its producer loading the next block's Q and K/V while the consumers "

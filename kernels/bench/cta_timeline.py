@@ -163,8 +163,8 @@ def report(title, rows):
     out, steady, share, sms = summarize(rows)
     lines = [title or "(no title line)",
              f"{len(rows)} records on {sms} SMs; SM cycles: median (p10–p90), and in steady tiles"]
-    for name in ["tile", "setup", "fill", "to issue", "first S", "drain", "to last P·V", "last P·V", "epilogue", "stage",
-                 "meet", "store", "gap", "boundary", "ping-pong", "Q to S", "K to S", "Q reload"]:
+    for name in ["tile", "setup", "fill", "to issue", "first S", "drain", "to last P·V", "last P·V", "epilogue",
+                 "stage", "meet", "store", "gap", "boundary", "ping-pong", "Q to S", "K to S", "Q reload"]:
         xs = out[name]
         if not xs:
             lines.append(f"  {name:12s} —")

@@ -135,10 +135,7 @@ c['variants'] = [{'id': 'kivi', 'label': 'kivi_2bit_$label', 'params': {'bits': 
 kivi-quick)
   BUILD_TARGETS=attnlab build_sm90a || exit 1
   step "kivi decode against the reference (B 2, H 8/2, N 3000, d 128, 2 and 4 bits)"
-  edit_config configs/bench-turbo-decode.json "c['variants'] = [v for v in c['variants'] if v['id'] == 'kivi']
-c['backends'] = ['reference', 'kernel']
-c['problem'].update(batch=2, q_heads=8, kv_heads=2, kv_len=3000)" >"$out/small-decode.json"
-  timeout 120 build-gpu/bin/attnlab run --config "$out/small-decode.json" 2>&1 | tail -7
+  kivi_against_reference
   for kv in 32 8; do
     edit_config configs/bench-turbo-decode.json "c['problem']['kv_heads'] = $kv
 c['variants'] = [v for v in c['variants'] if v['id'] == 'kivi']" >"$out/kivi-kv$kv.json"

@@ -246,9 +246,7 @@ quick)
   edit_config configs/bench-flash2-prefill.json "c['variants'] = [{'id': 'flash2'}]; c.pop('sweep'); c['backends'] = ['reference', 'kernel']
 c['problem'].update(batch=1, q_heads=4, kv_heads=2, q_len=1000, kv_len=1000, causal=True)" >"$out/small-prefill.json"
   timeout 120 build-gpu/bin/attnlab run --config "$out/small-prefill.json" 2>&1 | tail -6
-  edit_config configs/bench-turbo-decode.json "c['variants'] = [v for v in c['variants'] if v['id'] == 'kivi']; c['backends'] = ['reference', 'kernel']
-c['problem'].update(batch=2, q_heads=8, kv_heads=2, kv_len=3000)" >"$out/small-decode.json"
-  timeout 120 build-gpu/bin/attnlab run --config "$out/small-decode.json" 2>&1 | tail -6
+  kivi_against_reference
   edit_config configs/bench-flash2-prefill.json "c['variants'] = [{'id': 'flash2'}]
 c['sweep'][0]['values'] = [4096, 8192]" >"$out/quick-prefill.json"
   bench_ours quick-prefill "$out/quick-prefill.json" 8

@@ -95,6 +95,16 @@ peers_on() {
   echo "peer_bench exit $?"; grep -vE '^\{' "$out/peers-$name.log" | tail -"$lines"
 }
 
+# kivi decode (configs/bench-turbo-decode.json's kivi rows, 2 and 4 bits) on a small problem (B 2, H 8/2, N 3000)
+# through the reference and the kernel: attnlab run's errors against FP64 side by side, the least check of a kivi
+# change where there is no time for the [gpu] tests.
+kivi_against_reference() {
+  edit_config configs/bench-turbo-decode.json "c['variants'] = [v for v in c['variants'] if v['id'] == 'kivi']
+c['backends'] = ['reference', 'kernel']
+c['problem'].update(batch=2, q_heads=8, kv_heads=2, kv_len=3000)" >"$out/small-decode.json"
+  timeout 120 build-gpu/bin/attnlab run --config "$out/small-decode.json" 2>&1 | tail -7
+}
+
 # One config and the peers on its shapes.
 bench_with_peers() {
   bench_ours "$1" "$2" "${3:-24}"

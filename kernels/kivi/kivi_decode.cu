@@ -120,7 +120,8 @@ __device__ __forceinline__ __half2 code_pair(uint32_t w, int h, int r) {
 // ({s₀s₁, s₂s₃, z₀z₁, z₂z₃}, 16 bytes). Register r uses quad entries j = 2·⌊r/2⌋ + e (kivi_layout.h).
 //   Exact (the slot's flag, kivi_image.h fp32_exact): q·s + z is a float for every code, so FP32's rounding
 //     is none and x̂ is q·s + z rounded once to FP16 — one HFMA2 per register.
-//   Otherwise: the codes to FP32, fmaf with s, z widened to FP32 (exactly), RNE to FP16 — the reference's two roundings.
+//   Otherwise: the codes to FP32, fmaf with s, z widened to FP32 (exactly), RNE to FP16 — the reference's two
+//     roundings.
 template <int BITS>
 __device__ __forceinline__ void dequant_fragment_fp16(uint32_t w, int h, const uint4& sz, uint32_t (&a)[4]) {
 #pragma unroll
