@@ -10,7 +10,9 @@
 #   STEP=decode      attnlab bench: flash2 decode with both loads (kv_loads tma_producer, the default, and cp_async) at
 #                    32/32, 32/8 and 40/10 heads (d 128) and 32/8 (d 64), B BATCHES (1, 4, 16) × N LENS (4k, 32k)
 #   STEP=compressed  attnlab bench: turbo 4-bit, 2/4 mix, 2-bit, kivi 2- and 4-bit and fireq at MHA 32/32 and GQA 32/8,
-#                    B 16, N 32k, d 128 (llm_like data, as the kernels' own configs)
+#                    B 16, N 32k, d 128 (llm_like data, as the kernels' own configs); with PEERS=1 cuDNN and the
+#                    copy on the same shapes in the same call (item 3's % of copy without the prefill step)
+#   PEER_BUILD=0     STEP=build without the peers' background build (a call that times no FlashAttention-3 row)
 #   STEP=prefill     attnlab bench: flash2 prefill (configs/bench-flash2-prefill.json's wgmma rows) at d 128 and 64; then, once the
 #                    peers are built, peer_bench.py over every attnlab file of the three steps (baselines-peers.json:
 #                    cuDNN, FlashAttention-2 and -3, the device-to-device copy, each row's ratios)
@@ -19,8 +21,10 @@ source kernels/bench/session_lib.sh
 session_start "baselines-${STEP:-build}"
 case "${STEP:-build}" in
 build)
-  step "peers: building in the background (/tmp/peers/*.log)"
-  BACKGROUND=1 bash .peers/tools/build.sh .peers
+  if [ "${PEER_BUILD:-1}" = 1 ]; then
+    step "peers: building in the background (/tmp/peers/*.log)"
+    BACKGROUND=1 bash .peers/tools/build.sh .peers
+  fi
   build_sm90a 12 || exit 1
   gpu_tests "test_flash2_kernel:gpu|test_kernel_table:gpu|test_kivi_decode_kernel:gpu"
   sanitize "[#test_flash2_kernel][sanitize]"
@@ -49,6 +53,8 @@ c['variants'] = [{'id': 'turbo', 'label': 'turbo_4bit', 'params': {'two_bit_head
                  {'id': 'fireq'}]" >"$out/config-compressed-kv$kv_heads.json"
     bench_ours "compressed-kv$kv_heads" "$out/config-compressed-kv$kv_heads.json" 16
   done
+  # PEERS=1: cuDNN and the copy on these shapes now (item 3's % of copy from this call alone, without the prefill step)
+  [ "${PEERS:-0}" = 1 ] && peers_on compressed
   ;;
 prefill)
   for d in 128 64; do
