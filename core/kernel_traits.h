@@ -88,11 +88,12 @@ inline constexpr KernelTraits kKernelTraits[] = {
     {"turbo",       64,  90,  128, 64,  8,    8,     240, 1, false, false, false, true},
     {"turbo",       128, 90,  128, 64,  8,    8,     240, 1, false, false, false, true},
     // kivi decode (kernels/kivi/kivi_decode.cu): B_r = the ≤ 8 query heads (MMA N columns), B_c = 64 tokens;
-    // 4 warps per CTA, one chain each, 2 tiles in flight per warp; splits from decode_splits over warps. Registers:
+    // 4 warps per CTA, one chain each, 2 tiles in flight per warp; chains from balanced_warp_chains (v5; decode_splits
+    // over warps before: 11 chains at GQA 4:1 on an H100 with three CTAs per SM, 3 on 88 SMs). Registers:
     // v4's (the FP32 path out of line; ptxas -v, sm_90a): d 128 166 at 2 bits (three CTAs per SM; 4 bits: 224, its
     // 80 KB of rings hold it to two either way), d 64 128 (four).
-    {"kivi",        64,  80,  8,   64,  4,    2,     128, 128, true, true},
-    {"kivi",        128, 80,  8,   64,  4,    2,     166, 128, true, true},
+    {"kivi",        64,  80,  8,   64,  4,    2,     128, 128, true, true, false, false, true},
+    {"kivi",        128, 80,  8,   64,  4,    2,     166, 128, true, true, false, false, true},
     // fireq decode (kernels/fireq/fireq_decode.cu): B_r = the ≤ 8 query heads (MMA N columns), B_c = 64 tokens; 4 warps
     // per CTA, one chain each, 2 tiles in flight per warp, 3 CTAs per SM at d 128 (147 registers on sm_90);
     // chains from balanced_warp_chains. The mma.sync generation, on FP8 operands: it needs sm_89's e4m3 mma.sync

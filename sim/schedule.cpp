@@ -601,9 +601,10 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
     // FlashAttention-2's split rule (core/kernel_traits.h), against one CTA per SM.
     // A variant that declares kv_splits makes the split part of its function (turbo: the SAS merge order,
     // core/variants/turbo_chains.h): the same rule on every GPU.
-    // A warp-chain kernel (kivi) splits against the warps the GPU holds (kernels/kivi/kivi_decode.cu,
-    // kivi_decode_chains), which its rings' shared memory decides; fireq by balanced_warp_chains over the
-    // same CTAs (kernels/fireq/fireq_decode.cu, fireq_decode_chains).
+    // A warp-chain kernel splits against the CTAs the GPU holds, which its rings' shared memory (and registers)
+    // decide: kivi and fireq by balanced_warp_chains (kernels/kivi/kivi_decode.cu kivi_decode_chains,
+    // kernels/fireq/fireq_decode.cu fireq_decode_chains: the traits column balanced_chains); a warp-chain row without
+    // it by decode_splits over the warps.
     long slots = gpu.sm_count, ctas = 1;
     if (s.warp_chains) {
       Schedule probe = s;

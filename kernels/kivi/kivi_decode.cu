@@ -493,9 +493,9 @@ cudaError_t kivi_decode_warps_per_sm(const KiviCacheArgs& c, int& warps) {
   return dispatch(c.head_dim, c.bits, [&]<int D, int BITS>() { return occupancy<D, BITS>(c.group, warps); });
 }
 
-int kivi_decode_chains(int pairs, int tiles, long gpu_warps) {
-  if (tiles < 1) return 1;
-  return decode_splits(pairs, gpu_warps > 0 ? gpu_warps : 1, tiles, kMaxChains);
+int kivi_decode_chains(int pairs, int tiles, int sm_count, int warps_per_sm) {
+  static_assert(kTraits.balanced_chains);  // the cost model applies the same rule (sim/schedule.cpp)
+  return balanced_warp_chains(pairs, tiles, sm_count, warps_per_sm / kWarps, kWarps, kMaxChains);
 }
 
 size_t kivi_decode_workspace_bytes(const KiviDecodeArgs& a) {

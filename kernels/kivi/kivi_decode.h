@@ -49,10 +49,11 @@ int kivi_decode_tiles(const KiviCacheArgs& c);
 // The warps one SM holds at once for this cache's kernel (occupancy × warps per CTA).
 cudaError_t kivi_decode_warps_per_sm(const KiviCacheArgs& c, int& warps);
 
-// Chains per pair for `pairs` pairs of `tiles` tiles on a GPU holding `gpu_warps` warps at once: flash2's
-// decode rule (core/kernel_traits.h decode_splits, ≤ 128) with warps as the unit — none while the pairs
-// alone fill 80% of the warps, else the fewest chains within 85% of the best wave efficiency; ≤ tiles.
-int kivi_decode_chains(int pairs, int tiles, long gpu_warps);
+// Chains per pair for `pairs` pairs of `tiles` tiles on `sm_count` SMs holding `warps_per_sm` warps each
+// (kivi_decode_warps_per_sm): core/kernel_traits.h's balanced_warp_chains (≤ 128, ≤ tiles) — every chain resident
+// at once, the shortest chains, the fewest among equals; one when the pairs alone fill the GPU. Since v5: flash2's
+// decode_splits before took 11 chains at GQA 4:1 on an H100 at three CTAs per SM (3 CTAs on 88 SMs, 2 on 44).
+int kivi_decode_chains(int pairs, int tiles, int sm_count, int warps_per_sm);
 size_t kivi_decode_workspace_bytes(const KiviDecodeArgs& a);
 
 // Test support: K̂ and V̂ of pair 0's quantized slots as the chains kernel dequantizes them (its unpacking, the

@@ -95,7 +95,7 @@ KiviDecodeArgs kivi_decode_args(const Problem& p, const KiviDeviceCache& c, cons
 int kivi_chains_here(const Problem& p, const KiviDeviceCache& c, int sm_count) {
   int warps = 0;
   ATTNLAB_CUDA(kivi_decode_warps_per_sm(c.args, warps));
-  return kivi_decode_chains(int(p.batch * p.kv_heads), kivi_decode_tiles(c.args), long(warps) * sm_count);
+  return kivi_decode_chains(int(p.batch * p.kv_heads), kivi_decode_tiles(c.args), sm_count, warps);
 }
 
 KiviDecodeOutput kivi_decode_once(const Problem& p, const KiviDeviceCache& c, const __half* q, int chains) {

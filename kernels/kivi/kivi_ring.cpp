@@ -87,7 +87,7 @@ class KiviRing final : public ImageRing<ChunkImage> {
     a.scale = static_cast<float>(p_.scale());
     if (q_rows != 1) throw std::logic_error("kivi ring: decode has one query row");
     if (warps_per_sm_ == 0) ATTNLAB_CUDA(kivi_decode_warps_per_sm(a.cache, warps_per_sm_));
-    a.chains = kivi_decode_chains(a.cache.pairs, kivi_decode_tiles(a.cache), long(warps_per_sm_) * sm_count_);
+    a.chains = kivi_decode_chains(a.cache.pairs, kivi_decode_tiles(a.cache), sm_count_, warps_per_sm_);
     return a;
   }
 

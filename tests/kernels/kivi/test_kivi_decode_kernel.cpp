@@ -286,13 +286,19 @@ TEST_CASE("kivi decode kernel: refused shapes and the chain rule", "[kernels][ki
   CHECK(kernels::kivi_decode(a, nullptr) == cudaErrorInvalidValue);
   a.chains = 2;  // no workspace for the merge
   CHECK(kernels::kivi_decode(a, nullptr) == cudaErrorInvalidValue);
-  // H100 (132 SMs) at d = 128 held 8 warps per SM in v3 (two CTAs of four): B = 16, N = 32768 (512 tiles).
-  CHECK(kernels::kivi_decode_chains(16 * 32, 512, 132 * 8) == 2);  // H = 32: 1024 warps, one wave
-  CHECK(kernels::kivi_decode_chains(16 * 8, 512, 132 * 8) == 8);   // GQA 32/8: likewise
-  CHECK(kernels::kivi_decode_chains(4096, 512, 132 * 8) == 1);     // enough pairs already
-  CHECK(kernels::kivi_decode_chains(1, 3, 132 * 8) == 3);          // never more than the tiles
-  // v4 at d = 128, 2 bits: 12 warps per SM. H = 32: 1 536 warps of 1 584 (97%) in one wave.
-  CHECK(kernels::kivi_decode_chains(16 * 32, 512, 132 * 12) == 3);
+  // balanced_warp_chains on an H100 (132 SMs), B = 16, N = 32768 (512 tiles). d = 128, 4 bits: 8 warps per SM
+  // (two CTAs of four).
+  CHECK(kernels::kivi_decode_chains(16 * 32, 512, 132, 8) == 2);  // H = 32: 256 CTAs of 264, one wave
+  CHECK(kernels::kivi_decode_chains(16 * 8, 512, 132, 8) == 8);   // GQA 32/8: likewise
+  CHECK(kernels::kivi_decode_chains(4096, 512, 132, 8) == 1);     // the pairs alone fill the GPU more than once
+  CHECK(kernels::kivi_decode_chains(1, 3, 132, 8) == 3);          // never more than the tiles
+  // d = 128, 2 bits (v4): 12 warps per SM. H = 32: 384 CTAs of 396. GQA 32/8: 12 chains of 43 tiles (384 CTAs, at
+  // most 3 an SM) where decode_splits' first wave fill within 85% of the best took 11 of 47 (352 CTAs: 3 on 88 SMs,
+  // 2 on 44 — the busiest SMs ran 12 chains of 47 tiles).
+  CHECK(kernels::kivi_decode_chains(16 * 32, 512, 132, 12) == 3);
+  CHECK(kernels::kivi_decode_chains(16 * 8, 512, 132, 12) == 12);
+  // The fewest chains among equally short ones: 40 tiles in 12 chains are 4 long, as in 10.
+  CHECK(kernels::kivi_decode_chains(16 * 8, 40, 132, 12) == 10);
 }
 
 }  // namespace
