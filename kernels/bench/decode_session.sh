@@ -22,7 +22,8 @@
 #               the same rebuilt with four CTAs per SM at d 128, 2 bits (kivi_decode.cu's kCtasD128Bits2, restored
 #               after), cuDNN and the copy on the shapes (peer_bench.py over both), and Nsight Compute on one launch of
 #               each build's 2-bit kernel at MHA
-#   STEP=ncu-gqa  Nsight Compute alone on kivi 2-bit, turbo 2-bit and the turbo mix at GQA 32/8 (the rows below 70%)
+#   STEP=ncu-gqa  Nsight Compute alone on kivi 2-bit, turbo 2-bit and the turbo mix at GQA 32/8 (the rows below 70%;
+#               NCU_ROWS names others, e.g. "turbo:2"), every SASS instruction's samples of SASS_ROWS' (kivi:2)
 #   STEP=kivi-quick  the least that checks kivi v4 with a few device minutes: attnlab alone built, kivi decode on a
 #               small problem against the reference (attnlab run's errors), attnlab bench of kivi 2- and 4-bit at MHA
 #               and GQA 32/8 (B 16, N 32k, d 128); no tests, no peers
@@ -101,7 +102,7 @@ ncu-gqa)
   # The kernels item 3 leaves below 70% at GQA 32/8 (B 16, N 32k, d 128), Nsight Compute only (build-gpu/ kept from
   # an earlier call, else built): issue rate, stalls, DRAM bytes, and kivi 2-bit's SASS samples
   ensure_built || exit 1
-  for v in kivi:2 turbo:2 turbo:mix; do
+  for v in ${NCU_ROWS:-kivi:2 turbo:2 turbo:mix}; do
     case $v in
     kivi*) variant='{"id": "kivi", "params": {"bits": 2}}' ;;
     turbo:2) variant='{"id": "turbo", "params": {"two_bit_heads": 8}}' ;;
@@ -110,8 +111,10 @@ ncu-gqa)
     one_launch_config configs/bench-turbo-decode-gqa.json "$variant" >"$out/ncu-$v.json"
     ncu_attnlab "$v" "turbo_chains_kernel|kivi_chains_kernel" "$out/ncu-$v.json" 2
   done
-  sass_samples kivi-2 --kernel-name regex:"kivi_chains_kernel" --launch-skip 2 \
-    build-gpu/bin/attnlab run --config "$out/ncu-kivi:2.json"
+  for v in ${SASS_ROWS:-kivi:2}; do
+    sass_samples "${v/:/-}" --kernel-name regex:"turbo_chains_kernel|kivi_chains_kernel" --launch-skip 2 \
+      build-gpu/bin/attnlab run --config "$out/ncu-$v.json"
+  done
   ;;
 compressed-fig6)
   bench_ours fig6-shapes configs/bench-compressed-decode-fig6.json 52
