@@ -100,7 +100,7 @@ compressed)
   ;;
 ncu-gqa)
   # The kernels item 3 leaves below 70% at GQA 32/8 (B 16, N 32k, d 128), Nsight Compute only (build-gpu/ kept from
-  # an earlier call, else built): issue rate, stalls, DRAM bytes, and kivi 2-bit's SASS samples
+  # an earlier call, else built): issue rate, stalls, DRAM bytes, and the SASS samples of SASS_ROWS
   ensure_built || exit 1
   for v in ${NCU_ROWS:-kivi:2 turbo:2 turbo:mix}; do
     case $v in
