@@ -175,8 +175,8 @@ struct DecodeIssue {
   // at G 1: 3.51, 3.20), so those rows overstate a long run's stall. A row without one would take the spec's L̄.
   StallParts stall = {};
 };
-// kivi decode v3's warp stall at d 128 (the kivi rows of kDecodeIssue say where it comes from).
-inline constexpr StallParts kKiviD128Stall = {1.05, 0.18, 0.03, 0, 0.78};
+// kivi decode v4's warp stall at d 128 (the kivi rows of kDecodeIssue say where it comes from).
+inline constexpr StallParts kKiviD128Stall = {1.07, 0.15, 0.07, 0, 1.08};
 inline constexpr DecodeIssue kDecodeIssue[] = {
     {"turbo", 128, 1, 4, 947.4, {1.41, 0.46, 0.46, 0.01, 0.87}},  {"turbo", 128, 1, 2, 1183.8, {1.42, 0.37, 0.09, 0.01, 1.52}},
     {"turbo", 128, 2, 4, 1350.0, {1.04, 0.44, 0.39, 0.04, 0.94}}, {"turbo", 128, 2, 2, 1653.2, {1.12, 0.44, 0.24, 0.04, 2.92}},
@@ -184,22 +184,23 @@ inline constexpr DecodeIssue kDecodeIssue[] = {
     {"turbo", 128, 8, 4, 1868.0, {0.85, 0.23, 0.66, 0.03, 2.65}}, {"turbo", 128, 8, 2, 2493.2, {0.75, 0.20, 0.39, 0.02, 2.54}},
     {"turbo", 64, 1, 4, 655.3, {1.43, 0.82, 0.54, 0.04, 1.69}},   {"turbo", 64, 1, 2, 851.8, {1.60, 0.52, 0.17, 0.03, 1.14}},
     {"turbo", 64, 4, 4, 1061.8, {0.95, 0.49, 0.78, 0.06, 2.55}},  {"turbo", 64, 4, 2, 1496.9, {0.93, 0.39, 0.41, 0.04, 1.17}},
-    // kivi decode v3 at d 128 (kernels/kivi/kivi_decode.cu: one LOP3 a register; v4's FP16 path is v3's, its FP32
-    // path — ≈ 0.2% of llm_like's slots — now a called function): G 1 measured on an H100 on 2026-12-06 at B 16,
-    // H 32/32, N 32k (kernels/bench/h100-kivi-decode-mha-ncu-2026-12-06.txt: 355 992 748 and 380 544 716 warp
-    // instructions over 262 144 warp-tiles, the prologue included). The other groups: G 1's count plus v2's measured
-    // step from G 1 to that group (kernels/bench/h100-kivi-v2-decode-instructions-2026-12-05.csv: +5 … +20 — the query
-    // heads are the MMA's N columns, so the loop is the same at every group). The stall (kKiviD128Stall): 2 bits, the
-    // same launch's SASS samples (sass-kivi-2-mha of the call, 79 067 samples; 3.40 cycles per issued instruction at
-    // 1.88 warps per scheduler): "wait" 1.05, short scoreboard and MIO 0.18, long scoreboard 0.03, and other 0.78
-    // (dispatch 0.29, math-pipe throttle 0.26, no instruction 0.16, branch 0.08) — the repairman model
-    // (sim/cost_model.h step 2) at that occupancy gives 0.56 issued a cycle, Nsight Compute measured 0.55. The 4-bit
-    // rows take the 2-bit split (their reasons were not sampled; the kernel is bound by DRAM there, 86% of peak).
-    // d 64: v2's counts and v1's stalls (not measured since).
-    {"kivi", 128, 1, 4, 1451.7, kKiviD128Stall}, {"kivi", 128, 1, 2, 1358.0, kKiviD128Stall},
-    {"kivi", 128, 2, 4, 1457.3, kKiviD128Stall}, {"kivi", 128, 2, 2, 1362.9, kKiviD128Stall},
-    {"kivi", 128, 4, 4, 1464.9, kKiviD128Stall}, {"kivi", 128, 4, 2, 1370.4, kKiviD128Stall},
-    {"kivi", 128, 8, 4, 1471.3, kKiviD128Stall}, {"kivi", 128, 8, 2, 1377.2, kKiviD128Stall},
+    // kivi decode at d 128, 2 bits: v4 (kernels/kivi/kivi_decode.cu: the FP32 path — ≈ 0.2% of llm_like's slots — a
+    // called function, three CTAs per SM) measured on an H100 on 2026-12-06 at B 16, N 32k: G 1 (H 32/32) 364 733 903
+    // warp instructions over 262 144 warp-tiles (kernels/bench/h100-kivi-decode-v4-mha-ncu-2026-12-06.txt), G 4
+    // (32/8) 93 054 211 over 65 536 (h100-compressed-decode-gqa-v4-ncu-2026-12-06.txt), the prologues included; G 2
+    // and G 8 by v2's measured steps (kernels/bench/h100-kivi-v2-decode-instructions-2026-12-05.csv: G 1 → 2 +4.9,
+    // G 4 → 8 +6.8 — the query heads are the MMA's N columns, so the loop is nearly the same at every group). 4 bits:
+    // v3's counts (G 1 measured, 2026-12-06, h100-kivi-decode-mha-ncu-2026-12-06.txt; the others by v2's steps) — v4's
+    // 4-bit kernel (224 registers, two CTAs, as v3) was not profiled. The stall (kKiviD128Stall): v4's 2-bit kernel at
+    // G 4, the SASS samples of that launch (19 445 samples, 3.97 cycles per issued instruction at 2.50 warps per
+    // scheduler): "wait" 1.07, short scoreboard and MIO 0.15, long scoreboard 0.07, and other 1.08 (math-pipe throttle
+    // 0.47, dispatch 0.40, no instruction 0.12, branch 0.09) — against v3's {1.05, 0.18, 0.03, 0, 0.78} at 1.88 warps:
+    // the third CTA's warps wait on the same pipes and the same dispatch. The 4-bit rows take the 2-bit split (bound
+    // by DRAM there). d 64: v2's counts and v1's stalls (not measured since).
+    {"kivi", 128, 1, 4, 1451.7, kKiviD128Stall}, {"kivi", 128, 1, 2, 1391.3, kKiviD128Stall},
+    {"kivi", 128, 2, 4, 1457.3, kKiviD128Stall}, {"kivi", 128, 2, 2, 1396.2, kKiviD128Stall},
+    {"kivi", 128, 4, 4, 1464.9, kKiviD128Stall}, {"kivi", 128, 4, 2, 1419.9, kKiviD128Stall},
+    {"kivi", 128, 8, 4, 1471.3, kKiviD128Stall}, {"kivi", 128, 8, 2, 1426.7, kKiviD128Stall},
     {"kivi", 64, 1, 4, 988.5, {0.76, 0.20, 0.05, 0, 0.84}},    {"kivi", 64, 1, 2, 951.7, {0.64, 0.17, 0.02, 0, 0.88}},
     {"kivi", 64, 4, 4, 994.6, {0.82, 0.23, 0.15, 0, 0.89}},    {"kivi", 64, 4, 2, 957.7, {0.69, 0.20, 0.07, 0, 0.91}},
     // fireq decode v11 (kernels/fireq/fireq_decode.cu, sm_90's FP16-MMA form) at the benchmark's shape (B 16, N 32768,
