@@ -49,8 +49,9 @@
 // one launch per width, 2-bit at 16 warps per SM; v10 — one launch over both widths where that gains
 // nothing, P·V's rows spread through shared memory; v11 — the MMA's rows replicated (row g holds
 // query row g mod GE), so the scores' spread is a choice among registers and Z needs no shuffle, and the
-// P codes gathered through shared memory; v13 — the saturating channels' loops rolled at GE ≥ 4; v14 (this) — at
-// GE = 4 the two lanes of a replicated row fold half the k-steps each and swap the words.
+// P codes gathered through shared memory; v13 — the saturating channels' loops rolled at GE ≥ 4; v14 — at
+// GE = 4 the two lanes of a replicated row fold half the k-steps each and swap the words; v15 (this) — the
+// saturating channels' loops skipped where no channel of the block may saturate.
 #include "kernels/turbo/turbo_decode.h"
 
 #include "core/kernel_traits.h"
@@ -365,6 +366,15 @@ __device__ __forceinline__ uint32_t flags_of_block(const uint32_t (&flags)[KS], 
   return m;
 }
 
+// Whether any channel of the block's flags (flags_of_block's words) may saturate.
+template <int KS>
+__device__ __forceinline__ bool any_flag(const uint32_t (&flags)[KS]) {
+  uint32_t m = 0;
+#pragma unroll
+  for (int k = 0; k < KS; ++k) m |= flags[k];
+  return m != 0;
+}
+
 // One coded block (its stage in shared memory) of a BITS-wide pair.
 template <int D, int GE, int BITS, class Exp>
 __device__ void coded_tile(uint8_t* stage, const int8_t* q8, float s_q, int rows, bool may_saturate, float scale,
@@ -494,20 +504,25 @@ __device__ void coded_tile(uint8_t* stage, const int8_t* q8, float s_q, int rows
   // saturate never runs it). At GE ≤ 2 rolled costs spills (ptxas: 68 bytes at d 128, 2-bit), so it unrolls.
   constexpr int kSaturationUnroll = GE >= 4 ? 1 : KS;
   const int row = Spread<GE>::row();
+  // Rolled, the loop is skipped as a whole where no K channel of the block may saturate (warp-uniform: the flags are
+  // ballots), so such a block pays one test instead of the KS iterations (≈ 44 instructions a tile at GE = 4, v15).
+  // Unrolled, each block's own test is already that cheap, and the skip's test cost the G = 1 kernels spills.
+  if (kSaturationUnroll == KS || any_flag<KS>(kflag)) {
 #pragma unroll kSaturationUnroll
-  for (int i = 0; i < KS; ++i)
-    for (uint32_t m = flags_of_block<KS>(kflag, i); m != 0; m &= m - 1) {
-      const int c = 32 * i + __ffs(m) - 1;
-      const int s = sz[c], z = sz[D + c], qv = q8[row * D + c];
+    for (int i = 0; i < KS; ++i)
+      for (uint32_t m = flags_of_block<KS>(kflag, i); m != 0; m &= m - 1) {
+        const int c = 32 * i + __ffs(m) - 1;
+        const int s = sz[c], z = sz[D + c], qv = q8[row * D + c];
 #pragma unroll
-      for (int i2 = 0; i2 < GE; ++i2)
+        for (int i2 = 0; i2 < GE; ++i2)
 #pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const auto at = layout::k_code_at(Spread<GE>::token(i2, e), c, D, BITS);  // int arithmetic
-          const int code = (kc[at.byte] >> at.shift) & L;
-          ss[i2][e] += qv * sat127((code + z) * s);
-        }
-    }
+          for (int e = 0; e < 2; ++e) {
+            const auto at = layout::k_code_at(Spread<GE>::token(i2, e), c, D, BITS);  // int arithmetic
+            const int code = (kc[at.byte] >> at.shift) & L;
+            ss[i2][e] += qv * sat127((code + z) * s);
+          }
+      }
+  }
   dump_scores<GE>(dump, row_stride, ss);
 
   uint32_t ap[2][2];
@@ -557,28 +572,30 @@ __device__ void coded_tile(uint8_t* stage, const int8_t* q8, float s_q, int rows
       const int c = Spread<GE>::token(i, e);  // the channel (same index rule as the tokens of a tile)
       x[i][e] = int(sz[2 * D + c]) * (x[i][e] + int(sz[3 * D + c]) * psum);
     }
-  // Saturating V channels: the row's sum over its 64 tokens, from the spread P codes (rolled as K's).
+  // Saturating V channels: the row's sum over its 64 tokens, from the spread P codes (rolled and skipped as K's).
+  if (kSaturationUnroll == KS || any_flag<KS>(vflag)) {
 #pragma unroll kSaturationUnroll
-  for (int i = 0; i < KS; ++i)
-    for (uint32_t m = flags_of_block<KS>(vflag, i); m != 0; m &= m - 1) {
-      const int c = 32 * i + __ffs(m) - 1;
-      const int s = sz[2 * D + c], z = sz[3 * D + c];
-      int part = 0;
+    for (int i = 0; i < KS; ++i)
+      for (uint32_t m = flags_of_block<KS>(vflag, i); m != 0; m &= m - 1) {
+        const int c = 32 * i + __ffs(m) - 1;
+        const int s = sz[2 * D + c], z = sz[3 * D + c];
+        int part = 0;
 #pragma unroll
-      for (int i2 = 0; i2 < GE; ++i2)
+        for (int i2 = 0; i2 < GE; ++i2)
 #pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const auto at = layout::v_code_at(Spread<GE>::token(i2, e), c, D, BITS);
-          const int code = (vc[at.byte] >> at.shift) & L;
-          part += pq[i2][e] * sat127((code + z) * s);
-        }
-      part = row_sum<GE>(part);
+          for (int e = 0; e < 2; ++e) {
+            const auto at = layout::v_code_at(Spread<GE>::token(i2, e), c, D, BITS);
+            const int code = (vc[at.byte] >> at.shift) & L;
+            part += pq[i2][e] * sat127((code + z) * s);
+          }
+        part = row_sum<GE>(part);
 #pragma unroll
-      for (int i2 = 0; i2 < NO; ++i2)
+        for (int i2 = 0; i2 < NO; ++i2)
 #pragma unroll
-        for (int e = 0; e < 2; ++e)
-          if (c == Spread<GE>::token(i2, e)) x[i2][e] = part;
-    }
+          for (int e = 0; e < 2; ++e)
+            if (c == Spread<GE>::token(i2, e)) x[i2][e] = part;
+      }
+  }
   accumulate<D, GE>(ch, x, __fmul_rn(sp, bs.y));
 }
 
