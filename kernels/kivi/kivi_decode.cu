@@ -11,7 +11,8 @@
 // through its own two-stage cp.async ring; residual tiles are read straight into A fragments with
 // 16-byte loads (the layout stores them in fragment order). No CTA-wide barrier. With C > 1 chains per
 // pair a second kernel merges their normalized outputs as flash2's decode merge does:
-// O = Σ_c e^{L_c − L}·O_c, L = log Σ_c e^{L_c}. C comes from decode_splits over the warps the GPU holds.
+// O = Σ_c e^{L_c − L}·O_c, L = log Σ_c e^{L_c}. C comes from balanced_warp_chains over the CTAs the GPU holds
+// (kivi_decode_chains; v5 — decode_splits over its warps before).
 //
 // Dequantization, exactly as core/quant/kivi.cpp: x̂ = fp16(fl(fl(q·s) + z)) with the group's FP16 s and z.
 // q·s is exact in FP32 (q < 2⁴, s has 11 significant bits), so the reference rounds twice: q·s + z to FP32,
