@@ -70,7 +70,10 @@ static_assert(kTraits.warp_chains && find_kernel_traits("kivi", 64, 80, true)->w
 constexpr int kT = 64;                // tokens per tile
 constexpr int kMT = kT / 16;          // 16-token m-tiles (Q·Kᵀ) or k-steps (P·V) per tile
 constexpr int kRows = 8;              // query heads per KV head the MMA's N columns hold
-constexpr int kMaxChains = 128;       // flash2's decode_splits_max
+constexpr int kMaxChains = kTraits.decode_splits_max;  // the cost model caps balanced_warp_chains by the same row
+static_assert(find_kernel_traits("kivi", 64, 80, true)->decode_splits_max == kMaxChains &&
+              find_kernel_traits("kivi", 64, 80, true)->balanced_chains == kTraits.balanced_chains,
+              "one chain rule for both head dims: kivi_decode_chains does not look at d");
 using decode_chain::Chain;
 static_assert(layout::kTile == kT, "the kernel's tile is the layout's slot");
 
@@ -370,11 +373,11 @@ __device__ void run_chain(const KiviDecodeArgs& a, int pair, int chain, uint8_t*
 // CTAs per SM the register budget is held to (ptxas -v on sm_90a, no spills). v3 (the FP32 path inlined): d = 128
 // took 224–226 registers (two CTAs, 8 warps per SM; capped at 168 it spilled), d = 64 148–154 (three). v4: d = 128 at
 // 2 bits 166 registers, three CTAs (12 warps; 48 KB of shared memory a CTA); at 4 bits 224, two — its 80 KB a CTA
-// allow no third; d = 64 128, four CTAs (16 warps; 24 / 40 KB). Nsight Compute on v3 (kernels/PERF.md, "kivi 2-bit
-// at MHA"): 1.88 warps a scheduler issued 0.55 instructions a cycle, each warp waiting 2.0 cycles after an
-// instruction — the 2-bit cache was bound by too few warps, not by issue. Four CTAs at d = 128, 2 bits would fit the
-// shared memory, but ptxas then spills (128 registers; 32 bytes stored, 56 loaded): measured against three by
-// kernels/bench/decode_session.sh STEP=kivi (its A/B edits kCtasD128Bits2); three until then.
+// allow no third; d = 64 128, four CTAs (16 warps; 24 / 40 KB). Measured (H100, B 16, N 32k; kernels/PERF.md, "kivi
+// decode v4 measured"): the third CTA took MHA 2 bits 0.714 → 0.667 ms, the issue rate only 0.55 → 0.61 a scheduler-
+// cycle (more warps, each waiting longer). Four CTAs at d = 128, 2 bits fit the shared memory, but ptxas then spills
+// (128 registers; 32 bytes stored, 56 loaded) and the same call measured them 3% slower than three
+// (kernels/bench/decode_session.sh STEP=kivi edits kCtasD128Bits2 for that A/B).
 constexpr int kCtasD128Bits2 = 3;
 template <int D, int BITS>
 constexpr int kMinBlocks = D == 128 ? (BITS == 2 ? kCtasD128Bits2 : 2) : 4;
