@@ -211,6 +211,7 @@ DeviceImage device_image(const HeadCache& c, int64_t block_c, int64_t slots) {
       szp[ch] = int8_t(kb.s_int[size_t(ch)]), szp[d + ch] = int8_t(kb.z_int[size_t(ch)]);
       szp[2 * d + ch] = int8_t(vb.s_int[size_t(ch)]), szp[3 * d + ch] = int8_t(vb.z_int[size_t(ch)]);
     }
+    turbo_layout::write_saturation_flags(szp, d, c.bits);
     img.block_scales[2 * j] = kb.scale8, img.block_scales[2 * j + 1] = vb.scale8;
   }
   for (int64_t tau = 0; tau < c.pending(); ++tau)

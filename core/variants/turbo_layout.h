@@ -5,7 +5,8 @@
 // One KV head's cache is a run of fixed-size slots, one per block of B_c tokens (TurboAttention §3.1:
 // step 2 is per channel within each block), followed by the INT8 decode buffer of n_b = B_c tokens (§3.3):
 //   slot s:   K codes (B_c·d·b/8 bytes) | V codes (B_c·d·b/8 bytes)        in the head's code array
-//             s_int, z_int of K (d + d INT8) | s_int, z_int of V (d + d)  in the head's scale array
+//             s_int, z_int of K (d + d INT8) | s_int, z_int of V (d + d)  in the head's scale array,
+//             then the K and V channels' saturation flags (d + d bits)
 //             s_K, s_V (two FP32)                                         in the head's block-scale array
 //   buffer:   K (B_c·d INT8) | V (B_c·d INT8), pending tokens at their positions, unused ones 0.
 // b ∈ {2, 4} is the head's cache width (Eq. 12). A block shorter than B_c (the prefill's last) keeps its
@@ -105,7 +106,35 @@ ATTNLAB_HD constexpr int64_t v8_at(int64_t tau, int64_t c, int64_t d) {
   return 4 * ((((kappa * (d / 8) + jc) * 32 + lane) * 2) + h) + i;
 }
 
-// Per-slot scale array: K's s_int, K's z_int, V's s_int, V's z_int, d INT8 each.
-ATTNLAB_HD constexpr int64_t scale_zero_bytes(int64_t d) { return 4 * d; }
+// Whether channel (s_int, z_int) of a b-bit block may saturate when dequantized (core/quant/progressive.h:
+// sat₁₂₇((code + z_int)·s_int), code ∈ [0, L], L = 2^b − 1). s_int > 0, so (code + z_int)·s_int is monotonic in
+// the code and its extremes are code 0 and code L: exactly then some code of the channel leaves [−127, 127].
+ATTNLAB_HD constexpr bool may_saturate(int s_int, int z_int, int bits) {
+  const int top = (1 << bits) - 1;
+  return z_int * s_int < -127 || (top + z_int) * s_int > 127;
+}
+
+// Per-slot scale array: K's s_int, K's z_int, V's s_int, V's z_int, d INT8 each; then the saturation flags, d bits
+// for K and d for V: bit c mod 32 of word c / 32 says may_saturate of channel c (K's d / 32 words, then V's). The
+// flags are derived from s_int and z_int when a block is written (prefill or flush), so the decode kernel reads
+// them instead of testing every channel of every block it streams (two ballots per 32 channels; kernels/PERF.md,
+// turbo decode v16): 1 bit per block and channel, 32 bytes a block at d 128 (+0.7% of a 2-bit block's bytes).
+ATTNLAB_HD constexpr int64_t saturation_flag_bytes(int64_t d) { return 2 * d / 8; }
+ATTNLAB_HD constexpr int64_t saturation_flags_at(int64_t d) { return 4 * d; }  // their byte offset in the slot
+ATTNLAB_HD constexpr int64_t scale_zero_bytes(int64_t d) { return 4 * d + saturation_flag_bytes(d); }
+
+// The flag words of one slot from its s_int, z_int (sz: the slot's scale array; writes its flags).
+ATTNLAB_HD inline void write_saturation_flags(int8_t* sz, int64_t d, int bits) {
+  int8_t* flags = sz + saturation_flags_at(d);  // little-endian words, written a byte at a time
+  for (int64_t which = 0; which < 2; ++which)
+    for (int64_t w = 0; w < d / 32; ++w) {
+      uint32_t m = 0;
+      for (int64_t i = 0; i < 32; ++i) {
+        const int64_t c = 32 * w + i;
+        m |= uint32_t(may_saturate(sz[2 * d * which + c], sz[2 * d * which + d + c], bits)) << i;
+      }
+      for (int64_t b = 0; b < 4; ++b) flags[4 * (which * (d / 32) + w) + b] = int8_t(uint8_t(m >> (8 * b)));
+    }
+}
 
 }  // namespace attnlab::turbo_layout

@@ -16,6 +16,7 @@
 
 #include "core/probes.h"
 #include "core/registry.h"
+#include "core/variants/turbo_layout.h"
 
 #include <fmt/format.h>
 
@@ -27,7 +28,7 @@ namespace attnlab::kernels {
 
 namespace {
 
-// Bytes one attention launch must move: every coded block's codes, s_int/z_int and block scales, the
+// Bytes one attention launch must move: every coded block's codes, s_int/z_int, saturation flags and block scales, the
 // buffer when it holds tokens, the universal scales, q (FP32) in and O (FP16), L (FP32) out.
 double step_bytes(const Problem& p, const TurboDeviceCache& c) {
   const int tiles = turbo_decode_tiles(c.args);
@@ -36,7 +37,7 @@ double step_bytes(const Problem& p, const TurboDeviceCache& c) {
   const int64_t coded = tiles - (pending > 0 ? 1 : 0);
   double bytes = 0;
   for (int bits : c.head_bits)
-    bytes += double(coded) * double(2 * kTurboBlock * d * bits / 8 + 4 * d + 8) +
+    bytes += double(coded) * double(2 * kTurboBlock * d * bits / 8 + turbo_layout::scale_zero_bytes(d) + 8) +
              (pending > 0 ? double(2 * kTurboBlock * d + 8) : 0.0);
   const double rows = double(p.batch * p.q_heads);
   return bytes + rows * double(d) * (4 + 2) + rows * 4;

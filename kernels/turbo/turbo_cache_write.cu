@@ -25,6 +25,7 @@ size_t turbo_cache_write_scratch_bytes(const TurboCacheArgs& c) { return size_t(
 
 namespace {
 
+namespace layout = attnlab::turbo_layout;
 using turbo_quant::scale_for_span;
 // The inputs arrive in FP16 (the attention's, as flash2 reads them) or FP32 (the tests' exact comparison with
 // the reference); each value is taken to FP32, exactly, before anything is computed from it.
@@ -56,7 +57,7 @@ __global__ void __launch_bounds__(D) turbo_prefill_cache_kernel(const TurboCache
   const int bits = c.bits[pair];
   const int code_bytes = kTurboBlock * D * bits / 8;
   for (int i = ch; i < 2 * code_bytes / 4; i += D) words[i] = 0u;
-  int8_t* sz = c.scale_zero + (int64_t(pair) * c.slots + slot) * 4 * D;
+  int8_t* sz = c.scale_zero + (int64_t(pair) * c.slots + slot) * layout::scale_zero_bytes(D);
   float block_scale[2];
   for (int which = 0; which < 2; ++which) {
     const T* x = (which == 0 ? k : v) + int64_t(pair) * head_stride + int64_t(slot) * kTurboBlock * D + ch;
@@ -99,6 +100,7 @@ __global__ void __launch_bounds__(D) turbo_prefill_cache_kernel(const TurboCache
     turbo_compress::compress_channel(q, rows, ch, D, bits, up, which == 1, code_bytes, words, s_int, z_int);
     sz[2 * D * which + ch] = int8_t(s_int);
     sz[2 * D * which + D + ch] = int8_t(z_int);
+    turbo_compress::write_flag_word(sz, D, which, ch, layout::may_saturate(s_int, z_int, bits));
   }
   __syncthreads();
   if (tiles.cache) {

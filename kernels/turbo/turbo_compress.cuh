@@ -45,4 +45,13 @@ __device__ __forceinline__ void compress_channel(const int8_t (&q)[N], int rows,
   }
 }
 
+// The saturation flag of channel `ch` (one thread per channel, the CTA's d threads all here) into its slot's flag
+// word (turbo_layout.h: bit ch mod 32 of K's or V's word ch / 32): a ballot of the warp that holds channels
+// 32·w … 32·w + 31, written by its lane 0. sz: the slot's scale array; which: 0 for K, 1 for V.
+__device__ __forceinline__ void write_flag_word(int8_t* sz, int d, int which, int ch, bool flag) {
+  const uint32_t word = __ballot_sync(0xffffffffu, flag);
+  if (ch % 32 == 0)
+    reinterpret_cast<uint32_t*>(sz + turbo_layout::saturation_flags_at(d))[which * (d / 32) + ch / 32] = word;
+}
+
 }  // namespace attnlab::kernels::turbo_compress

@@ -17,7 +17,8 @@
 // loaded word), and the accumulator starts at Σ hi·z | Σ lo·z (one more MMA with z as B's column 0):
 // S_int = 128·C[g] + C[g + 8], exactly the INT32 product of Q^q1 with the reference's INT8 K̂.
 // Saturation (progressive.h): a 4-bit prefill block never saturates (|K̂| ≤ 119 + 8); otherwise a
-// channel may only if z·s < −127 or (L + z)·s > 127. Such channels (≈1% of channels, but in ~70% of
+// channel may only if z·s < −127 or (L + z)·s > 127 — a bit per channel the cache writer stores beside s and z
+// (turbo_layout.h's saturation flags). Such channels (≈1% of channels, but in ~70% of
 // 2-bit blocks, measured on llm_like and normal data) are left out of the fold (their q·s is set to 0)
 // and added per token with the saturating dequantization: S_int += q_c·sat((k + z_c)·s_c).
 // P·V likewise: Σ_t P_t·V̂_tc = s_c·(Σ_t P_t·k_tc + z_c·Σ_t P_t) for a channel that cannot saturate, so the
@@ -50,8 +51,9 @@
 // nothing, P·V's rows spread through shared memory; v11 — the MMA's rows replicated (row g holds
 // query row g mod GE), so the scores' spread is a choice among registers and Z needs no shuffle, and the
 // P codes gathered through shared memory; v13 — the saturating channels' loops rolled at GE ≥ 4; v14 — at
-// GE = 4 the two lanes of a replicated row fold half the k-steps each and swap the words; v15 (this) — the
-// saturating channels' loops skipped where no channel of the block may saturate.
+// GE = 4 the two lanes of a replicated row fold half the k-steps each and swap the words; v15 — the
+// saturating channels' loops skipped where no channel of the block may saturate; v16 (this) — the saturation
+// flags read from the cache (written with s and z) instead of tested per channel and tile.
 #include "kernels/turbo/turbo_decode.h"
 
 #include "core/kernel_traits.h"
@@ -88,10 +90,14 @@ struct Shape {
   static constexpr int KS = D / 32;  // k-steps of Q·Kᵀ
   static constexpr int NJ = D / 8;   // n-tiles (8 channels) of P·V
 };
-// One ring stage: a cache block's K and V codes, its s/z (4 per channel) and its two FP32 block scales.
-// BITS = 0 is the launch over both widths (launch_chains): its ring is sized for 4-bit blocks.
+// One ring stage: a cache block's K and V codes, its scale array (s/z, 4 per channel, and the saturation flags:
+// turbo_layout.h) and its two FP32 block scales. BITS = 0 is the launch over both widths (launch_chains): its ring
+// is sized for 4-bit blocks.
+template <int D>
+constexpr int kScaleBytes = int(layout::scale_zero_bytes(D));
+static_assert(kScaleBytes<64> % 16 == 0 && kScaleBytes<128> % 16 == 0, "the scale array is staged in 16-byte copies");
 template <int D, int BITS>
-constexpr int kStageBytes = 2 * kTurboBlock * D * (BITS == 0 ? 4 : BITS) / 8 + 4 * D + 16;
+constexpr int kStageBytes = 2 * kTurboBlock * D * (BITS == 0 ? 4 : BITS) / 8 + kScaleBytes<D> + 16;
 // Rows of Q codes a warp keeps: the GE rows of the spread (rows ≥ G hold zeros), at least the 128 bytes the
 // G = 1 fold reads as 32 words.
 template <int D, int GE>
@@ -387,19 +393,16 @@ __device__ void coded_tile(uint8_t* stage, const int8_t* q8, float s_q, int rows
   const uint8_t* kc = stage;
   const uint8_t* vc = stage + kCodeBytes;
   const int8_t* sz = reinterpret_cast<const int8_t*>(stage + 2 * kCodeBytes);
-  const float2 bs = *reinterpret_cast<const float2*>(stage + 2 * kCodeBytes + 4 * D);
+  const uint32_t* flag_words = reinterpret_cast<const uint32_t*>(stage + 2 * kCodeBytes + layout::saturation_flags_at(D));
+  const float2 bs = *reinterpret_cast<const float2*>(stage + 2 * kCodeBytes + kScaleBytes<D>);
 
-  // Channels that may saturate (see the head comment), one bit per channel.
-  // may_saturate is uniform across the warp: a 4-bit prefill block skips the test.
+  // Channels that may saturate (see the head comment), one bit per channel: the flags the cache writer derived
+  // from s/z (turbo_layout.h, v16; before, two ballots per 32 channels here, ≈ 105 instructions a tile).
+  // may_saturate is uniform across the warp: a 4-bit prefill block never saturates, whatever its flags say.
   uint32_t kflag[KS] = {}, vflag[KS] = {};
   if (may_saturate) {
 #pragma unroll
-    for (int i = 0; i < KS; ++i) {
-      const int c = 32 * i + lane;
-      const int ks_ = sz[c], kz = sz[D + c], vs_ = sz[2 * D + c], vz = sz[3 * D + c];
-      kflag[i] = __ballot_sync(kFull, kz * ks_ < -127 || (L + kz) * ks_ > 127);
-      vflag[i] = __ballot_sync(kFull, vz * vs_ < -127 || (L + vz) * vs_ > 127);
-    }
+    for (int i = 0; i < KS; ++i) kflag[i] = flag_words[i], vflag[i] = flag_words[KS + i];
   }
 
   // A fragments of the fold: row g holds hi, row g + 8 lo of q·s (0 for saturating channels) of query row
@@ -660,10 +663,11 @@ __device__ __forceinline__ void load_stage(uint8_t* stage, const TurboCacheArgs&
   const uint8_t* codes = c.codes + c.code_offset[pair] + int64_t(slot) * 2 * kCodeBytes;
 #pragma unroll
   for (int i = lane; i < 2 * kCodeBytes / 16; i += 32) cp_async_16(stage + 16 * i, codes + 16 * i, true);
-  const int8_t* sz = c.scale_zero + (int64_t(pair) * c.slots + slot) * 4 * D;
+  const int8_t* sz = c.scale_zero + (int64_t(pair) * c.slots + slot) * kScaleBytes<D>;
 #pragma unroll
-  for (int i = lane; i < 4 * D / 16; i += 32) cp_async_16(stage + 2 * kCodeBytes + 16 * i, sz + 16 * i, true);
-  if (lane == 0) cp_async_8(stage + 2 * kCodeBytes + 4 * D, c.block_scales + (int64_t(pair) * c.slots + slot) * 2);
+  for (int i = lane; i < kScaleBytes<D> / 16; i += 32) cp_async_16(stage + 2 * kCodeBytes + 16 * i, sz + 16 * i, true);
+  if (lane == 0)
+    cp_async_8(stage + 2 * kCodeBytes + kScaleBytes<D>, c.block_scales + (int64_t(pair) * c.slots + slot) * 2);
 }
 
 template <int D, int GE, int BITS, class Exp>
@@ -821,7 +825,7 @@ __global__ void __launch_bounds__(D) turbo_append_kernel(const TurboCacheArgs c,
   const int code_bytes = kTurboBlock * D * bits / 8;
   for (int i = ch; i < 2 * code_bytes / 4; i += D) words[i] = 0u;
   __syncthreads();
-  int8_t* sz = c.scale_zero + (int64_t(pair) * c.slots + slot) * 4 * D;
+  int8_t* sz = c.scale_zero + (int64_t(pair) * c.slots + slot) * layout::scale_zero_bytes(D);
   for (int which = 0; which < 2; ++which) {
     const int8_t* buf = which == 0 ? kb : vb;
     int8_t q[kTurboBlock];
@@ -830,6 +834,7 @@ __global__ void __launch_bounds__(D) turbo_append_kernel(const TurboCacheArgs c,
     turbo_compress::compress_channel(q, kTurboBlock, ch, D, bits, up, which == 1, code_bytes, words, s, z);
     sz[2 * D * which + ch] = int8_t(s);
     sz[2 * D * which + D + ch] = int8_t(z);
+    turbo_compress::write_flag_word(sz, D, which, ch, layout::may_saturate(s, z, bits));
   }
   __syncthreads();
   uint32_t* dst = reinterpret_cast<uint32_t*>(c.codes + c.code_offset[pair] + int64_t(slot) * 2 * code_bytes);

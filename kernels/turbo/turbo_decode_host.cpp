@@ -138,7 +138,8 @@ DeviceImage download_turbo_head(const TurboDeviceCache& c, int pair) {
   const int64_t d = a.head_dim, cb = turbo_layout::code_bytes(kTurboBlock, d, c.head_bits[size_t(pair)]);
   DeviceImage img;
   img.codes = download(a.codes + c.offsets[size_t(pair)], size_t(a.slots * 2 * cb));
-  img.scale_zero = download(a.scale_zero + int64_t(pair) * a.slots * 4 * d, size_t(a.slots * 4 * d));
+  img.scale_zero = download(a.scale_zero + int64_t(pair) * a.slots * turbo_layout::scale_zero_bytes(d),
+                            size_t(a.slots * turbo_layout::scale_zero_bytes(d)));
   img.block_scales = download(a.block_scales + int64_t(pair) * a.slots * 2, size_t(a.slots * 2));
   img.k_buffer = download(a.k_buffer + int64_t(pair) * kTurboBlock * d, size_t(kTurboBlock * d));
   img.v_buffer = download(a.v_buffer + int64_t(pair) * kTurboBlock * d, size_t(kTurboBlock * d));

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <set>
@@ -83,6 +84,29 @@ HeadCache random_cache(int64_t d, int bits, int64_t tokens, int64_t steps, uint3
                                     DecodeSettings{64, 119, bits, quant::IntScale::nearest, 64, steps});
 }
 
+// may_saturate (the flag the cache writers store) against its definition: some code 0 … L of the channel leaves
+// [−127, 127] after (code + z_int)·s_int — over every s_int and z_int the INT8 storage holds (progressive.h:
+// s_int ≥ 1), both widths.
+TEST_CASE("turbo layout: a channel's saturation flag is set exactly where one of its codes saturates", "[turbo][layout]") {
+  for (int bits : {2, 4}) {
+    int64_t flagged = 0, tested = 0;
+    for (int s = 1; s <= 127; ++s)
+      for (int z = -128; z <= 127; ++z) {
+        bool any = false;
+        for (int code = 0; code < (1 << bits); ++code) any = any || std::abs((code + z) * s) > 127;
+        INFO(fmt::format("bits {} s_int {} z_int {}", bits, s, z));
+        REQUIRE(turbo_layout::may_saturate(s, z, bits) == any);
+        flagged += any, ++tested;
+      }
+    CHECK(flagged > 0);
+    CHECK(flagged < tested);
+  }
+  // The scale array's size and where the flags start, as the kernels stage them (16-byte copies).
+  CHECK(turbo_layout::scale_zero_bytes(128) == 4 * 128 + 32);
+  CHECK(turbo_layout::saturation_flags_at(64) == 4 * 64);
+  CHECK(turbo_layout::scale_zero_bytes(64) % 16 == 0);
+}
+
 TEST_CASE("turbo layout: the kernel's unpacking of the device image gives the blocks' codes", "[turbo][layout]") {
   for (int64_t d : {64, 128})
     for (int bits : {2, 4}) {
@@ -99,6 +123,7 @@ TEST_CASE("turbo layout: the kernel's unpacking of the device image gives the bl
         return w;
       };
       auto byte_of = [](uint32_t w, int i) { return int((w >> (8 * i)) & 0xFF); };
+      int64_t flagged_channels = 0;
       for (size_t blk = 0; blk < c.k_blocks.size(); ++blk) {
         const uint8_t* kc = img.codes.data() + int64_t(blk) * 2 * cb;
         const uint8_t* vc = kc + cb;
@@ -136,16 +161,41 @@ TEST_CASE("turbo layout: the kernel's unpacking of the device image gives the bl
               }
             }
         }
-        const int8_t* sz = img.scale_zero.data() + int64_t(blk) * 4 * d;
+        // A slot's scale array: s_int, z_int of K and V (d INT8 each), then d/32 flag words for K and d/32 for V.
+        const int8_t* sz = img.scale_zero.data() + int64_t(blk) * (4 * d + 2 * d / 8);
         for (int64_t ch = 0; ch < d; ++ch) {
           REQUIRE(sz[ch] == kb.s_int[size_t(ch)]);
           REQUIRE(sz[d + ch] == kb.z_int[size_t(ch)]);
           REQUIRE(sz[2 * d + ch] == vb.s_int[size_t(ch)]);
           REQUIRE(sz[3 * d + ch] == vb.z_int[size_t(ch)]);
         }
+        // The saturation flags the decode kernel reads instead of testing s and z (bit ch mod 32 of word ch / 32):
+        // set exactly where some code 0 … L of the channel dequantizes outside [−127, 127]; so every value the
+        // block actually saturates has its channel flagged.
+        const uint8_t* flags = reinterpret_cast<const uint8_t*>(sz + 4 * d);
+        for (int which = 0; which < 2; ++which) {
+          const auto& b = which == 0 ? kb : vb;
+          for (int64_t ch = 0; ch < d; ++ch) {
+            const uint32_t w = word(flags, which * (d / 32) + ch / 32);
+            const bool flagged = (w >> (ch % 32)) & 1u;
+            bool some_code = false;
+            for (int code = 0; code < (1 << bits); ++code) {
+              const int back = (code + b.z_int[size_t(ch)]) * b.s_int[size_t(ch)];
+              some_code = some_code || back < -127 || back > 127;
+            }
+            REQUIRE(flagged == some_code);
+            for (int64_t tau = 0; tau < b.rows; ++tau) {
+              const int back = (b.codes[size_t(tau * d + ch)] + b.z_int[size_t(ch)]) * b.s_int[size_t(ch)];
+              if (back < -127 || back > 127) REQUIRE(flagged);
+            }
+            flagged_channels += flagged;
+          }
+        }
         CHECK(img.block_scales[2 * blk] == kb.scale8);
         CHECK(img.block_scales[2 * blk + 1] == vb.scale8);
       }
+      // Normal data at 2 bits has channels that may saturate (progressive.h: s_int up to 79); at 4 bits few or none.
+      if (bits == 2) CHECK(flagged_channels > 0);
       // The unused fifth slot is zero; pending buffer tokens sit at their fragment positions.
       for (int64_t b = 4 * 2 * cb; b < 5 * 2 * cb; ++b) REQUIRE(img.codes[size_t(b)] == 0);
       for (int lane = 0; lane < 32; ++lane) {
