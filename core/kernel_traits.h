@@ -39,6 +39,9 @@ struct KernelTraits {
   // The wide tile's cost per key against block_c's, measured (kv_tile = auto weighs it against the wide tile's padding
   // of the last tile: core/producer_loads.h's wide_tile_pays).
   float wide_tile_key_cost = 1.f;
+  // pow2_ctas's exception: where every pair of the cache is 2-bit and the query heads per KV head are at most this,
+  // three CTAs per SM where three fit (turbo decode at d 128, GE 4: kCtasPerSm; GE 8's registers allow two). 0: none.
+  int narrow_three_ctas_group = 0;
   // A warpgroup-MMA kernel's query rows per warpgroup (four warps): turbo's Alg. 1 query block.
   constexpr int warpgroup_rows() const { return block_r / (warps / 4); }
 };
@@ -78,9 +81,10 @@ inline constexpr KernelTraits kKernelTraits[] = {
     // carry the low half of q·s), B_c = one 64-token cache block; 4 warps per CTA, each its own chain
     // (core/variants/turbo_chains.h decides how many, not this table), 3 blocks in flight per warp. Registers:
     // the 2-bit kernel's 128 (its launch bounds ask for 4 CTAs per SM); the 4-bit one's 132 do not bind,
-    // shared memory holds it to 2 CTAs.
-    {"turbo",       64,  80,  8,   64,  4,    3,     128, 0, true, true, true},
-    {"turbo",       128, 80,  8,   64,  4,    3,     128, 0, true, true, true},
+    // shared memory holds it to 2 CTAs. A cache of 2-bit pairs at 3–4 query heads per KV head runs three CTAs (v17:
+    // 156 registers, 57 KB each; narrow_three_ctas_group 4).
+    {"turbo",       64,  80,  8,   64,  4,    3,     128, 0, true, true, true, false, false, 0, 1.f, 4},
+    {"turbo",       128, 80,  8,   64,  4,    3,     128, 0, true, true, true, false, false, 0, 1.f, 4},
     // turbo prefill (kernels/turbo/turbo_prefill_sm90.cu): two warpgroups of 64 query rows (each one of Alg. 1's
     // query blocks), B_c = 64 keys (the paper's tile, and the pre-pass's cache block). kv_loads = tma_producer: a TMA
     // producer warpgroup fills an eight-tile ring (16 KB a tile at d 128), the consumers at setmaxnreg's 240

@@ -26,6 +26,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 namespace attnlab::sim {
@@ -211,9 +212,22 @@ double ring_bytes_per_key(const KvCache& c, size_t i) {
 }
 
 // A warp-chain kernel's shared memory per CTA: each warp's ring of `stages` blocks of ring_per_key bytes per
-// key, and the group's query rows.
+// key, and the group's query rows — as many as the kernel is compiled for, the group rounded up to a power of two
+// (turbo decode's GE: three query heads per KV head keep four rows, kernels/turbo/turbo_decode.cu kQRows).
 double warp_rings_smem(const Schedule& s, const Problem& p, double ring_per_key) {
-  return s.warps * (double(s.stages) * s.block_c * ring_per_key + double(p.group() * p.head_dim));
+  return s.warps * (double(s.stages) * s.block_c * ring_per_key + double(std::bit_ceil(uint64_t(p.group())) * p.head_dim));
+}
+
+// Whether every class of the cache that holds heads is 2-bit (turbo's two_bit_heads = the KV heads): the decode
+// kernel's chains and CTAs per SM follow (core/variants/turbo_chains.h, KernelTraits::narrow_three_ctas_group).
+bool narrow_cache(const Storage& st, int64_t kv_heads) {
+  bool any = false;
+  for (size_t i = 0; i < st.cache.classes.size(); ++i) {
+    if (class_heads(st.cache, i, kv_heads) <= 0) continue;
+    if (st.cache.classes[i].k.codes.bits != 2) return false;
+    any = true;
+  }
+  return any;
 }
 
 // The widest class's ring bytes per key among the classes holding heads: what a launch over every width
@@ -419,7 +433,7 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
     s.splits = t->decode_splits_max;
     s.warpgroup_mma = t->arch == 90;
     s.warp_chains = t->warp_chains && p.phase == Phase::decode;
-    s.pow2_ctas = t->pow2_ctas;
+    s.pow2_ctas = t->pow2_ctas && !(narrow_cache(st, p.kv_heads) && p.group() <= t->narrow_three_ctas_group);
     s.balanced_chains = t->balanced_chains;
     s.producer_loads = producer_loads(v, t->arch);
     if (s.producer_loads)
@@ -617,7 +631,7 @@ Schedule make_schedule(const Problem& p, const VariantRequest& v, const GpuSpec&
     }
     s.splits = declares(v, "kv_splits")
                    ? int(turbo_chains::chains(param_or(v, "kv_splits", 0), int64_t(pairs), int64_t(tiles_total),
-                                            p.head_dim, p.group()))
+                                            p.head_dim, p.group(), narrow_cache(st, p.kv_heads)))
                : s.warp_chains && s.balanced_chains
                    ? balanced_warp_chains(static_cast<long>(pairs), static_cast<long>(tiles_total), gpu.sm_count, ctas,
                                           s.warps, s.splits)

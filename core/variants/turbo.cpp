@@ -299,7 +299,8 @@ ReferenceOutput run(const Problem& p, const QKV& in, const ParamValues& params, 
   const int64_t trace_block = traced_row_block(req, Tr);
   // Decode's chains (turbo_chains.h); prefill is one chain. Every head has the same tile count.
   const int64_t T = tiles[0].tiles();
-  const int64_t C = decode ? turbo_chains::chains(s.kv_splits, kv_heads, T, d, p.group()) : 1;
+  const bool narrow = std::all_of(pr.bits.begin(), pr.bits.end(), [](int b) { return b == 2; });  // every pair 2-bit
+  const int64_t C = decode ? turbo_chains::chains(s.kv_splits, kv_heads, T, d, p.group(), narrow) : 1;
   std::vector<int64_t> chain_start;
   for (int64_t c = 0; c <= C; ++c) chain_start.push_back(turbo_chains::first_tile(c, C, T));
   parallel_for(q_heads, [&](int64_t bh) {

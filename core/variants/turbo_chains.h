@@ -18,23 +18,34 @@
 
 namespace attnlab::turbo_chains {
 
-// Chains over the whole GPU: two waves of the warps an H100's 132 SMs hold at once. The kernel runs one
-// chain per warp, 16 warps per SM where its 2-bit code fits four CTAs per SM (head_dim 64, or a KV head
-// with at most 2 query heads at 128), else 8 (kernels/turbo/turbo_decode.cu, kCtasPerSm). So 4096 chains where
-// 16 warps fit — enough that a mixed 2/4-bit cache's 2-bit half alone fills the SMs — and 2048 where 8 do:
-// at GQA 4:1, 4096 halved each chain and measured 6% slower than 2048 (kernels/PERF.md, turbo decode v9,
-// v10). The rule reads the shape only (head_dim, group), so it holds on every GPU.
-constexpr int64_t chain_target(int64_t head_dim, int64_t group) { return head_dim <= 64 || group <= 2 ? 4096 : 2048; }
+// Chains over the whole GPU: about two waves of the warps an H100's 132 SMs hold at once, or one where a wave is
+// all there is. The kernel runs one chain per warp, 16 warps per SM where its 2-bit code fits four CTAs per SM
+// (head_dim 64, or a KV head with at most 2 query heads at 128), 12 where a cache of 2-bit pairs alone fits three
+// (d 128 with 3–4 query heads per KV head: 156 registers and 57 KB a CTA), else 8 (kernels/turbo/turbo_decode.cu,
+// kCtasPerSm). So 4096 chains where 16 warps fit — enough that a mixed 2/4-bit cache's 2-bit half alone fills the
+// SMs —, 1536 where 12 do (one wave on 128 of the 132 SMs: 12 chains of 43 tiles at B 16 × 8 KV heads, N 32k,
+// measured 0.2076 ms against two CTAs' 0.2236 with 16 chains, v17; 16 chains over 12 warps, 1.3 waves, 0.2176), and
+// 2048 where 8 do: at GQA 4:1, 4096 halved each chain and measured 6% slower than 2048 (kernels/PERF.md, turbo
+// decode v9, v10). `narrow`: every pair of the cache is 2-bit (a mixed cache runs one launch sized for 4-bit blocks:
+// 8 warps). The rule reads the shape and the widths only, so it holds on every GPU.
+constexpr int64_t chain_target(int64_t head_dim, int64_t group, bool narrow) {
+  if (head_dim <= 64 || group <= 2) return 4096;
+  return narrow && group <= 4 ? 1536 : 2048;
+}
+// The one-wave target is never exceeded (⌊target / pairs⌋ chains a pair: at B 16 × 10 KV heads ⌈1536 / 160⌉ = 10
+// would put 1 600 warps on 1 584 slots, a second wave of 16); the two-wave ones are reached (⌈target / pairs⌉).
+constexpr bool one_wave(int64_t head_dim, int64_t group, bool narrow) { return chain_target(head_dim, group, narrow) == 1536; }
 // Auto never makes chains shorter than this: a chain's prologue (Q to INT8, filling its ring) and its
 // partial result are paid per chain (4 tiles measured 16% slower than 8 at Fig. 6's shape, v9).
 inline constexpr int64_t kMinTilesPerChain = 8;
 
-// C for `pairs` = batch × KV heads and T tiles per head; requested = kv_splits (0 = auto); head_dim and
-// group (query heads per KV head) pick the target.
-constexpr int64_t chains(int64_t requested, int64_t pairs, int64_t tiles, int64_t head_dim, int64_t group) {
+// C for `pairs` = batch × KV heads and T tiles per head; requested = kv_splits (0 = auto); head_dim, group (query
+// heads per KV head) and narrow (every pair 2-bit) pick the target.
+constexpr int64_t chains(int64_t requested, int64_t pairs, int64_t tiles, int64_t head_dim, int64_t group, bool narrow) {
   int64_t c = requested;
   if (c <= 0) {
-    c = (chain_target(head_dim, group) + pairs - 1) / (pairs > 0 ? pairs : 1);
+    const int64_t target = chain_target(head_dim, group, narrow), p = pairs > 0 ? pairs : 1;
+    c = one_wave(head_dim, group, narrow) ? target / p : (target + p - 1) / p;
     const int64_t longest = tiles / kMinTilesPerChain;
     c = c < longest ? c : longest;
   }

@@ -39,8 +39,9 @@
 // Launches. Each width's path through the loop is its own fully unrolled code (80–200 KB of SASS per
 // instantiation), and a 2-bit block needs half a 4-bit block's shared memory. At d 128 and G ≤ 2 that buys
 // the 2-bit code 16 warps per SM against 4-bit's 8 (kCtasPerSm), so the 4-bit pairs (the first of
-// TurboCacheArgs::pair_order) are one launch and the 2-bit pairs another; elsewhere one launch takes both
-// widths, each warp at its pair's (launch_chains).
+// TurboCacheArgs::pair_order) are one launch and the 2-bit pairs another. At d 128 and GE 4 it buys 12 warps
+// against 8: a cache of 2-bit pairs only runs the 2-bit code alone at three CTAs per SM. Elsewhere one launch takes
+// both widths, each warp at its pair's (launch_chains).
 //
 // Versions (kernels/PERF.md, "turbo decode"): v1 — the structure above; v2 — SAS or exp2 chosen at
 // compile time, P̃'s quantization through the reciprocal with an exact fallback near half-integers;
@@ -52,8 +53,9 @@
 // query row g mod GE), so the scores' spread is a choice among registers and Z needs no shuffle, and the
 // P codes gathered through shared memory; v13 — the saturating channels' loops rolled at GE ≥ 4; v14 — at
 // GE = 4 the two lanes of a replicated row fold half the k-steps each and swap the words; v15 — the
-// saturating channels' loops skipped where no channel of the block may saturate; v16 (this) — the saturation
-// flags read from the cache (written with s and z) instead of tested per channel and tile.
+// saturating channels' loops skipped where no channel of the block may saturate; v16 — the saturation flags
+// read from the cache (written with s and z) instead of tested per channel and tile; v17 (this) — at GE 4 a cache
+// of 2-bit pairs at three CTAs per SM, with turbo_chains.h's 1536 chains.
 #include "kernels/turbo/turbo_decode.h"
 
 #include "core/kernel_traits.h"
@@ -107,27 +109,36 @@ template <int D, int GE, int BITS>
 constexpr int kWarpBytes = kStages * kStageBytes<D, BITS> + kQRows<D, GE> * D + 32;
 template <int D, int GE, int BITS>
 constexpr int kSmemBytes = kWarps * kWarpBytes<D, GE, BITS> + 32 * 4;  // + the SAS table
-// CTAs per SM: 4 (16 warps) where shared memory allows it, else 2 — never 3, whose 12 warps per SM leave
-// a partial last wave of turbo_chains.h's chains (4096 = 2 waves of 16 warps on 132 SMs, 4 of 8). At GQA
-// 2-bit, 3 CTAs with 2048 chains measured 0.427 ms, 2 CTAs with 4096 chains 0.397 (v9; the two changes
-// were measured together, not apart). The padding assumes the H100's 228 KB per SM: on other GPUs it only
-// lowers occupancy (kernels/PERF.md, v9). A 2-bit block needs half a 4-bit block's ring, so 2-bit launches
-// at G ≤ 2 run 16 warps per SM. The launch bounds ask the compiler for registers to match, and the launch
-// asks for enough shared memory that a third CTA does not fit (kSmemRequest).
+// CTAs per SM: 4 (16 warps) where shared memory allows it; 3 (12 warps) for the 2-bit code at GE ≤ 4 where three
+// fit (d 128, GE 4: 57 KB a CTA, 156 registers — GE 8's 186 would spill under launch bounds of three); else 2.
+// Three CTAs run only a cache whose pairs are all 2-bit, with turbo_chains.h's ≤ 1536 chains — one wave of 12 warps
+// (12 chains a pair at B 16 × 8 KV heads): 0.2076 ms against two CTAs' 0.2236 at B 16, H 32/8, N 32k (v17; the A/B in kernels/PERF.md); a mixed
+// cache keeps one launch sized for 4 bits (three CTAs' two launches measured 1.7% slower there). v9 measured three
+// CTAs slower with the chain count of two, 2048 (0.427 against 0.397 ms): 12 warps per SM leave a partial last wave
+// of 2048 chains. The padding assumes the H100's 228 KB per SM: on other GPUs it only lowers occupancy (kernels/
+// PERF.md, v9). A 2-bit block needs half a 4-bit block's ring, so 2-bit launches at G ≤ 2 run 16 warps per SM. The
+// launch bounds ask the compiler for registers to match, and the launch asks for enough shared memory that one CTA
+// more than kCtasPerSm does not fit (kSmemRequest).
 constexpr int kSmemPerSm = 233472, kSmemPerCtaReserved = 1024;  // H100: 228 KB per SM, 1 KB reserved per CTA
 template <int D, int GE, int BITS>
-constexpr int kCtasPerSm = 4 * (kSmemBytes<D, GE, BITS> + kSmemPerCtaReserved) <= kSmemPerSm ? 4 : 2;
+constexpr int kCtasFitting = kSmemPerSm / (kSmemBytes<D, GE, BITS> + kSmemPerCtaReserved);
 template <int D, int GE, int BITS>
-constexpr int kSmemRequest = kCtasPerSm<D, GE, BITS> == 4 || 3 * (kSmemBytes<D, GE, BITS> + kSmemPerCtaReserved) > kSmemPerSm
+constexpr int kCtasPerSm = kCtasFitting<D, GE, BITS> >= 4 ? 4 : BITS == 2 && GE <= 4 && kCtasFitting<D, GE, BITS> == 3 ? 3 : 2;
+template <int D, int GE, int BITS>
+constexpr int kSmemRequest = kCtasFitting<D, GE, BITS> <= kCtasPerSm<D, GE, BITS>
                                  ? kSmemBytes<D, GE, BITS>
-                                 : kSmemPerSm / 3 - kSmemPerCtaReserved + 16;
+                                 : kSmemPerSm / (kCtasPerSm<D, GE, BITS> + 1) - kSmemPerCtaReserved + 16;
 // Where the 2-bit kernel gains occupancy (and so runs as its own launch: launch_chains).
-static_assert(kCtasPerSm<128, 1, 2> == 4 && kCtasPerSm<128, 2, 2> == 4 && kCtasPerSm<128, 4, 2> == 2);
-static_assert(kCtasPerSm<128, 1, 4> == 2 && kCtasPerSm<64, 8, 4> == 4 && kCtasPerSm<64, 8, 0> == 4);
-// turbo_chains.h's chain target assumes 16 warps per SM exactly where the 2-bit code fits 4 CTAs: the two
-// rules are written apart (the reference cannot see this file), so they are held together here.
+static_assert(kCtasPerSm<128, 1, 2> == 4 && kCtasPerSm<128, 2, 2> == 4 && kCtasPerSm<128, 4, 2> == 3 &&
+              kCtasPerSm<128, 8, 2> == 2);
+static_assert(kCtasPerSm<128, 1, 4> == 2 && kCtasPerSm<128, 4, 0> == 2 && kCtasPerSm<64, 8, 4> == 4 &&
+              kCtasPerSm<64, 8, 0> == 4);
+// turbo_chains.h's chain target assumes 16 warps per SM exactly where the 2-bit code fits 4 CTAs, and 12 where a
+// 2-bit cache fits 3: the rules are written apart (the reference cannot see this file), so they are held together
+// here (GE 4 stands for groups 3 and 4, GE 8 for 5–8).
 template <int D, int GE>
-constexpr bool kChainTargetAgrees = (kCtasPerSm<D, GE, 2> == 4) == (turbo_chains::chain_target(D, GE) == 4096);
+constexpr bool kChainTargetAgrees = (kCtasPerSm<D, GE, 2> == 4) == (turbo_chains::chain_target(D, GE, false) == 4096) &&
+                                    (kCtasPerSm<D, GE, 2> == 3) == (turbo_chains::chain_target(D, GE, true) == 1536);
 static_assert(kChainTargetAgrees<64, 1> && kChainTargetAgrees<64, 2> && kChainTargetAgrees<64, 4> &&
               kChainTargetAgrees<64, 8> && kChainTargetAgrees<128, 1> && kChainTargetAgrees<128, 2> &&
               kChainTargetAgrees<128, 4> && kChainTargetAgrees<128, 8>);
@@ -857,17 +868,25 @@ cudaError_t launch_width(const TurboDecodeArgs& a, int begin, int count, cudaStr
   return cudaGetLastError();
 }
 
-// Where the 2-bit kernel runs more CTAs per SM than the 4-bit one (d 128, G ≤ 2): the 4-bit pairs (the
+// Where the 2-bit kernel runs four CTAs per SM and the 4-bit one fewer (d 128, G ≤ 2): the 4-bit pairs (the
 // first wide_pairs of pair_order), then the 2-bit ones, one launch per width, one after the other (v9: the
-// 2-bit launch on a second stream beside the 4-bit one measured 4% slower at the mix). Elsewhere one launch
-// over both widths, each warp at its pair's: two launches would gain no occupancy and leave two tails
-// (v9's GQA 4:1 mix, 0.342 → 0.367 ms).
+// 2-bit launch on a second stream beside the 4-bit one measured 4% slower at the mix). Where it runs three (d 128,
+// GE 4): its own launch for a cache of 2-bit pairs only (v17); a mixed cache one launch over both widths, as
+// elsewhere — each warp at its pair's: two launches would gain little occupancy and leave two tails (v9's GQA 4:1
+// mix, 0.342 → 0.367 ms; v17's A/B, three CTAs for the 2-bit launch, 0.2426 → 0.2468).
+template <int D, int GE>
+constexpr bool kSplitWidths = kCtasPerSm<D, GE, 2> == 4 && kCtasPerSm<D, GE, 4> < 4;
+template <int D, int GE>
+constexpr bool kNarrowAlone = !kSplitWidths<D, GE> && kCtasPerSm<D, GE, 2> > kCtasPerSm<D, GE, 0>;
+
 template <int D, int GE, bool EXACT>
 cudaError_t launch_chains(const TurboDecodeArgs& a, cudaStream_t stream) {
   const int pairs = a.batch * a.kv_heads, wide = a.cache.wide_pairs;
-  if constexpr (kCtasPerSm<D, GE, 2> > kCtasPerSm<D, GE, 4>) {
+  if constexpr (kSplitWidths<D, GE>) {
     const cudaError_t e = launch_width<D, GE, 4, EXACT>(a, 0, wide, stream);
     return e != cudaSuccess ? e : launch_width<D, GE, 2, EXACT>(a, wide, pairs - wide, stream);
+  } else if constexpr (kNarrowAlone<D, GE>) {
+    return wide == 0 ? launch_width<D, GE, 2, EXACT>(a, 0, pairs, stream) : launch_width<D, GE, 0, EXACT>(a, 0, pairs, stream);
   } else {
     return launch_width<D, GE, 0, EXACT>(a, 0, pairs, stream);
   }
@@ -901,11 +920,14 @@ bool turbo_decode_supports(int head_dim, int group) { return (head_dim == 64 || 
 
 namespace {
 
-// launch_chains' requests: one launch per width where the 2-bit kernel gains occupancy, else one sized for 4 bits.
+// launch_chains' requests: one launch per width where the 2-bit kernel runs four CTAs, the 2-bit kernel alone where
+// it runs three and every pair is 2-bit, else one launch sized for 4 bits.
 template <int D, int GE>
 int smem_of_launches(bool wide, bool narrow) {
-  if constexpr (kCtasPerSm<D, GE, 2> > kCtasPerSm<D, GE, 4>)
+  if constexpr (kSplitWidths<D, GE>)
     return std::max(wide ? kSmemRequest<D, GE, 4> : 0, narrow ? kSmemRequest<D, GE, 2> : 0);
+  else if constexpr (kNarrowAlone<D, GE>)
+    return !wide ? kSmemRequest<D, GE, 2> : kSmemRequest<D, GE, 0>;
   else
     return kSmemRequest<D, GE, 0>;
 }

@@ -180,8 +180,9 @@ TurboExpArgs turbo_exp_args(const ParamValues& params) {
 }
 
 int turbo_chains_for(const Problem& p, const ParamValues& params, const TurboCacheArgs& c) {
+  // narrow: every pair 2-bit (pair_order puts the wide_pairs 4-bit pairs first), as the reference decides it.
   return int(turbo_chains::chains(params.integer("kv_splits"), p.batch * p.kv_heads, turbo_decode_tiles(c), p.head_dim,
-                                   p.group()));
+                                   p.group(), c.wide_pairs == 0));
 }
 
 TurboDecodeOutput turbo_decode_once(const Problem& p, const TurboDeviceCache& c, const float* q_device,

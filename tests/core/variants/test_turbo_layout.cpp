@@ -257,15 +257,23 @@ TEST_CASE("turbo decode chains: with exp they compute Alg. 2's function; with SA
 }
 
 TEST_CASE("turbo decode chains: the auto rule depends on the shape alone", "[turbo]") {
-  CHECK(turbo_chains::chains(0, 512, 512, 128, 1) == 8);   // B 16 × 32 KV heads, N 32k: 4096 chains in all
-  CHECK(turbo_chains::chains(0, 256, 512, 128, 2) == 16);  // G 2: the 2-bit kernel still holds 16 warps per SM
-  CHECK(turbo_chains::chains(0, 128, 512, 128, 4) == 16);  // GQA 32/8 at d 128: 8 warps per SM, 2048 chains
-  CHECK(turbo_chains::chains(0, 128, 512, 64, 4) == 32);   // d 64: 16 warps per SM at every group
-  CHECK(turbo_chains::chains(0, 40, 512, 128, 4) == 52);   // Fig. 6's B 4 × 10 KV heads: ⌈2048 / 40⌉
-  CHECK(turbo_chains::chains(0, 40, 512, 128, 1) == 64);   // at least 8 tiles per chain
-  CHECK(turbo_chains::chains(0, 8, 20, 128, 1) == 2);      // short: at least 8 tiles per chain
-  CHECK(turbo_chains::chains(0, 8, 3, 128, 1) == 1);
-  CHECK(turbo_chains::chains(7, 8, 3, 128, 1) == 3);       // never more chains than tiles
+  CHECK(turbo_chains::chains(0, 512, 512, 128, 1, false) == 8);   // B 16 × 32 KV heads, N 32k: 4096 chains in all
+  CHECK(turbo_chains::chains(0, 512, 512, 128, 1, true) == 8);    // all 2-bit: the same (16 warps per SM either way)
+  CHECK(turbo_chains::chains(0, 256, 512, 128, 2, false) == 16);  // G 2: the 2-bit kernel still holds 16 warps per SM
+  CHECK(turbo_chains::chains(0, 128, 512, 128, 4, false) == 16);  // GQA 32/8 at d 128, 4-bit or mixed: 8 warps, 2048
+  CHECK(turbo_chains::chains(0, 128, 512, 128, 4, true) == 12);   // all 2-bit: 12 warps per SM, 1536 chains, one wave
+  CHECK(turbo_chains::chains(0, 128, 512, 128, 3, true) == 12);   // G 3 runs GE 4's kernel
+  CHECK(turbo_chains::chains(0, 128, 512, 128, 8, true) == 16);   // G 8 (186 registers): 8 warps at both widths
+  CHECK(turbo_chains::chains(0, 128, 512, 64, 4, false) == 32);   // d 64: 16 warps per SM at every group
+  CHECK(turbo_chains::chains(0, 128, 512, 64, 4, true) == 32);
+  CHECK(turbo_chains::chains(0, 40, 512, 128, 4, false) == 52);   // Fig. 6's B 4 × 10 KV heads: ⌈2048 / 40⌉
+  CHECK(turbo_chains::chains(0, 40, 512, 128, 4, true) == 38);    // ⌊1536 / 40⌋: 1 520 warps, one wave of 12 a SM
+  CHECK(turbo_chains::chains(0, 160, 512, 128, 4, true) == 9);    // B 16 × 10 KV heads: 1 440 warps, not 1 600
+  CHECK(turbo_chains::chains(0, 2000, 512, 128, 4, true) == 1);   // more pairs than a wave: one chain each
+  CHECK(turbo_chains::chains(0, 40, 512, 128, 1, false) == 64);   // at least 8 tiles per chain
+  CHECK(turbo_chains::chains(0, 8, 20, 128, 1, false) == 2);      // short: at least 8 tiles per chain
+  CHECK(turbo_chains::chains(0, 8, 3, 128, 1, false) == 1);
+  CHECK(turbo_chains::chains(7, 8, 3, 128, 1, true) == 3);        // never more chains than tiles
   CHECK(turbo_chains::first_tile(3, 3, 10) == 10);
 }
 
