@@ -215,7 +215,8 @@ double ring_bytes_per_key(const KvCache& c, size_t i) {
 // key, and the group's query rows — as many as the kernel is compiled for, the group rounded up to a power of two
 // (turbo decode's GE: three query heads per KV head keep four rows, kernels/turbo/turbo_decode.cu kQRows).
 double warp_rings_smem(const Schedule& s, const Problem& p, double ring_per_key) {
-  return s.warps * (double(s.stages) * s.block_c * ring_per_key + double(std::bit_ceil(uint64_t(p.group())) * p.head_dim));
+  const double query_rows = double(std::bit_ceil(uint64_t(p.group())));
+  return s.warps * (double(s.stages) * s.block_c * ring_per_key + query_rows * double(p.head_dim));
 }
 
 // Whether every class of the cache that holds heads is 2-bit (turbo's two_bit_heads = the KV heads): the decode

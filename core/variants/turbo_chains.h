@@ -32,16 +32,19 @@ constexpr int64_t chain_target(int64_t head_dim, int64_t group, bool narrow) {
   if (head_dim <= 64 || group <= 2) return 4096;
   return narrow && group <= 4 ? 1536 : 2048;
 }
-// The one-wave target is never exceeded (⌊target / pairs⌋ chains a pair: at B 16 × 10 KV heads ⌈1536 / 160⌉ = 10
-// would put 1 600 warps on 1 584 slots, a second wave of 16); the two-wave ones are reached (⌈target / pairs⌉).
-constexpr bool one_wave(int64_t head_dim, int64_t group, bool narrow) { return chain_target(head_dim, group, narrow) == 1536; }
+// The one-wave target is never exceeded (⌊target / pairs⌋ chains a pair: at B 16 × 10 KV heads ⌈1536 / 160⌉
+// = 10 would put 1 600 warps on 1 584 slots, a second wave of 16); the two-wave ones are reached (⌈target / pairs⌉).
+constexpr bool one_wave(int64_t head_dim, int64_t group, bool narrow) {
+  return chain_target(head_dim, group, narrow) == 1536;
+}
 // Auto never makes chains shorter than this: a chain's prologue (Q to INT8, filling its ring) and its
 // partial result are paid per chain (4 tiles measured 16% slower than 8 at Fig. 6's shape, v9).
 inline constexpr int64_t kMinTilesPerChain = 8;
 
 // C for `pairs` = batch × KV heads and T tiles per head; requested = kv_splits (0 = auto); head_dim, group (query
 // heads per KV head) and narrow (every pair 2-bit) pick the target.
-constexpr int64_t chains(int64_t requested, int64_t pairs, int64_t tiles, int64_t head_dim, int64_t group, bool narrow) {
+constexpr int64_t chains(int64_t requested, int64_t pairs, int64_t tiles, int64_t head_dim, int64_t group,
+                         bool narrow) {
   int64_t c = requested;
   if (c <= 0) {
     const int64_t target = chain_target(head_dim, group, narrow), p = pairs > 0 ? pairs : 1;

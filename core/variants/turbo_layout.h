@@ -107,8 +107,8 @@ ATTNLAB_HD constexpr int64_t v8_at(int64_t tau, int64_t c, int64_t d) {
 }
 
 // Whether channel (s_int, z_int) of a b-bit block may saturate when dequantized (core/quant/progressive.h:
-// sat₁₂₇((code + z_int)·s_int), code ∈ [0, L], L = 2^b − 1). s_int > 0, so (code + z_int)·s_int is monotonic in
-// the code and its extremes are code 0 and code L: exactly then some code of the channel leaves [−127, 127].
+// sat₁₂₇((code + z_int)·s_int), code ∈ [0, L], L = 2^b − 1). s_int > 0, so (code + z_int)·s_int is monotonic
+// in the code and its extremes are code 0 and code L: exactly then some code of the channel leaves [−127, 127].
 ATTNLAB_HD constexpr bool may_saturate(int s_int, int z_int, int bits) {
   const int top = (1 << bits) - 1;
   return z_int * s_int < -127 || (top + z_int) * s_int > 127;
@@ -118,7 +118,8 @@ ATTNLAB_HD constexpr bool may_saturate(int s_int, int z_int, int bits) {
 // for K and d for V: bit c mod 32 of word c / 32 says may_saturate of channel c (K's d / 32 words, then V's). The
 // flags are derived from s_int and z_int when a block is written (prefill or flush), so the decode kernel reads
 // them instead of testing every channel of every block it streams (two ballots per 32 channels; kernels/PERF.md,
-// turbo decode v16): 1 bit per block and channel, 32 bytes a block at d 128 (+0.7% of a 2-bit block's bytes).
+// turbo decode v16): 1 bit per block and channel, 32 bytes a block at d 128 (+0.7% of a 2-bit block's bytes). They
+// are the kernels' layout, not the paper's format: the variant's storage (and so the cost model's bytes) omits them.
 ATTNLAB_HD constexpr int64_t saturation_flag_bytes(int64_t d) { return 2 * d / 8; }
 ATTNLAB_HD constexpr int64_t saturation_flags_at(int64_t d) { return 4 * d; }  // their byte offset in the slot
 ATTNLAB_HD constexpr int64_t scale_zero_bytes(int64_t d) { return 4 * d + saturation_flag_bytes(d); }

@@ -112,8 +112,9 @@ constexpr int kSmemBytes = kWarps * kWarpBytes<D, GE, BITS> + 32 * 4;  // + the 
 // CTAs per SM: 4 (16 warps) where shared memory allows it; 3 (12 warps) for the 2-bit code at GE ≤ 4 where three
 // fit (d 128, GE 4: 57 KB a CTA, 156 registers — GE 8's 186 would spill under launch bounds of three); else 2.
 // Three CTAs run only a cache whose pairs are all 2-bit, with turbo_chains.h's ≤ 1536 chains — one wave of 12 warps
-// (12 chains a pair at B 16 × 8 KV heads): 0.2076 ms against two CTAs' 0.2236 at B 16, H 32/8, N 32k (v17; the A/B in kernels/PERF.md); a mixed
-// cache keeps one launch sized for 4 bits (three CTAs' two launches measured 1.7% slower there). v9 measured three
+// (12 chains a pair at B 16 × 8 KV heads): 0.2076 ms against two CTAs' 0.2236 at B 16, H 32/8, N 32k (v17; the A/B
+// in kernels/PERF.md); a mixed cache keeps one launch sized for 4 bits (three CTAs' two launches measured 1.7% slower
+// there). v9 measured three
 // CTAs slower with the chain count of two, 2048 (0.427 against 0.397 ms): 12 warps per SM leave a partial last wave
 // of 2048 chains. The padding assumes the H100's 228 KB per SM: on other GPUs it only lowers occupancy (kernels/
 // PERF.md, v9). A 2-bit block needs half a 4-bit block's ring, so 2-bit launches at G ≤ 2 run 16 warps per SM. The
@@ -123,7 +124,9 @@ constexpr int kSmemPerSm = 233472, kSmemPerCtaReserved = 1024;  // H100: 228 KB 
 template <int D, int GE, int BITS>
 constexpr int kCtasFitting = kSmemPerSm / (kSmemBytes<D, GE, BITS> + kSmemPerCtaReserved);
 template <int D, int GE, int BITS>
-constexpr int kCtasPerSm = kCtasFitting<D, GE, BITS> >= 4 ? 4 : BITS == 2 && GE <= 4 && kCtasFitting<D, GE, BITS> == 3 ? 3 : 2;
+constexpr int kCtasPerSm = kCtasFitting<D, GE, BITS> >= 4                                  ? 4
+                           : BITS == 2 && GE <= 4 && kCtasFitting<D, GE, BITS> == 3 ? 3
+                                                                                     : 2;
 template <int D, int GE, int BITS>
 constexpr int kSmemRequest = kCtasFitting<D, GE, BITS> <= kCtasPerSm<D, GE, BITS>
                                  ? kSmemBytes<D, GE, BITS>
@@ -404,7 +407,8 @@ __device__ void coded_tile(uint8_t* stage, const int8_t* q8, float s_q, int rows
   const uint8_t* kc = stage;
   const uint8_t* vc = stage + kCodeBytes;
   const int8_t* sz = reinterpret_cast<const int8_t*>(stage + 2 * kCodeBytes);
-  const uint32_t* flag_words = reinterpret_cast<const uint32_t*>(stage + 2 * kCodeBytes + layout::saturation_flags_at(D));
+  const uint32_t* flag_words =
+      reinterpret_cast<const uint32_t*>(stage + 2 * kCodeBytes + layout::saturation_flags_at(D));
   const float2 bs = *reinterpret_cast<const float2*>(stage + 2 * kCodeBytes + kScaleBytes<D>);
 
   // Channels that may saturate (see the head comment), one bit per channel: the flags the cache writer derived
@@ -886,7 +890,8 @@ cudaError_t launch_chains(const TurboDecodeArgs& a, cudaStream_t stream) {
     const cudaError_t e = launch_width<D, GE, 4, EXACT>(a, 0, wide, stream);
     return e != cudaSuccess ? e : launch_width<D, GE, 2, EXACT>(a, wide, pairs - wide, stream);
   } else if constexpr (kNarrowAlone<D, GE>) {
-    return wide == 0 ? launch_width<D, GE, 2, EXACT>(a, 0, pairs, stream) : launch_width<D, GE, 0, EXACT>(a, 0, pairs, stream);
+    return wide == 0 ? launch_width<D, GE, 2, EXACT>(a, 0, pairs, stream)
+                     : launch_width<D, GE, 0, EXACT>(a, 0, pairs, stream);
   } else {
     return launch_width<D, GE, 0, EXACT>(a, 0, pairs, stream);
   }

@@ -691,8 +691,8 @@ TEST_CASE("warp-chain decode: the latency term slows the 2-bit loop, a mixed cac
   const GpuSpec gpu = h100();
   // All heads 2-bit at MHA: 4 CTAs of 4 warps per SM (57 KB each), 4 warps per scheduler, each stalled the
   // measured 3.54 cycles after an instruction: the repairman's 74% of the issue rate for the measured 995.2
-  // instructions per tile (kDecodeIssue: turbo decode v16). (Which term binds depends on the factors: with the SDPA-fitted H100
-  // spec, memory.)
+  // instructions per tile (kDecodeIssue: turbo decode v16). (Which term binds depends on the factors: with the
+  // SDPA-fitted H100 spec, memory.)
   const Prediction two = predict(make_schedule(bench_decode(32), request("turbo", {{"two_bit_heads", 32}}), gpu), gpu);
   CHECK(two.ctas_per_sm == 4);
   CHECK(two.warps_per_scheduler == 4.0);
@@ -794,7 +794,8 @@ TEST_CASE("every kernel on the H100, both generations, prefill and decode: withi
   auto m = load_measurements(std::string(ATTNLAB_SOURCE_DIR) + "/sim/measurements/h100-all-kernels-2026-11-26.json", &gpu);
   REQUIRE(m.size() == 84);
   std::erase_if(m, [](const Measurement& x) {
-    return x.problem.phase == Phase::decode && (x.variant.id == "flash2" || x.variant.id == "kivi" || x.variant.id == "turbo");
+    const bool decode_kernel = x.variant.id == "flash2" || x.variant.id == "kivi" || x.variant.id == "turbo";
+    return x.problem.phase == Phase::decode && decode_kernel;
   });
   REQUIRE(m.size() == 72);
   std::string decode_gpu;
@@ -840,7 +841,8 @@ TEST_CASE("the H200 predicted with the H100's factors, no re-fit: within 10% (me
   REQUIRE(gpu == "h200");
   REQUIRE(m.size() == 48);
   std::erase_if(m, [](const Measurement& x) {
-    return x.problem.phase == Phase::decode && (x.variant.id == "flash2" || x.variant.id == "kivi" || x.variant.id == "turbo");
+    const bool decode_kernel = x.variant.id == "flash2" || x.variant.id == "kivi" || x.variant.id == "turbo";
+    return x.problem.phase == Phase::decode && decode_kernel;
   });
   REQUIRE(m.size() == 36);
   const GpuSpec spec = load_gpu_spec(gpu);
