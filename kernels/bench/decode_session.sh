@@ -174,8 +174,8 @@ c['variants'] = [{'id': 'turbo', 'label': f'turbo_{name}_splits{k}', 'params': {
                  for name, heads in (('2bit', 8), ('mix', 4), ('4bit', 0)) for k in (16, 12)]
 c['backends'] = ['kernel']" >"$out/ctas3-rows.json"
   edit_config configs/bench-turbo-decode-gqa.json "
-c['variants'] = [{'id': 'turbo', 'label': 'turbo_2bit', 'params': {'two_bit_heads': 8}},
-                 {'id': 'turbo', 'label': 'turbo_mix', 'params': {'two_bit_heads': 4}}]
+c['variants'] = [{'id': 'turbo', 'label': 'turbo_2bit', 'params': {'two_bit_heads': 2}},
+                 {'id': 'turbo', 'label': 'turbo_mix', 'params': {'two_bit_heads': 1}}]
 c['backends'] = ['reference', 'kernel']
 c['problem'].update(batch=2, q_heads=8, kv_heads=2, kv_len=3000)" >"$out/ctas3-small.json"
   turbo_build() {  # LABEL: the small problem against the reference, the rows, Nsight Compute on the 2-bit launch
