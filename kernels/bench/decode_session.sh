@@ -9,7 +9,9 @@
 #               PyTorch SDPA (cuDNN, FlashAttention-2) on the same shapes in the same call (peer_bench.py --ours, which
 #               also times the device-to-device copy): ours over cuDNN, and each kernel's bytes over its time against copy;
 #               and a read of each shape's K/V bytes (torch.sum: one launch, one pass), the floor at the small shapes
-#   STEP=compressed  issue 36 item 3: the kivi [gpu] tests and sanitizers (kivi v2), attnlab bench on the turbo/kivi and
+#   STEP=compressed  issue 36 item 3 (builds first where build-gpu/ is missing: one call on a fresh machine; STALLS=1
+#               adds ncu_profile.sh decode-stalls-bench, the model's turbo rows): the kivi [gpu] tests and sanitizers
+#               (kivi v2), attnlab bench on the turbo/kivi and
 #               fireq decode configs at MHA and GQA 32/8 (B 16, N 32k, d 128), cuDNN and the copy on the same shapes,
 #               and Nsight Compute on kivi and turbo at GQA (issue rate, stalls, DRAM bytes, and every SASS instruction's
 #               stall samples of the 2-bit kernels; not with NCU=0); GPU_TESTS (a
@@ -80,12 +82,20 @@ for b, h, n, d in sorted(shapes):
 PY
   ;;
 compressed)
+  ensure_built || exit 1  # build-gpu/ brought up to date, or built on a fresh machine; the tests' binary too
+  cmake --build build-gpu -j "$(nproc)" --target attnlab_tests >>"$out/build.log" 2>&1 ||
+    { tail -20 "$out/build.log"; exit 1; }
   gpu_tests "${GPU_TESTS:-test_kivi_decode_kernel:gpu}"
   sanitize "${SANITIZE:-[#test_kivi_decode_kernel][sanitize]}"
   for c in bench-turbo-decode bench-turbo-decode-gqa bench-fireq-decode bench-fireq-decode-gqa; do
     bench_ours "$c" "configs/$c.json" 10
   done
   peers_on compressed 40
+  if [ "${STALLS:-0}" = 1 ]; then  # the model's turbo rows: counts and stalls by reason (core/kernel_traits.h kDecodeIssue)
+    step "Nsight Compute: turbo 4/2-bit at MHA and GQA 4:1, stalls by reason (ncu-decode-stalls-bench.csv)"
+    bash kernels/bench/ncu_profile.sh "$out/ncu-decode-stalls-bench.csv" decode-stalls-bench >"$out/ncu-stalls.log" 2>&1
+    echo "exit $?"; tail -4 "$out/ncu-stalls.log"
+  fi
   [ "${NCU:-1}" = 0 ] && exit 0  # NCU=0: the times only (Nsight Compute's counts of these kernels do not move with the GPU)
   step "Nsight Compute: kivi 2/4-bit, turbo 2/4-bit at GQA 32/8, B 16, N 32k, d 128 (ncu-*.txt): issue, stalls, DRAM"
   for v in kivi:2 kivi:4 turbo:2 turbo:4; do
