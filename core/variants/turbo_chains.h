@@ -28,14 +28,15 @@ namespace attnlab::turbo_chains {
 // 2048 where 8 do: at GQA 4:1, 4096 halved each chain and measured 6% slower than 2048 (kernels/PERF.md, turbo
 // decode v9, v10). `narrow`: every pair of the cache is 2-bit (a mixed cache runs one launch sized for 4-bit blocks:
 // 8 warps). The rule reads the shape and the widths only, so it holds on every GPU.
+inline constexpr int64_t kTwoWaves16 = 4096, kOneWave12 = 1536, kTwoWaves8 = 2048;  // 16, 12, 8 warps per SM
 constexpr int64_t chain_target(int64_t head_dim, int64_t group, bool narrow) {
-  if (head_dim <= 64 || group <= 2) return 4096;
-  return narrow && group <= 4 ? 1536 : 2048;
+  if (head_dim <= 64 || group <= 2) return kTwoWaves16;
+  return narrow && group <= 4 ? kOneWave12 : kTwoWaves8;
 }
 // The one-wave target is never exceeded (⌊target / pairs⌋ chains a pair: at B 16 × 10 KV heads ⌈1536 / 160⌉
 // = 10 would put 1 600 warps on 1 584 slots, a second wave of 16); the two-wave ones are reached (⌈target / pairs⌉).
 constexpr bool one_wave(int64_t head_dim, int64_t group, bool narrow) {
-  return chain_target(head_dim, group, narrow) == 1536;
+  return chain_target(head_dim, group, narrow) == kOneWave12;
 }
 // Auto never makes chains shorter than this: a chain's prologue (Q to INT8, filling its ring) and its
 // partial result are paid per chain (4 tiles measured 16% slower than 8 at Fig. 6's shape, v9).

@@ -123,6 +123,10 @@ ATTNLAB_HD constexpr bool may_saturate(int s_int, int z_int, int bits) {
 ATTNLAB_HD constexpr int64_t saturation_flag_bytes(int64_t d) { return 2 * d / 8; }
 ATTNLAB_HD constexpr int64_t saturation_flags_at(int64_t d) { return 4 * d; }  // their byte offset in the slot
 ATTNLAB_HD constexpr int64_t scale_zero_bytes(int64_t d) { return 4 * d + saturation_flag_bytes(d); }
+// The flag word (from saturation_flags_at) that holds channel c's bit (c mod 32) of K (which 0) or V (which 1).
+ATTNLAB_HD constexpr int64_t saturation_flag_word(int64_t d, int64_t which, int64_t c) {
+  return which * (d / 32) + c / 32;
+}
 
 // The flag words of one slot from its s_int, z_int (sz: the slot's scale array; writes its flags).
 ATTNLAB_HD inline void write_saturation_flags(int8_t* sz, int64_t d, int bits) {
@@ -134,7 +138,8 @@ ATTNLAB_HD inline void write_saturation_flags(int8_t* sz, int64_t d, int bits) {
         const int64_t c = 32 * w + i;
         m |= uint32_t(may_saturate(sz[2 * d * which + c], sz[2 * d * which + d + c], bits)) << i;
       }
-      for (int64_t b = 0; b < 4; ++b) flags[4 * (which * (d / 32) + w) + b] = int8_t(uint8_t(m >> (8 * b)));
+      const int64_t word = saturation_flag_word(d, which, 32 * w);
+      for (int64_t b = 0; b < 4; ++b) flags[4 * word + b] = int8_t(uint8_t(m >> (8 * b)));
     }
 }
 

@@ -29,11 +29,6 @@
 #   STEP=kivi-quick  the least that checks kivi v4 with a few device minutes: attnlab alone built, kivi decode on a
 #               small problem against the reference (attnlab run's errors), attnlab bench of kivi 2- and 4-bit at MHA
 #               and GQA 32/8 (B 16, N 32k, d 128); no tests, no peers
-#   STEP=turbo-ctas3  A/B for turbo decode at GQA 4:1 (d 128, 2 bits): the committed kernel (two CTAs, 8 warps per SM),
-#               then rebuilt with three CTAs per SM for the 2-bit kernel at GE 4 (kCtasPerSm, the smem request unpadded;
-#               restored after): turbo 2-bit and the mix at kv_splits 16 (the rule's 2048 chains) and 12 (1536: one wave
-#               of 12 warps on 128 SMs), 4-bit beside them; attnlab run against the reference on a small GQA problem
-#               with each build; Nsight Compute on each build's 2-bit launch at kv_splits 12 (NCU=0: none)
 #   STEP=fig6   TurboAttention Fig. 6 re-measured: attnlab bench on configs/papers/turbo-fig6-decode.json (turbo 4-bit,
 #               the 2/4-bit mix, kivi 2-bit and our FP16 decode at 40/10 heads, B 4, N 4k–32k), SDPA on the same shapes,
 #               and the preset's report (its bars over our FP16 decode)
@@ -176,49 +171,6 @@ kivi-quick)
 c['variants'] = [v for v in c['variants'] if v['id'] == 'kivi']" >"$out/kivi-kv$kv.json"
     bench_ours "kivi-kv$kv" "$out/kivi-kv$kv.json" 4
   done
-  ;;
-turbo-ctas3)
-  ensure_built || exit 1
-  edit_config configs/bench-turbo-decode-gqa.json "
-c['variants'] = [{'id': 'turbo', 'label': f'turbo_{name}_splits{k}', 'params': {'two_bit_heads': heads, 'kv_splits': k}}
-                 for name, heads in (('2bit', 8), ('mix', 4), ('4bit', 0)) for k in (16, 12)]
-c['backends'] = ['kernel']" >"$out/ctas3-rows.json"
-  edit_config configs/bench-turbo-decode-gqa.json "
-c['variants'] = [{'id': 'turbo', 'label': 'turbo_2bit', 'params': {'two_bit_heads': 2}},
-                 {'id': 'turbo', 'label': 'turbo_mix', 'params': {'two_bit_heads': 1}}]
-c['backends'] = ['reference', 'kernel']
-c['problem'].update(batch=2, q_heads=8, kv_heads=2, kv_len=3000)" >"$out/ctas3-small.json"
-  turbo_build() {  # LABEL: the small problem against the reference, the rows, Nsight Compute on the 2-bit launch
-    local label=$1
-    step "turbo against the reference, B 2, H 8/2, N 3000 ($label)"
-    timeout 120 build-gpu/bin/attnlab run --config "$out/ctas3-small.json" 2>&1 | tail -6
-    bench_ours "$label" "$out/ctas3-rows.json" 8
-    [ "${NCU:-1}" = 0 ] && return
-    one_launch_config configs/bench-turbo-decode-gqa.json \
-      '{"id": "turbo", "params": {"two_bit_heads": 8, "kv_splits": 12}}' >"$out/ncu-$label.json"
-    ncu_attnlab "turbo2-gqa-$label" turbo_chains_kernel "$out/ncu-$label.json" 2
-  }
-  turbo_build ctas2
-  cp kernels/turbo/turbo_decode.cu /tmp/turbo_decode.cu.committed
-  trap 'cp /tmp/turbo_decode.cu.committed kernels/turbo/turbo_decode.cu; pack_session' EXIT
-  python3 - kernels/turbo/turbo_decode.cu <<'PY'
-import sys
-p = sys.argv[1]
-s = open(p).read()
-for old, new in (("<= kSmemPerSm ? 4 : 2;", "<= kSmemPerSm ? 4 : (D == 128 && GE == 4 && BITS == 2 ? 3 : 2);"),
-                 ("constexpr int kSmemRequest = kCtasPerSm<D, GE, BITS> == 4 ||",
-                  "constexpr int kSmemRequest = kCtasPerSm<D, GE, BITS> >= 3 ||"),
-                 ("kCtasPerSm<128, 4, 2> == 2);", "kCtasPerSm<128, 4, 2> == 3);")):
-    assert s.count(old) == 1, old
-    s = s.replace(old, new)
-open(p, "w").write(s)
-PY
-  step "three CTAs per SM at d 128, GE 4, 2 bits: edit exit $?"
-  ensure_built || exit 1
-  turbo_build ctas3
-  cp /tmp/turbo_decode.cu.committed kernels/turbo/turbo_decode.cu
-  ensure_built || exit 1  # the committed kernel again, for the next call
-  [ "${PEERS:-1}" = 1 ] && peers_on ctas3 30
   ;;
 fig6)
   bench_with_peers fig6 configs/papers/turbo-fig6-decode.json

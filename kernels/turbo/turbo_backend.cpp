@@ -37,7 +37,8 @@ double step_bytes(const Problem& p, const TurboDeviceCache& c) {
   const int64_t coded = tiles - (pending > 0 ? 1 : 0);
   double bytes = 0;
   for (int bits : c.head_bits)
-    bytes += double(coded) * double(2 * kTurboBlock * d * bits / 8 + turbo_layout::scale_zero_bytes(d) + 8) +
+    bytes += double(coded) *
+                 double(2 * turbo_layout::code_bytes(kTurboBlock, d, bits) + turbo_layout::scale_zero_bytes(d) + 8) +
              (pending > 0 ? double(2 * kTurboBlock * d + 8) : 0.0);
   const double rows = double(p.batch * p.q_heads);
   return bytes + rows * double(d) * (4 + 2) + rows * 4;

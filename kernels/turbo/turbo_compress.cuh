@@ -50,8 +50,8 @@ __device__ __forceinline__ void compress_channel(const int8_t (&q)[N], int rows,
 // 32·w … 32·w + 31, written by its lane 0. sz: the slot's scale array; which: 0 for K, 1 for V.
 __device__ __forceinline__ void write_flag_word(int8_t* sz, int d, int which, int ch, bool flag) {
   const uint32_t word = __ballot_sync(0xffffffffu, flag);
-  if (ch % 32 == 0)
-    reinterpret_cast<uint32_t*>(sz + turbo_layout::saturation_flags_at(d))[which * (d / 32) + ch / 32] = word;
+  uint32_t* words = reinterpret_cast<uint32_t*>(sz + turbo_layout::saturation_flags_at(d));
+  if (ch % 32 == 0) words[turbo_layout::saturation_flag_word(d, which, ch)] = word;
 }
 
 }  // namespace attnlab::kernels::turbo_compress

@@ -140,8 +140,9 @@ static_assert(kCtasPerSm<128, 1, 4> == 2 && kCtasPerSm<128, 4, 0> == 2 && kCtasP
 // 2-bit cache fits 3: the rules are written apart (the reference cannot see this file), so they are held together
 // here (GE 4 stands for groups 3 and 4, GE 8 for 5–8).
 template <int D, int GE>
-constexpr bool kChainTargetAgrees = (kCtasPerSm<D, GE, 2> == 4) == (turbo_chains::chain_target(D, GE, false) == 4096) &&
-                                    (kCtasPerSm<D, GE, 2> == 3) == (turbo_chains::chain_target(D, GE, true) == 1536);
+constexpr bool kChainTargetAgrees =
+    (kCtasPerSm<D, GE, 2> == 4) == (turbo_chains::chain_target(D, GE, false) == turbo_chains::kTwoWaves16) &&
+    (kCtasPerSm<D, GE, 2> == 3) == (turbo_chains::chain_target(D, GE, true) == turbo_chains::kOneWave12);
 static_assert(kChainTargetAgrees<64, 1> && kChainTargetAgrees<64, 2> && kChainTargetAgrees<64, 4> &&
               kChainTargetAgrees<64, 8> && kChainTargetAgrees<128, 1> && kChainTargetAgrees<128, 2> &&
               kChainTargetAgrees<128, 4> && kChainTargetAgrees<128, 8>);
@@ -417,7 +418,9 @@ __device__ void coded_tile(uint8_t* stage, const int8_t* q8, float s_q, int rows
   uint32_t kflag[KS] = {}, vflag[KS] = {};
   if (may_saturate) {
 #pragma unroll
-    for (int i = 0; i < KS; ++i) kflag[i] = flag_words[i], vflag[i] = flag_words[KS + i];
+    for (int i = 0; i < KS; ++i)
+      kflag[i] = flag_words[layout::saturation_flag_word(D, 0, 32 * i)],
+      vflag[i] = flag_words[layout::saturation_flag_word(D, 1, 32 * i)];
   }
 
   // A fragments of the fold: row g holds hi, row g + 8 lo of q·s (0 for saturating channels) of query row
