@@ -16,6 +16,9 @@
 #               and Nsight Compute on kivi and turbo at GQA (issue rate, stalls, DRAM bytes, and every SASS instruction's
 #               stall samples of the 2-bit kernels; not with NCU=0); GPU_TESTS (a
 #               CTest regex) and SANITIZE (Catch2 tags) name other tests (e.g. turbo's after a change to its kernel)
+#   STEP=turbo  a turbo decode change (PATCH: a diff applied first) on the machine of a STEP=compressed call just
+#               before: rebuilt, turbo's [gpu] tests and sanitizers, attnlab bench of the turbo decode configs,
+#               STALLS=1 Nsight Compute's stalls, SASS=1 every SASS instruction's samples of the 2-bit kernel at GQA
 #   STEP=compressed-fig6  the same kernels at Fig. 6's shapes (configs/bench-compressed-decode-fig6.json: 40/10 heads,
 #               B 1 and 4, N 4k–32k), cuDNN and the copy on the same shapes, and a copy of each row's own bytes
 #               (copy_floor.py: the rate a copy of that few bytes reaches, the ceiling item 3's 60% is held against)
@@ -107,6 +110,35 @@ compressed)
     sass_samples "${v/:/-}" --kernel-name regex:"turbo_chains_kernel|kivi_chains_kernel" --launch-skip 2 \
       build-gpu/bin/attnlab run --config "$out/ncu-$v.json"
   done
+  ;;
+turbo)
+  # A turbo decode change timed beside the build before it, on a machine that ran STEP=compressed minutes earlier
+  # (build-gpu/ kept; that call's copy rate and cuDNN rows are this one's peers): PATCH (a diff) applied to the tree
+  # first, rebuilt, turbo's [gpu] tests and sanitizer cases, attnlab bench on the turbo decode configs (MHA and GQA
+  # 32/8, B 16, N 32k, d 128), Nsight Compute's stalls by reason (STALLS=1) and every SASS instruction's samples of
+  # the 2-bit kernel at GQA 32/8 (SASS=1)
+  if [ -n "${PATCH:-}" ]; then
+    step "apply $PATCH"
+    git apply "$PATCH" 2>/dev/null || patch -p1 <"$PATCH" || exit 1
+  fi
+  ensure_built || exit 1
+  cmake --build build-gpu -j "$(nproc)" --target attnlab_tests >>"$out/build.log" 2>&1 ||
+    { tail -20 "$out/build.log"; exit 1; }
+  gpu_tests 'test_turbo_decode_kernel:gpu|test_turbo_cache_write:gpu'
+  sanitize '[#test_turbo_decode_kernel][sanitize]'
+  for c in bench-turbo-decode bench-turbo-decode-gqa; do bench_ours "$c" "configs/$c.json" 10; done
+  if [ "${STALLS:-0}" = 1 ]; then
+    step "Nsight Compute: turbo 4/2-bit at MHA and GQA 4:1, stalls by reason (ncu-decode-stalls-bench.csv)"
+    bash kernels/bench/ncu_profile.sh "$out/ncu-decode-stalls-bench.csv" decode-stalls-bench >"$out/ncu-stalls.log" 2>&1
+    echo "exit $?"; tail -4 "$out/ncu-stalls.log"
+  fi
+  if [ "${SASS:-0}" = 1 ]; then
+    step "Nsight Compute: every SASS instruction's samples, turbo 2-bit at GQA 32/8 (sass-turbo-2.csv.gz)"
+    one_launch_config configs/bench-turbo-decode-gqa.json '{"id": "turbo", "params": {"two_bit_heads": 8}}' \
+      >"$out/ncu-turbo-2.json"
+    sass_samples turbo-2 --kernel-name regex:turbo_chains_kernel --launch-skip 2 \
+      build-gpu/bin/attnlab run --config "$out/ncu-turbo-2.json"
+  fi
   ;;
 ncu-gqa)
   # The kernels item 3 leaves below 70% at GQA 32/8 (B 16, N 32k, d 128), Nsight Compute only (build-gpu/ kept from
