@@ -16,9 +16,10 @@
 #               and Nsight Compute on kivi and turbo at GQA (issue rate, stalls, DRAM bytes, and every SASS instruction's
 #               stall samples of the 2-bit kernels; not with NCU=0); GPU_TESTS (a
 #               CTest regex) and SANITIZE (Catch2 tags) name other tests (e.g. turbo's after a change to its kernel)
-#   STEP=turbo  a turbo decode change (PATCH: a diff applied first) on the machine of a STEP=compressed call just
-#               before: rebuilt, turbo's [gpu] tests and sanitizers, attnlab bench of the turbo decode configs,
-#               STALLS=1 Nsight Compute's stalls, SASS=1 every SASS instruction's samples of the 2-bit kernel at GQA
+#   STEP=turbo  a turbo decode change (PATCH: a diff applied first): built or brought up to date, turbo's [gpu]
+#               tests and sanitizers (TESTS=0: not), attnlab bench of the turbo decode configs (BENCH=0: not), PEERS=1
+#               cuDNN and the copy, STALLS=1 Nsight Compute's stalls, SASS=1 every SASS instruction's samples of the
+#               2-bit kernel at GQA
 #   STEP=compressed-fig6  the same kernels at Fig. 6's shapes (configs/bench-compressed-decode-fig6.json: 40/10 heads,
 #               B 1 and 4, N 4k–32k), cuDNN and the copy on the same shapes, and a copy of each row's own bytes
 #               (copy_floor.py: the rate a copy of that few bytes reaches, the ceiling item 3's 60% is held against)
@@ -112,21 +113,26 @@ compressed)
   done
   ;;
 turbo)
-  # A turbo decode change timed beside the build before it, on a machine that ran STEP=compressed minutes earlier
-  # (build-gpu/ kept; that call's copy rate and cuDNN rows are this one's peers): PATCH (a diff) applied to the tree
-  # first, rebuilt, turbo's [gpu] tests and sanitizer cases, attnlab bench on the turbo decode configs (MHA and GQA
-  # 32/8, B 16, N 32k, d 128), Nsight Compute's stalls by reason (STALLS=1) and every SASS instruction's samples of
-  # the 2-bit kernel at GQA 32/8 (SASS=1)
+  # A turbo decode change on one machine: PATCH (a diff) applied to the tree first, attnlab brought up to date (built on
+  # a fresh machine), turbo's [gpu] tests and sanitizer cases (TESTS=0: not), attnlab bench on the turbo decode
+  # configs (MHA and GQA 32/8, B 16, N 32k, d 128; BENCH=0: not), cuDNN and the copy on their shapes (PEERS=1),
+  # Nsight Compute's stalls by reason (STALLS=1) and every SASS instruction's samples of the 2-bit kernel at GQA 32/8
+  # (SASS=1). Two builds compared on one machine: a second run with the other build's PATCH and OUT=$OUT/NAME.
   if [ -n "${PATCH:-}" ]; then
     step "apply $PATCH"
     git apply "$PATCH" 2>/dev/null || patch -p1 <"$PATCH" || exit 1
   fi
   ensure_built || exit 1
-  cmake --build build-gpu -j "$(nproc)" --target attnlab_tests >>"$out/build.log" 2>&1 ||
-    { tail -20 "$out/build.log"; exit 1; }
-  gpu_tests 'test_turbo_decode_kernel:gpu|test_turbo_cache_write:gpu'
-  sanitize '[#test_turbo_decode_kernel][sanitize]'
-  for c in bench-turbo-decode bench-turbo-decode-gqa; do bench_ours "$c" "configs/$c.json" 10; done
+  if [ "${TESTS:-1}" = 1 ]; then
+    cmake --build build-gpu -j "$(nproc)" --target attnlab_tests >>"$out/build.log" 2>&1 ||
+      { tail -20 "$out/build.log"; exit 1; }
+    gpu_tests 'test_turbo_decode_kernel:gpu|test_turbo_cache_write:gpu'
+    sanitize '[#test_turbo_decode_kernel][sanitize]'
+  fi
+  if [ "${BENCH:-1}" = 1 ]; then
+    for c in bench-turbo-decode bench-turbo-decode-gqa; do bench_ours "$c" "configs/$c.json" 10; done
+    [ "${PEERS:-0}" = 1 ] && peers_on turbo 30
+  fi
   if [ "${STALLS:-0}" = 1 ]; then
     step "Nsight Compute: turbo 4/2-bit at MHA and GQA 4:1, stalls by reason (ncu-decode-stalls-bench.csv)"
     bash kernels/bench/ncu_profile.sh "$out/ncu-decode-stalls-bench.csv" decode-stalls-bench >"$out/ncu-stalls.log" 2>&1

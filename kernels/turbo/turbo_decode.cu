@@ -27,8 +27,8 @@
 // Every product is exact in INT32, so S and P̃V equal the reference's GEMMs on integer-valued floats.
 //
 // The softmax (Alg. 2 l. 4–8 with SAS) in FP32, operation for operation as core/variants/turbo.cpp and
-// core/sas.cpp round them: S = fl(S_int·fl(fl(s_Q·s_K)·scale)), t = S − m, SAS(t) bit for bit (the floor
-// of x = −t by the 1.5·2²³ trick instead of a conversion, same value), s_P = fl(max P̃ / 119),
+// core/sas.cpp round them: S = fl(S_int·fl(fl(s_Q·s_K)·scale)), t = S − m ≤ 0, SAS(t) bit for bit (on that domain
+// by FRND.FLOOR and a LUT whose entry 31 is Eq. 14's 0: turbo_sas.cuh's SasNonPositive), s_P = fl(max P̃ / 119),
 // P^q = rne(fl(P̃ / s_P)), O = fl(fl(α·O) + fl(X·fl(s_P·s_V))), the merge's products rounded before
 // their sum. The only difference from the reference is the order of ℓ's sums: the reference adds a
 // tile's 64 terms and then fl(α·ℓ); a lane of the kernel keeps its share of ℓ (fl(α·ℓ) plus its 2·G
@@ -54,8 +54,9 @@
 // P codes gathered through shared memory; v13 — the saturating channels' loops rolled at GE ≥ 4; v14 — at
 // GE = 4 the two lanes of a replicated row fold half the k-steps each and swap the words; v15 — the
 // saturating channels' loops skipped where no channel of the block may saturate; v16 — the saturation flags
-// read from the cache (written with s and z) instead of tested per channel and tile; v17 (this) — at GE 4 a cache
-// of 2-bit pairs at three CTAs per SM, with turbo_chains.h's 1536 chains.
+// read from the cache (written with s and z) instead of tested per channel and tile; v17 — at GE 4 a cache
+// of 2-bit pairs at three CTAs per SM, with turbo_chains.h's 1536 chains; v18 (this) — SAS on the softmax's
+// domain t ≤ 0 (chain_exp).
 #include "kernels/turbo/turbo_decode.h"
 
 #include "core/kernel_traits.h"
@@ -743,12 +744,23 @@ __device__ void run_chain(const TurboDecodeArgs& a, int pair, int chain, uint8_t
 
 // The chains of the pairs pair_order[begin … begin + count): BITS wide, or with BITS = 0 each pair at its
 // own width (the first wide_pairs of pair_order are 4-bit) — launch_chains says when which.
+// The chains' exponential. Its arguments are t = fl(S − m) with m the row's running maximum after this tile's scores
+// (so t ≤ 0 exactly, +0 where S = m), α's fl(m_old − m_new) ≤ 0, and −∞ (tokens past the tile's rows): the domain of
+// turbo_sas.cuh's SasNonPositive, which equals Exp<false> there bit for bit in about half its instructions (v18; the
+// prefill took it in its v2), its LUT's entry 31 the 0 of Eq. 14. EXACT: 2^(t·log₂e) on the SFU, as before.
+template <bool EXACT>
+__device__ __forceinline__ auto chain_exp(const TurboExpArgs& e, const float* lut) {
+  if constexpr (EXACT) return make_exp<true>(e, lut);
+  else return make_sas_non_positive(e, lut);
+}
+
 template <int D, int GE, int BITS, bool EXACT>
 __global__ void __launch_bounds__(kWarps * 32, (kCtasPerSm<D, GE, BITS>)) turbo_chains_kernel(const TurboDecodeArgs a,
                                                                                            int begin, int count) {
   extern __shared__ __align__(16) uint8_t smem[];
   float* lut = reinterpret_cast<float*>(smem);
-  for (int i = threadIdx.x; i < 31; i += blockDim.x) lut[i] = a.exp.lut[i];
+  for (int i = threadIdx.x; i < kSasLutEntries; i += blockDim.x)  // entry 31: 0 (turbo_sas.cuh's zero slot)
+    lut[i] = i < 31 ? a.exp.lut[i] : 0.0f;
   __syncthreads();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int id = blockIdx.x * kWarps + warp, chain = id % a.chains;
@@ -778,7 +790,7 @@ __global__ void __launch_bounds__(kWarps * 32, (kCtasPerSm<D, GE, BITS>)) turbo_
   }
   __syncwarp();
   const float s_q = s_q_rows[Spread<GE>::row()];  // the scores' row (the spread layout)
-  const Exp<EXACT> exp_fn = make_exp<EXACT>(a.exp, lut);
+  const auto exp_fn = chain_exp<EXACT>(a.exp, lut);
   if constexpr (BITS == 0) {
     if (begin + id / a.chains < a.cache.wide_pairs) run_chain<D, GE, 4>(a, pair, chain, mine, q8, s_q, exp_fn);
     else run_chain<D, GE, 2>(a, pair, chain, mine, q8, s_q, exp_fn);
