@@ -17,7 +17,8 @@
 #               stall samples of the 2-bit kernels; not with NCU=0); GPU_TESTS (a
 #               CTest regex) and SANITIZE (Catch2 tags) name other tests (e.g. turbo's after a change to its kernel)
 #   STEP=turbo  a turbo decode change (PATCH: a diff applied first): built or brought up to date, turbo's [gpu]
-#               tests and sanitizers (TESTS=0: not), attnlab bench of the turbo decode configs (BENCH=0: not), PEERS=1
+#               tests and sanitizers (TESTS=0: not), attnlab bench of the turbo decode configs (BENCH=0: not; CONFIGS
+#               names others, D64=1 adds their GQA turbo rows at d 64), PEERS=1
 #               cuDNN and the copy, STALLS=1 Nsight Compute's stalls, SASS=1 every SASS instruction's samples of the
 #               2-bit kernel at GQA
 #   STEP=compressed-fig6  the same kernels at Fig. 6's shapes (configs/bench-compressed-decode-fig6.json: 40/10 heads,
@@ -130,7 +131,12 @@ turbo)
     sanitize '[#test_turbo_decode_kernel][sanitize]'
   fi
   if [ "${BENCH:-1}" = 1 ]; then
-    for c in bench-turbo-decode bench-turbo-decode-gqa; do bench_ours "$c" "configs/$c.json" 10; done
+    for c in ${CONFIGS-bench-turbo-decode bench-turbo-decode-gqa}; do bench_ours "$c" "configs/$c.json" 10; done
+    if [ "${D64:-0}" = 1 ]; then  # the turbo rows at d 64 too (GQA 32/8: its kernel runs four CTAs at 128 registers)
+      edit_config configs/bench-turbo-decode-gqa.json "c['problem']['head_dim'] = 64
+c['variants'] = [v for v in c['variants'] if v['id'] == 'turbo']" >"$out/config-gqa-d64.json"
+      bench_ours gqa-d64 "$out/config-gqa-d64.json" 6
+    fi
     [ "${PEERS:-0}" = 1 ] && peers_on turbo 30
   fi
   if [ "${STALLS:-0}" = 1 ]; then
