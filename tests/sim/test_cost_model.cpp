@@ -690,27 +690,27 @@ TEST_CASE("warp-chain decode: the latency term slows the 2-bit loop, a mixed cac
           "where the 2-bit one gains occupancy", "[sim][model]") {
   const GpuSpec gpu = h100();
   // All heads 2-bit at MHA: 4 CTAs of 4 warps per SM (57 KB each), 4 warps per scheduler, each stalled the
-  // measured 3.54 cycles after an instruction: the repairman's 74% of the issue rate for the measured 995.2
-  // instructions per tile (kDecodeIssue: turbo decode v16). (Which term binds depends on the factors: with the
+  // measured 3.59 cycles after an instruction: the repairman's 73% of the issue rate for the measured 973.3
+  // instructions per tile (kDecodeIssue: turbo decode v18). (Which term binds depends on the factors: with the
   // SDPA-fitted H100 spec, memory.)
   const Prediction two = predict(make_schedule(bench_decode(32), request("turbo", {{"two_bit_heads", 32}}), gpu), gpu);
   CHECK(two.ctas_per_sm == 4);
   CHECK(two.warps_per_scheduler == 4.0);
-  CHECK(two.issue_rate == Approx(repairman_issue_rate(4, 3.54)));
-  CHECK(two.issue_rate == Approx(0.74).margin(0.01));
-  const double slots = 32 * 995.2 * 16 * 32 * 512;  // warp instructions × 32 per tile, every chain's tiles
+  CHECK(two.issue_rate == Approx(repairman_issue_rate(4, 3.59)));
+  CHECK(two.issue_rate == Approx(0.73).margin(0.01));
+  const double slots = 32 * 973.3 * 16 * 32 * 512;  // warp instructions × 32 per tile, every chain's tiles
   CHECK(two.ops.at("issue") == Approx(slots));
   CHECK(two.unit_ms.at("issue") ==
         Approx(slots / (gpu.peak(Unit::issue) * gpu.efficiency_of(Unit::issue) * two.issue_rate) * 1e3));
-  // All 4-bit: 2 CTAs per SM (shared memory), 2 warps per scheduler stalled 3.09 cycles (v16, measured at this
+  // All 4-bit: 2 CTAs per SM (shared memory), 2 warps per scheduler stalled 3.33 cycles (v18, measured at this
   // shape; v10 3.51 at B 4, where Nsight Compute measured an issue rate of 0.42).
   const Prediction four = predict(make_schedule(bench_decode(32), request("turbo", {{"two_bit_heads", 0}}), gpu), gpu);
   CHECK(four.ctas_per_sm == 2);
   CHECK(four.warps_per_scheduler == 2.0);
-  CHECK(four.issue_rate == Approx(repairman_issue_rate(2, 3.09)));
-  // At GQA 4:1 the stall measured at that group (kDecodeIssue: 2.12 cycles at B 16).
+  CHECK(four.issue_rate == Approx(repairman_issue_rate(2, 3.33)));
+  // At GQA 4:1 the stall measured at that group (kDecodeIssue: 2.21 cycles at B 16).
   const Prediction gqa4 = predict(make_schedule(bench_decode(8), request("turbo", {{"two_bit_heads", 0}}), gpu), gpu);
-  CHECK(gqa4.issue_rate == Approx(repairman_issue_rate(gqa4.warps_per_scheduler, 2.12)));
+  CHECK(gqa4.issue_rate == Approx(repairman_issue_rate(gqa4.warps_per_scheduler, 2.21)));
   // Where no stall is measured (our FP16 decode at d 64: no kDecodeIssue row), the spec's L̄: min(1, W / L̄).
   Problem d64 = bench_decode(8);
   d64.head_dim = 64;
@@ -744,20 +744,17 @@ TEST_CASE("warp-chain decode: the latency term slows the 2-bit loop, a mixed cac
 
 TEST_CASE("the turbo and kivi decode kernels of the H100 benchmark: within 15% after calibration",
           "[sim][calibrate]") {
-  // sim/measurements/h100-turbo-kivi-decode-2026-12-06.json: turbo decode v16 (4-bit, 2/4 mix, 2-bit) and kivi decode
-  // v5 (2- and 4-bit) timed in one call on one H100 (kernels/bench/h100-compressed-decode-v16-2026-12-06.json, the
-  // `attnlab bench` rows of configs/bench-turbo-decode*.json) at B 16, d 128, N 32k, MHA and GQA 4:1 (kernels/PERF.md);
-  // turbo 2-bit at GQA v17's kernel (three CTAs per SM, 12 chains: the A/B's row on the same H100,
-  // kernels/bench/h100-turbo-decode-ctas3-ab-2026-12-06.json, kv_splits 12 = v17's auto). With the measured counts and
-  // stalls in the latency term (kDecodeIssue, measured in the same session; at three CTAs the two-CTA launch's stall,
-  // which the model then shortens by the repairman rule) and every factor in its physical range, on 2026-12-06: median
-  // |error| 18.4% before the fit (the datasheet's factors), 3.3% after, 5.1% left out; the worst row turbo 2-bit at GQA
-  // (−9.8%: the stall measured at 8 warps per SM, where 12 run). (The v11 / v2 file of 2026-12-05,
-  // h100-turbo-kivi-decode.json: 16.4%, 2.4%, 4.2%. Without the ranges the fit reached 2.0% with an issue factor of
-  // 1.38 and INT8 MMAs at 0.24.)
+  // sim/measurements/h100-turbo-kivi-decode-v18-2026-12-06.json: turbo decode v18 (4-bit, 2/4 mix, 2-bit; at GQA a 2-bit
+  // cache at three CTAs per SM, 12 chains) and kivi decode v5 (2- and 4-bit) timed in one call on one H100
+  // (kernels/bench/h100-turbo-decode-v18-2026-12-06.json, the `attnlab bench` rows of configs/bench-turbo-decode*.json)
+  // at B 16, d 128, N 32k, MHA and GQA 4:1 (kernels/PERF.md). With the counts and stalls Nsight Compute measured on the
+  // same build (kDecodeIssue; the three-CTA launch's own stall now) and every factor in its physical range, on
+  // 2026-12-06: median |error| 19.8% before the fit (the datasheet's factors), 2.2% after, 4.1% left out. (v16's file
+  // of the same day: 18.4%, 3.3%, 5.1%; the v11 / v2 file of 2026-12-05, h100-turbo-kivi-decode.json: 16.4%, 2.4%,
+  // 4.2%. Without the ranges the fit reached 2.0% with an issue factor of 1.38 and INT8 MMAs at 0.24.)
   std::string gpu;
   const auto m =
-      load_measurements(std::string(ATTNLAB_SOURCE_DIR) + "/sim/measurements/h100-turbo-kivi-decode-2026-12-06.json", &gpu);
+      load_measurements(std::string(ATTNLAB_SOURCE_DIR) + "/sim/measurements/h100-turbo-kivi-decode-v18-2026-12-06.json", &gpu);
   REQUIRE(m.size() == 10);
   const Calibration c = calibrate(load_gpu_spec(gpu), m);
   WARN(fmt::format("median |error| before {:.1f}%, after {:.1f}%, leave-one-out {:.1f}%", 100 * c.median_error_before,
@@ -789,8 +786,8 @@ TEST_CASE("every kernel on the H100, both generations, prefill and decode: withi
   // aside until that kernel's own rows are measured.
   std::string gpu;
   // Its four kivi rows timed decode v1 (every code through FP32) and its six turbo decode rows v11, where kDecodeIssue
-  // now counts kivi v4's and turbo v16's loops: both set aside, and the two kernels' rows of the test above (kivi v5,
-  // turbo v16 and v17, one H100 on 2026-12-06) taken instead. On 2026-12-06: 20.1% before, 2.6% after, 2.9% left out.
+  // now counts kivi v4's and turbo v18's loops: both set aside, and the two kernels' rows of the test above (kivi v5,
+  // turbo v18, one H100 on 2026-12-06) taken instead. On 2026-12-06: 20.9% before, 2.6% after, 3.1% left out.
   auto m = load_measurements(std::string(ATTNLAB_SOURCE_DIR) + "/sim/measurements/h100-all-kernels-2026-11-26.json", &gpu);
   REQUIRE(m.size() == 84);
   std::erase_if(m, [](const Measurement& x) {
@@ -800,7 +797,7 @@ TEST_CASE("every kernel on the H100, both generations, prefill and decode: withi
   REQUIRE(m.size() == 72);
   std::string decode_gpu;
   const auto decode = load_measurements(
-      std::string(ATTNLAB_SOURCE_DIR) + "/sim/measurements/h100-turbo-kivi-decode-2026-12-06.json", &decode_gpu);
+      std::string(ATTNLAB_SOURCE_DIR) + "/sim/measurements/h100-turbo-kivi-decode-v18-2026-12-06.json", &decode_gpu);
   REQUIRE(decode_gpu == gpu);
   m.insert(m.end(), decode.begin(), decode.end());
   REQUIRE(m.size() == 82);
@@ -834,7 +831,7 @@ TEST_CASE("the H200 predicted with the H100's factors, no re-fit: within 10% (me
   // H100: no term for its ring and ping-pong). The issue asks for these errors reported, not bounded: no
   // worst-row assertion.
   // Its FP16 decode rows timed the prefill kernel at q_len 1, which decode no longer runs on, its kivi rows decode
-  // v1 and its turbo decode rows v11, which kDecodeIssue no longer counts (neither kivi v5 nor turbo v16 is timed on
+  // v1 and its turbo decode rows v11, which kDecodeIssue no longer counts (neither kivi v5 nor turbo v18 is timed on
   // an H200 yet): all set aside, as above (median |error| then 3.9%, worst 9.8%).
   std::string gpu;
   auto m = load_measurements(std::string(ATTNLAB_SOURCE_DIR) + "/sim/measurements/h200-kernels-2026-11-26.json", &gpu);
