@@ -17,7 +17,7 @@
 #               stall samples of the 2-bit kernels; not with NCU=0); GPU_TESTS (a
 #               CTest regex) and SANITIZE (Catch2 tags) name other tests (e.g. turbo's after a change to its kernel)
 #   STEP=turbo  a turbo decode change (PATCH: a diff applied first): built or brought up to date, turbo's [gpu]
-#               tests and sanitizers (TESTS=0: not), attnlab bench of the turbo decode configs (BENCH=0: not; CONFIGS
+#               tests and sanitizers (TESTS=0: not; SAN=0: the tests alone), attnlab bench of the turbo decode configs (BENCH=0: not; CONFIGS
 #               names others, D64=1 adds their GQA turbo rows at d 64), PEERS=1
 #               cuDNN and the copy, STALLS=1 Nsight Compute's stalls, SASS=1 every SASS instruction's samples of the
 #               2-bit kernel at GQA
@@ -128,7 +128,7 @@ turbo)
     cmake --build build-gpu -j "$(nproc)" --target attnlab_tests >>"$out/build.log" 2>&1 ||
       { tail -20 "$out/build.log"; exit 1; }
     gpu_tests 'test_turbo_decode_kernel:gpu|test_turbo_cache_write:gpu'
-    sanitize '[#test_turbo_decode_kernel][sanitize]'
+    [ "${SAN:-1}" = 1 ] && sanitize '[#test_turbo_decode_kernel][sanitize]'
   fi
   if [ "${BENCH:-1}" = 1 ]; then
     for c in ${CONFIGS-bench-turbo-decode bench-turbo-decode-gqa}; do bench_ours "$c" "configs/$c.json" 10; done
