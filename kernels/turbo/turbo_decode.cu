@@ -56,8 +56,9 @@
 // saturating channels' loops skipped where no channel of the block may saturate; v16 — the saturation flags
 // read from the cache (written with s and z) instead of tested per channel and tile; v17 — at GE 4 a cache
 // of 2-bit pairs at three CTAs per SM, with turbo_chains.h's 1536 chains; v18 — SAS on the softmax's
-// domain t ≤ 0 (chain_exp); v19 (this) — the fold's bytes by PRMT (core/variants/turbo_fold.h), the ring's
-// copies at constant offsets from pointers formed once a load (load_stage).
+// domain t ≤ 0 (chain_exp); v19 (this) — the fold's bytes by PRMT (core/variants/turbo_fold.h). (v19 as first
+// written also formed the ring's copy addresses once a load: 5–16 registers more, spills at d 64 GE 4 and 1–4% slower
+// there, measured; in git at 1d6623f, kernels/PERF.md.)
 #include "kernels/turbo/turbo_decode.h"
 
 #include "core/kernel_traits.h"
@@ -107,10 +108,9 @@ constexpr int kStageBytes = 2 * kTurboBlock * D * (BITS == 0 ? 4 : BITS) / 8 + k
 // G = 1 fold reads as 32 words.
 template <int D, int GE>
 constexpr int kQRows = GE * D >= 128 ? GE : 128 / D;
-// A warp's shared memory: the address of its pair's slot 0 in the cache's codes (load_stage reads it: in a register
-// it would be live through every tile), its ring, then the Q codes and their scales s_Q (≤ 8 floats).
+// A warp's shared memory: its ring, then the Q codes and their scales s_Q (≤ 8 floats).
 template <int D, int GE, int BITS>
-constexpr int kWarpBytes = 16 + kStages * kStageBytes<D, BITS> + kQRows<D, GE> * D + 32;
+constexpr int kWarpBytes = kStages * kStageBytes<D, BITS> + kQRows<D, GE> * D + 32;
 template <int D, int GE, int BITS>
 constexpr int kSmemBytes = kWarps * kWarpBytes<D, GE, BITS> + 32 * 4;  // + the SAS table
 // CTAs per SM: 4 (16 warps) where shared memory allows it; 3 (12 warps) for the 2-bit code at GE ≤ 4 where three
@@ -151,12 +151,8 @@ static_assert(kChainTargetAgrees<64, 1> && kChainTargetAgrees<64, 2> && kChainTa
               kChainTargetAgrees<64, 8> && kChainTargetAgrees<128, 1> && kChainTargetAgrees<128, 2> &&
               kChainTargetAgrees<128, 4> && kChainTargetAgrees<128, 8>);
 
-// Copies to a shared-memory address (a 32-bit state-space address, computed once per chain: StageSource).
-__device__ __forceinline__ void cp_async_8(uint32_t smem, const void* gmem) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(smem), "l"(gmem));
-}
-__device__ __forceinline__ void cp_async_16_at(uint32_t smem, const void* gmem) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem), "l"(gmem));
+__device__ __forceinline__ void cp_async_8(void* smem, const void* gmem) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(smem_addr(smem)), "l"(gmem));
 }
 
 __device__ __forceinline__ int sat127(int x) { return min(max(x, -127), 127); }
@@ -672,29 +668,19 @@ __device__ void buffer_tile(const int8_t* kb, const int8_t* vb, const int8_t* q8
   accumulate<D, GE>(ch, x, __fmul_rn(sp, universal.y));
 }
 
-// Stage one coded block (codes of K and V, s/z and the flags, block scales) into shared memory at `stage`, `ring` the
-// warp's ring (the 16 bytes before it hold the address of the
-// pair's slot 0, kWarpBytes). Each pointer is formed once, the lane's 16 bytes added to it, so the copies take
-// constant offsets from it (v19: v18 formed each copy's 64-bit address apart, and read code_offset[pair] from
-// global memory every tile — about 80 of a 2-bit GQA tile's 1 464 instructions, kernels/PERF.md's SASS samples).
+// Stage one coded block (codes of K and V, s/z, block scales) into shared memory.
 template <int D, int BITS>
-__device__ __forceinline__ void load_stage(uint8_t* stage, const uint8_t* ring, const TurboCacheArgs& c, int pair,
-                                           int slot) {
-  const uint8_t* pair_codes = *reinterpret_cast<const uint8_t* const*>(ring - 16);
-  const uint32_t stage_lane = smem_addr(stage) + 16 * (threadIdx.x % 32);
+__device__ __forceinline__ void load_stage(uint8_t* stage, const TurboCacheArgs& c, int pair, int slot) {
   constexpr int kCodeBytes = kTurboBlock * D * BITS / 8;
-  constexpr int kCodeChunks = 2 * kCodeBytes / 16, kScaleChunks = kScaleBytes<D> / 16;  // 16-byte copies
-  static_assert(kCodeChunks % 32 == 0, "a stage's codes are whole rounds of the warp's 16-byte copies");
   const int lane = threadIdx.x % 32;
-  const uint8_t* codes = pair_codes + int64_t(slot) * 2 * kCodeBytes + 16 * lane;
+  const uint8_t* codes = c.codes + c.code_offset[pair] + int64_t(slot) * 2 * kCodeBytes;
 #pragma unroll
-  for (int i = 0; i < kCodeChunks / 32; ++i) cp_async_16_at(stage_lane + 512 * i, codes + 512 * i);
-  const int64_t block = int64_t(pair) * c.slots + slot;
-  const int8_t* sz = c.scale_zero + block * kScaleBytes<D> + 16 * lane;
+  for (int i = lane; i < 2 * kCodeBytes / 16; i += 32) cp_async_16(stage + 16 * i, codes + 16 * i, true);
+  const int8_t* sz = c.scale_zero + (int64_t(pair) * c.slots + slot) * kScaleBytes<D>;
 #pragma unroll
-  for (int i = 0; i < (kScaleChunks + 31) / 32; ++i)
-    if (lane + 32 * i < kScaleChunks) cp_async_16_at(stage_lane + 2 * kCodeBytes + 512 * i, sz + 512 * i);
-  if (lane == 0) cp_async_8(stage_lane + 2 * kCodeBytes + kScaleBytes<D>, c.block_scales + block * 2);
+  for (int i = lane; i < kScaleBytes<D> / 16; i += 32) cp_async_16(stage + 2 * kCodeBytes + 16 * i, sz + 16 * i, true);
+  if (lane == 0)
+    cp_async_8(stage + 2 * kCodeBytes + kScaleBytes<D>, c.block_scales + (int64_t(pair) * c.slots + slot) * 2);
 }
 
 template <int D, int GE, int BITS, class Exp>
@@ -711,25 +697,21 @@ __device__ void run_chain(const TurboDecodeArgs& a, int pair, int chain, uint8_t
 #pragma unroll
   for (int i = 0; i < Chain<D, GE>::NO; ++i) ch.o[i][0] = ch.o[i][1] = 0.0f;
   constexpr int kStage = kStageBytes<D, BITS>;
-  // The ring's stages by index: `use` the tile's; the next load goes to the one before it.
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
-    if (first + s < coded_end) load_stage<D, BITS>(ring + s * kStage, ring, a.cache, pair, first + s);
+    if (first + s < coded_end) load_stage<D, BITS>(ring + s * kStage, a.cache, pair, first + s);
     cp_async_commit();
   }
-  int use = 0;
   for (int j = first; j < coded_end; ++j) {
     cp_async_wait<kStages - 2>();
     __syncwarp();
-    const int load = use == 0 ? kStages - 1 : use - 1;  // the stage the previous tile freed
-    if (j + kStages - 1 < coded_end)
-      load_stage<D, BITS>(ring + load * kStage, ring, a.cache, pair, j + kStages - 1);
+    const int ahead = j + kStages - 1;
+    if (ahead < coded_end) load_stage<D, BITS>(ring + ((ahead - first) % kStages) * kStage, a.cache, pair, ahead);
     cp_async_commit();
     const bool may_saturate = !(BITS == 4 && j < tiles.prefill_blocks);  // progressive.h: 4-bit prefill never
-    coded_tile<D, GE, BITS>(ring + use * kStage, q8, s_q, tiles.rows(j), may_saturate, a.scale, exp_fn, ch,
-                            dump_at(a, pair, j), row_stride);
+    coded_tile<D, GE, BITS>(ring + ((j - first) % kStages) * kStage, q8, s_q, tiles.rows(j), may_saturate, a.scale,
+                            exp_fn, ch, dump_at(a, pair, j), row_stride);
     __syncwarp();
-    use = use == kStages - 1 ? 0 : use + 1;
   }
   cp_async_wait<0>();
   if (last > tiles.coded) {  // the chain ends with the pending buffer
@@ -778,8 +760,7 @@ __global__ void __launch_bounds__(kWarps * 32, (kCtasPerSm<D, GE, BITS>)) turbo_
   const int id = blockIdx.x * kWarps + warp, chain = id % a.chains;
   if (id / a.chains >= count) return;
   const int pair = a.cache.pair_order[begin + id / a.chains];
-  uint8_t* mine = smem + 32 * 4 + warp * kWarpBytes<D, GE, BITS> + 16;  // the ring; the pair's codes before it
-  if (lane == 0) *reinterpret_cast<const uint8_t**>(mine - 16) = a.cache.codes + a.cache.code_offset[pair];
+  uint8_t* mine = smem + 32 * 4 + warp * kWarpBytes<D, GE, BITS>;
   int8_t* q8 = reinterpret_cast<int8_t*>(mine + kStages * kStageBytes<D, BITS>);
   float* s_q_rows = reinterpret_cast<float*>(q8 + kQRows<D, GE> * D);
 
