@@ -17,10 +17,10 @@
 #               stall samples of the 2-bit kernels; not with NCU=0); GPU_TESTS (a
 #               CTest regex) and SANITIZE (Catch2 tags) name other tests (e.g. turbo's after a change to its kernel)
 #   STEP=turbo  a turbo decode change (PATCH: a diff applied first): built or brought up to date, turbo's [gpu]
-#               tests and sanitizers (TESTS=0: not; SAN=0: the tests alone), attnlab bench of the turbo decode configs (BENCH=0: not; CONFIGS
-#               names others, D64=1 adds their GQA turbo rows at d 64), PEERS=1
-#               cuDNN and the copy, STALLS=1 Nsight Compute's stalls, SASS=1 every SASS instruction's samples of the
-#               2-bit kernel at GQA
+#               tests and sanitizers (TESTS=0: not; SAN=0: the tests alone), attnlab bench of the turbo decode
+#               configs (BENCH=0: not; CONFIGS names others, D64=1 adds their GQA turbo rows at d 64), PEERS=1 cuDNN
+#               and the copy, STALLS=1 Nsight Compute's stalls, SASS=1 every SASS instruction's samples of the 2-bit
+#               kernel at GQA
 #   STEP=compressed-fig6  the same kernels at Fig. 6's shapes (configs/bench-compressed-decode-fig6.json: 40/10 heads,
 #               B 1 and 4, N 4k–32k), cuDNN and the copy on the same shapes, and a copy of each row's own bytes
 #               (copy_floor.py: the rate a copy of that few bytes reaches, the ceiling item 3's 60% is held against)
@@ -115,10 +115,11 @@ compressed)
   ;;
 turbo)
   # A turbo decode change on one machine: PATCH (a diff) applied to the tree first, attnlab brought up to date (built on
-  # a fresh machine), turbo's [gpu] tests and sanitizer cases (TESTS=0: not), attnlab bench on the turbo decode
-  # configs (MHA and GQA 32/8, B 16, N 32k, d 128; BENCH=0: not), cuDNN and the copy on their shapes (PEERS=1),
-  # Nsight Compute's stalls by reason (STALLS=1) and every SASS instruction's samples of the 2-bit kernel at GQA 32/8
-  # (SASS=1). Two builds compared on one machine: a second run with the other build's PATCH and OUT=$OUT/NAME.
+  # a fresh machine), turbo's [gpu] tests and sanitizer cases (TESTS=0: not; SAN=0: no sanitizers), attnlab bench on
+  # the turbo decode configs (CONFIGS; by default MHA and GQA 32/8, B 16, N 32k, d 128; D64=1 the GQA turbo rows at
+  # d 64 too; BENCH=0: none), cuDNN and the copy on their shapes (PEERS=1), Nsight Compute's stalls by reason
+  # (STALLS=1) and every SASS instruction's samples of the 2-bit kernel at GQA 32/8 (SASS=1). Two builds compared on
+  # one machine: a second run with the other build's PATCH and OUT=$OUT/NAME (the tree keeps the first's edits).
   if [ -n "${PATCH:-}" ]; then
     step "apply $PATCH"
     git apply "$PATCH" 2>/dev/null || patch -p1 <"$PATCH" || exit 1

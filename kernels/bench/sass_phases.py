@@ -46,8 +46,9 @@ def main():
         for src, ex, _ in part:
             ops[opcode(src)] += ex / units
         top = ", ".join(f"{o} {c:.0f}" for o, c in ops.most_common(6))
-        print(f"{name:24s} {sum(e for _, e, _ in part) / units:7.1f} a unit  {100 * sum(s for *_, s in part) / samples:5.1f}%"
-              f" of samples | {top}")
+        executed = sum(e for _, e, _ in part) / units
+        share = 100 * sum(s for *_, s in part) / samples
+        print(f"{name:24s} {executed:7.1f} a unit  {share:5.1f}% of samples | {top}")
 
 
 if __name__ == "__main__":

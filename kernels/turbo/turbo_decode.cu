@@ -736,8 +736,6 @@ __device__ void run_chain(const TurboDecodeArgs& a, int pair, int chain, uint8_t
   }
 }
 
-// The chains of the pairs pair_order[begin … begin + count): BITS wide, or with BITS = 0 each pair at its
-// own width (the first wide_pairs of pair_order are 4-bit) — launch_chains says when which.
 // The chains' exponential. Its arguments are t = fl(S − m) with m the row's running maximum after this tile's scores
 // (so t ≤ 0 exactly, +0 where S = m), α's fl(m_old − m_new) ≤ 0, and −∞ (tokens past the tile's rows): the domain of
 // turbo_sas.cuh's SasNonPositive, which equals Exp<false> there bit for bit in about half its instructions (v18; the
@@ -748,6 +746,8 @@ __device__ __forceinline__ auto chain_exp(const TurboExpArgs& e, const float* lu
   else return make_sas_non_positive(e, lut);
 }
 
+// The chains of the pairs pair_order[begin … begin + count): BITS wide, or with BITS = 0 each pair at its
+// own width (the first wide_pairs of pair_order are 4-bit) — launch_chains says when which.
 template <int D, int GE, int BITS, bool EXACT>
 __global__ void __launch_bounds__(kWarps * 32, (kCtasPerSm<D, GE, BITS>)) turbo_chains_kernel(const TurboDecodeArgs a,
                                                                                            int begin, int count) {

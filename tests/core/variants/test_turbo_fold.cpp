@@ -50,7 +50,8 @@ TEST_CASE("turbo fold: hi and lo of q·s at every byte position, for every Q cod
         const auto f = fold_words(qw, sw, 0);
         require_fold(q, s, byte_at(f.hi, i), byte_at(f.lo, i));
         for (int o = 0; o < 4; ++o)
-          if (o != i) require_fold(int(int8_t(uint8_t(byte_at(qw, o)))), int(byte_at(sw, o)), byte_at(f.hi, o), byte_at(f.lo, o));
+          if (o != i)
+            require_fold(int(int8_t(uint8_t(byte_at(qw, o)))), int(byte_at(sw, o)), byte_at(f.hi, o), byte_at(f.lo, o));
       }
 }
 
