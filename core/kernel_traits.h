@@ -81,9 +81,9 @@ inline constexpr KernelTraits kKernelTraits[] = {
     // carry the low half of q·s), B_c = one 64-token cache block; 4 warps per CTA, each its own chain
     // (core/variants/turbo_chains.h decides how many, not this table), 3 blocks in flight per warp. Registers:
     // the 2-bit kernel's 128 (its launch bounds ask for 4 CTAs per SM); the 4-bit one's 132 do not bind,
-    // shared memory holds it to 2 CTAs. A cache of 2-bit pairs at 3–4 query heads per KV head runs three CTAs (v17:
-    // 156 registers, 57 KB each; narrow_three_ctas_group 4).
-    {"turbo",       64,  80,  8,   64,  4,    3,     128, 0, true, true, true, false, false, 0, 1.f, 4},
+    // shared memory holds it to 2 CTAs. At d 128 a cache of 2-bit pairs at 3–4 query heads per KV head runs three CTAs
+    // (v17: 156 registers, 57 KB each; narrow_three_ctas_group 4); at d 64 every launch already runs four.
+    {"turbo",       64,  80,  8,   64,  4,    3,     128, 0, true, true, true},
     {"turbo",       128, 80,  8,   64,  4,    3,     128, 0, true, true, true, false, false, 0, 1.f, 4},
     // turbo prefill (kernels/turbo/turbo_prefill_sm90.cu): two warpgroups of 64 query rows (each one of Alg. 1's
     // query blocks), B_c = 64 keys (the paper's tile, and the pre-pass's cache block). kv_loads = tma_producer: a TMA

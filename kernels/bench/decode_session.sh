@@ -39,6 +39,13 @@
 #               and the preset's report (its bars over our FP16 decode)
 set -u
 source kernels/bench/session_lib.sh
+# The model's turbo rows (core/kernel_traits.h kDecodeIssue): Nsight Compute's counts and stalls by reason of turbo
+# 4/2-bit at MHA and GQA 4:1 (ncu_profile.sh decode-stalls-bench → ncu-decode-stalls-bench.csv).
+turbo_stalls() {
+  step "Nsight Compute: turbo 4/2-bit at MHA and GQA 4:1, stalls by reason (ncu-decode-stalls-bench.csv)"
+  bash kernels/bench/ncu_profile.sh "$out/ncu-decode-stalls-bench.csv" decode-stalls-bench >"$out/ncu-stalls.log" 2>&1
+  echo "exit $?"; tail -4 "$out/ncu-stalls.log"
+}
 session_start decode-session
 case "${STEP:-build}" in
 build)
@@ -92,9 +99,7 @@ compressed)
   done
   peers_on compressed 40
   if [ "${STALLS:-0}" = 1 ]; then  # the model's turbo rows: counts and stalls by reason (core/kernel_traits.h kDecodeIssue)
-    step "Nsight Compute: turbo 4/2-bit at MHA and GQA 4:1, stalls by reason (ncu-decode-stalls-bench.csv)"
-    bash kernels/bench/ncu_profile.sh "$out/ncu-decode-stalls-bench.csv" decode-stalls-bench >"$out/ncu-stalls.log" 2>&1
-    echo "exit $?"; tail -4 "$out/ncu-stalls.log"
+    turbo_stalls
   fi
   [ "${NCU:-1}" = 0 ] && exit 0  # NCU=0: the times only (Nsight Compute's counts of these kernels do not move with the GPU)
   step "Nsight Compute: kivi 2/4-bit, turbo 2/4-bit at GQA 32/8, B 16, N 32k, d 128 (ncu-*.txt): issue, stalls, DRAM"
@@ -141,9 +146,7 @@ c['variants'] = [v for v in c['variants'] if v['id'] == 'turbo']" >"$out/config-
     [ "${PEERS:-0}" = 1 ] && peers_on turbo 30
   fi
   if [ "${STALLS:-0}" = 1 ]; then
-    step "Nsight Compute: turbo 4/2-bit at MHA and GQA 4:1, stalls by reason (ncu-decode-stalls-bench.csv)"
-    bash kernels/bench/ncu_profile.sh "$out/ncu-decode-stalls-bench.csv" decode-stalls-bench >"$out/ncu-stalls.log" 2>&1
-    echo "exit $?"; tail -4 "$out/ncu-stalls.log"
+    turbo_stalls
   fi
   if [ "${SASS:-0}" = 1 ]; then
     step "Nsight Compute: every SASS instruction's samples, turbo 2-bit at GQA 32/8 (sass-turbo-2.csv.gz)"

@@ -9,8 +9,9 @@ of work (e.g. per tile: the launch's tiles), with its top opcodes.
 import collections
 import csv
 import gzip
-import re
 import sys
+
+from sass_text import opcode as full_opcode
 
 
 def instructions(path):
@@ -23,7 +24,9 @@ def instructions(path):
 
 
 def opcode(src):
-    return re.sub(r"^@!?U?P\w+\s+", "", src).split()[0].split(".")[0] if src else "?"
+    """The opcode without its modifiers ('IMMA' of '@P0 IMMA.16832.S8.S8 R4, …')."""
+    op = full_opcode(src)
+    return op.split(".")[0] if op else "?"
 
 
 def main():

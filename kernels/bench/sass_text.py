@@ -1,6 +1,6 @@
 r"""Reading `cuobjdump -sass` text: the kernels of a dump, and each kernel's instructions with their addresses,
 opcodes and backward branches (a loop's end). One reader for kernels/bench/sass_histogram.py and
-kernels/bench/wait_placement.py.
+kernels/bench/wait_placement.py; its opcode() reads Nsight Compute's source lines too (kernels/bench/sass_phases.py).
 
 cuobjdump writes `        /*0a80*/                   @!P0 BRA 0x0a00 ;   /* 0x… */` (targets as addresses); nvdisasm
 writes targets as labels — `@!P0 BRA \`(.L_x_3) ;` with `.L_x_3:` on a line of its own before the target — so both
