@@ -44,6 +44,11 @@ __device__ __forceinline__ void cp_async_4(void* smem, const void* gmem, bool va
   const int bytes = valid ? 4 : 0;
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem), "r"(bytes));
 }
+// An arrival on the mbarrier `bar` once every cp.async this thread has issued so far has landed (.noinc: the barrier's
+// expected arrivals count this one; sm_80).
+__device__ __forceinline__ void cp_async_arrive_noinc(uint64_t* bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {

@@ -66,6 +66,7 @@
 #include "core/variants/turbo_fold.h"
 #include "core/variants/turbo_layout.h"
 #include "kernels/common/mma.cuh"
+#include "kernels/common/tma_fill.cuh"
 #include "kernels/turbo/turbo_compress.cuh"
 #include "kernels/turbo/turbo_quant.cuh"
 #include "kernels/turbo/turbo_sas.cuh"
@@ -108,9 +109,12 @@ constexpr int kStageBytes = 2 * kTurboBlock * D * (BITS == 0 ? 4 : BITS) / 8 + k
 // G = 1 fold reads as 32 words.
 template <int D, int GE>
 constexpr int kQRows = GE * D >= 128 ? GE : 128 / D;
-// A warp's shared memory: its ring, then the Q codes and their scales s_Q (≤ 8 floats).
+// A warp's shared memory: its ring, then the Q codes, their scales s_Q (≤ 8 floats) and the ring's mbarriers (v20;
+// kBarBytes keeps the next warp's ring 16-byte aligned).
+constexpr int kBarBytes = 32;
+static_assert(kStages * 8 <= kBarBytes);
 template <int D, int GE, int BITS>
-constexpr int kWarpBytes = kStages * kStageBytes<D, BITS> + kQRows<D, GE> * D + 32;
+constexpr int kWarpBytes = kStages * kStageBytes<D, BITS> + kQRows<D, GE> * D + 32 + kBarBytes;
 template <int D, int GE, int BITS>
 constexpr int kSmemBytes = kWarps * kWarpBytes<D, GE, BITS> + 32 * 4;  // + the SAS table
 // CTAs per SM: 4 (16 warps) where shared memory allows it; 3 (12 warps) for the 2-bit code at GE ≤ 4 where three
@@ -668,24 +672,102 @@ __device__ void buffer_tile(const int8_t* kb, const int8_t* vb, const int8_t* q8
   accumulate<D, GE>(ch, x, __fmul_rn(sp, universal.y));
 }
 
-// Stage one coded block (codes of K and V, s/z, block scales) into shared memory.
+// The ring a warp streams its chain's coded blocks through: kStages stages, block j in stage (j − first) mod kStages,
+// each holding the block's K and V codes, its scale array and its two block scales. v20: on sm_90 the copy engine
+// fills a stage — lane 0 announces the bytes on the stage's mbarrier, issues two bulk copies (the codes, the scale
+// array) and a cp.async of the 8 bytes of block scales (a bulk copy moves multiples of 16), whose landing is the
+// barrier's second arrival — and every lane waits on the barrier's phase (the n-th fill of a stage completes phase
+// n, parity n mod 2). Before v20, and on other GPUs, every lane copies its share by 16-byte cp.async: at d 128, 2 bits,
+// GQA 4:1 that was 135 of a tile's 1 464 instructions (kernels/PERF.md, v18's phases), ≈ 20 by lane 0 here.
 template <int D, int BITS>
-__device__ __forceinline__ void load_stage(uint8_t* stage, const TurboCacheArgs& c, int pair, int slot) {
-  constexpr int kCodeBytes = kTurboBlock * D * BITS / 8;
-  const int lane = threadIdx.x % 32;
-  const uint8_t* codes = c.codes + c.code_offset[pair] + int64_t(slot) * 2 * kCodeBytes;
+struct StageRing {
+  static constexpr int kCodeBytes = kTurboBlock * D * BITS / 8, kStage = kStageBytes<D, BITS>;
+  uint8_t* ring;
+  uint64_t* full;  // a barrier per stage (sm_90)
+  const TurboCacheArgs& c;
+  int pair, first, end;  // the chain's coded blocks [first, end)
+
+  __device__ uint8_t* stage(int j) const { return ring + ((j - first) % kStages) * kStage; }
+
+  // Block j into its stage.
+  __device__ void load(int j) const {
+    uint8_t* s = stage(j);
+    const uint8_t* codes = c.codes + c.code_offset[pair] + int64_t(j) * 2 * kCodeBytes;
+    const int8_t* sz = c.scale_zero + (int64_t(pair) * c.slots + j) * kScaleBytes<D>;
+    const float* bs = c.block_scales + (int64_t(pair) * c.slots + j) * 2;
+#if __CUDA_ARCH__ >= 900
+    if (threadIdx.x % 32 == 0) {
+      uint64_t* bar = &full[(j - first) % kStages];
+      mbar_arrive_expect_tx(bar, uint32_t(2 * kCodeBytes + kScaleBytes<D>));
+      bulk_load(s, codes, 2 * kCodeBytes, bar);
+      bulk_load(s + 2 * kCodeBytes, sz, kScaleBytes<D>, bar);
+      cp_async_8(s + 2 * kCodeBytes + kScaleBytes<D>, bs);
+      cp_async_arrive_noinc(bar);
+    }
+#else
+    const int lane = threadIdx.x % 32;
 #pragma unroll
-  for (int i = lane; i < 2 * kCodeBytes / 16; i += 32) cp_async_16(stage + 16 * i, codes + 16 * i, true);
-  const int8_t* sz = c.scale_zero + (int64_t(pair) * c.slots + slot) * kScaleBytes<D>;
+    for (int i = lane; i < 2 * kCodeBytes / 16; i += 32) cp_async_16(s + 16 * i, codes + 16 * i, true);
 #pragma unroll
-  for (int i = lane; i < kScaleBytes<D> / 16; i += 32) cp_async_16(stage + 2 * kCodeBytes + 16 * i, sz + 16 * i, true);
-  if (lane == 0)
-    cp_async_8(stage + 2 * kCodeBytes + kScaleBytes<D>, c.block_scales + (int64_t(pair) * c.slots + slot) * 2);
-}
+    for (int i = lane; i < kScaleBytes<D> / 16; i += 32) cp_async_16(s + 2 * kCodeBytes + 16 * i, sz + 16 * i, true);
+    if (lane == 0) cp_async_8(s + 2 * kCodeBytes + kScaleBytes<D>, bs);
+#endif
+  }
+
+  // Before the chain's first block: blocks first … first + kStages − 2 on their way.
+  __device__ void start() const {
+#if __CUDA_ARCH__ >= 900
+    if (threadIdx.x % 32 == 0) {
+      for (int s = 0; s < kStages; ++s) mbar_init(&full[s], 2);  // lane 0's expect_tx and its cp.async's arrival
+      fence_proxy_async();  // the initialized barriers before the copy engine completes bytes on them
+    }
+    __syncwarp();
+#pragma unroll
+    for (int s = 0; s < kStages - 1; ++s)
+      if (first + s < end) load(first + s);
+#else
+#pragma unroll
+    for (int s = 0; s < kStages - 1; ++s) {
+      if (first + s < end) load(first + s);
+      cp_async_commit();
+    }
+#endif
+  }
+
+  // Block j is in its stage, seen by every lane; block j + kStages − 1 goes into the stage block j − 1 left (done()).
+  __device__ void next(int j) const {
+    const int ahead = j + kStages - 1;
+#if __CUDA_ARCH__ >= 900
+    mbar_wait(&full[(j - first) % kStages], ((j - first) / kStages) & 1);
+    if (ahead < end) load(ahead);
+#else
+    cp_async_wait<kStages - 2>();
+    __syncwarp();
+    if (ahead < end) load(ahead);
+    cp_async_commit();
+#endif
+  }
+
+  // Every lane is done with block j's stage — its reads, and the tile's scratch writes into it (the P codes' gather,
+  // P·V's spread) — before the stage is filled again.
+  __device__ void done() const {
+#if __CUDA_ARCH__ >= 900
+    fence_proxy_async();  // generic writes ordered before the copy engine's into the same bytes
+#endif
+    __syncwarp();
+  }
+
+  // Nothing in flight any more (on sm_90 every fill was waited for in next()).
+  __device__ void drain() const {
+#if __CUDA_ARCH__ < 900
+    cp_async_wait<0>();
+#endif
+  }
+};
 
 template <int D, int GE, int BITS, class Exp>
-__device__ void run_chain(const TurboDecodeArgs& a, int pair, int chain, uint8_t* ring, const int8_t* q8, float s_q,
-                          const Exp& exp_fn) {
+__device__ void run_chain(const TurboDecodeArgs& a, int pair, int chain, uint8_t* ring, uint64_t* full, const int8_t* q8,
+                          float s_q, const Exp& exp_fn) {
   const Tiles tiles(a.cache);
   const int first = chain * tiles.total / a.chains, last = (chain + 1) * tiles.total / a.chains;
   const int coded_end = min(last, tiles.coded);
@@ -696,24 +778,16 @@ __device__ void run_chain(const TurboDecodeArgs& a, int pair, int chain, uint8_t
   Chain<D, GE> ch;
 #pragma unroll
   for (int i = 0; i < Chain<D, GE>::NO; ++i) ch.o[i][0] = ch.o[i][1] = 0.0f;
-  constexpr int kStage = kStageBytes<D, BITS>;
-#pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
-    if (first + s < coded_end) load_stage<D, BITS>(ring + s * kStage, a.cache, pair, first + s);
-    cp_async_commit();
-  }
+  const StageRing<D, BITS> loads{ring, full, a.cache, pair, first, coded_end};
+  loads.start();
   for (int j = first; j < coded_end; ++j) {
-    cp_async_wait<kStages - 2>();
-    __syncwarp();
-    const int ahead = j + kStages - 1;
-    if (ahead < coded_end) load_stage<D, BITS>(ring + ((ahead - first) % kStages) * kStage, a.cache, pair, ahead);
-    cp_async_commit();
+    loads.next(j);
     const bool may_saturate = !(BITS == 4 && j < tiles.prefill_blocks);  // progressive.h: 4-bit prefill never
-    coded_tile<D, GE, BITS>(ring + ((j - first) % kStages) * kStage, q8, s_q, tiles.rows(j), may_saturate, a.scale,
-                            exp_fn, ch, dump_at(a, pair, j), row_stride);
-    __syncwarp();
+    coded_tile<D, GE, BITS>(loads.stage(j), q8, s_q, tiles.rows(j), may_saturate, a.scale, exp_fn, ch,
+                            dump_at(a, pair, j), row_stride);
+    loads.done();
   }
-  cp_async_wait<0>();
+  loads.drain();
   if (last > tiles.coded) {  // the chain ends with the pending buffer
     const int64_t off = int64_t(pair) * kTurboBlock * D;
     const float2 universal = *reinterpret_cast<const float2*>(a.cache.universal + 2 * pair);
@@ -763,6 +837,7 @@ __global__ void __launch_bounds__(kWarps * 32, (kCtasPerSm<D, GE, BITS>)) turbo_
   uint8_t* mine = smem + 32 * 4 + warp * kWarpBytes<D, GE, BITS>;
   int8_t* q8 = reinterpret_cast<int8_t*>(mine + kStages * kStageBytes<D, BITS>);
   float* s_q_rows = reinterpret_cast<float*>(q8 + kQRows<D, GE> * D);
+  uint64_t* full = reinterpret_cast<uint64_t*>(s_q_rows + 8);
 
   // Alg. 2 l. 1: the group's queries to INT8, s_Q = max|q| / 119 per head (quant::quantize, one row).
   const int group = a.q_heads / a.kv_heads, b = pair / a.kv_heads, hk = pair % a.kv_heads;
@@ -786,10 +861,10 @@ __global__ void __launch_bounds__(kWarps * 32, (kCtasPerSm<D, GE, BITS>)) turbo_
   const float s_q = s_q_rows[Spread<GE>::row()];  // the scores' row (the spread layout)
   const auto exp_fn = chain_exp<EXACT>(a.exp, lut);
   if constexpr (BITS == 0) {
-    if (begin + id / a.chains < a.cache.wide_pairs) run_chain<D, GE, 4>(a, pair, chain, mine, q8, s_q, exp_fn);
-    else run_chain<D, GE, 2>(a, pair, chain, mine, q8, s_q, exp_fn);
+    if (begin + id / a.chains < a.cache.wide_pairs) run_chain<D, GE, 4>(a, pair, chain, mine, full, q8, s_q, exp_fn);
+    else run_chain<D, GE, 2>(a, pair, chain, mine, full, q8, s_q, exp_fn);
   } else {
-    run_chain<D, GE, BITS>(a, pair, chain, mine, q8, s_q, exp_fn);
+    run_chain<D, GE, BITS>(a, pair, chain, mine, full, q8, s_q, exp_fn);
   }
 }
 
