@@ -14,18 +14,23 @@
 //
 // The code order inside a slot is the order in which the decode kernel's mma.sync.m16n8k32 fragments
 // want them (kernels/common/mma.cuh states the fragment layouts; g = lane / 4, t = lane % 4), so one 16-byte
-// shared-memory load gives a thread whole operands and a nibble mask unpacks them:
+// shared-memory load gives a thread whole operands and a mask unpacks them:
 //   K (the B operand of S = Q·Kᵀ: k = channel, n = token). Token τ = 8j + g (n-tile j), channel
 //     c = 32·ks + r (k-step ks): r < 16 goes to register b0, r ≥ 16 to b1, at byte i = r mod 4 of lane
 //     4g + t with t = (r mod 16) / 4. 4-bit: one word per (j, lane, ks), b0's code in the low nibble of
-//     byte i and b1's in the high nibble; words in order (j, lane, ks). 2-bit: one word per (j, lane,
-//     k-step pair), field f = 2·(ks mod 2) + (b1 ? 1 : 0) at bits 2f..2f+1 of byte i.
+//     byte i and b1's in the high nibble; words in order (j, lane, ks). 2-bit: one word per (⌊j/4⌋, lane, ks,
+//     b0/b1), n-tile j's code in field f = j mod 4 (bits 2f..2f+1) of byte i; words in that order.
 //   V (the B operand of O = P·V: k = token, n = channel). The kernel builds P's A fragment from the
 //     S accumulator without moving data between lanes, which orders the 32 tokens of a k-step κ as
 //     k = 4t + i ↦ token 32κ + 8⌊i/2⌋ + 2t + i mod 2 and k = 16 + 4t + i ↦ that + 16 (int_flash's Vᵀ
 //     permutation). Channel c = 8·jc + g (n-tile jc). 4-bit: one word per (κ, jc, lane), b0's code low
-//     and b1's high in byte i; words in order (κ, jc/4, lane, jc mod 4). 2-bit: one word per (κ, jc
-//     pair, lane), field f = 2·(jc mod 2) + (b1 ? 1 : 0); words in order (κ, jc/8, lane, (jc mod 8)/2).
+//     and b1's high in byte i; words in order (κ, jc/4, lane, jc mod 4). 2-bit: one word per (κ, ⌊jc/4⌋,
+//     lane, b0/b1), n-tile jc's code in field f = jc mod 4; words in order (κ, jc/8, lane, ⌊jc/4⌋ mod 2, b0/b1).
+// The 2-bit order (v21 of the decode kernel) puts one n-tile's codes in one field of every word, so the kernel
+// unpacks an operand with one mask, w & (3·0x01010101 << 2f), and no shift: the operand is 4^f times the codes,
+// and so is that n-tile's INT32 product, which the kernel divides back exactly (each of its terms is a multiple
+// of 4^f). The previous order (a word's four fields the k-steps and b0/b1 of one n-tile) needed a shift and a
+// mask for three of every four operands.
 //   INT8 buffer: the same positions with whole bytes, b0 and b1 as two words: K words in order (j, lane,
 //     ks, b0/b1), V words in order (κ, jc, lane, b0/b1).
 // d is a multiple of 32 (64 for the 2-bit V order) and B_c a multiple of 32: the kernel's own limits.
@@ -62,8 +67,8 @@ ATTNLAB_HD constexpr CodeAtT<I> k_code_at(I tau, Same<I> c, Same<I> d, int bits)
     const I word = (j * 32 + lane) * (d / 32) + ks;
     return {4 * word + i, int(4 * h)};
   }
-  const I word = (j * 32 + lane) * (d / 64) + ks / 2;
-  return {4 * word + i, int(2 * (2 * (ks % 2) + h))};
+  const I word = ((j / 4) * 32 + lane) * (d / 16) + 2 * ks + h;
+  return {4 * word + i, int(2 * (j % 4))};
 }
 
 // The k index (0…31) of token position pos (0…31) within a V k-step: the inverse of the permutation above.
@@ -89,8 +94,8 @@ ATTNLAB_HD constexpr CodeAtT<I> v_code_at(I tau, Same<I> c, Same<I> d, int bits)
     const I word = ((kappa * (nj / 4) + jc / 4) * 32 + lane) * 4 + jc % 4;
     return {4 * word + i, int(4 * h)};
   }
-  const I word = ((kappa * (nj / 8) + jc / 8) * 32 + lane) * 4 + (jc % 8) / 2;
-  return {4 * word + i, int(2 * (2 * (jc % 2) + h))};
+  const I word = ((kappa * (nj / 8) + jc / 8) * 32 + lane) * 4 + 2 * ((jc % 8) / 4) + h;
+  return {4 * word + i, int(2 * (jc % 4))};
 }
 
 // Byte offset of the INT8 value of (token τ, channel c) in the K buffer and the V buffer.

@@ -87,6 +87,15 @@ __device__ __forceinline__ void mma_s8(int (&d)[4], const uint32_t (&a)[4], uint
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// The same with B's bytes unsigned (0 … 255): turbo decode's 2-bit operands, codes scaled by up to 4³ (v21).
+__device__ __forceinline__ void mma_s8u8(int (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.s32.s8.u8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
 // The low bytes of four integers packed, the first in the lowest byte: three byte permutes (PRMT).
 __device__ __forceinline__ uint32_t pack_s8x4(int b0, int b1, int b2, int b3) {
   const uint32_t lo = __byte_perm(uint32_t(b0), uint32_t(b1), 0x0040);  // [b0, b1, b0, b0]

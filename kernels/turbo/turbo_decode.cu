@@ -13,8 +13,8 @@
 // Where no value of channel c can saturate,
 //     Σ_c q_c·K̂_c = Σ_c (q_c·s_c)·k_c + Σ_c (q_c·s_c)·z_c,
 // with q_c·s_c ∈ [−127·85, 127·85] split as 128·hi + lo (lo ∈ [0, 127]): hi goes in MMA row g and lo in
-// row g + 8 (rows the group leaves empty), the codes themselves are the B operand (a nibble mask of the
-// loaded word), and the accumulator starts at Σ hi·z | Σ lo·z (one more MMA with z as B's column 0):
+// row g + 8 (rows the group leaves empty), the codes themselves are the B operand (a mask of the loaded word;
+// at 2 bits the codes times a power of 4, divided back from the product: v21), and the accumulator starts at Σ hi·z | Σ lo·z (one more MMA with z as B's column 0):
 // S_int = 128·C[g] + C[g + 8], exactly the INT32 product of Q^q1 with the reference's INT8 K̂.
 // Saturation (progressive.h): a 4-bit prefill block never saturates (|K̂| ≤ 119 + 8); otherwise a
 // channel may only if z·s < −127 or (L + z)·s > 127 — a bit per channel the cache writer stores beside s and z
@@ -56,9 +56,11 @@
 // saturating channels' loops skipped where no channel of the block may saturate; v16 — the saturation flags
 // read from the cache (written with s and z) instead of tested per channel and tile; v17 — at GE 4 a cache
 // of 2-bit pairs at three CTAs per SM, with turbo_chains.h's 1536 chains; v18 — SAS on the softmax's
-// domain t ≤ 0 (chain_exp); v19 (this) — the fold's bytes by PRMT (core/variants/turbo_fold.h). (v19 as first
+// domain t ≤ 0 (chain_exp); v19 — the fold's bytes by PRMT (core/variants/turbo_fold.h). (v19 as first
 // written also formed the ring's copy addresses once a load: 5–16 registers more, spills at d 64 GE 4 and 1–4% slower
-// there, measured; in git at 1d6623f, kernels/PERF.md.)
+// there, measured; in git at 1d6623f, kernels/PERF.md.) v20 — on sm_90 the ring's stages filled by the copy engine
+// (StageRing); v21 (this) — the 2-bit codes of an n-tile in one field of every word (turbo_layout.h), an operand one
+// mask, the products 4^f times too large and divided back exactly (shift_spread).
 #include "kernels/turbo/turbo_decode.h"
 
 #include "core/kernel_traits.h"
@@ -274,6 +276,18 @@ __device__ __forceinline__ void spread_local(const int (&in)[N][2], int (&out)[N
         for (int r = 0; r < R; r += 2 * bit) v[r] = part & bit ? v[r + bit] : v[r];
       out[i][e] = v[0];
     }
+}
+
+// v21's 2-bit products back to scale, in the spread layout: slot i holds n-tile j = R·i + ⌊g/GE⌋ (of the scores or of
+// P·V's channels), whose 2-bit operands were 4^(j mod 4) times the codes (turbo_layout.h); every term of its sums was,
+// so the arithmetic shift divides exactly.
+template <int GE, int N>
+__device__ __forceinline__ void shift_spread(int (&x)[N][2]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    const int shift = 2 * ((Spread<GE>::R * i + Spread<GE>::part()) % 4);
+    x[i][0] >>= shift, x[i][1] >>= shift;
+  }
 }
 
 // The P codes (spread, each < 128) → the A fragment of P·V: k-step κ, a0 = tiles j = 4κ, 4κ + 1 and
@@ -494,30 +508,50 @@ __device__ void coded_tile(uint8_t* stage, const int8_t* q8, float s_q, int rows
   }
   const int z_hi = zacc[0], z_lo = zacc[2];
 
-  // S_int for the lane's 16 tokens 8j + 2t + e.
+  // S_int for the lane's 16 tokens 8j + 2t + e. 2 bits (v21, turbo_layout.h's order): n-tile j's codes are field
+  // f = j mod 4 of the words of n-tiles 4⌊j/4⌋ … + 3, masked in place — operands 4^f·k (unsigned bytes ≤ 192), so
+  // the accumulator starts at 4^f·Z and ends at 4^f·S_int. |S_int| < 2²¹ (128 channels of |q·K̂| ≤ 119·127), so
+  // 4^f·S_int fits in 32 bits; 128·hi + lo is formed modulo 2³² (hi alone may pass 2³¹/128) and is exact there.
+  // The division by 4^f waits for the spread, where a lane holds 2·GE of the 16 scores (shift_spread).
   int sint[8][2];
+  uint32_t w[BITS == 4 ? KS : 2 * KS];
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
-    int acc[4] = {z_hi, z_hi, z_lo, z_lo};
-    uint32_t w[KS];
     if constexpr (BITS == 4) {
+      int acc[4] = {z_hi, z_hi, z_lo, z_lo};
 #pragma unroll
       for (int ks = 0; ks < KS; ++ks) w[ks] = reinterpret_cast<const uint32_t*>(kc)[(j * 32 + lane) * KS + ks];
+#pragma unroll
+      for (int ks = 0; ks < KS; ++ks) {
+        const uint32_t af[4] = {a[ks][0], a[ks][1], a[ks][2], a[ks][3]};
+        mma_s8(acc, af, w[ks] & kMask, (w[ks] >> 4) & kMask);
+      }
+      sint[j][0] = 128 * acc[0] + acc[2];
+      sint[j][1] = 128 * acc[1] + acc[3];
     } else {
+      const int f = j % 4;
+      if (f == 0) {
 #pragma unroll
-      for (int p = 0; p < KS / 2; ++p) w[p] = reinterpret_cast<const uint32_t*>(kc)[(j * 32 + lane) * (KS / 2) + p];
-    }
+        for (int p = 0; p < 2 * KS; p += 4)
+        {
+          const uint4 q = reinterpret_cast<const uint4*>(kc)[((j / 4) * 32 + lane) * (KS / 2) + p / 4];
+          w[p] = q.x, w[p + 1] = q.y, w[p + 2] = q.z, w[p + 3] = q.w;
+        }
+      }
+      const uint32_t m = kMask << (2 * f);
+      int acc[4] = {z_hi << (2 * f), z_hi << (2 * f), z_lo << (2 * f), z_lo << (2 * f)};
 #pragma unroll
-    for (int ks = 0; ks < KS; ++ks) {
-      const uint32_t word = BITS == 4 ? w[ks] : w[ks / 2] >> (4 * (ks % 2));
-      const uint32_t af[4] = {a[ks][0], a[ks][1], a[ks][2], a[ks][3]};
-      mma_s8(acc, af, word & kMask, (word >> BITS) & kMask);
+      for (int ks = 0; ks < KS; ++ks) {
+        const uint32_t af[4] = {a[ks][0], a[ks][1], a[ks][2], a[ks][3]};
+        mma_s8u8(acc, af, w[2 * ks] & m, w[2 * ks + 1] & m);
+      }
+      sint[j][0] = int(128u * uint32_t(acc[0]) + uint32_t(acc[2]));
+      sint[j][1] = int(128u * uint32_t(acc[1]) + uint32_t(acc[3]));
     }
-    sint[j][0] = 128 * acc[0] + acc[2];
-    sint[j][1] = 128 * acc[1] + acc[3];
   }
   int ss[GE][2];
   spread_local<GE, 8>(sint, ss);
+  if constexpr (BITS == 2) shift_spread<GE>(ss);
   // Saturating K channels, token by token, in the spread layout (2·GE tokens per lane). At GE ≥ 4 (one kernel for
   // both widths) the loop over the channel blocks stays rolled: unrolled, its token loop's body came KS times per
   // width into the tile loop (v12: the instruction fetch bounds the 2-bit path at GQA; a block that does not
@@ -550,7 +584,7 @@ __device__ void coded_tile(uint8_t* stage, const int8_t* q8, float s_q, int rows
   float sp;
   int psum;
   // The K codes are spent (the saturating channels above were their last reader): the P codes' gather and
-  // then P·V's spread use their place in the stage; the ring's next load into it follows the loop's __syncwarp.
+  // then P·V's spread use their place in the stage; the ring's next load into it follows StageRing::done().
   softmax_tile<D, GE>(ss, rows, __fmul_rn(__fmul_rn(s_q, bs.x), scale), exp_fn, ch, pq, ap, sp, psum,
                       reinterpret_cast<uint16_t*>(stage));
 
@@ -570,8 +604,12 @@ __device__ void coded_tile(uint8_t* stage, const int8_t* q8, float s_q, int rows
       const uint32_t af[4] = {ap[k][0], 0u, ap[k][1], 0u};
 #pragma unroll
       for (int q = 0; q < kTilesPerLoad; ++q) {
-        const uint32_t word = BITS == 4 ? w[q] : w[q / 2] >> (4 * (q % 2));
-        mma_s8(acc[q], af, word & kMask, (word >> BITS) & kMask);
+        if constexpr (BITS == 4) {
+          mma_s8(acc[q], af, w[q] & kMask, (w[q] >> 4) & kMask);
+        } else {  // v21: n-tile 8·grp + q in field q mod 4 of the words (q / 4, b0) and (q / 4, b1): 4^(q mod 4)·X
+          const uint32_t m = kMask << (2 * (q % 4));
+          mma_s8u8(acc[q], af, w[2 * (q / 4)] & m, w[2 * (q / 4) + 1] & m);
+        }
       }
     }
 #pragma unroll
@@ -585,6 +623,7 @@ __device__ void coded_tile(uint8_t* stage, const int8_t* q8, float s_q, int rows
   static_assert(GE == 8 || GE * 64 <= kCodeBytes, "the P codes' gather fits where the K codes were");
   if constexpr (GE >= 4) spread_local<GE, NJ>(pv, x);
   else spread_via<GE, NJ>(reinterpret_cast<int*>(stage), pv, x);
+  if constexpr (BITS == 2) shift_spread<GE>(x);  // 4^(jc mod 4)·X → X (v21)
 #pragma unroll
   for (int i = 0; i < NO; ++i)
 #pragma unroll

@@ -133,31 +133,44 @@ TEST_CASE("turbo layout: the kernel's unpacking of the device image gives the bl
         auto v_code = [&](int64_t tau, int64_t ch) { return tau < vb.rows ? int(vb.codes[size_t(tau * d + ch)]) : 0; };
         for (int lane = 0; lane < 32; ++lane) {
           const int g = lane / 4, t = lane % 4;
-          // K: word (j, lane, ks) [4-bit] or (j, lane, ks/2) [2-bit]; b0 = w & mask, b1 = (w >> bits) & mask,
-          // shifted first by 2·bits·(ks mod 2) in the 2-bit order.
+          // K: 4-bit words (j, lane, ks), b0 = w & mask, b1 = (w >> 4) & mask. 2-bit words (j/4, lane, ks, b0/b1),
+          // each masked in place at n-tile j's field f = j mod 4: the operand's byte is the code times 4^f.
           for (int j = 0; j < 8; ++j)
             for (int ks = 0; ks < ks_n; ++ks) {
-              const uint32_t w = bits == 4 ? word(kc, (j * 32 + lane) * ks_n + ks) : word(kc, (j * 32 + lane) * (ks_n / 2) + ks / 2);
-              const int shift = bits == 4 ? 0 : 4 * (ks % 2);
-              const uint32_t b0 = (w >> shift) & mask, b1 = (w >> (shift + bits)) & mask;
+              uint32_t b0, b1;
+              int scale = 0;  // the operand's bytes are code << scale
+              if (bits == 4) {
+                const uint32_t w = word(kc, (j * 32 + lane) * ks_n + ks);
+                b0 = w & mask, b1 = (w >> 4) & mask;
+              } else {
+                scale = 2 * (j % 4);
+                const int64_t w0 = ((j / 4) * 32 + lane) * (2 * ks_n) + 2 * ks;
+                b0 = word(kc, w0) & (mask << scale), b1 = word(kc, w0 + 1) & (mask << scale);
+              }
               for (int i = 0; i < 4; ++i) {
-                REQUIRE(byte_of(b0, i) == k_code(8 * j + g, 32 * ks + 4 * t + i));
-                REQUIRE(byte_of(b1, i) == k_code(8 * j + g, 32 * ks + 16 + 4 * t + i));
+                REQUIRE(byte_of(b0, i) == k_code(8 * j + g, 32 * ks + 4 * t + i) << scale);
+                REQUIRE(byte_of(b1, i) == k_code(8 * j + g, 32 * ks + 16 + 4 * t + i) << scale);
               }
             }
-          // V: k-step κ of 32 tokens, n-tile jc of 8 channels; 4-bit words (κ, jc/4, lane, jc mod 4),
-          // 2-bit words (κ, jc/8, lane, (jc mod 8)/2) with the pair's field offset 2·bits·(jc mod 2).
+          // V: k-step κ of 32 tokens, n-tile jc of 8 channels; 4-bit words (κ, jc/4, lane, jc mod 4), b0 low and b1
+          // high nibbles; 2-bit words (κ, jc/8, lane, (jc/4) mod 2, b0/b1) masked in place at field jc mod 4.
           for (int kappa = 0; kappa < 2; ++kappa)
             for (int jc = 0; jc < d / 8; ++jc) {
               const int64_t nj = d / 8;
-              const uint32_t w = bits == 4 ? word(vc, ((kappa * (nj / 4) + jc / 4) * 32 + lane) * 4 + jc % 4)
-                                           : word(vc, ((kappa * (nj / 8) + jc / 8) * 32 + lane) * 4 + (jc % 8) / 2);
-              const int shift = bits == 4 ? 0 : 4 * (jc % 2);
-              const uint32_t b0 = (w >> shift) & mask, b1 = (w >> (shift + bits)) & mask;
+              uint32_t b0, b1;
+              int scale = 0;
+              if (bits == 4) {
+                const uint32_t w = word(vc, ((kappa * (nj / 4) + jc / 4) * 32 + lane) * 4 + jc % 4);
+                b0 = w & mask, b1 = (w >> 4) & mask;
+              } else {
+                scale = 2 * (jc % 4);
+                const int64_t w0 = ((kappa * (nj / 8) + jc / 8) * 32 + lane) * 4 + 2 * ((jc % 8) / 4);
+                b0 = word(vc, w0) & (mask << scale), b1 = word(vc, w0 + 1) & (mask << scale);
+              }
               for (int i = 0; i < 4; ++i) {
                 const int tok0 = 32 * kappa + 8 * (i / 2) + 2 * t + i % 2;
-                REQUIRE(byte_of(b0, i) == v_code(tok0, 8 * jc + g));
-                REQUIRE(byte_of(b1, i) == v_code(tok0 + 16, 8 * jc + g));
+                REQUIRE(byte_of(b0, i) == v_code(tok0, 8 * jc + g) << scale);
+                REQUIRE(byte_of(b1, i) == v_code(tok0 + 16, 8 * jc + g) << scale);
               }
             }
         }
