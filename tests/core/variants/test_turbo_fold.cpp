@@ -3,6 +3,7 @@
 // Q code and every scale, at each of a word's four byte positions, and with every pattern of flags. byte_perm's
 // host form (PTX prmt.b32's default mode) is checked on the cases the fold uses.
 #include "core/variants/turbo_fold.h"
+#include "core/variants/turbo_layout.h"
 #include "tests/catch.h"
 
 #include <cstdint>
@@ -74,6 +75,62 @@ TEST_CASE("turbo fold: a flagged channel folds to 0, the others as unflagged", "
       for (int i = 0; i < 4; ++i)
         require_fold(q[i], flags >> i & 1u ? 0 : s[i], byte_at(f.hi, i), byte_at(f.lo, i));
     }
+  }
+}
+
+// The 2-bit path of the decode kernel (v21, turbo_layout.h): an n-tile's codes k are masked in place in field f, so
+// its B operand is 4^f·k; the score's accumulators start at 4^f·Z and the kernel forms 128·C[g] + C[g + 8] modulo 2³²
+// and divides by 4^f with an arithmetic shift. Emulated here in 64-bit integers over 128 channels (d 128, four
+// k-steps summed into one accumulator, as the MMAs do), at the extremes (|q| = 119, K̂ = ±127, the channels the
+// cache flags as saturating folded to 0) and at random: each accumulator stays inside INT32 (the MMA's), and the
+// shifted result is Σ q·K̂ exactly.
+TEST_CASE("turbo fold: 2-bit operands scaled by 4^f give the exact score after the shift", "[turbo][fold]") {
+  std::mt19937 rng(21);
+  constexpr int kD = 128;
+  auto check = [](const int (&q)[kD], const int (&s)[kD], const int (&z)[kD], const int (&k)[kD], int f) {
+    int64_t acc_hi = 0, acc_lo = 0, exact = 0;
+    for (int c0 = 0; c0 < kD; c0 += 4) {
+      uint32_t qw = 0, sw = 0, flags = 0;
+      for (int i = 0; i < 4; ++i) {
+        qw |= uint32_t(uint8_t(int8_t(q[c0 + i]))) << 8 * i;
+        sw |= uint32_t(s[c0 + i]) << 8 * i;
+        flags |= uint32_t(turbo_layout::may_saturate(s[c0 + i], z[c0 + i], 2)) << i;
+      }
+      const auto w = fold_words(qw, sw, flags);
+      for (int i = 0; i < 4; ++i) {
+        const int c = c0 + i, hi = int(int8_t(uint8_t(byte_at(w.hi, i)))), lo = int(byte_at(w.lo, i));
+        const int64_t operand = int64_t(k[c]) << 2 * f;  // the masked byte: ≤ 3·64 = 192, unsigned
+        REQUIRE(operand <= 255);
+        acc_hi += int64_t(hi) * z[c] * (int64_t(1) << 2 * f) + int64_t(hi) * operand;
+        acc_lo += int64_t(lo) * z[c] * (int64_t(1) << 2 * f) + int64_t(lo) * operand;
+        if (!(flags >> i & 1u)) exact += int64_t(q[c]) * (k[c] + z[c]) * s[c];  // flagged: summed apart
+      }
+    }
+    REQUIRE(acc_hi == int64_t(int32_t(acc_hi)));  // the MMA's INT32 accumulators do not wrap
+    REQUIRE(acc_lo == int64_t(int32_t(acc_lo)));
+    const int scaled = int(128u * uint32_t(int32_t(acc_hi)) + uint32_t(int32_t(acc_lo)));
+    REQUIRE(int64_t(scaled) == exact * (int64_t(1) << 2 * f));
+    REQUIRE((scaled >> 2 * f) == exact);
+  };
+  int q[kD], s[kD], z[kD], k[kD];
+  for (int f = 0; f < 4; ++f)
+    for (int sign : {-1, 1}) {
+      // Largest products: |q| = 119 and |K̂| = |(k + z)·s| up to 127 with s = 1 (the largest |k + z| of a channel
+      // that cannot saturate), the codes at their top (operand 3·4^f) and at 0 with z = −127.
+      for (int c = 0; c < kD; ++c) q[c] = 119 * sign, s[c] = 1, k[c] = 3, z[c] = 124;
+      check(q, s, z, k, f);
+      for (int c = 0; c < kD; ++c) z[c] = -127;
+      check(q, s, z, k, f);
+      for (int c = 0; c < kD; ++c) k[c] = 0;
+      check(q, s, z, k, f);
+    }
+  for (int trial = 0; trial < 2000; ++trial) {
+    const int f = trial % 4;
+    for (int c = 0; c < kD; ++c) {
+      q[c] = int(rng() % 239) - 119, s[c] = 1 + int(rng() % 127), k[c] = int(rng() % 4);
+      z[c] = int(rng() % 256) - 128;  // saturating channels among them: flagged, folded to 0
+    }
+    check(q, s, z, k, f);
   }
 }
 
