@@ -14,7 +14,8 @@
 //     Σ_c q_c·K̂_c = Σ_c (q_c·s_c)·k_c + Σ_c (q_c·s_c)·z_c,
 // with q_c·s_c ∈ [−127·85, 127·85] split as 128·hi + lo (lo ∈ [0, 127]): hi goes in MMA row g and lo in
 // row g + 8 (rows the group leaves empty), the codes themselves are the B operand (a mask of the loaded word;
-// at 2 bits the codes times a power of 4, divided back from the product: v21), and the accumulator starts at Σ hi·z | Σ lo·z (one more MMA with z as B's column 0):
+// at 2 bits the codes times a power of 4, divided back from the product: v21), and the accumulator starts at
+// Σ hi·z | Σ lo·z (one more MMA with z as B's column 0):
 // S_int = 128·C[g] + C[g + 8], exactly the INT32 product of Q^q1 with the reference's INT8 K̂.
 // Saturation (progressive.h): a 4-bit prefill block never saturates (|K̂| ≤ 119 + 8); otherwise a
 // channel may only if z·s < −127 or (L + z)·s > 127 — a bit per channel the cache writer stores beside s and z
@@ -532,8 +533,7 @@ __device__ void coded_tile(uint8_t* stage, const int8_t* q8, float s_q, int rows
       const int f = j % 4;
       if (f == 0) {
 #pragma unroll
-        for (int p = 0; p < 2 * KS; p += 4)
-        {
+        for (int p = 0; p < 2 * KS; p += 4) {
           const uint4 q = reinterpret_cast<const uint4*>(kc)[((j / 4) * 32 + lane) * (KS / 2) + p / 4];
           w[p] = q.x, w[p + 1] = q.y, w[p + 2] = q.z, w[p + 3] = q.w;
         }
@@ -805,8 +805,8 @@ struct StageRing {
 };
 
 template <int D, int GE, int BITS, class Exp>
-__device__ void run_chain(const TurboDecodeArgs& a, int pair, int chain, uint8_t* ring, uint64_t* full, const int8_t* q8,
-                          float s_q, const Exp& exp_fn) {
+__device__ void run_chain(const TurboDecodeArgs& a, int pair, int chain, uint8_t* ring, uint64_t* full,
+                          const int8_t* q8, float s_q, const Exp& exp_fn) {
   const Tiles tiles(a.cache);
   const int first = chain * tiles.total / a.chains, last = (chain + 1) * tiles.total / a.chains;
   const int coded_end = min(last, tiles.coded);
