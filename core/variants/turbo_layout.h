@@ -26,14 +26,14 @@
 //     permutation). Channel c = 8·jc + g (n-tile jc). 4-bit: one word per (κ, jc, lane), b0's code low
 //     and b1's high in byte i; words in order (κ, jc/4, lane, jc mod 4). 2-bit: one word per (κ, ⌊jc/4⌋,
 //     lane, b0/b1), n-tile jc's code in field f = jc mod 4; words in order (κ, jc/8, lane, ⌊jc/4⌋ mod 2, b0/b1).
+//   INT8 buffer: the same positions with whole bytes, b0 and b1 as two words: K words in order (j, lane,
+//     ks, b0/b1), V words in order (κ, jc, lane, b0/b1).
+// d is a multiple of 32 (64 for the 2-bit V order) and B_c a multiple of 32: the kernel's own limits.
 // The 2-bit order (v21 of the decode kernel) puts one n-tile's codes in one field of every word, so the kernel
 // unpacks an operand with one mask, w & (3·0x01010101 << 2f), and no shift: the operand is 4^f times the codes,
 // and so is that n-tile's INT32 product, which the kernel divides back exactly (each of its terms is a multiple
 // of 4^f). The previous order (a word's four fields the k-steps and b0/b1 of one n-tile) needed a shift and a
 // mask for three of every four operands.
-//   INT8 buffer: the same positions with whole bytes, b0 and b1 as two words: K words in order (j, lane,
-//     ks, b0/b1), V words in order (κ, jc, lane, b0/b1).
-// d is a multiple of 32 (64 for the 2-bit V order) and B_c a multiple of 32: the kernel's own limits.
 #pragma once
 
 #include "core/host_device.h"

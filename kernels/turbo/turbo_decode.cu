@@ -717,7 +717,7 @@ __device__ void buffer_tile(const int8_t* kb, const int8_t* vb, const int8_t* q8
 // array) and a cp.async of the 8 bytes of block scales (a bulk copy moves multiples of 16), whose landing is the
 // barrier's second arrival — and every lane waits on the barrier's phase (the n-th fill of a stage completes phase
 // n, parity n mod 2). Before v20, and on other GPUs, every lane copies its share by 16-byte cp.async: at d 128, 2 bits,
-// GQA 4:1 that was 135 of a tile's 1 464 instructions (kernels/PERF.md, v18's phases), ≈ 20 by lane 0 here.
+// GQA 4:1 that was 135 of a tile's 1 464 instructions (kernels/PERF.md, v18's phases); v20 aims at ≈ 20, by lane 0.
 template <int D, int BITS>
 struct StageRing {
   static constexpr int kCodeBytes = kTurboBlock * D * BITS / 8, kStage = kStageBytes<D, BITS>;
