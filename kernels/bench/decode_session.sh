@@ -126,8 +126,7 @@ turbo)
   # (STALLS=1) and every SASS instruction's samples of the 2-bit kernel at GQA 32/8 (SASS=1). Two builds compared on
   # one machine: a second run with the other build's PATCH and OUT=$OUT/NAME (the tree keeps the first's edits).
   if [ -n "${PATCH:-}" ]; then
-    step "apply $PATCH"
-    git apply "$PATCH" 2>/dev/null || patch -p1 <"$PATCH" || exit 1
+    apply_patch "$PATCH" || exit 1
   fi
   ensure_built || exit 1
   if [ "${TESTS:-1}" = 1 ]; then

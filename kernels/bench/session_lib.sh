@@ -29,15 +29,45 @@ session_start() {
 }
 pack_session() { tar czf "$archive.part" -C "$out" . && mv "$archive.part" "$archive"; }
 
+# A diff applied to the tree before a build (an A/B's other version), its files recorded in build-gpu/patched-files.
+# Why: each device call copies the working tree afresh with this checkout's file times, older than the objects a
+# patched build left in build-gpu/, so ninja would keep the patched objects under the unpatched sources (2026-12-07:
+# a call timed v19's binary as v21's). ensure_built touches every recorded file whose content is not the one it last
+# built, so the next build compiles what the tree holds.
+apply_patch() {
+  step "apply $1"
+  git apply "$1" 2>/dev/null || patch -p1 <"$1" || return 1
+  mkdir -p build-gpu
+  sed -n 's|^+++ b/||p' "$1" | while read -r f; do echo "- $f"; done >>build-gpu/patched-files
+}
+touch_patched_files() {
+  [ -f build-gpu/patched-files ] || return 0
+  local sum f
+  while read -r sum f; do
+    [ -f "$f" ] && [ "$(sha1sum <"$f" | cut -d' ' -f1)" != "$sum" ] && touch "$f"
+  done <build-gpu/patched-files
+  return 0
+}
+# After a build: each recorded file with the content just built.
+record_patched_files() {
+  [ -f build-gpu/patched-files ] || return 0
+  local f
+  cut -d' ' -f2- build-gpu/patched-files | sort -u | while read -r f; do
+    [ -f "$f" ] && echo "$(sha1sum <"$f" | cut -d' ' -f1) $f"
+  done >build-gpu/patched-files.new && mv build-gpu/patched-files.new build-gpu/patched-files
+}
+
 # attnlab and its tests for sm_90a with JOBS compile jobs (the peers' background build takes the other cores).
 # attnlab built up to date: build-gpu/ rebuilt where it is (seconds when nothing changed), else configured and built
 # (build_sm90a's BUILD_TARGETS).
 ensure_built() {
+  touch_patched_files
   if [ -f build-gpu/build.ninja ]; then
     cmake --build build-gpu -j "$(nproc)" --target attnlab >>"$out/build.log" 2>&1 || { tail -20 "$out/build.log"; return 1; }
   else
-    build_sm90a 10
+    build_sm90a 10 || return 1
   fi
+  record_patched_files
 }
 build_sm90a() {
   step configure and build attnlab
