@@ -165,16 +165,16 @@ struct StallParts {
 // on an H100 at 8192 and 16384 keys with the same chains, the difference over the tiles added
 // (kernels/bench/ncu_decode_instructions.sh → kernels/bench/h100-decode-instructions-2026-11-26.csv; turbo
 // decode v11, kivi decode v2 (its own file, below); llm_like data, whose 2-bit blocks have saturating channels) —
-// except turbo's d 128 rows at G 1 and 4 (v18) and kivi's d 128 2-bit rows (v4), one launch's count over its tiles
-// at B 16, N 32k, the prologues included (below each). An sm_90a build;
-// other GPUs run other code and take these as an estimate.
+// except turbo's d 128 rows at G 1 and 4 (v21, on an H200) and kivi's d 128 2-bit rows (v4), one launch's count
+// over its tiles at B 16, N 32k, the prologues included (below each). An sm_90a build; other GPUs run other code and
+// take these as an estimate.
 struct DecodeIssue {
   const char* variant;
   int head_dim, group, bits;
   double warp_instructions_per_tile;
   // The chains kernel's warp stall per instruction (Nsight Compute, the mean of two launches;
   // kernels/bench/ncu_profile.sh). turbo at d 128, G 1 and 4: at the benchmark's shape, B 16, 32 query heads,
-  // N 32768 (v18: sim/measurements/h100-ncu-decode-stalls-bench-v18-2026-12-06.csv). The others at B 4 (kivi d 128:
+  // N 32768 (v21 on an H200: sim/measurements/h200-ncu-decode-stalls-bench-v21-2026-12-07.csv). The others at B 4 (kivi d 128:
   // h100-ncu-kernels-2026-11-26.csv; the rest h100-ncu-decode-stalls-2026-11-26.csv), whose chains are 4×
   // shorter: their prologues' stalls weigh more there (turbo 4-bit at G 4: 3.68 cycles at B 4, 2.49 at B 16;
   // at G 1: 3.51, 3.20), so those rows overstate a long run's stall. A row without one would take the spec's L̄.
@@ -183,17 +183,20 @@ struct DecodeIssue {
 // kivi decode v4's warp stall at d 128 (the kivi rows of kDecodeIssue say where it comes from).
 inline constexpr StallParts kKiviD128Stall = {1.07, 0.15, 0.07, 0, 1.08};
 inline constexpr DecodeIssue kDecodeIssue[] = {
-    // turbo decode at d 128: v18 (SAS on t ≤ 0; at G 4 a 2-bit cache at three CTAs per SM, v17) measured on an H100
-    // on 2026-12-06 at the benchmark's shape, B 16, N 32k, G 1 (H 32/32) and G 4 (32/8), both widths (kernels/bench/
-    // ncu_profile.sh decode-stalls-bench: sim/measurements/h100-ncu-decode-stalls-bench-v18-2026-12-06.csv, two
-    // launches each): per tile 928.2 / 973.3 instructions at G 1 (4 / 2 bits), 1 314.4 / 1 463.7 at G 4; the stalls
-    // of those launches. G 2 and G 8 (not re-measured): v10's counts scaled by the measured rows' change since (G 2 by
-    // the mean of G 1's and G 4's, G 8 by G 4's: 4 bits × 0.912 / 0.845, 2 bits × 0.775 / 0.729), with v10's stalls
-    // at B 4.
-    {"turbo", 128, 1, 4, 928.2, {1.40, 0.70, 0.51, 0.01, 0.71}},  {"turbo", 128, 1, 2, 973.3, {1.44, 0.42, 0.15, 0.01, 1.57}},
-    {"turbo", 128, 2, 4, 1230.5, {1.04, 0.44, 0.39, 0.04, 0.94}}, {"turbo", 128, 2, 2, 1281.4, {1.12, 0.44, 0.24, 0.04, 2.92}},
-    {"turbo", 128, 4, 4, 1314.4, {0.89, 0.38, 0.20, 0.01, 0.73}}, {"turbo", 128, 4, 2, 1463.7, {0.96, 0.27, 0.11, 0.01, 0.99}},
-    {"turbo", 128, 8, 4, 1578.1, {0.85, 0.23, 0.66, 0.03, 2.65}}, {"turbo", 128, 8, 2, 1817.7, {0.75, 0.20, 0.39, 0.02, 2.54}},
+    // turbo decode at d 128: v21 (the ring filled by the copy engine, v20; 2-bit operands by one mask, v21; at G 4 a
+    // 2-bit cache at three CTAs per SM, v17) measured on an H200 on 2026-12-07 at the benchmark's shape, B 16, N 32k,
+    // G 1 (H 32/32) and G 4 (32/8), both widths (kernels/bench/ncu_profile.sh decode-stalls-bench:
+    // sim/measurements/h200-ncu-decode-stalls-bench-v21-2026-12-07.csv, two launches each): per tile 866.4 / 875.3
+    // instructions at G 1 (4 / 2 bits), 1 223.7 / 1 335.3 at G 4 — the binary's count, the same on any sm_90a GPU —
+    // and the stalls of those launches. The stall is the H200's: the model takes one stall for every GPU, and the
+    // H100's differs most where memory binds (v19 at G 1 on this H200: 2.97 / 3.62 cycles, 4 / 2 bits; v18 on an H100:
+    // 3.33 / 3.59). G 2 and G 8 (not re-measured): the previous rows scaled by the measured rows' change v18 → v21
+    // (G 2 by the mean of G 1's and G 4's, G 8 by G 4's: 4 bits × 0.932 / 0.931, 2 bits × 0.906 / 0.912), with v10's
+    // stalls at B 4.
+    {"turbo", 128, 1, 4, 866.4, {1.59, 0.32, 0.20, 0.01, 0.81}},  {"turbo", 128, 1, 2, 875.3, {1.73, 0.50, 0.27, 0.01, 1.47}},
+    {"turbo", 128, 2, 4, 1147.1, {1.04, 0.44, 0.39, 0.04, 0.94}}, {"turbo", 128, 2, 2, 1160.7, {1.12, 0.44, 0.24, 0.04, 2.92}},
+    {"turbo", 128, 4, 4, 1223.7, {1.03, 0.26, 0.20, 0.01, 0.74}}, {"turbo", 128, 4, 2, 1335.3, {1.12, 0.29, 0.15, 0.01, 0.93}},
+    {"turbo", 128, 8, 4, 1469.2, {0.85, 0.23, 0.66, 0.03, 2.65}}, {"turbo", 128, 8, 2, 1658.2, {0.75, 0.20, 0.39, 0.02, 2.54}},
     {"turbo", 64, 1, 4, 655.3, {1.43, 0.82, 0.54, 0.04, 1.69}},   {"turbo", 64, 1, 2, 851.8, {1.60, 0.52, 0.17, 0.03, 1.14}},
     {"turbo", 64, 4, 4, 1061.8, {0.95, 0.49, 0.78, 0.06, 2.55}},  {"turbo", 64, 4, 2, 1496.9, {0.93, 0.39, 0.41, 0.04, 1.17}},
     // kivi decode at d 128, 2 bits: v4 (kernels/kivi/kivi_decode.cu: the FP32 path — ≈ 0.2% of llm_like's slots — a

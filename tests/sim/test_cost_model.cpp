@@ -690,27 +690,27 @@ TEST_CASE("warp-chain decode: the latency term slows the 2-bit loop, a mixed cac
           "where the 2-bit one gains occupancy", "[sim][model]") {
   const GpuSpec gpu = h100();
   // All heads 2-bit at MHA: 4 CTAs of 4 warps per SM (57 KB each), 4 warps per scheduler, each stalled the
-  // measured 3.59 cycles after an instruction: the repairman's 73% of the issue rate for the measured 973.3
-  // instructions per tile (kDecodeIssue: turbo decode v18). (Which term binds depends on the factors: with the
+  // measured 3.98 cycles after an instruction: the repairman's 69% of the issue rate for the measured 875.3
+  // instructions per tile (kDecodeIssue: turbo decode v21). (Which term binds depends on the factors: with the
   // SDPA-fitted H100 spec, memory.)
   const Prediction two = predict(make_schedule(bench_decode(32), request("turbo", {{"two_bit_heads", 32}}), gpu), gpu);
   CHECK(two.ctas_per_sm == 4);
   CHECK(two.warps_per_scheduler == 4.0);
-  CHECK(two.issue_rate == Approx(repairman_issue_rate(4, 3.59)));
-  CHECK(two.issue_rate == Approx(0.73).margin(0.01));
-  const double slots = 32 * 973.3 * 16 * 32 * 512;  // warp instructions × 32 per tile, every chain's tiles
+  CHECK(two.issue_rate == Approx(repairman_issue_rate(4, 3.98)));
+  CHECK(two.issue_rate == Approx(0.69).margin(0.01));
+  const double slots = 32 * 875.3 * 16 * 32 * 512;  // warp instructions × 32 per tile, every chain's tiles
   CHECK(two.ops.at("issue") == Approx(slots));
   CHECK(two.unit_ms.at("issue") ==
         Approx(slots / (gpu.peak(Unit::issue) * gpu.efficiency_of(Unit::issue) * two.issue_rate) * 1e3));
-  // All 4-bit: 2 CTAs per SM (shared memory), 2 warps per scheduler stalled 3.33 cycles (v18, measured at this
-  // shape; v10 3.51 at B 4, where Nsight Compute measured an issue rate of 0.42).
+  // All 4-bit: 2 CTAs per SM (shared memory), 2 warps per scheduler stalled 2.93 cycles (v21, measured at this
+  // shape on an H200; v18 3.33 on an H100; v10 3.51 at B 4, where Nsight Compute measured an issue rate of 0.42).
   const Prediction four = predict(make_schedule(bench_decode(32), request("turbo", {{"two_bit_heads", 0}}), gpu), gpu);
   CHECK(four.ctas_per_sm == 2);
   CHECK(four.warps_per_scheduler == 2.0);
-  CHECK(four.issue_rate == Approx(repairman_issue_rate(2, 3.33)));
-  // At GQA 4:1 the stall measured at that group (kDecodeIssue: 2.21 cycles at B 16).
+  CHECK(four.issue_rate == Approx(repairman_issue_rate(2, 2.93)));
+  // At GQA 4:1 the stall measured at that group (kDecodeIssue: 2.24 cycles at B 16).
   const Prediction gqa4 = predict(make_schedule(bench_decode(8), request("turbo", {{"two_bit_heads", 0}}), gpu), gpu);
-  CHECK(gqa4.issue_rate == Approx(repairman_issue_rate(gqa4.warps_per_scheduler, 2.21)));
+  CHECK(gqa4.issue_rate == Approx(repairman_issue_rate(gqa4.warps_per_scheduler, 2.24)));
   // Where no stall is measured (our FP16 decode at d 64: no kDecodeIssue row), the spec's L̄: min(1, W / L̄).
   Problem d64 = bench_decode(8);
   d64.head_dim = 64;
@@ -742,32 +742,56 @@ TEST_CASE("warp-chain decode: the latency term slows the 2-bit loop, a mixed cac
   CHECK(fa.issue_rate == 1.0);
 }
 
-TEST_CASE("the turbo and kivi decode kernels of the H100 benchmark: within 15% after calibration",
-          "[sim][calibrate]") {
-  // sim/measurements/h100-turbo-kivi-decode-v18-2026-12-06.json: turbo decode v18 (4-bit, 2/4 mix, 2-bit; at GQA a 2-bit
-  // cache at three CTAs per SM, 12 chains) and kivi decode v5 (2- and 4-bit) timed in one call on one H100
-  // (kernels/bench/h100-turbo-decode-v18-2026-12-06.json, the `attnlab bench` rows of configs/bench-turbo-decode*.json)
-  // at B 16, d 128, N 32k, MHA and GQA 4:1 (kernels/PERF.md). With the counts and stalls Nsight Compute measured on the
-  // same build (kDecodeIssue; the three-CTA launch's own stall now) and every factor in its physical range, on
-  // 2026-12-06: median |error| 19.8% before the fit (the datasheet's factors), 2.2% after, 4.1% left out. (v16's file
-  // of the same day: 18.4%, 3.3%, 5.1%; the v11 / v2 file of 2026-12-05, h100-turbo-kivi-decode.json: 16.4%, 2.4%,
-  // 4.2%. Without the ranges the fit reached 2.0% with an issue factor of 1.38 and INT8 MMAs at 0.24.)
-  std::string gpu;
-  const auto m =
-      load_measurements(std::string(ATTNLAB_SOURCE_DIR) + "/sim/measurements/h100-turbo-kivi-decode-v18-2026-12-06.json", &gpu);
-  REQUIRE(m.size() == 10);
-  const Calibration c = calibrate(load_gpu_spec(gpu), m);
-  WARN(fmt::format("median |error| before {:.1f}%, after {:.1f}%, leave-one-out {:.1f}%", 100 * c.median_error_before,
-                   100 * c.median_error_after, 100 * c.median_error_loo));
-  CHECK(c.median_error_before < 0.20);
-  CHECK(c.median_error_after < 0.15);
-  CHECK(c.median_error_loo < 0.15);
-  for (const auto& r : c.rows) {
-    INFO(r.label);
-    CHECK(std::abs(r.after_ms / r.measured_ms - 1) < 0.15);
-  }
+// A decode measurement's name with its cache widths ("turbo 2-bit heads 8/32", "kivi 4-bit"): the file's labels
+// name the variant and the shape only.
+static std::string decode_row_name(const Measurement& x) {
+  std::string name = fmt::format("{} H {}/{}", x.variant.id, x.problem.q_heads, x.problem.kv_heads);
+  if (x.variant.id == "turbo") name += fmt::format(", 2-bit heads {}", x.variant.params.integer("two_bit_heads"));
+  if (x.variant.id == "kivi") name += fmt::format(", {}-bit", x.variant.params.integer("bits"));
+  return name;
 }
 
+TEST_CASE("the compressed-cache decode kernels on the H200: the H100's factors within 15% (median), "
+          "within 15% after calibration", "[sim][calibrate]") {
+  // sim/measurements/h200-compressed-decode-v21-2026-12-07.json: turbo decode v21 (4-bit, 2/4 mix, 2-bit; at GQA a
+  // 2-bit cache at three CTAs per SM), kivi decode v5 (2- and 4-bit), fireq decode v11 and our FP16 decode, timed in
+  // one call on one H200 (kernels/bench/h200-compressed-decode-v21-peers-2026-12-07.json, the `attnlab bench` rows of
+  // configs/bench-{turbo,fireq}-decode*.json) at B 16, d 128, N 32k, MHA and GQA 4:1 (kernels/PERF.md) — the builds
+  // whose counts and stalls kDecodeIssue holds (turbo's measured in the same session on the same GPU), but for kivi's
+  // 4-bit kernel, whose row is v3's count (v4 and v5's 4-bit kernel not profiled): its error is reported, not bounded.
+  // First the shipped h200.json (the H100's fitted factors, no re-fit), then a fit with every factor in its physical
+  // range. On 2026-12-07: with the H100's factors median |error| 7.5%, worst fireq at MHA (−24.7%: its stall and count
+  // are the H100's of v11, where memory bound); 13.6% before the fit (the datasheet's factors), 3.6% after, 5.9% left
+  // out; kivi 4-bit at MHA +16.6% after the fit.
+  std::string gpu;
+  const auto m =
+      load_measurements(std::string(ATTNLAB_SOURCE_DIR) + "/sim/measurements/h200-compressed-decode-v21-2026-12-07.json", &gpu);
+  REQUIRE(gpu == "h200");
+  REQUIRE(m.size() == 14);
+  const GpuSpec shipped = load_gpu_spec(gpu);
+  std::vector<double> errors;
+  for (const auto& x : m) {
+    const double ratio = predict(make_schedule(x.problem, x.variant, shipped), shipped).time_ms / x.median_ms;
+    WARN(fmt::format("{}: model / measured {:.3f} (the H100's factors)", decode_row_name(x), ratio));
+    errors.push_back(std::abs(ratio - 1));
+  }
+  WARN(fmt::format("H200 from the H100's factors: median |error| {:.1f}%, worst {:.1f}%", 100 * median(errors),
+                   100 * *std::max_element(errors.begin(), errors.end())));
+  CHECK(median(errors) <= 0.15);
+  const Calibration c = calibrate(shipped, m);
+  WARN(fmt::format("median |error| before {:.1f}%, after {:.1f}%, leave-one-out {:.1f}%", 100 * c.median_error_before,
+                   100 * c.median_error_after, 100 * c.median_error_loo));
+  CHECK(c.median_error_after < 0.15);
+  CHECK(c.median_error_loo < 0.15);
+  REQUIRE(c.rows.size() == m.size());
+  for (size_t i = 0; i < m.size(); ++i) {
+    const double error = c.rows[i].after_ms / c.rows[i].measured_ms - 1;
+    INFO(decode_row_name(m[i]) << ": " << error);
+    const bool count_of_this_build = !(m[i].variant.id == "kivi" && m[i].variant.params.integer("bits") == 4);
+    if (count_of_this_build) CHECK(std::abs(error) < 0.15);
+    else WARN(fmt::format("{}: {:+.1f}% after the fit (kDecodeIssue counts v3)", decode_row_name(m[i]), 100 * error));
+  }
+}
 
 TEST_CASE("every kernel on the H100, both generations, prefill and decode: within 10% after calibration, factors physical",
           "[sim][calibrate]") {
@@ -786,8 +810,11 @@ TEST_CASE("every kernel on the H100, both generations, prefill and decode: withi
   // aside until that kernel's own rows are measured.
   std::string gpu;
   // Its four kivi rows timed decode v1 (every code through FP32) and its six turbo decode rows v11, where kDecodeIssue
-  // now counts kivi v4's and turbo v18's loops: both set aside, and the two kernels' rows of the test above (kivi v5,
-  // turbo v18, one H100 on 2026-12-06) taken instead. On 2026-12-06: 20.9% before, 2.6% after, 3.1% left out.
+  // now counts kivi v4's and turbo v21's loops: both set aside, and kivi v5's rows of one H100 on 2026-12-06
+  // (sim/measurements/h100-turbo-kivi-decode-v18-2026-12-06.json) taken instead; that file's turbo rows time v18,
+  // whose counts kDecodeIssue no longer holds (v21 is timed on an H200 only: the test above), so they are set aside
+  // too until v21 is timed on an H100. On 2026-12-07: 20.0% before, 2.3% after, 2.4% left out (2026-12-06 with
+  // turbo v18's rows and counts: 20.9%, 2.6%, 3.1%).
   auto m = load_measurements(std::string(ATTNLAB_SOURCE_DIR) + "/sim/measurements/h100-all-kernels-2026-11-26.json", &gpu);
   REQUIRE(m.size() == 84);
   std::erase_if(m, [](const Measurement& x) {
@@ -799,8 +826,8 @@ TEST_CASE("every kernel on the H100, both generations, prefill and decode: withi
   const auto decode = load_measurements(
       std::string(ATTNLAB_SOURCE_DIR) + "/sim/measurements/h100-turbo-kivi-decode-v18-2026-12-06.json", &decode_gpu);
   REQUIRE(decode_gpu == gpu);
-  m.insert(m.end(), decode.begin(), decode.end());
-  REQUIRE(m.size() == 82);
+  std::copy_if(decode.begin(), decode.end(), std::back_inserter(m), [](const Measurement& x) { return x.variant.id == "kivi"; });
+  REQUIRE(m.size() == 76);
   const GpuSpec spec = load_gpu_spec(gpu);
   const Calibration c = calibrate(spec, m);
   WARN(fmt::format("median |error| before {:.1f}%, after {:.1f}%, leave-one-out {:.1f}%", 100 * c.median_error_before,
@@ -831,8 +858,9 @@ TEST_CASE("the H200 predicted with the H100's factors, no re-fit: within 10% (me
   // H100: no term for its ring and ping-pong). The issue asks for these errors reported, not bounded: no
   // worst-row assertion.
   // Its FP16 decode rows timed the prefill kernel at q_len 1, which decode no longer runs on, its kivi rows decode
-  // v1 and its turbo decode rows v11, which kDecodeIssue no longer counts (neither kivi v5 nor turbo v18 is timed on
-  // an H200 yet): all set aside, as above (median |error| then 3.9%, worst 9.8%).
+  // v1 and its turbo decode rows v11, which kDecodeIssue no longer counts: all set aside, as above (median |error|
+  // then 3.9%, worst 9.8%); today's decode kernels on the H200 are the test "the compressed-cache decode kernels on
+  // the H200" above.
   std::string gpu;
   auto m = load_measurements(std::string(ATTNLAB_SOURCE_DIR) + "/sim/measurements/h200-kernels-2026-11-26.json", &gpu);
   REQUIRE(gpu == "h200");
