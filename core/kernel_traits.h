@@ -174,8 +174,8 @@ struct DecodeIssue {
   double warp_instructions_per_tile;
   // The chains kernel's warp stall per instruction (Nsight Compute, the mean of two launches;
   // kernels/bench/ncu_profile.sh). turbo at d 128, G 1 and 4: at the benchmark's shape, B 16, 32 query heads,
-  // N 32768 (v21 on an H200: sim/measurements/h200-ncu-decode-stalls-bench-v21-2026-12-07.csv). The others at B 4 (kivi d 128:
-  // h100-ncu-kernels-2026-11-26.csv; the rest h100-ncu-decode-stalls-2026-11-26.csv), whose chains are 4×
+  // N 32768 (v21 on an H200: sim/measurements/h200-ncu-decode-stalls-bench-v21-2026-12-07.csv). The others at B 4
+  // (kivi d 128: h100-ncu-kernels-2026-11-26.csv; the rest h100-ncu-decode-stalls-2026-11-26.csv), whose chains are 4×
   // shorter: their prologues' stalls weigh more there (turbo 4-bit at G 4: 3.68 cycles at B 4, 2.49 at B 16;
   // at G 1: 3.51, 3.20), so those rows overstate a long run's stall. A row without one would take the spec's L̄.
   StallParts stall = {};

@@ -21,10 +21,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <set>
 #include <fstream>
+#include <iterator>
+#include <set>
 
 namespace attnlab::sim {
 namespace ATTNLAB_FILE_LOCAL {
@@ -742,9 +744,9 @@ TEST_CASE("warp-chain decode: the latency term slows the 2-bit loop, a mixed cac
   CHECK(fa.issue_rate == 1.0);
 }
 
-// A decode measurement's name with its cache widths ("turbo 2-bit heads 8/32", "kivi 4-bit"): the file's labels
-// name the variant and the shape only.
-static std::string decode_row_name(const Measurement& x) {
+// A decode measurement's name with its cache widths ("turbo H 32/8, 2-bit heads 8", "kivi H 32/8, 4-bit"): the
+// file's labels name the variant and the shape only.
+std::string decode_row_name(const Measurement& x) {
   std::string name = fmt::format("{} H {}/{}", x.variant.id, x.problem.q_heads, x.problem.kv_heads);
   if (x.variant.id == "turbo") name += fmt::format(", 2-bit heads {}", x.variant.params.integer("two_bit_heads"));
   if (x.variant.id == "kivi") name += fmt::format(", {}-bit", x.variant.params.integer("bits"));
@@ -764,8 +766,8 @@ TEST_CASE("the compressed-cache decode kernels on the H200: the H100's factors w
   // are the H100's of v11, where memory bound); 13.6% before the fit (the datasheet's factors), 3.6% after, 5.9% left
   // out; kivi 4-bit at MHA +16.6% after the fit.
   std::string gpu;
-  const auto m =
-      load_measurements(std::string(ATTNLAB_SOURCE_DIR) + "/sim/measurements/h200-compressed-decode-v21-2026-12-07.json", &gpu);
+  const auto m = load_measurements(
+      std::string(ATTNLAB_SOURCE_DIR) + "/sim/measurements/h200-compressed-decode-v21-2026-12-07.json", &gpu);
   REQUIRE(gpu == "h200");
   REQUIRE(m.size() == 14);
   const GpuSpec shipped = load_gpu_spec(gpu);
@@ -826,7 +828,8 @@ TEST_CASE("every kernel on the H100, both generations, prefill and decode: withi
   const auto decode = load_measurements(
       std::string(ATTNLAB_SOURCE_DIR) + "/sim/measurements/h100-turbo-kivi-decode-v18-2026-12-06.json", &decode_gpu);
   REQUIRE(decode_gpu == gpu);
-  std::copy_if(decode.begin(), decode.end(), std::back_inserter(m), [](const Measurement& x) { return x.variant.id == "kivi"; });
+  std::copy_if(decode.begin(), decode.end(), std::back_inserter(m),
+               [](const Measurement& x) { return x.variant.id == "kivi"; });
   REQUIRE(m.size() == 76);
   const GpuSpec spec = load_gpu_spec(gpu);
   const Calibration c = calibrate(spec, m);
