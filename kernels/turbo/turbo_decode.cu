@@ -718,7 +718,8 @@ __device__ void buffer_tile(const int8_t* kb, const int8_t* vb, const int8_t* q8
 // array) and a cp.async of the 8 bytes of block scales (a bulk copy moves multiples of 16), whose landing is the
 // barrier's second arrival — and every lane waits on the barrier's phase (the n-th fill of a stage completes phase
 // n, parity n mod 2). Before v20, and on other GPUs, every lane copies its share by 16-byte cp.async: at d 128, 2 bits,
-// GQA 4:1 that was 135 of a tile's 1 464 instructions (kernels/PERF.md, v18's phases); v20 aims at ≈ 20, by lane 0.
+// GQA 4:1 that was 135 of a tile's 1 464 instructions (kernels/PERF.md, v18's phases). Measured (v21's phases, an
+// H200): 86 — the warp issues lane 0's branch whole — and the wait on the barrier took what the 49 saved.
 template <int D, int BITS>
 struct StageRing {
   static constexpr int kCodeBytes = kTurboBlock * D * BITS / 8, kStage = kStageBytes<D, BITS>;
@@ -878,6 +879,8 @@ __global__ void __launch_bounds__(kWarps * 32, (kCtasPerSm<D, GE, BITS>)) turbo_
   int8_t* q8 = reinterpret_cast<int8_t*>(mine + kStages * kStageBytes<D, BITS>);
   float* s_q_rows = reinterpret_cast<float*>(q8 + kQRows<D, GE> * D);
   uint64_t* full = reinterpret_cast<uint64_t*>(s_q_rows + 8);
+  static_assert(kWarpBytes<D, GE, BITS> % 16 == 0 && kStageBytes<D, BITS> % 16 == 0,
+                "each warp's ring and stage 16-byte aligned: the bulk copies' destinations");
 
   // Alg. 2 l. 1: the group's queries to INT8, s_Q = max|q| / 119 per head (quant::quantize, one row).
   const int group = a.q_heads / a.kv_heads, b = pair / a.kv_heads, hk = pair % a.kv_heads;
